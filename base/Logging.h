@@ -1,0 +1,82 @@
+// Logging front end: LOG_INFO << "x=" << x; builds one line in a stack buffer
+// (LogStream, no heap allocation) and hands it to the output sink when the
+// statement ends.
+//
+// - The level is process-wide, set with Logger::setLevel() at run time or from
+//   the LIBNET_LOG_LEVEL environment variable (TRACE, DEBUG, INFO, WARN, ERROR,
+//   FATAL) read at start-up. Statements below the level cost one relaxed
+//   atomic load and build nothing.
+// - The sink is a function the application can replace (Logger::setOutput),
+//   e.g. to write through AsyncLogging; the default writes to stderr. Replace
+//   the sink before other threads start logging: calls into the sink are not
+//   synchronised with its replacement.
+// - LOG_SYSERR / LOG_SYSFATAL add strerror(errno). LOG_FATAL flushes the sink
+//   and aborts.
+//
+// Any thread may log; the sink must be thread-safe (the default is).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string_view>
+
+#include "base/LogStream.h"
+
+namespace libnet {
+
+enum class LogLevel : int { kTrace = 0, kDebug, kInfo, kWarn, kError, kFatal };
+
+class Logger {
+ public:
+  using OutputFunc = std::function<void(std::string_view line)>;
+  using FlushFunc = std::function<void()>;
+
+  Logger(const char* file, int line, LogLevel level, bool withErrno = false);
+  ~Logger();
+  Logger(const Logger&) = delete;
+  Logger& operator=(const Logger&) = delete;
+
+  LogStream& stream() { return stream_; }
+
+  static LogLevel level() { return static_cast<LogLevel>(level_.load(std::memory_order_relaxed)); }
+  static void setLevel(LogLevel level) {
+    level_.store(static_cast<int>(level), std::memory_order_relaxed);
+  }
+  // "INFO", "warn", ... (case-insensitive); nullopt for anything else.
+  static std::optional<LogLevel> parseLevel(std::string_view name);
+  static std::string_view levelName(LogLevel level);
+
+  // An empty function restores the default (stderr).
+  static void setOutput(OutputFunc out);
+  static void setFlush(FlushFunc flush);
+  static void flush();
+
+ private:
+  static constinit std::atomic<int> level_;
+
+  LogStream stream_;
+  const char* file_;
+  int line_;
+  LogLevel logLevel_;
+};
+
+// strerror_r wrapper that always returns a readable message.
+const char* strerrorTl(int savedErrno);
+
+}  // namespace libnet
+
+#define LIBNET_LOG_IF(lvl)                                             \
+  if (::libnet::Logger::level() > ::libnet::LogLevel::lvl) {           \
+  } else                                                               \
+    ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::lvl).stream()
+
+#define LOG_TRACE LIBNET_LOG_IF(kTrace)
+#define LOG_DEBUG LIBNET_LOG_IF(kDebug)
+#define LOG_INFO LIBNET_LOG_IF(kInfo)
+#define LOG_WARN LIBNET_LOG_IF(kWarn)
+#define LOG_ERROR ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kError).stream()
+#define LOG_FATAL ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kFatal).stream()
+#define LOG_SYSERR ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kError, true).stream()
+#define LOG_SYSFATAL \
+  ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kFatal, true).stream()
