@@ -1,0 +1,130 @@
+#include "net/Buffer.h"
+
+#include <arpa/inet.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+
+namespace libnet {
+
+namespace {
+constexpr char kCRLF[] = "\r\n";
+}
+
+const char* Buffer::findCRLF(const char* from) const {
+  const char* start = from ? from : peek();
+  assert(start >= peek() && start <= beginWrite());
+  const char* crlf = std::search(start, beginWrite(), kCRLF, kCRLF + 2);
+  return crlf == beginWrite() ? nullptr : crlf;
+}
+
+const char* Buffer::findEOL(const char* from) const {
+  const char* start = from ? from : peek();
+  assert(start >= peek() && start <= beginWrite());
+  const void* eol = std::memchr(start, '\n', static_cast<size_t>(beginWrite() - start));
+  return static_cast<const char*>(eol);
+}
+
+void Buffer::retrieve(size_t len) {
+  assert(len <= readableBytes());
+  if (len < readableBytes()) {
+    readerIndex_ += len;
+  } else {
+    retrieveAll();
+  }
+}
+
+std::string Buffer::retrieveAsString(size_t len) {
+  assert(len <= readableBytes());
+  std::string result(peek(), len);
+  retrieve(len);
+  return result;
+}
+
+void Buffer::append(std::string_view data) {
+  ensureWritableBytes(data.size());
+  if (!data.empty()) std::memcpy(beginWrite(), data.data(), data.size());
+  hasWritten(data.size());
+}
+
+void Buffer::prepend(std::string_view data) {
+  assert(data.size() <= prependableBytes());
+  readerIndex_ -= data.size();
+  if (!data.empty()) std::memcpy(begin() + readerIndex_, data.data(), data.size());
+}
+
+void Buffer::appendInt32(int32_t x) {
+  const uint32_t be = htonl(static_cast<uint32_t>(x));
+  append(std::string_view(reinterpret_cast<const char*>(&be), sizeof be));
+}
+
+void Buffer::prependInt32(int32_t x) {
+  const uint32_t be = htonl(static_cast<uint32_t>(x));
+  prepend(std::string_view(reinterpret_cast<const char*>(&be), sizeof be));
+}
+
+int32_t Buffer::peekInt32() const {
+  assert(readableBytes() >= sizeof(int32_t));
+  uint32_t be = 0;
+  std::memcpy(&be, peek(), sizeof be);
+  return static_cast<int32_t>(ntohl(be));
+}
+
+int32_t Buffer::readInt32() {
+  const int32_t x = peekInt32();
+  retrieve(sizeof x);
+  return x;
+}
+
+void Buffer::shrink(size_t reserve) {
+  Buffer other(readableBytes() + reserve);
+  other.append(view());
+  swap(other);
+}
+
+void Buffer::swap(Buffer& other) noexcept {
+  buffer_.swap(other.buffer_);
+  std::swap(readerIndex_, other.readerIndex_);
+  std::swap(writerIndex_, other.writerIndex_);
+}
+
+void Buffer::makeSpace(size_t len) {
+  if (writableBytes() + prependableBytes() < len + kCheapPrepend) {
+    // Grow geometrically so a stream of appends costs amortised O(1).
+    const size_t needed = writerIndex_ + len;
+    buffer_.resize(std::max(needed, buffer_.size() * 2));
+  } else {
+    // Enough room in total: slide the readable bytes to the front.
+    const size_t readable = readableBytes();
+    std::memmove(begin() + kCheapPrepend, peek(), readable);
+    readerIndex_ = kCheapPrepend;
+    writerIndex_ = readerIndex_ + readable;
+  }
+}
+
+Buffer::ReadResult Buffer::readFd(int fd) {
+  char extra[kExtraReadSize];
+  struct iovec vec[2];
+  const size_t writable = writableBytes();
+  vec[0].iov_base = beginWrite();
+  vec[0].iov_len = writable;
+  vec[1].iov_base = extra;
+  vec[1].iov_len = sizeof extra;
+  // With plenty of room already, skip the stack buffer (and its copy).
+  const int iovcnt = writable < sizeof extra ? 2 : 1;
+  const size_t offered = iovcnt == 2 ? writable + sizeof extra : writable;
+  const ssize_t n = ::readv(fd, vec, iovcnt);
+  if (n < 0) return {n, errno, false};
+  const auto got = static_cast<size_t>(n);
+  if (got <= writable) {
+    writerIndex_ += got;
+  } else {
+    writerIndex_ = buffer_.size();
+    append(std::string_view(extra, got - writable));
+  }
+  return {n, 0, got == offered};
+}
+
+}  // namespace libnet

@@ -1,0 +1,31 @@
+// Callback types shared by TcpServer, TcpClient and TcpConnection.
+// Every callback runs on the loop thread of the connection it names.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "base/Timestamp.h"
+
+namespace libnet {
+
+class Buffer;
+class TcpConnection;
+
+using TcpConnectionPtr = std::shared_ptr<TcpConnection>;
+using TimerCallback = std::function<void()>;
+// Called on connect and on disconnect; conn->connected() tells which.
+using ConnectionCallback = std::function<void(const TcpConnectionPtr&)>;
+using CloseCallback = std::function<void(const TcpConnectionPtr&)>;
+// The output buffer went from non-empty (or a direct send) to fully written.
+using WriteCompleteCallback = std::function<void(const TcpConnectionPtr&)>;
+// The output buffer grew past the high-water mark; the argument is its size.
+using HighWaterMarkCallback = std::function<void(const TcpConnectionPtr&, size_t)>;
+// Bytes arrived; consume what you can from the buffer, leave the rest.
+using MessageCallback = std::function<void(const TcpConnectionPtr&, Buffer*, Timestamp)>;
+
+void defaultConnectionCallback(const TcpConnectionPtr& conn);
+void defaultMessageCallback(const TcpConnectionPtr& conn, Buffer* buffer, Timestamp receiveTime);
+
+}  // namespace libnet

@@ -1,0 +1,70 @@
+#include "net/Channel.h"
+
+#include <sys/epoll.h>
+
+#include <cassert>
+
+#include "base/Logging.h"
+#include "net/EventLoop.h"
+
+namespace libnet {
+
+const uint32_t Channel::kReadEvent = EPOLLIN | EPOLLPRI | EPOLLRDHUP;
+const uint32_t Channel::kWriteEvent = EPOLLOUT;
+
+Channel::Channel(EventLoop* loop, int fd) : loop_(loop), fd_(fd) {}
+
+Channel::~Channel() {
+  if (registered_) {
+    LOG_FATAL << "Channel for fd " << fd_ << " destroyed while still registered with its poller";
+  }
+  assert(!eventHandling_);
+}
+
+void Channel::tie(const std::shared_ptr<void>& owner) {
+  tie_ = owner;
+  tied_ = true;
+}
+
+void Channel::setInterest(uint32_t events) {
+  events_ = events;
+  registered_ = true;
+  loop_->updateChannel(this);
+}
+
+void Channel::remove() {
+  assert(isNoneEvent());
+  if (registered_) {
+    loop_->removeChannel(this);
+    registered_ = false;
+  }
+}
+
+void Channel::handleEvent(Timestamp receiveTime) {
+  if (tied_) {
+    std::shared_ptr<void> guard = tie_.lock();
+    if (guard) handleEventWithGuard(receiveTime);
+  } else {
+    handleEventWithGuard(receiveTime);
+  }
+}
+
+void Channel::handleEventWithGuard(Timestamp receiveTime) {
+  eventHandling_ = true;
+  // A hang-up with nothing left to read: the peer is gone in both directions.
+  if ((revents_ & EPOLLHUP) && !(revents_ & EPOLLIN)) {
+    if (closeCallback_) closeCallback_();
+  }
+  if (revents_ & EPOLLERR) {
+    if (errorCallback_) errorCallback_();
+  }
+  if (revents_ & (EPOLLIN | EPOLLPRI | EPOLLRDHUP)) {
+    if (readCallback_) readCallback_(receiveTime);
+  }
+  if (revents_ & EPOLLOUT) {
+    if (writeCallback_) writeCallback_();
+  }
+  eventHandling_ = false;
+}
+
+}  // namespace libnet

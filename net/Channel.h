@@ -1,0 +1,94 @@
+// Channel: the events of interest on one fd, and the callbacks to run when
+// they fire. It never owns the fd; whoever owns the fd holds the Channel by
+// value (or in a unique_ptr) next to it. A Channel is registered with its
+// loop's Poller while it has interest; the Poller keeps its address, so it is
+// neither copyable nor movable, and it must be remove()d before it dies.
+//
+// Event bits are the epoll ones (EPOLLIN == POLLIN etc. on Linux), so every
+// backend speaks the same vocabulary. Delivery is edge-triggered: a handler
+// must drain its fd (read/write/accept until EAGAIN) before returning.
+//
+// Loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "base/Timestamp.h"
+
+namespace libnet {
+
+class EventLoop;
+
+class Channel {
+ public:
+  using EventCallback = std::function<void()>;
+  using ReadEventCallback = std::function<void(Timestamp)>;
+
+  Channel(EventLoop* loop, int fd);
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  // Runs the callbacks for the events the poller reported (setReturnedEvents).
+  void handleEvent(Timestamp receiveTime);
+
+  void setReadCallback(ReadEventCallback cb) { readCallback_ = std::move(cb); }
+  void setWriteCallback(EventCallback cb) { writeCallback_ = std::move(cb); }
+  void setCloseCallback(EventCallback cb) { closeCallback_ = std::move(cb); }
+  void setErrorCallback(EventCallback cb) { errorCallback_ = std::move(cb); }
+
+  // Ties the channel to its owner's lifetime: events are dropped once the owner
+  // is gone, and the owner is kept alive while a handler runs.
+  void tie(const std::shared_ptr<void>& owner);
+
+  [[nodiscard]] int fd() const { return fd_; }
+  [[nodiscard]] uint32_t events() const { return events_; }
+  void setReturnedEvents(uint32_t revents) { revents_ = revents; }
+  [[nodiscard]] bool isNoneEvent() const { return events_ == kNoneEvent; }
+  [[nodiscard]] bool isReading() const { return events_ & kReadEvent; }
+  [[nodiscard]] bool isWriting() const { return events_ & kWriteEvent; }
+
+  void enableReading() { setInterest(events_ | kReadEvent); }
+  void disableReading() { setInterest(events_ & ~kReadEvent); }
+  void enableWriting() { setInterest(events_ | kWriteEvent); }
+  void disableWriting() { setInterest(events_ & ~kWriteEvent); }
+  // Both directions in one registration; with edge-triggered delivery this is
+  // set once per connection and never toggled.
+  void enableReadWrite() { setInterest(kReadEvent | kWriteEvent); }
+  void disableAll() { setInterest(kNoneEvent); }
+
+  // Unregisters from the poller. Must be called (with no interest left)
+  // before destruction.
+  void remove();
+
+  // Bookkeeping owned by the Poller backend.
+  [[nodiscard]] int pollerState() const { return pollerState_; }
+  void setPollerState(int state) { pollerState_ = state; }
+  [[nodiscard]] EventLoop* ownerLoop() const { return loop_; }
+
+  static constexpr uint32_t kNoneEvent = 0;
+  static const uint32_t kReadEvent;
+  static const uint32_t kWriteEvent;
+
+ private:
+  void setInterest(uint32_t events);
+  void handleEventWithGuard(Timestamp receiveTime);
+
+  EventLoop* loop_;
+  const int fd_;
+  uint32_t events_ = 0;
+  uint32_t revents_ = 0;
+  int pollerState_ = -1;  // -1: never added
+  bool registered_ = false;
+  bool eventHandling_ = false;
+  bool tied_ = false;
+  std::weak_ptr<void> tie_;
+  ReadEventCallback readCallback_;
+  EventCallback writeCallback_;
+  EventCallback closeCallback_;
+  EventCallback errorCallback_;
+};
+
+}  // namespace libnet

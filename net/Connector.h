@@ -1,0 +1,77 @@
+// Connector: makes a non-blocking connect() to one server address and hands
+// the connected fd to a callback; on failure it retries after a delay that
+// doubles from initialRetryDelay up to maxRetryDelay. Used by TcpClient.
+//
+// Held by std::shared_ptr: retry timers hold only a weak_ptr to it.
+// start(), stop() and restart() may be called from any thread; the callback
+// runs on the loop thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "base/Timestamp.h"
+#include "base/UniqueFd.h"
+#include "net/InetAddress.h"
+#include "net/TimerId.h"
+
+namespace libnet {
+
+class Channel;
+class EventLoop;
+
+class Connector : public std::enable_shared_from_this<Connector> {
+ public:
+  using NewConnectionCallback = std::function<void(UniqueFd sockfd)>;
+
+  static constexpr Duration kInitialRetryDelay = std::chrono::milliseconds(500);
+  static constexpr Duration kMaxRetryDelay = std::chrono::seconds(30);
+
+  Connector(EventLoop* loop, const InetAddress& serverAddr);
+  ~Connector();
+  Connector(const Connector&) = delete;
+  Connector& operator=(const Connector&) = delete;
+
+  void setNewConnectionCallback(NewConnectionCallback cb) { callback_ = std::move(cb); }
+  void setRetryDelays(Duration initial, Duration max) {
+    initialRetryDelay_ = initial;
+    maxRetryDelay_ = max;
+    retryDelay_ = initial;
+  }
+
+  void start();    // any thread
+  void restart();  // loop thread: start over with the initial delay
+  void stop();     // any thread: no more attempts; abandons one in progress
+
+  [[nodiscard]] const InetAddress& serverAddress() const { return serverAddr_; }
+  // Attempts made so far (for tests and diagnostics).
+  [[nodiscard]] int attempts() const { return attempts_.load(); }
+
+ private:
+  enum class State { kDisconnected, kConnecting, kConnected };
+
+  void startInLoop();
+  void stopInLoop();
+  void connect();
+  void connecting(UniqueFd fd);
+  void handleWrite();
+  void handleError();
+  void retry(UniqueFd fd);
+  UniqueFd removeAndResetChannel();
+
+  EventLoop* loop_;
+  const InetAddress serverAddr_;
+  std::atomic<bool> connect_{false};
+  State state_ = State::kDisconnected;
+  UniqueFd connectingFd_;
+  std::unique_ptr<Channel> channel_;
+  NewConnectionCallback callback_;
+  Duration initialRetryDelay_ = kInitialRetryDelay;
+  Duration maxRetryDelay_ = kMaxRetryDelay;
+  Duration retryDelay_ = kInitialRetryDelay;
+  TimerId retryTimer_;
+  std::atomic<int> attempts_{0};
+};
+
+}  // namespace libnet

@@ -1,0 +1,186 @@
+#include "net/EventLoop.h"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <exception>
+#include <system_error>
+
+#include "base/CurrentThread.h"
+#include "base/Logging.h"
+#include "net/Poller.h"
+#include "net/TimerQueue.h"
+
+namespace libnet {
+
+namespace {
+
+thread_local EventLoop* t_loopInThisThread = nullptr;
+
+// Timers wake the loop through their timerfd, so this only bounds how long a
+// loop with nothing to do sleeps between iterations.
+constexpr Duration kPollTimeout = std::chrono::seconds(10);
+
+int createEventfd() {
+  const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::system_category(), "eventfd");
+  return fd;
+}
+
+template <class F>
+void runGuarded(const char* what, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    LOG_ERROR << "exception escaped " << what << ": " << e.what();
+  } catch (...) {
+    LOG_ERROR << "unknown exception escaped " << what;
+  }
+}
+
+}  // namespace
+
+EventLoop* EventLoop::currentThreadLoop() { return t_loopInThisThread; }
+
+EventLoop::EventLoop(PollerKind kind)
+    : threadId_(CurrentThread::tid()), wakeupFd_(createEventfd()) {
+  if (t_loopInThisThread) {
+    LOG_FATAL << "thread " << threadId_ << " already has an EventLoop (" << t_loopInThisThread
+              << ")";
+  }
+  poller_ = Poller::create(this, kind);
+  pollerKind_ = poller_->kind();
+  timerQueue_ = std::make_unique<TimerQueue>(this);
+  wakeupChannel_ = std::make_unique<Channel>(this, wakeupFd_.get());
+  wakeupChannel_->setReadCallback([this](Timestamp) { handleWakeup(); });
+  wakeupChannel_->enableReading();
+  t_loopInThisThread = this;
+  LOG_DEBUG << "EventLoop " << this << " created on thread " << threadId_ << " ("
+            << pollerKindName(pollerKind_) << ")";
+}
+
+EventLoop::~EventLoop() {
+  wakeupChannel_->disableAll();
+  wakeupChannel_->remove();
+  wakeupChannel_.reset();
+  timerQueue_.reset();
+  poller_.reset();
+  t_loopInThisThread = nullptr;
+}
+
+void EventLoop::loop() {
+  assertInLoopThread();
+  if (looping_.exchange(true)) LOG_FATAL << "EventLoop::loop() called re-entrantly";
+  LOG_TRACE << "EventLoop " << this << " start looping";
+  while (!quit_.load(std::memory_order_acquire)) {
+    activeChannels_.clear();
+    pollReturnTime_ = poller_->poll(kPollTimeout, &activeChannels_);
+    ++iteration_;
+    dispatchingEvents_ = true;
+    for (Channel* channel : activeChannels_) {
+      runGuarded("an event handler", [&] { channel->handleEvent(pollReturnTime_); });
+    }
+    dispatchingEvents_ = false;
+    activeChannels_.clear();
+    doPendingFunctors();
+  }
+  // Work queued just before quit() (e.g. tearing down connections) still runs,
+  // so nothing it owns outlives the loop unreleased.
+  doPendingFunctors();
+  quit_.store(false, std::memory_order_relaxed);
+  looping_.store(false);
+}
+
+void EventLoop::quit() {
+  quit_.store(true, std::memory_order_release);
+  if (!isInLoopThread()) wakeup();
+}
+
+void EventLoop::runInLoop(Functor cb) {
+  if (isInLoopThread()) {
+    cb();
+  } else {
+    queueInLoop(std::move(cb));
+  }
+}
+
+void EventLoop::queueInLoop(Functor cb) {
+  {
+    std::lock_guard lock(mutex_);
+    pendingFunctors_.push_back(std::move(cb));
+  }
+  // The loop thread itself needs no wake-up while dispatching events: pending
+  // functors run at the end of this iteration. Anywhere else (another thread,
+  // inside a queued functor that missed this batch, before loop() started)
+  // the loop may be about to sleep in poll, so wake it.
+  if (!isInLoopThread() || !dispatchingEvents_) wakeup();
+}
+
+size_t EventLoop::queueSize() const {
+  std::lock_guard lock(mutex_);
+  return pendingFunctors_.size();
+}
+
+TimerId EventLoop::runAt(MonoTime when, TimerCallback cb) {
+  return timerQueue_->addTimer(std::move(cb), when, Duration::zero());
+}
+
+TimerId EventLoop::runAfter(Duration delay, TimerCallback cb) {
+  return runAt(MonoClock::now() + delay, std::move(cb));
+}
+
+TimerId EventLoop::runEvery(Duration interval, TimerCallback cb) {
+  return timerQueue_->addTimer(std::move(cb), MonoClock::now() + interval, interval);
+}
+
+void EventLoop::cancel(TimerId timerId) { timerQueue_->cancel(timerId); }
+
+void EventLoop::updateChannel(Channel* channel) {
+  assertInLoopThread();
+  poller_->updateChannel(channel);
+}
+
+void EventLoop::removeChannel(Channel* channel) {
+  assertInLoopThread();
+  poller_->removeChannel(channel);
+}
+
+bool EventLoop::isInLoopThread() const { return threadId_ == CurrentThread::tid(); }
+
+void EventLoop::abortNotInLoopThread() const {
+  LOG_FATAL << "EventLoop " << this << " belongs to thread " << threadId_
+            << " but was used from thread " << CurrentThread::tid();
+  std::abort();
+}
+
+void EventLoop::wakeup() {
+  // Merge: if a wake-up is already on its way, the loop will see our functor.
+  if (wakeupPending_.exchange(true, std::memory_order_acq_rel)) return;
+  wakeupCount_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t one = 1;
+  if (::write(wakeupFd_.get(), &one, sizeof one) != sizeof one) {
+    LOG_SYSERR << "EventLoop::wakeup write";
+  }
+}
+
+void EventLoop::handleWakeup() {
+  uint64_t value = 0;
+  while (::read(wakeupFd_.get(), &value, sizeof value) > 0) {
+  }
+}
+
+void EventLoop::doPendingFunctors() {
+  // Cleared before taking the batch: a producer that queues after the swap
+  // below sees no pending wake-up and writes the eventfd itself.
+  wakeupPending_.store(false, std::memory_order_release);
+  std::vector<Functor> functors;
+  {
+    std::lock_guard lock(mutex_);
+    functors.swap(pendingFunctors_);
+  }
+  if (functors.empty()) return;
+  for (Functor& functor : functors) runGuarded("a queued functor", functor);
+}
+
+}  // namespace libnet

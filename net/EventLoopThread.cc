@@ -1,0 +1,59 @@
+#include "net/EventLoopThread.h"
+
+#include <pthread.h>
+
+#include "base/Logging.h"
+#include "net/EventLoop.h"
+
+namespace libnet {
+
+EventLoopThread::EventLoopThread(ThreadInitCallback cb, std::string name, PollerKind kind)
+    : callback_(std::move(cb)), name_(std::move(name)), kind_(kind) {}
+
+EventLoopThread::~EventLoopThread() {
+  {
+    // Under the lock: the thread clears loop_ under it before its loop dies.
+    std::lock_guard lock(mutex_);
+    if (loop_) loop_->quit();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+EventLoop* EventLoopThread::startLoop() {
+  thread_ = std::thread([this] { threadFunc(); });
+  std::unique_lock lock(mutex_);
+  cond_.wait(lock, [this] { return started_; });
+  if (startError_) std::rethrow_exception(startError_);
+  return loop_;
+}
+
+void EventLoopThread::threadFunc() {
+  if (!name_.empty()) {
+    // Linux limits thread names to 15 characters.
+    ::pthread_setname_np(::pthread_self(), name_.substr(0, 15).c_str());
+  }
+  try {
+    EventLoop loop(kind_);
+    if (callback_) callback_(&loop);
+    {
+      std::lock_guard lock(mutex_);
+      loop_ = &loop;
+      started_ = true;
+    }
+    cond_.notify_one();
+    loop.loop();
+    std::lock_guard lock(mutex_);
+    loop_ = nullptr;
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    if (!started_) {
+      startError_ = std::current_exception();
+      started_ = true;
+      cond_.notify_one();
+    } else {
+      LOG_ERROR << "EventLoopThread " << name_ << " ended by an exception";
+    }
+  }
+}
+
+}  // namespace libnet

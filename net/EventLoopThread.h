@@ -1,0 +1,47 @@
+// EventLoopThread: a thread running one EventLoop. startLoop() starts the
+// thread and returns its loop once it is constructed; the destructor quits the
+// loop and joins the thread. The loop object lives on the thread's own stack,
+// so it is created and destroyed on its own thread.
+// startLoop() and the destructor are called from the owning thread.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "net/PollerKind.h"
+
+namespace libnet {
+
+class EventLoop;
+
+class EventLoopThread {
+ public:
+  using ThreadInitCallback = std::function<void(EventLoop*)>;
+
+  explicit EventLoopThread(ThreadInitCallback cb = {}, std::string name = {},
+                           PollerKind kind = PollerKind::kAuto);
+  ~EventLoopThread();
+  EventLoopThread(const EventLoopThread&) = delete;
+  EventLoopThread& operator=(const EventLoopThread&) = delete;
+
+  // Throws std::system_error if the loop could not be created on the thread.
+  EventLoop* startLoop();
+
+ private:
+  void threadFunc();
+
+  ThreadInitCallback callback_;
+  std::string name_;
+  PollerKind kind_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable cond_;
+  EventLoop* loop_ = nullptr;       // guarded by mutex_
+  std::exception_ptr startError_;   // guarded by mutex_
+  bool started_ = false;            // guarded by mutex_
+};
+
+}  // namespace libnet

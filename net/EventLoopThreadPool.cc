@@ -1,0 +1,40 @@
+#include "net/EventLoopThreadPool.h"
+
+#include "net/EventLoop.h"
+#include "net/EventLoopThread.h"
+
+namespace libnet {
+
+EventLoopThreadPool::EventLoopThreadPool(EventLoop* baseLoop, std::string name)
+    : baseLoop_(baseLoop), name_(std::move(name)) {}
+
+// Threads are joined here; each loop runs what was queued to it before quitting.
+EventLoopThreadPool::~EventLoopThreadPool() = default;
+
+void EventLoopThreadPool::start(const ThreadInitCallback& cb) {
+  baseLoop_->assertInLoopThread();
+  if (started_) return;
+  started_ = true;
+  for (int i = 0; i < numThreads_; ++i) {
+    auto thread = std::make_unique<EventLoopThread>(cb, name_ + std::to_string(i),
+                                                    baseLoop_->pollerKind());
+    loops_.push_back(thread->startLoop());
+    threads_.push_back(std::move(thread));
+  }
+  if (numThreads_ == 0 && cb) cb(baseLoop_);
+}
+
+EventLoop* EventLoopThreadPool::getNextLoop() {
+  baseLoop_->assertInLoopThread();
+  if (loops_.empty()) return baseLoop_;
+  EventLoop* loop = loops_[next_];
+  next_ = (next_ + 1) % loops_.size();
+  return loop;
+}
+
+std::vector<EventLoop*> EventLoopThreadPool::getAllLoops() const {
+  if (loops_.empty()) return {baseLoop_};
+  return loops_;
+}
+
+}  // namespace libnet

@@ -1,0 +1,47 @@
+// EventLoopThreadPool: N loop threads that a TcpServer hands connections to,
+// round-robin. With 0 threads everything runs on the base loop.
+// Created, started and used on the base loop's thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/PollerKind.h"
+
+namespace libnet {
+
+class EventLoop;
+class EventLoopThread;
+
+class EventLoopThreadPool {
+ public:
+  using ThreadInitCallback = std::function<void(EventLoop*)>;
+
+  EventLoopThreadPool(EventLoop* baseLoop, std::string name);
+  ~EventLoopThreadPool();
+  EventLoopThreadPool(const EventLoopThreadPool&) = delete;
+  EventLoopThreadPool& operator=(const EventLoopThreadPool&) = delete;
+
+  void setThreadNum(int numThreads) { numThreads_ = numThreads; }
+  // The pool's loops use the base loop's backend.
+  void start(const ThreadInitCallback& cb = {});
+
+  // Round-robin; the base loop when the pool has no threads.
+  EventLoop* getNextLoop();
+  [[nodiscard]] std::vector<EventLoop*> getAllLoops() const;
+  [[nodiscard]] bool started() const { return started_; }
+  [[nodiscard]] const std::string& name() const { return name_; }
+
+ private:
+  EventLoop* baseLoop_;
+  std::string name_;
+  bool started_ = false;
+  int numThreads_ = 0;
+  size_t next_ = 0;
+  std::vector<std::unique_ptr<EventLoopThread>> threads_;
+  std::vector<EventLoop*> loops_;
+};
+
+}  // namespace libnet

@@ -1,0 +1,112 @@
+#include "net/Socket.h"
+
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include "base/Logging.h"
+
+namespace libnet {
+
+namespace {
+
+void setBoolOption(int fd, int level, int name, bool on, const char* what) {
+  const int value = on ? 1 : 0;
+  if (::setsockopt(fd, level, name, &value, sizeof value) < 0) {
+    LOG_SYSERR << "setsockopt " << what << " fd=" << fd;
+  }
+}
+
+}  // namespace
+
+Socket Socket::createNonblocking(sa_family_t family) {
+  const int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) throw std::system_error(errno, std::system_category(), "socket");
+  return Socket(UniqueFd(fd));
+}
+
+void Socket::bindAddress(const InetAddress& local) {
+  if (::bind(fd_.get(), local.getSockAddr(), local.sockLen()) < 0) {
+    throw std::system_error(errno, std::system_category(), "bind " + local.toIpPort());
+  }
+}
+
+void Socket::listen(int backlog) {
+  if (::listen(fd_.get(), backlog) < 0) {
+    throw std::system_error(errno, std::system_category(),
+                            "listen " + localAddress(fd_.get()).toIpPort());
+  }
+}
+
+UniqueFd Socket::accept(InetAddress* peer) {
+  sockaddr_storage storage{};
+  socklen_t len = sizeof storage;
+  const int fd = ::accept4(fd_.get(), reinterpret_cast<sockaddr*>(&storage), &len,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd >= 0 && peer) peer->setSockAddr(storage);
+  return UniqueFd(fd);
+}
+
+void Socket::shutdownWrite() {
+  if (::shutdown(fd_.get(), SHUT_WR) < 0 && errno != ENOTCONN) {
+    LOG_SYSERR << "shutdown(SHUT_WR) fd=" << fd_.get();
+  }
+}
+
+void Socket::setTcpNoDelay(bool on) {
+  setBoolOption(fd_.get(), IPPROTO_TCP, TCP_NODELAY, on, "TCP_NODELAY");
+}
+
+void Socket::setReuseAddr(bool on) {
+  setBoolOption(fd_.get(), SOL_SOCKET, SO_REUSEADDR, on, "SO_REUSEADDR");
+}
+
+void Socket::setReusePort(bool on) {
+  const int value = on ? 1 : 0;
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_REUSEPORT, &value, sizeof value) < 0 && on) {
+    throw std::system_error(errno, std::system_category(), "setsockopt SO_REUSEPORT");
+  }
+}
+
+void Socket::setKeepAlive(bool on) {
+  setBoolOption(fd_.get(), SOL_SOCKET, SO_KEEPALIVE, on, "SO_KEEPALIVE");
+}
+
+int Socket::getSocketError(int fd) {
+  int value = 0;
+  socklen_t len = sizeof value;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &len) < 0) return errno;
+  return value;
+}
+
+InetAddress Socket::localAddress(int fd) {
+  sockaddr_storage storage{};
+  socklen_t len = sizeof storage;
+  InetAddress address;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &len) == 0) {
+    address.setSockAddr(storage);
+  } else {
+    LOG_SYSERR << "getsockname fd=" << fd;
+  }
+  return address;
+}
+
+InetAddress Socket::peerAddress(int fd) {
+  sockaddr_storage storage{};
+  socklen_t len = sizeof storage;
+  InetAddress address;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &len) == 0) {
+    address.setSockAddr(storage);
+  } else {
+    LOG_SYSERR << "getpeername fd=" << fd;
+  }
+  return address;
+}
+
+bool Socket::isSelfConnect(int fd) {
+  return localAddress(fd) == peerAddress(fd);
+}
+
+}  // namespace libnet

@@ -1,0 +1,103 @@
+#include "net/TcpClient.h"
+
+#include "base/Logging.h"
+#include "net/Connector.h"
+#include "net/EventLoop.h"
+#include "net/Socket.h"
+#include "net/TcpConnection.h"
+
+namespace libnet {
+
+TcpClient::TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name)
+    : loop_(loop),
+      connector_(std::make_shared<Connector>(loop, serverAddr)),
+      name_(std::move(name)),
+      connectionCallback_(defaultConnectionCallback),
+      messageCallback_(defaultMessageCallback) {
+  // The connector is owned by this client and stopped in its destructor, on
+  // the same loop thread that runs this callback.
+  connector_->setNewConnectionCallback([this](UniqueFd fd) { newConnection(std::move(fd)); });
+}
+
+TcpClient::~TcpClient() {
+  loop_->assertInLoopThread();
+  connector_->stop();  // in the loop thread: runs now, no callback after this
+  TcpConnectionPtr conn;
+  {
+    std::lock_guard lock(mutex_);
+    conn = std::move(connection_);
+  }
+  if (conn) {
+    // The connection may outlive us (someone else holds it): its close
+    // callback must no longer reach this object.
+    conn->setCloseCallback([](const TcpConnectionPtr& c) {
+      c->getLoop()->queueInLoop([c] { c->connectDestroyed(); });
+    });
+    conn->forceClose();
+  }
+}
+
+void TcpClient::connect() {
+  LOG_DEBUG << "TcpClient " << name_ << " connecting to "
+            << connector_->serverAddress().toIpPort();
+  connect_ = true;
+  connector_->start();
+}
+
+void TcpClient::disconnect() {
+  connect_ = false;
+  if (TcpConnectionPtr conn = connection()) conn->shutdown();
+}
+
+void TcpClient::stop() {
+  connect_ = false;
+  connector_->stop();
+}
+
+void TcpClient::setRetryDelays(Duration initial, Duration max) {
+  connector_->setRetryDelays(initial, max);
+}
+
+TcpConnectionPtr TcpClient::connection() const {
+  std::lock_guard lock(mutex_);
+  return connection_;
+}
+
+int TcpClient::connectAttempts() const { return connector_->attempts(); }
+
+void TcpClient::newConnection(UniqueFd sockfd) {
+  loop_->assertInLoopThread();
+  const InetAddress peerAddr = Socket::peerAddress(sockfd.get());
+  const InetAddress localAddr = Socket::localAddress(sockfd.get());
+  std::string connName = name_ + ":" + peerAddr.toIpPort() + "#" + std::to_string(nextConnId_++);
+  auto conn = std::make_shared<TcpConnection>(loop_, std::move(connName), std::move(sockfd),
+                                              localAddr, peerAddr);
+  if (tcpNoDelay_) conn->setTcpNoDelay(true);
+  conn->setConnectionCallback(connectionCallback_);
+  conn->setMessageCallback(messageCallback_);
+  conn->setWriteCompleteCallback(writeCompleteCallback_);
+  // Runs on this loop's thread, where the client is destroyed; the destructor
+  // replaces this callback before the client goes away.
+  conn->setCloseCallback([this](const TcpConnectionPtr& c) { removeConnection(c); });
+  {
+    std::lock_guard lock(mutex_);
+    connection_ = conn;
+  }
+  conn->connectEstablished();
+}
+
+void TcpClient::removeConnection(const TcpConnectionPtr& conn) {
+  loop_->assertInLoopThread();
+  {
+    std::lock_guard lock(mutex_);
+    if (connection_ == conn) connection_.reset();
+  }
+  loop_->queueInLoop([conn] { conn->connectDestroyed(); });
+  if (retry_ && connect_) {
+    LOG_INFO << "TcpClient " << name_ << " reconnecting to "
+             << connector_->serverAddress().toIpPort();
+    connector_->restart();
+  }
+}
+
+}  // namespace libnet

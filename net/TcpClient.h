@@ -1,0 +1,73 @@
+// TcpClient: one outgoing connection to one server, made by a Connector
+// (non-blocking connect, retried with capped exponential backoff). With
+// enableRetry(), a connection that closes is re-established.
+//
+// Construct and destroy it on its loop's thread. connect(), disconnect(),
+// stop() and connection() may be called from any thread. Callbacks run on the
+// loop thread.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "base/UniqueFd.h"
+#include "net/Callbacks.h"
+#include "net/InetAddress.h"
+
+namespace libnet {
+
+class Connector;
+class EventLoop;
+
+class TcpClient {
+ public:
+  TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name);
+  ~TcpClient();
+  TcpClient(const TcpClient&) = delete;
+  TcpClient& operator=(const TcpClient&) = delete;
+
+  // Starts connecting (and retrying until connected or stopped).
+  void connect();
+  // Half-closes the current connection once its output drains; no reconnect.
+  void disconnect();
+  // Stops connecting (an established connection is left alone).
+  void stop();
+
+  // Reconnect after the connection closes.
+  void enableRetry() { retry_ = true; }
+  [[nodiscard]] bool retry() const { return retry_; }
+  void setRetryDelays(Duration initial, Duration max);
+  void setTcpNoDelay(bool on) { tcpNoDelay_ = on; }
+
+  [[nodiscard]] TcpConnectionPtr connection() const;
+  [[nodiscard]] EventLoop* getLoop() const { return loop_; }
+  [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] int connectAttempts() const;
+
+  void setConnectionCallback(ConnectionCallback cb) { connectionCallback_ = std::move(cb); }
+  void setMessageCallback(MessageCallback cb) { messageCallback_ = std::move(cb); }
+  void setWriteCompleteCallback(WriteCompleteCallback cb) {
+    writeCompleteCallback_ = std::move(cb);
+  }
+
+ private:
+  void newConnection(UniqueFd sockfd);
+  void removeConnection(const TcpConnectionPtr& conn);
+
+  EventLoop* loop_;
+  std::shared_ptr<Connector> connector_;
+  const std::string name_;
+  ConnectionCallback connectionCallback_;
+  MessageCallback messageCallback_;
+  WriteCompleteCallback writeCompleteCallback_;
+  std::atomic<bool> retry_{false};
+  std::atomic<bool> connect_{false};
+  bool tcpNoDelay_ = false;
+  uint64_t nextConnId_ = 1;
+  mutable std::mutex mutex_;
+  TcpConnectionPtr connection_;  // guarded by mutex_
+};
+
+}  // namespace libnet

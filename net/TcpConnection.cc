@@ -1,0 +1,277 @@
+#include "net/TcpConnection.h"
+
+#include <sys/socket.h>
+
+#include <cassert>
+#include <cerrno>
+
+#include "base/Logging.h"
+#include "net/EventLoop.h"
+
+namespace libnet {
+
+void defaultConnectionCallback(const TcpConnectionPtr& conn) {
+  LOG_TRACE << conn->localAddress().toIpPort() << " -> " << conn->peerAddress().toIpPort()
+            << " is " << (conn->connected() ? "UP" : "DOWN");
+}
+
+void defaultMessageCallback(const TcpConnectionPtr&, Buffer* buffer, Timestamp) {
+  buffer->retrieveAll();
+}
+
+TcpConnection::TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
+                             const InetAddress& localAddr, const InetAddress& peerAddr)
+    : loop_(loop),
+      name_(std::move(name)),
+      socket_(std::move(sockfd)),
+      channel_(loop, socket_.fd()),
+      localAddr_(localAddr),
+      peerAddr_(peerAddr),
+      connectionCallback_(defaultConnectionCallback),
+      messageCallback_(defaultMessageCallback) {
+  channel_.setReadCallback([this](Timestamp t) { handleRead(t); });
+  channel_.setWriteCallback([this] { handleWrite(); });
+  channel_.setCloseCallback([this] { handleClose(); });
+  channel_.setErrorCallback([this] { handleError(); });
+  LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " created";
+}
+
+TcpConnection::~TcpConnection() {
+  LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " destroyed in state "
+            << stateName(state_.load());
+}
+
+void TcpConnection::send(std::string_view message) {
+  const State state = state_.load();
+  if (state != State::kConnected && state != State::kDisconnecting) return;
+  if (loop_->isInLoopThread()) {
+    sendInLoop(message);
+  } else {
+    send(std::string(message));
+  }
+}
+
+void TcpConnection::send(std::string&& message) {
+  const State state = state_.load();
+  if (state != State::kConnected && state != State::kDisconnecting) return;
+  if (loop_->isInLoopThread()) {
+    sendInLoop(message);
+  } else {
+    loop_->queueInLoop([self = shared_from_this(), message = std::move(message)] {
+      self->sendInLoop(message);
+    });
+  }
+}
+
+void TcpConnection::send(Buffer* buffer) {
+  if (loop_->isInLoopThread()) {
+    const State state = state_.load();
+    if (state == State::kConnected || state == State::kDisconnecting) sendInLoop(buffer->view());
+    buffer->retrieveAll();
+  } else {
+    send(buffer->retrieveAllAsString());
+  }
+}
+
+void TcpConnection::sendInLoop(std::string_view data) {
+  loop_->assertInLoopThread();
+  if (state_.load() == State::kDisconnected) {
+    LOG_WARN << name_ << ": disconnected, dropping " << data.size() << " bytes";
+    return;
+  }
+  size_t written = 0;
+  // Write directly only if nothing is queued, or the bytes would reorder.
+  if (outputBuffer_.readableBytes() == 0 && !data.empty()) {
+    ssize_t n;
+    do {
+      n = ::send(socket_.fd(), data.data(), data.size(), MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n >= 0) {
+      written = static_cast<size_t>(n);
+      if (written == data.size() && writeCompleteCallback_) {
+        loop_->queueInLoop([self = shared_from_this()] { self->writeCompleteCallback_(self); });
+      }
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      // EPIPE / ECONNRESET: the peer is gone. Close from the loop, not from
+      // inside the caller's send().
+      LOG_SYSERR << name_ << ": send";
+      loop_->queueInLoop([self = shared_from_this()] { self->handleClose(); });
+      return;
+    }
+  }
+  const size_t remaining = data.size() - written;
+  if (remaining == 0) return;
+  const size_t queued = outputBuffer_.readableBytes();
+  if (queued + remaining >= highWaterMark_ && queued < highWaterMark_ && highWaterMarkCallback_) {
+    loop_->queueInLoop([self = shared_from_this(), size = queued + remaining] {
+      self->highWaterMarkCallback_(self, size);
+    });
+  }
+  outputBuffer_.append(data.substr(written));
+  // Nothing to arm: write interest is registered for good, and the socket
+  // reports its next writable edge when the kernel frees send space.
+}
+
+void TcpConnection::shutdown() {
+  State expected = State::kConnected;
+  if (state_.compare_exchange_strong(expected, State::kDisconnecting)) {
+    loop_->runInLoop([self = shared_from_this()] { self->shutdownInLoop(); });
+  }
+}
+
+void TcpConnection::shutdownInLoop() {
+  loop_->assertInLoopThread();
+  if (outputBuffer_.readableBytes() == 0 && !writeShutdown_ &&
+      state_.load() != State::kDisconnected) {
+    writeShutdown_ = true;
+    socket_.shutdownWrite();
+  }
+  // Otherwise onOutputDrained() does it.
+}
+
+void TcpConnection::forceClose() {
+  State state = state_.load();
+  while (state == State::kConnected || state == State::kDisconnecting) {
+    if (state_.compare_exchange_weak(state, State::kDisconnecting)) {
+      loop_->queueInLoop([self = shared_from_this()] { self->handleClose(); });
+      return;
+    }
+  }
+}
+
+void TcpConnection::stopRead() {
+  loop_->assertInLoopThread();
+  reading_ = false;
+}
+
+void TcpConnection::startRead() {
+  loop_->assertInLoopThread();
+  if (reading_) return;
+  reading_ = true;
+  // An edge may have come and gone while paused: look once.
+  loop_->queueInLoop([self = shared_from_this()] { self->handleRead(Timestamp::now()); });
+}
+
+void TcpConnection::connectEstablished() {
+  loop_->assertInLoopThread();
+  assert(state_.load() == State::kConnecting);
+  state_.store(State::kConnected);
+  channel_.tie(shared_from_this());
+  channel_.enableReadWrite();
+  connectionCallback_(shared_from_this());
+}
+
+void TcpConnection::connectDestroyed() {
+  loop_->assertInLoopThread();
+  const State state = state_.load();
+  if (state == State::kConnected || state == State::kDisconnecting) {
+    state_.store(State::kDisconnected);
+    channel_.disableAll();
+    connectionCallback_(shared_from_this());
+  }
+  channel_.disableAll();
+  channel_.remove();
+}
+
+void TcpConnection::handleRead(Timestamp receiveTime) {
+  loop_->assertInLoopThread();
+  if (!reading_ || peerClosed_ || state_.load() == State::kDisconnected) return;
+  const TcpConnectionPtr self = shared_from_this();
+  for (int i = 0; i < kMaxReadsPerEvent; ++i) {
+    const Buffer::ReadResult result = inputBuffer_.readFd(socket_.fd());
+    if (result.bytes > 0) {
+      messageCallback_(self, &inputBuffer_, receiveTime);
+      if (!reading_ || state_.load() == State::kDisconnected) return;
+      if (!result.filled) return;  // a short read: the socket is drained
+      continue;
+    }
+    if (result.bytes == 0) {
+      handlePeerClosed();
+      return;
+    }
+    if (result.error == EAGAIN || result.error == EWOULDBLOCK) return;
+    if (result.error == EINTR) continue;
+    errno = result.error;
+    LOG_SYSERR << name_ << ": read";
+    handleClose();
+    return;
+  }
+  // Still more to read: let the other ready channels have a turn first.
+  loop_->queueInLoop([self, receiveTime] { self->handleRead(receiveTime); });
+}
+
+void TcpConnection::handlePeerClosed() {
+  peerClosed_ = true;
+  // What we owe the peer still goes out; close once it has.
+  if (outputBuffer_.readableBytes() == 0) handleClose();
+}
+
+void TcpConnection::handleWrite() {
+  loop_->assertInLoopThread();
+  // A writable edge with nothing queued (it also comes with read edges): no-op.
+  if (state_.load() == State::kDisconnected || outputBuffer_.readableBytes() == 0) return;
+  while (outputBuffer_.readableBytes() > 0) {
+    const ssize_t n =
+        ::send(socket_.fd(), outputBuffer_.peek(), outputBuffer_.readableBytes(), MSG_NOSIGNAL);
+    if (n > 0) {
+      outputBuffer_.retrieve(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // wait for the next edge
+    LOG_SYSERR << name_ << ": send";
+    handleClose();
+    return;
+  }
+  onOutputDrained();
+}
+
+void TcpConnection::onOutputDrained() {
+  // Give back the memory of a burst (say an 8 MiB reply), but keep a small
+  // buffer for reuse.
+  if (outputBuffer_.capacity() > kShrinkAbove) outputBuffer_.shrink(0);
+  if (writeCompleteCallback_) {
+    loop_->queueInLoop([self = shared_from_this()] { self->writeCompleteCallback_(self); });
+  }
+  if (peerClosed_) {
+    handleClose();
+    return;
+  }
+  if (state_.load() == State::kDisconnecting) shutdownInLoop();
+}
+
+void TcpConnection::handleClose() {
+  loop_->assertInLoopThread();
+  if (state_.load() == State::kDisconnected) return;
+  state_.store(State::kDisconnected);
+  channel_.disableAll();
+  TcpConnectionPtr guard(shared_from_this());
+  connectionCallback_(guard);
+  if (closeCallback_) closeCallback_(guard);
+}
+
+void TcpConnection::handleError() {
+  const int err = Socket::getSocketError(socket_.fd());
+  if (err == 0) return;
+  LOG_DEBUG << name_ << ": socket error " << err << " " << strerrorTl(err);
+  // A pending socket error on a connected TCP socket is fatal to it (reset,
+  // timeout, unreachable); with edge-triggered polling it would not be
+  // reported again, so close now.
+  handleClose();
+}
+
+const char* TcpConnection::stateName(State state) {
+  switch (state) {
+    case State::kConnecting:
+      return "connecting";
+    case State::kConnected:
+      return "connected";
+    case State::kDisconnecting:
+      return "disconnecting";
+    case State::kDisconnected:
+      return "disconnected";
+  }
+  return "?";
+}
+
+}  // namespace libnet

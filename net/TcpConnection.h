@@ -1,0 +1,132 @@
+// TcpConnection: one established TCP connection, on one loop. Always held by
+// std::shared_ptr (TcpConnectionPtr); its Channel is tied to it through a
+// weak_ptr, so a connection outlives any event handler that is dispatching it.
+// TcpServer / TcpClient create it, own the map entry, and tear it down.
+//
+// Thread safety: send(), shutdown(), forceClose(), connected() and the getters
+// may be called from any thread; sends from one thread go out in the order
+// they were made. Everything else, and every callback, runs on getLoop()'s
+// thread.
+//
+// Delivery is edge-triggered: on each readable edge the socket is read until a
+// read comes back short (up to a fairness cap, after which reading resumes at
+// the end of the loop iteration); the output buffer is written until EAGAIN.
+// Read and write interest is registered once and never toggled.
+//
+// Closing: if the peer half-closes (FIN), everything already queued for it is
+// still written before the connection closes. shutdown() half-closes our side
+// only once the output buffer is empty. forceClose() drops queued output.
+#pragma once
+
+#include <any>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/Timestamp.h"
+#include "net/Buffer.h"
+#include "net/Callbacks.h"
+#include "net/Channel.h"
+#include "net/InetAddress.h"
+#include "net/Socket.h"
+
+namespace libnet {
+
+class EventLoop;
+
+class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
+ public:
+  static constexpr size_t kDefaultHighWaterMark = 64 * 1024 * 1024;
+
+  TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd, const InetAddress& localAddr,
+                const InetAddress& peerAddr);
+  ~TcpConnection();
+  TcpConnection(const TcpConnection&) = delete;
+  TcpConnection& operator=(const TcpConnection&) = delete;
+
+  [[nodiscard]] EventLoop* getLoop() const { return loop_; }
+  [[nodiscard]] const std::string& name() const { return name_; }
+  [[nodiscard]] const InetAddress& localAddress() const { return localAddr_; }
+  [[nodiscard]] const InetAddress& peerAddress() const { return peerAddr_; }
+  [[nodiscard]] bool connected() const { return state_.load() == State::kConnected; }
+  [[nodiscard]] bool disconnected() const { return state_.load() == State::kDisconnected; }
+  [[nodiscard]] int fd() const { return socket_.fd(); }
+
+  // Any thread. Off the loop thread the bytes are copied (moved for an
+  // rvalue string) and the write happens on the loop.
+  void send(std::string_view message);
+  void send(std::string&& message);
+  // Takes all readable bytes of `buffer`.
+  void send(Buffer* buffer);
+
+  // Half-closes our side once the output buffer has drained. Any thread.
+  void shutdown();
+  // Closes now, dropping queued output. Any thread.
+  void forceClose();
+  void setTcpNoDelay(bool on) { socket_.setTcpNoDelay(on); }
+
+  // Pause / resume reading (e.g. while a slow consumer drains). Loop thread.
+  void stopRead();
+  void startRead();
+  [[nodiscard]] bool isReading() const { return reading_; }
+
+  void setContext(std::any context) { context_ = std::move(context); }
+  [[nodiscard]] const std::any& getContext() const { return context_; }
+  [[nodiscard]] std::any* getMutableContext() { return &context_; }
+
+  void setConnectionCallback(ConnectionCallback cb) { connectionCallback_ = std::move(cb); }
+  void setMessageCallback(MessageCallback cb) { messageCallback_ = std::move(cb); }
+  void setWriteCompleteCallback(WriteCompleteCallback cb) {
+    writeCompleteCallback_ = std::move(cb);
+  }
+  void setHighWaterMarkCallback(HighWaterMarkCallback cb, size_t highWaterMark) {
+    highWaterMarkCallback_ = std::move(cb);
+    highWaterMark_ = highWaterMark;
+  }
+
+  [[nodiscard]] Buffer* inputBuffer() { return &inputBuffer_; }
+  [[nodiscard]] Buffer* outputBuffer() { return &outputBuffer_; }
+
+  // For TcpServer / TcpClient only.
+  void setCloseCallback(CloseCallback cb) { closeCallback_ = std::move(cb); }
+  void connectEstablished();
+  void connectDestroyed();
+
+ private:
+  enum class State { kConnecting, kConnected, kDisconnecting, kDisconnected };
+  static constexpr int kMaxReadsPerEvent = 16;
+  static constexpr size_t kShrinkAbove = 1024 * 1024;
+
+  void handleRead(Timestamp receiveTime);
+  void handleWrite();
+  void handleClose();
+  void handleError();
+  void handlePeerClosed();
+  void sendInLoop(std::string_view data);
+  void shutdownInLoop();
+  void onOutputDrained();
+  [[nodiscard]] static const char* stateName(State state);
+
+  EventLoop* loop_;
+  const std::string name_;
+  std::atomic<State> state_{State::kConnecting};
+  bool reading_ = true;
+  bool peerClosed_ = false;     // we read EOF
+  bool writeShutdown_ = false;  // shutdown(SHUT_WR) done
+  Socket socket_;
+  Channel channel_;
+  const InetAddress localAddr_;
+  const InetAddress peerAddr_;
+  ConnectionCallback connectionCallback_;
+  MessageCallback messageCallback_;
+  WriteCompleteCallback writeCompleteCallback_;
+  HighWaterMarkCallback highWaterMarkCallback_;
+  CloseCallback closeCallback_;
+  size_t highWaterMark_ = kDefaultHighWaterMark;
+  Buffer inputBuffer_;
+  Buffer outputBuffer_;
+  std::any context_;
+};
+
+}  // namespace libnet

@@ -1,0 +1,84 @@
+#include "net/TcpServer.h"
+
+#include "base/Logging.h"
+#include "net/Acceptor.h"
+#include "net/EventLoop.h"
+#include "net/EventLoopThreadPool.h"
+#include "net/Socket.h"
+#include "net/TcpConnection.h"
+
+namespace libnet {
+
+TcpServer::TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
+                     Option option)
+    : loop_(loop),
+      name_(std::move(name)),
+      acceptor_(std::make_unique<Acceptor>(loop, listenAddr, option == Option::kReusePort)),
+      threadPool_(std::make_unique<EventLoopThreadPool>(loop, name_)),
+      connectionCallback_(defaultConnectionCallback),
+      messageCallback_(defaultMessageCallback) {
+  acceptor_->setNewConnectionCallback(
+      [this](UniqueFd fd, const InetAddress& peer) { newConnection(std::move(fd), peer); });
+}
+
+TcpServer::~TcpServer() {
+  loop_->assertInLoopThread();
+  alive_.reset();
+  for (auto& [raw, conn] : connections_) {
+    conn->getLoop()->runInLoop([conn] { conn->connectDestroyed(); });
+  }
+  connections_.clear();
+  // threadPool_ is destroyed next: each I/O loop runs what was queued to it
+  // (the connectDestroyed calls above) before its thread exits.
+}
+
+InetAddress TcpServer::listenAddress() const { return acceptor_->localAddress(); }
+
+void TcpServer::setThreadNum(int numThreads) { threadPool_->setThreadNum(numThreads); }
+
+void TcpServer::start() {
+  loop_->assertInLoopThread();
+  if (started_) return;
+  acceptor_->listen();
+  threadPool_->start(threadInitCallback_);
+  started_ = true;
+  LOG_DEBUG << "TcpServer " << name_ << " listening on " << listenAddress().toIpPort();
+}
+
+size_t TcpServer::connectionCount() const {
+  loop_->assertInLoopThread();
+  return connections_.size();
+}
+
+void TcpServer::newConnection(UniqueFd sockfd, const InetAddress& peerAddr) {
+  loop_->assertInLoopThread();
+  EventLoop* ioLoop = threadPool_->getNextLoop();
+  const InetAddress localAddr = Socket::localAddress(sockfd.get());
+  std::string connName = name_ + "#" + std::to_string(nextConnId_++);
+  auto conn = std::make_shared<TcpConnection>(ioLoop, std::move(connName), std::move(sockfd),
+                                              localAddr, peerAddr);
+  if (tcpNoDelay_) conn->setTcpNoDelay(true);
+  conn->setConnectionCallback(connectionCallback_);
+  conn->setMessageCallback(messageCallback_);
+  conn->setWriteCompleteCallback(writeCompleteCallback_);
+  conn->setCloseCallback([this, loop = loop_, alive = std::weak_ptr<int>(alive_)](
+                              const TcpConnectionPtr& c) {
+    // On c's loop thread: touch nothing of the server here. Hop to the
+    // server's loop (which outlives it); see alive_.
+    loop->runInLoop([this, alive, c] {
+      if (alive.expired()) return;
+      removeConnection(c);
+    });
+  });
+  connections_.emplace(conn.get(), conn);
+  ioLoop->runInLoop([conn] { conn->connectEstablished(); });
+}
+
+void TcpServer::removeConnection(const TcpConnectionPtr& conn) {
+  loop_->assertInLoopThread();
+  if (connections_.erase(conn.get()) == 0) return;
+  // Queued, not run: we may be inside conn's own event handler right now.
+  conn->getLoop()->queueInLoop([conn] { conn->connectDestroyed(); });
+}
+
+}  // namespace libnet
