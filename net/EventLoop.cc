@@ -21,6 +21,7 @@ thread_local EventLoop* t_loopInThisThread = nullptr;
 // Timers wake the loop through their timerfd, so this only bounds how long a
 // loop with nothing to do sleeps between iterations.
 constexpr Duration kPollTimeout = std::chrono::seconds(10);
+constexpr int kMaxDrainRounds = 100;
 
 int createEventfd() {
   const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -86,8 +87,11 @@ void EventLoop::loop() {
     doPendingFunctors();
   }
   // Work queued just before quit() (e.g. tearing down connections) still runs,
-  // so nothing it owns outlives the loop unreleased.
-  doPendingFunctors();
+  // and so does the work it queues in turn (close -> destroy), so nothing it
+  // owns outlives the loop unreleased. Bounded, in case a functor re-queues
+  // itself forever.
+  for (int round = 0; round < kMaxDrainRounds && queueSize() > 0; ++round) doPendingFunctors();
+  if (queueSize() > 0) LOG_ERROR << "EventLoop " << this << " quit with work still queued";
   quit_.store(false, std::memory_order_relaxed);
   looping_.store(false);
 }

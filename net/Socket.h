@@ -21,6 +21,7 @@ class Socket {
   [[nodiscard]] int fd() const { return fd_.get(); }
   // Hands the fd to the caller; the Socket is left empty.
   [[nodiscard]] UniqueFd releaseFd() { return std::move(fd_); }
+  void close() { fd_.reset(); }
 
   void bindAddress(const InetAddress& local);
   void listen(int backlog = SOMAXCONN);

@@ -171,6 +171,9 @@ void TcpConnection::connectDestroyed() {
   }
   channel_.disableAll();
   channel_.remove();
+  // Release the fd now rather than when the last TcpConnectionPtr goes: a
+  // user may hold one long after the close, and the peer must see it.
+  socket_.close();
 }
 
 void TcpConnection::handleRead(Timestamp receiveTime) {

@@ -57,6 +57,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // rvalue string) and the write happens on the loop.
   void send(std::string_view message);
   void send(std::string&& message);
+  void send(const char* message) { send(std::string_view(message)); }
   // Takes all readable bytes of `buffer`.
   void send(Buffer* buffer);
 

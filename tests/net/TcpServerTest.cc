@@ -1,0 +1,340 @@
+// TcpServer + TcpConnection on real loopback sockets, on every backend.
+#include "net/TcpServer.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <set>
+#include <cerrno>
+#include <cstdio>
+#include <memory>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "base/CountDownLatch.h"
+#include "net/Buffer.h"
+#include "net/EventLoop.h"
+#include "net/EventLoopThread.h"
+#include "net/TcpConnection.h"
+#include "tests/net/TestUtil.h"
+
+namespace libnet {
+namespace {
+
+using test::BlockingClient;
+using test::randomBytes;
+using test::runSync;
+using test::waitUntil;
+
+void echo(const TcpConnectionPtr& conn, Buffer* buf, Timestamp) { conn->send(buf); }
+
+class TcpServerTest : public ::testing::TestWithParam<PollerKind> {
+ protected:
+  void SetUp() override {
+    thread_ = std::make_unique<EventLoopThread>(nullptr, "server", GetParam());
+    loop_ = thread_->startLoop();
+  }
+
+  void TearDown() override {
+    stopServer();
+    thread_.reset();
+  }
+
+  // Starts a server on an ephemeral loopback port; `configure` runs on the
+  // loop thread before start(). The default message callback echoes.
+  void startServer(const std::function<void(TcpServer&)>& configure = {}, int threads = 0,
+                   const InetAddress& listen = InetAddress(0, true)) {
+    runSync(loop_, [&] {
+      server_ = std::make_unique<TcpServer>(loop_, listen, "test");
+      server_->setThreadNum(threads);
+      server_->setMessageCallback(echo);
+      server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
+        (conn->connected() ? ups_ : downs_).fetch_add(1);
+      });
+      if (configure) configure(*server_);
+      server_->start();
+    });
+    address_ = runSync(loop_, [&] { return server_->listenAddress(); });
+  }
+
+  void stopServer() {
+    if (server_) runSync(loop_, [&] { server_.reset(); });
+  }
+
+  size_t connectionCount() {
+    return runSync(loop_, [&] { return server_->connectionCount(); });
+  }
+
+  std::unique_ptr<EventLoopThread> thread_;
+  EventLoop* loop_ = nullptr;
+  std::unique_ptr<TcpServer> server_;
+  InetAddress address_;
+  std::atomic<int> ups_{0};
+  std::atomic<int> downs_{0};
+};
+
+TEST_P(TcpServerTest, EchoesOneConnectionByteExact) {
+  startServer();
+  BlockingClient client(address_);
+  const std::string data = randomBytes(300 * 1024, 1);
+  ASSERT_TRUE(client.sendAll(data));
+  EXPECT_EQ(client.recvExactly(data.size()), data);
+  client.close();
+  EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+void echoManyConcurrent(TcpServerTest* self, const InetAddress& address, int connections,
+                        const std::function<size_t()>& serverCount) {
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  std::vector<std::string> payloads;
+  for (int i = 0; i < connections; ++i) {
+    clients.push_back(std::make_unique<BlockingClient>(address));
+    payloads.push_back(randomBytes(1 + static_cast<size_t>(i * 331 % 65536), 100 + i));
+  }
+  // All connections are open at once.
+  EXPECT_TRUE(waitUntil([&] { return serverCount() == static_cast<size_t>(connections); }));
+  for (int i = 0; i < connections; ++i) ASSERT_TRUE(clients[i]->sendAll(payloads[i]));
+  for (int i = 0; i < connections; ++i) {
+    ASSERT_EQ(clients[i]->recvExactly(payloads[i].size()), payloads[i]) << "connection " << i;
+  }
+  clients.clear();
+  EXPECT_TRUE(waitUntil([&] { return serverCount() == 0; }));
+  (void)self;
+}
+
+TEST_P(TcpServerTest, Echoes200ConcurrentConnections) {
+  startServer();
+  echoManyConcurrent(this, address_, 200, [this] { return connectionCount(); });
+  EXPECT_EQ(ups_.load(), 200);
+  EXPECT_TRUE(waitUntil([&] { return downs_.load() == 200; }));
+}
+
+TEST_P(TcpServerTest, Echoes200ConcurrentConnectionsOnThreeIoThreads) {
+  std::mutex mutex;
+  std::set<EventLoop*> loopsUsed;
+  startServer(
+      [&](TcpServer& server) {
+        server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+          EXPECT_TRUE(conn->getLoop()->isInLoopThread());
+          std::lock_guard lock(mutex);
+          loopsUsed.insert(conn->getLoop());
+        });
+      },
+      3);
+  echoManyConcurrent(this, address_, 200, [this] { return connectionCount(); });
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(loopsUsed.size(), 3u);
+  EXPECT_EQ(loopsUsed.count(loop_), 0u);
+}
+
+TEST_P(TcpServerTest, LargeMessageFiresHighWaterMarkAndOneWriteComplete) {
+  constexpr size_t kSize = 8 * 1024 * 1024;
+  constexpr size_t kMark = 1024 * 1024;
+  const std::string payload = randomBytes(kSize, 7);
+  std::atomic<int> highWaterMarks{0};
+  std::atomic<size_t> highWaterSize{0};
+  std::atomic<int> writeCompletes{0};
+  startServer([&](TcpServer& server) {
+    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) return;
+      conn->setHighWaterMarkCallback(
+          [&](const TcpConnectionPtr&, size_t size) {
+            highWaterMarks.fetch_add(1);
+            highWaterSize = size;
+          },
+          kMark);
+      conn->send(payload);
+    });
+    server.setWriteCompleteCallback([&](const TcpConnectionPtr&) { writeCompletes.fetch_add(1); });
+  });
+  // A small receive window keeps most of the message queued in the server.
+  BlockingClient client(address_, 64 * 1024);
+  const std::string got = client.recvExactly(kSize);
+  ASSERT_EQ(got.size(), kSize);
+  EXPECT_TRUE(got == payload);
+  EXPECT_TRUE(waitUntil([&] { return writeCompletes.load() >= 1; }));
+  runSync(loop_, [] {});  // anything still queued on the loop has run
+  EXPECT_EQ(highWaterMarks.load(), 1);
+  EXPECT_GE(highWaterSize.load(), kMark);
+  EXPECT_EQ(writeCompletes.load(), 1);
+}
+
+TEST_P(TcpServerTest, PeerHalfCloseStillGetsEverythingQueued) {
+  startServer();
+  BlockingClient client(address_, 64 * 1024);
+  const std::string data = randomBytes(4 * 1024 * 1024, 3);
+  ASSERT_TRUE(client.sendAll(data));
+  client.shutdownWrite();  // FIN while most of the echo is still queued
+  bool eof = false;
+  const std::string got = client.recvUntilEof(&eof);
+  EXPECT_TRUE(eof);
+  ASSERT_EQ(got.size(), data.size());
+  EXPECT_TRUE(got == data);
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+TEST_P(TcpServerTest, ShutdownHalfClosesOnlyAfterOutputDrains) {
+  const std::string payload = randomBytes(2 * 1024 * 1024, 9);
+  startServer([&](TcpServer& server) {
+    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) return;
+      conn->send(payload);
+      conn->shutdown();
+    });
+  });
+  BlockingClient client(address_, 64 * 1024);
+  bool eof = false;
+  const std::string got = client.recvUntilEof(&eof);
+  EXPECT_TRUE(eof);
+  ASSERT_EQ(got.size(), payload.size());
+  EXPECT_TRUE(got == payload);
+  // Our side is still open for writing: the server keeps reading after its
+  // half-close, and closes fully when we do.
+  client.close();
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+TEST_P(TcpServerTest, PeerResetWithOutputQueuedClosesWithoutLeak) {
+  startServer();
+  const int baseline = test::openFdCount();
+  {
+    BlockingClient client(address_, 16 * 1024);
+    // Not reading: the echo piles up in the server's output buffer.
+    ASSERT_TRUE(client.sendAll(randomBytes(2 * 1024 * 1024, 5)));
+    EXPECT_TRUE(waitUntil([&] { return ups_.load() == 1; }));
+    client.resetConnection();
+  }
+  EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
+}
+
+TEST_P(TcpServerTest, ForceCloseFromAnotherThreadClosesNow) {
+  std::promise<TcpConnectionPtr> connected;
+  startServer([&](TcpServer& server) {
+    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (conn->connected()) connected.set_value(conn);
+    });
+  });
+  BlockingClient client(address_);
+  auto future = connected.get_future();
+  ASSERT_EQ(future.wait_for(test::kWait), std::future_status::ready);
+  TcpConnectionPtr conn = future.get();
+  EXPECT_TRUE(conn->connected());
+  conn->forceClose();
+  bool eof = false;
+  EXPECT_TRUE(client.recvUntilEof(&eof).empty());
+  EXPECT_TRUE(eof);
+  EXPECT_TRUE(waitUntil([&] { return conn->disconnected(); }));
+  conn.reset();
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+TEST_P(TcpServerTest, SendsFromAnotherThreadArriveInOrder) {
+  std::promise<TcpConnectionPtr> connected;
+  startServer([&](TcpServer& server) {
+    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (conn->connected()) connected.set_value(conn);
+    });
+  });
+  BlockingClient client(address_);
+  auto future = connected.get_future();
+  ASSERT_EQ(future.wait_for(test::kWait), std::future_status::ready);
+  TcpConnectionPtr conn = future.get();
+  constexpr int kMessages = 10000;
+  std::string expected;
+  std::thread sender([&] {
+    char line[16];
+    for (int i = 0; i < kMessages; ++i) {
+      std::snprintf(line, sizeof line, "%08d\n", i);
+      conn->send(std::string_view(line, 9));
+    }
+  });
+  for (int i = 0; i < kMessages; ++i) {
+    char line[16];
+    std::snprintf(line, sizeof line, "%08d\n", i);
+    expected.append(line, 9);
+  }
+  const std::string got = client.recvExactly(expected.size());
+  sender.join();
+  EXPECT_TRUE(got == expected);
+  conn.reset();
+}
+
+TEST_P(TcpServerTest, PortInUseThrowsSystemErrorNamingTheAddress) {
+  startServer();
+  try {
+    runSync(loop_, [&] { TcpServer second(loop_, address_, "second"); });
+    FAIL() << "a second server bound " << address_.toIpPort();
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), EADDRINUSE);
+    EXPECT_NE(std::string(e.what()).find("bind " + address_.toIpPort()), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_P(TcpServerTest, AddressNotOnThisHostThrows) {
+  // 192.0.2.1 (TEST-NET-1) is not assigned here: bind fails locally, nothing
+  // is sent anywhere.
+  const InetAddress foreign("192.0.2.1", 0);
+  try {
+    runSync(loop_, [&] { TcpServer server(loop_, foreign, "foreign"); });
+    FAIL() << "bound a foreign address";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), EADDRNOTAVAIL);
+  }
+}
+
+TEST_P(TcpServerTest, EchoesOverIpv6Loopback) {
+  UniqueFd probe(::socket(AF_INET6, SOCK_STREAM, 0));
+  const InetAddress v6(0, true, true);
+  if (!probe || ::bind(probe.get(), v6.getSockAddr(), v6.sockLen()) != 0) {
+    GTEST_SKIP() << "no IPv6 loopback here";
+  }
+  probe.reset();
+  startServer({}, 0, v6);
+  EXPECT_EQ(address_.family(), AF_INET6);
+  BlockingClient client(address_);
+  const std::string data = randomBytes(10000, 11);
+  ASSERT_TRUE(client.sendAll(data));
+  EXPECT_EQ(client.recvExactly(data.size()), data);
+}
+
+TEST_P(TcpServerTest, ManyShortConnectionsLeaveNoFds) {
+  startServer({}, 2);
+  const int baseline = test::openFdCount();
+  for (int i = 0; i < 100; ++i) {
+    BlockingClient client(address_);
+    ASSERT_TRUE(client.sendAll("ping"));
+    ASSERT_EQ(client.recvExactly(4), "ping");
+  }
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
+}
+
+TEST_P(TcpServerTest, DestroyingServerClosesLiveConnections) {
+  startServer({}, 2);
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  for (int i = 0; i < 10; ++i) clients.push_back(std::make_unique<BlockingClient>(address_));
+  ASSERT_TRUE(waitUntil([&] { return connectionCount() == 10; }));
+  stopServer();
+  EXPECT_EQ(downs_.load(), 10);
+  for (auto& client : clients) {
+    bool eof = false;
+    EXPECT_TRUE(client->recvUntilEof(&eof).empty());
+    EXPECT_TRUE(eof);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, TcpServerTest, ::testing::Values(PollerKind::kEpoll),
+                         test::pollerName);
+
+}  // namespace
+}  // namespace libnet

@@ -1,0 +1,154 @@
+// Helpers for the net tests: run a function on a loop thread and wait for it
+// (bounded), count this process's open fds, and a small blocking client with
+// timeouts on every call.
+#pragma once
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "base/UniqueFd.h"
+#include "net/EventLoop.h"
+#include "net/InetAddress.h"
+#include "net/PollerKind.h"
+
+namespace libnet::test {
+
+constexpr auto kWait = std::chrono::seconds(10);
+
+// Runs `fn` on `loop`'s thread and returns its result; throws if it does not
+// complete within kWait.
+template <class F>
+auto runSync(EventLoop* loop, F&& fn) -> decltype(fn()) {
+  using R = decltype(fn());
+  auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(fn));
+  std::future<R> result = task->get_future();
+  loop->runInLoop([task] { (*task)(); });
+  if (result.wait_for(kWait) != std::future_status::ready) {
+    throw std::runtime_error("runSync: loop did not run the task in time");
+  }
+  return result.get();
+}
+
+// Polls `pred` until it holds or `timeout` passes; returns its last value.
+// A bounded wait on a condition, for state that has no event to wait on.
+template <class Pred>
+bool waitUntil(Pred&& pred, std::chrono::milliseconds timeout = kWait) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+inline int openFdCount() {
+  int count = 0;
+  if (DIR* dir = ::opendir("/proc/self/fd")) {
+    while (const dirent* entry = ::readdir(dir)) {
+      if (entry->d_name[0] != '.') ++count;
+    }
+    ::closedir(dir);
+    --count;  // the directory stream's own fd
+  }
+  return count;
+}
+
+inline std::string randomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+inline std::string pollerName(const ::testing::TestParamInfo<PollerKind>& info) {
+  return std::string(pollerKindName(info.param));
+}
+
+// A blocking client socket; every call is bounded by SO_RCVTIMEO/SO_SNDTIMEO.
+class BlockingClient {
+ public:
+  explicit BlockingClient(const InetAddress& server, int rcvbuf = 0) {
+    fd_.reset(::socket(server.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd_) throw std::runtime_error("socket failed");
+    timeval tv{5, 0};
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (rcvbuf > 0) ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    if (::connect(fd_.get(), server.getSockAddr(), server.sockLen()) != 0) {
+      throw std::runtime_error("connect to " + server.toIpPort() + " failed");
+    }
+  }
+
+  int fd() const { return fd_.get(); }
+
+  bool sendAll(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  // Reads exactly n bytes, or fewer if the peer closes / an error or timeout
+  // happens first.
+  std::string recvExactly(size_t n) {
+    std::string out;
+    out.reserve(n);
+    char buf[65536];
+    while (out.size() < n) {
+      const ssize_t got = ::recv(fd_.get(), buf, std::min(sizeof buf, n - out.size()), 0);
+      if (got <= 0) break;
+      out.append(buf, static_cast<size_t>(got));
+    }
+    return out;
+  }
+
+  // Reads until end of file; sets *eof when the peer closed cleanly.
+  std::string recvUntilEof(bool* eof) {
+    std::string out;
+    char buf[65536];
+    *eof = false;
+    for (;;) {
+      const ssize_t got = ::recv(fd_.get(), buf, sizeof buf, 0);
+      if (got == 0) {
+        *eof = true;
+        break;
+      }
+      if (got < 0) break;
+      out.append(buf, static_cast<size_t>(got));
+    }
+    return out;
+  }
+
+  void shutdownWrite() { ::shutdown(fd_.get(), SHUT_WR); }
+  void close() { fd_.reset(); }
+
+  // Closes with an RST instead of a FIN.
+  void resetConnection() {
+    linger lg{1, 0};
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    fd_.reset();
+  }
+
+ private:
+  UniqueFd fd_;
+};
+
+}  // namespace libnet::test
