@@ -36,8 +36,7 @@ class LogStream {
   LogStream& operator<<(bool b) { return *this << (b ? "true" : "false"); }
 
   template <std::integral T>
-    requires(!std::same_as<T, char> && !std::same_as<T, bool>)
-  LogStream& operator<<(T v) {
+  requires(!std::same_as<T, char> && !std::same_as<T, bool>) LogStream& operator<<(T v) {
     char tmp[24];
     auto [end, ec] = std::to_chars(tmp, tmp + sizeof tmp, v);
     (void)ec;

@@ -67,9 +67,8 @@ Logger::Logger(const char* file, int line, LogLevel level, bool withErrno)
     const time_t t = static_cast<time_t>(seconds);
     struct tm tm;
     ::gmtime_r(&t, &tm);
-    std::snprintf(t_timeText, sizeof t_timeText, "%4d%02d%02d %02d:%02d:%02d",
-                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                  tm.tm_sec);
+    std::snprintf(t_timeText, sizeof t_timeText, "%4d%02d%02d %02d:%02d:%02d", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   }
   char micros[16];
   std::snprintf(micros, sizeof micros, ".%06dZ ", static_cast<int>(us % 1000000));
@@ -83,9 +82,9 @@ Logger::Logger(const char* file, int line, LogLevel level, bool withErrno)
 Logger::~Logger() {
   char suffix[LogStream::kReserve];
   const std::string_view base = baseName(file_);
-  const int n = std::snprintf(suffix, sizeof suffix, " - %.*s:%d\n",
-                              static_cast<int>(std::min<size_t>(base.size(), 60)), base.data(),
-                              line_);
+  const int n =
+      std::snprintf(suffix, sizeof suffix, " - %.*s:%d\n",
+                    static_cast<int>(std::min<size_t>(base.size(), 60)), base.data(), line_);
   stream_.appendSuffix(std::string_view(suffix, static_cast<size_t>(n)));
   g_output(stream_.view());
   if (logLevel_ == LogLevel::kFatal) {

@@ -66,9 +66,9 @@ const char* strerrorTl(int savedErrno);
 
 }  // namespace libnet
 
-#define LIBNET_LOG_IF(lvl)                                             \
-  if (::libnet::Logger::level() > ::libnet::LogLevel::lvl) {           \
-  } else                                                               \
+#define LIBNET_LOG_IF(lvl)                                   \
+  if (::libnet::Logger::level() > ::libnet::LogLevel::lvl) { \
+  } else                                                     \
     ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::lvl).stream()
 
 #define LOG_TRACE LIBNET_LOG_IF(kTrace)
@@ -78,5 +78,4 @@ const char* strerrorTl(int savedErrno);
 #define LOG_ERROR ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kError).stream()
 #define LOG_FATAL ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kFatal).stream()
 #define LOG_SYSERR ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kError, true).stream()
-#define LOG_SYSFATAL \
-  ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kFatal, true).stream()
+#define LOG_SYSFATAL ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kFatal, true).stream()

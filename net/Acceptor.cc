@@ -75,8 +75,8 @@ bool Acceptor::dropOneForFdLimit() {
   spareFd_ = openSpareFd();
   if (!accepted) return false;  // drained (EAGAIN) or failing: stop this round
   ++droppedForFdLimit_;
-  LOG_WARN << "out of file descriptors: closed a new connection on "
-           << localAddress().toIpPort() << " (" << droppedForFdLimit_ << " so far)";
+  LOG_WARN << "out of file descriptors: closed a new connection on " << localAddress().toIpPort()
+           << " (" << droppedForFdLimit_ << " so far)";
   return spareFd_.valid();
 }
 

@@ -39,9 +39,9 @@ class EventLoopThread {
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable cond_;
-  EventLoop* loop_ = nullptr;       // guarded by mutex_
-  std::exception_ptr startError_;   // guarded by mutex_
-  bool started_ = false;            // guarded by mutex_
+  EventLoop* loop_ = nullptr;      // guarded by mutex_
+  std::exception_ptr startError_;  // guarded by mutex_
+  bool started_ = false;           // guarded by mutex_
 };
 
 }  // namespace libnet

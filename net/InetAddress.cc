@@ -80,7 +80,7 @@ std::optional<InetAddress> InetAddress::parseHostPort(std::string_view text) {
 std::optional<InetAddress> InetAddress::resolve(std::string_view host, uint16_t port) {
   if (auto numeric = parse(host, port)) return numeric;
   const std::string name(host);
-  struct addrinfo hints{};
+  struct addrinfo hints {};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   struct addrinfo* result = nullptr;

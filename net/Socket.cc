@@ -105,8 +105,6 @@ InetAddress Socket::peerAddress(int fd) {
   return address;
 }
 
-bool Socket::isSelfConnect(int fd) {
-  return localAddress(fd) == peerAddress(fd);
-}
+bool Socket::isSelfConnect(int fd) { return localAddress(fd) == peerAddress(fd); }
 
 }  // namespace libnet

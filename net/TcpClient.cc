@@ -38,8 +38,7 @@ TcpClient::~TcpClient() {
 }
 
 void TcpClient::connect() {
-  LOG_DEBUG << "TcpClient " << name_ << " connecting to "
-            << connector_->serverAddress().toIpPort();
+  LOG_DEBUG << "TcpClient " << name_ << " connecting to " << connector_->serverAddress().toIpPort();
   connect_ = true;
   connector_->start();
 }

@@ -11,8 +11,8 @@
 namespace libnet {
 
 void defaultConnectionCallback(const TcpConnectionPtr& conn) {
-  LOG_TRACE << conn->localAddress().toIpPort() << " -> " << conn->peerAddress().toIpPort()
-            << " is " << (conn->connected() ? "UP" : "DOWN");
+  LOG_TRACE << conn->localAddress().toIpPort() << " -> " << conn->peerAddress().toIpPort() << " is "
+            << (conn->connected() ? "UP" : "DOWN");
 }
 
 void defaultMessageCallback(const TcpConnectionPtr&, Buffer* buffer, Timestamp) {
@@ -57,9 +57,8 @@ void TcpConnection::send(std::string&& message) {
   if (loop_->isInLoopThread()) {
     sendInLoop(message);
   } else {
-    loop_->queueInLoop([self = shared_from_this(), message = std::move(message)] {
-      self->sendInLoop(message);
-    });
+    loop_->queueInLoop(
+        [self = shared_from_this(), message = std::move(message)] { self->sendInLoop(message); });
   }
 }
 

@@ -61,15 +61,15 @@ void TcpServer::newConnection(UniqueFd sockfd, const InetAddress& peerAddr) {
   conn->setConnectionCallback(connectionCallback_);
   conn->setMessageCallback(messageCallback_);
   conn->setWriteCompleteCallback(writeCompleteCallback_);
-  conn->setCloseCallback([this, loop = loop_, alive = std::weak_ptr<int>(alive_)](
-                              const TcpConnectionPtr& c) {
-    // On c's loop thread: touch nothing of the server here. Hop to the
-    // server's loop (which outlives it); see alive_.
-    loop->runInLoop([this, alive, c] {
-      if (alive.expired()) return;
-      removeConnection(c);
-    });
-  });
+  conn->setCloseCallback(
+      [this, loop = loop_, alive = std::weak_ptr<int>(alive_)](const TcpConnectionPtr& c) {
+        // On c's loop thread: touch nothing of the server here. Hop to the
+        // server's loop (which outlives it); see alive_.
+        loop->runInLoop([this, alive, c] {
+          if (alive.expired()) return;
+          removeConnection(c);
+        });
+      });
   connections_.emplace(conn.get(), conn);
   ioLoop->runInLoop([conn] { conn->connectEstablished(); });
 }

@@ -109,7 +109,7 @@ void TimerQueue::handleRead() {
 void TimerQueue::rearm() {
   if (queue_.empty()) {
     if (armedFor_ != MonoTime::max()) {
-      struct itimerspec off{};
+      struct itimerspec off {};
       ::timerfd_settime(timerfd_.get(), 0, &off, nullptr);
       armedFor_ = MonoTime::max();
     }
@@ -118,9 +118,9 @@ void TimerQueue::rearm() {
   const MonoTime earliest = queue_.begin()->first;
   if (earliest == armedFor_) return;
   // Absolute CLOCK_MONOTONIC time: steady_clock is CLOCK_MONOTONIC on Linux.
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(earliest.time_since_epoch())
-                      .count();
-  struct itimerspec spec{};
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(earliest.time_since_epoch()).count();
+  struct itimerspec spec {};
   // A deadline already past (or zero) must still fire: use the smallest value.
   const int64_t when = ns > 0 ? ns : 1;
   spec.it_value.tv_sec = static_cast<time_t>(when / 1000000000);

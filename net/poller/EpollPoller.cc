@@ -69,7 +69,7 @@ void EpollPoller::removeChannel(Channel* channel) {
 }
 
 void EpollPoller::control(int op, Channel* channel) {
-  struct epoll_event event{};
+  struct epoll_event event {};
   event.events = channel->events() | EPOLLET;
   event.data.ptr = channel;
   if (::epoll_ctl(epollFd_.get(), op, channel->fd(), &event) < 0) {

@@ -1,6 +1,4 @@
 // TcpClient + Connector against a TcpServer on loopback, on every backend.
-#include "net/TcpClient.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,6 +11,7 @@
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 #include "net/Socket.h"
+#include "net/TcpClient.h"
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
 #include "tests/net/TestUtil.h"

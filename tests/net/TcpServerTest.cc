@@ -1,16 +1,14 @@
 // TcpServer + TcpConnection on real loopback sockets, on every backend.
-#include "net/TcpServer.h"
-
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
 #include <atomic>
-#include <future>
-#include <mutex>
-#include <set>
 #include <cerrno>
 #include <cstdio>
+#include <future>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -20,6 +18,7 @@
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 #include "net/TcpConnection.h"
+#include "net/TcpServer.h"
 #include "tests/net/TestUtil.h"
 
 namespace libnet {

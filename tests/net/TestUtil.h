@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -17,9 +18,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-
-#include <gtest/gtest.h>
-
 #include <thread>
 
 #include "base/UniqueFd.h"

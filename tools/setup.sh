@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages libnet needs, if any is missing. Idempotent:
+# when everything is present it changes nothing and needs no network.
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap  # Bazel 4.2.3 (/usr/bin/bazel), WORKSPACE mode
+  g++              # GCC 12, C++20
+  libgtest-dev     # GoogleTest 1.12 (static libraries)
+  liburing-dev     # liburing 2.3
+  libevent-dev     # libevent 2.1, for the ping-pong peer
+  libboost-dev     # Boost.Asio 1.74 (header-only), for the ping-pong peer
+  procps           # ps/pgrep used by the scripts
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "libnet setup: installing ${missing[*]}" >&2
+SUDO=()
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null; then
+    SUDO=(sudo)
+  else
+    echo "libnet setup: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "libnet setup: done" >&2

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs libnet's whole test suite, installing what is missing first.
+#
+#   tools/test.sh                 the suite, then the suite again under ASan+UBSan
+#   tools/test.sh --config=tsan   one run with the given bazel options
+#
+# Prints one summary line per run: "tests: N passed, M failed" (test cases).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh
+
+summarize() {
+  local passed=0 failed=0 tests failures errors
+  while IFS= read -r xml; do
+    header=$(grep -m1 -o '<testsuites [^>]*>' "$xml" || true)
+    [[ -z "$header" ]] && continue
+    tests=$(sed -n 's/.* tests="\([0-9]*\)".*/\1/p' <<<"$header")
+    failures=$(sed -n 's/.* failures="\([0-9]*\)".*/\1/p' <<<"$header")
+    errors=$(sed -n 's/.* errors="\([0-9]*\)".*/\1/p' <<<"$header")
+    failed=$((failed + ${failures:-0} + ${errors:-0}))
+    passed=$((passed + ${tests:-0} - ${failures:-0} - ${errors:-0}))
+  done < <(find -L bazel-testlogs -name test.xml 2>/dev/null)
+  echo "tests: ${passed} passed, ${failed} failed"
+}
+
+run() {
+  echo "== bazel test $* //..." >&2
+  local status=0
+  bazel test "$@" //... || status=$?
+  summarize
+  return $status
+}
+
+status=0
+if (($# > 0)); then
+  run "$@" || status=$?
+else
+  run || status=$?
+  run --config=asan || status=$?
+fi
+exit $status
