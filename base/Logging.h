@@ -61,21 +61,32 @@ class Logger {
   LogLevel logLevel_;
 };
 
+// Turns the stream expression into void for the LOG_ macros' conditional.
+struct LogVoidify {
+  void operator&(LogStream&) {}
+};
+
 // strerror_r wrapper that always returns a readable message.
 const char* strerrorTl(int savedErrno);
 
 }  // namespace libnet
 
-#define LIBNET_LOG_IF(lvl)                                   \
-  if (::libnet::Logger::level() > ::libnet::LogLevel::lvl) { \
-  } else                                                     \
-    ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::lvl).stream()
+// `cond ? (void)0 : voidify & stream << ...`: the whole statement is one
+// expression, so `if (x) LOG_INFO << y; else ...` binds as written, and when
+// the level filters it out nothing after LOG_xxx is evaluated. `&` binds
+// looser than `<<`, so it applies to the finished stream.
+#define LIBNET_LOG_AT(lvl, withErrno)                     \
+  !(::libnet::Logger::level() <= ::libnet::LogLevel::lvl) \
+      ? (void)0                                           \
+      : ::libnet::LogVoidify() &                          \
+            ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::lvl, withErrno).stream()
+#define LIBNET_LOG_IF(lvl) LIBNET_LOG_AT(lvl, false)
 
 #define LOG_TRACE LIBNET_LOG_IF(kTrace)
 #define LOG_DEBUG LIBNET_LOG_IF(kDebug)
 #define LOG_INFO LIBNET_LOG_IF(kInfo)
 #define LOG_WARN LIBNET_LOG_IF(kWarn)
-#define LOG_ERROR ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kError).stream()
+#define LOG_ERROR LIBNET_LOG_IF(kError)
 #define LOG_FATAL ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kFatal).stream()
-#define LOG_SYSERR ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kError, true).stream()
+#define LOG_SYSERR LIBNET_LOG_AT(kError, true)
 #define LOG_SYSFATAL ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kFatal, true).stream()

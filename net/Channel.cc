@@ -50,7 +50,12 @@ void Channel::handleEvent(Timestamp receiveTime) {
 }
 
 void Channel::handleEventWithGuard(Timestamp receiveTime) {
-  eventHandling_ = true;
+  // Cleared even if a callback throws (the loop catches and carries on).
+  struct HandlingScope {
+    bool& flag;
+    explicit HandlingScope(bool& f) : flag(f) { flag = true; }
+    ~HandlingScope() { flag = false; }
+  } scope(eventHandling_);
   // A hang-up with nothing left to read: the peer is gone in both directions.
   if ((revents_ & EPOLLHUP) && !(revents_ & EPOLLIN)) {
     if (closeCallback_) closeCallback_();
@@ -64,7 +69,6 @@ void Channel::handleEventWithGuard(Timestamp receiveTime) {
   if (revents_ & EPOLLOUT) {
     if (writeCallback_) writeCallback_();
   }
-  eventHandling_ = false;
 }
 
 }  // namespace libnet

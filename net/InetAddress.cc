@@ -35,7 +35,12 @@ InetAddress::InetAddress(std::string_view ip, uint16_t port) {
 }
 
 std::optional<InetAddress> InetAddress::parse(std::string_view ip, uint16_t port) {
-  if (ip.size() >= 2 && ip.front() == '[' && ip.back() == ']') ip = ip.substr(1, ip.size() - 2);
+  // Brackets are IPv6 URL syntax ("[::1]"); "[127.0.0.1]" is refused below.
+  bool bracketed = false;
+  if (ip.size() >= 2 && ip.front() == '[' && ip.back() == ']') {
+    ip = ip.substr(1, ip.size() - 2);
+    bracketed = true;
+  }
   if (ip.empty() || ip.size() >= INET6_ADDRSTRLEN) return std::nullopt;
   char text[INET6_ADDRSTRLEN];
   std::memcpy(text, ip.data(), ip.size());
@@ -43,7 +48,7 @@ std::optional<InetAddress> InetAddress::parse(std::string_view ip, uint16_t port
   if (std::memchr(text, '\0', ip.size())) return std::nullopt;
   InetAddress address;
   std::memset(&address.addr6_, 0, sizeof address.addr6_);
-  if (::inet_pton(AF_INET, text, &address.addr_.sin_addr) == 1) {
+  if (!bracketed && ::inet_pton(AF_INET, text, &address.addr_.sin_addr) == 1) {
     address.addr_.sin_family = AF_INET;
     address.addr_.sin_port = htons(port);
     return address;

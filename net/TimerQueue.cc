@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <exception>
 #include <system_error>
 
 #include "base/Logging.h"
@@ -93,7 +94,15 @@ void TimerQueue::handleRead() {
     runningCancelled_ = false;
     // The callback may add timers (rehashing nothing: std::map nodes are
     // stable) or cancel this one (deferred above), so `it` stays valid.
-    it->second.callback();
+    // A throwing callback must not take the rest of the batch (and the
+    // re-arming below) with it.
+    try {
+      it->second.callback();
+    } catch (const std::exception& e) {
+      LOG_ERROR << "exception escaped a timer callback: " << e.what();
+    } catch (...) {
+      LOG_ERROR << "unknown exception escaped a timer callback";
+    }
     runningSequence_ = 0;
     Timer& timer = it->second;
     if (timer.interval > Duration::zero() && !runningCancelled_) {
