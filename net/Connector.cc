@@ -148,7 +148,7 @@ void Connector::retry(UniqueFd fd) {
   fd.reset();
   state_ = State::kDisconnected;
   if (!connect_) return;
-  LOG_INFO << "retrying connect to " << serverAddr_.toIpPort() << " in "
+  LOG_DEBUG << "retrying connect to " << serverAddr_.toIpPort() << " in "
            << std::chrono::duration_cast<std::chrono::milliseconds>(retryDelay_).count() << " ms";
   retryTimer_ = loop_->runAfter(retryDelay_, [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->startInLoop();

@@ -62,6 +62,10 @@ EventLoop::EventLoop(PollerKind kind)
 }
 
 EventLoop::~EventLoop() {
+  // Work queued after loop() returned (or for a loop never run), such as a
+  // connection closed by its owner's destructor, still runs while the poller
+  // exists, so nothing it owns dies registered.
+  drainPendingFunctors();
   wakeupChannel_->disableAll();
   wakeupChannel_->remove();
   wakeupChannel_.reset();
@@ -90,8 +94,7 @@ void EventLoop::loop() {
   // and so does the work it queues in turn (close -> destroy), so nothing it
   // owns outlives the loop unreleased. Bounded, in case a functor re-queues
   // itself forever.
-  for (int round = 0; round < kMaxDrainRounds && queueSize() > 0; ++round) doPendingFunctors();
-  if (queueSize() > 0) LOG_ERROR << "EventLoop " << this << " quit with work still queued";
+  drainPendingFunctors();
   quit_.store(false, std::memory_order_relaxed);
   looping_.store(false);
 }
@@ -172,6 +175,11 @@ void EventLoop::handleWakeup() {
   uint64_t value = 0;
   while (::read(wakeupFd_.get(), &value, sizeof value) > 0) {
   }
+}
+
+void EventLoop::drainPendingFunctors() {
+  for (int round = 0; round < kMaxDrainRounds && queueSize() > 0; ++round) doPendingFunctors();
+  if (queueSize() > 0) LOG_ERROR << "EventLoop " << this << " stopped with work still queued";
 }
 
 void EventLoop::doPendingFunctors() {

@@ -87,6 +87,7 @@ class EventLoop {
   [[noreturn]] void abortNotInLoopThread() const;
   void handleWakeup();
   void doPendingFunctors();
+  void drainPendingFunctors();
 
   const pid_t threadId_;
   std::atomic<bool> looping_{false};

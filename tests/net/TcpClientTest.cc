@@ -170,6 +170,30 @@ TEST_P(TcpClientTest, DestroyingAConnectedClientClosesItsConnection) {
   EXPECT_EQ(downs_.load(), 1);
 }
 
+TEST_P(TcpClientTest, DestroyedAfterItsLoopStoppedWithTheConnectionOpen) {
+  startServer(InetAddress(0, true));
+  const InetAddress address = runSync(loop_, [&] { return server_->listenAddress(); });
+  {
+    EventLoop loop(GetParam());  // on the test thread
+    auto client = std::make_unique<TcpClient>(&loop, address, "stopped-loop");
+    bool up = false;
+    client->setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (conn->connected()) {
+        up = true;
+        loop.quit();
+      }
+    });
+    loop.runAfter(test::kWait, [&] { loop.quit(); });
+    client->connect();
+    loop.loop();
+    ASSERT_TRUE(up);
+    // The loop no longer runs: the close the destructor queues must still
+    // happen (when the loop is destroyed) without a registered Channel dying.
+    client.reset();
+  }
+  EXPECT_TRUE(waitUntil([&] { return serverDowns_.load() == 1; }));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, TcpClientTest, ::testing::Values(PollerKind::kEpoll),
                          test::pollerName);
 

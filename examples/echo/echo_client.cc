@@ -1,0 +1,333 @@
+// echo_client: checks an echo server. Each of --connections connections sends
+// --message, waits until exactly those bytes have come back, and repeats that
+// --count times; all connections run at once on one EventLoop (main thread).
+//
+// Prints "echoed COUNT x SIZE bytes OK" per connection and exits 0 when every
+// connection has verified all its echoes. A mismatch, a connection the server
+// closes early, or --timeout expiring exits 1 with the reason on stderr; bad
+// arguments exit 2.
+//
+// TcpClient retries a refused connect with backoff and reports nothing, so a
+// missing server is detected by the timeout alone.
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/Logging.h"
+#include "net/Buffer.h"
+#include "net/EventLoop.h"
+#include "net/InetAddress.h"
+#include "net/TcpClient.h"
+#include "net/TcpConnection.h"
+
+namespace {
+
+using libnet::Buffer;
+using libnet::EventLoop;
+using libnet::InetAddress;
+using libnet::TcpClient;
+using libnet::TcpConnectionPtr;
+using libnet::Timestamp;
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+// Each connection is an fd and a socket buffer pair: beyond this it is a typo.
+constexpr int kMaxConnections = 10000;
+
+constexpr std::string_view kUsage =
+    "usage: echo_client [--address ADDR] [--port N] [--message TEXT] [--count N]\n"
+    "                   [--connections N] [--timeout SECONDS]\n"
+    "\n"
+    "  --address ADDR      numeric IPv4 or IPv6 address of the server (default 127.0.0.1)\n"
+    "  --port N            server port, 1..65535 (default 2007)\n"
+    "  --message TEXT      bytes to send, non-empty (default \"hello libnet\")\n"
+    "  --count N           round trips per connection, one after the other (default 1)\n"
+    "  --connections N     concurrent connections (default 1)\n"
+    "  --timeout SECONDS   give up after this long, fractions allowed (default 5)\n"
+    "  --help              print this help and exit\n"
+    "\n"
+    "Exit status: 0 all echoes verified, 1 mismatch / connection failure / timeout,\n"
+    "2 bad arguments.\n";
+
+struct Options {
+  std::string address = "127.0.0.1";
+  uint16_t port = 2007;
+  std::string message = "hello libnet";
+  int count = 1;
+  int connections = 1;
+  double timeoutSeconds = 5;
+  std::string timeoutText = "5";  // as typed, for the timeout message
+};
+
+enum class ParseOutcome { kOk, kHelp, kUnknownOption, kBadValue };
+
+std::optional<int> parsePositiveInt(std::string_view text, int max) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 1 ||
+      value > max) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<double> parsePositiveSeconds(std::string_view text) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  // The upper bound keeps the conversion to nanoseconds from overflowing.
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !(value > 0) ||
+      value > 1e6) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// Accepts "--flag VALUE" and "--flag=VALUE". On kBadValue, *error says which
+// flag and why; an unknown option is reported here and answered with usage.
+ParseOutcome parseArgs(int argc, char* argv[], Options* options, std::string* error) {
+  constexpr std::string_view kFlags[] = {"--address", "--port",        "--message",
+                                         "--count",   "--connections", "--timeout"};
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") return ParseOutcome::kHelp;
+    std::string_view flag = arg;
+    std::optional<std::string_view> value;
+    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      flag = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags)) {
+      std::cerr << "echo_client: unknown option '" << arg << "'\n";
+      return ParseOutcome::kUnknownOption;
+    }
+    if (!value) {
+      if (i + 1 >= argc) {
+        *error = "option " + std::string(flag) + " needs a value";
+        return ParseOutcome::kBadValue;
+      }
+      value = argv[++i];
+    }
+    const std::string text(*value);
+    if (flag == "--address") {
+      options->address = text;
+    } else if (flag == "--port") {
+      auto port = InetAddress::parsePort(text);
+      if (!port || *port == 0) {
+        *error = "invalid port '" + text + "' (expected 1..65535)";
+        return ParseOutcome::kBadValue;
+      }
+      options->port = *port;
+    } else if (flag == "--message") {
+      // An empty message would have nothing to echo and nothing to verify.
+      if (text.empty()) {
+        *error = "--message must not be empty";
+        return ParseOutcome::kBadValue;
+      }
+      options->message = text;
+    } else if (flag == "--count" || flag == "--connections") {
+      const int max = flag == "--count" ? std::numeric_limits<int>::max() : kMaxConnections;
+      auto n = parsePositiveInt(text, max);
+      if (!n) {
+        *error = "invalid " + std::string(flag.substr(2)) + " '" + text + "' (expected 1.." +
+                 std::to_string(max) + ")";
+        return ParseOutcome::kBadValue;
+      }
+      (flag == "--count" ? options->count : options->connections) = *n;
+    } else {
+      auto seconds = parsePositiveSeconds(text);
+      if (!seconds) {
+        *error = "invalid timeout '" + text + "' (expected a positive number of seconds)";
+        return ParseOutcome::kBadValue;
+      }
+      options->timeoutSeconds = *seconds;
+      options->timeoutText = text;
+    }
+  }
+  return ParseOutcome::kOk;
+}
+
+// One connection's progress. Plain data: the run's callbacks below drive it.
+struct Session {
+  int index = 0;  // 1-based, for messages
+  std::unique_ptr<TcpClient> client;
+  int echoed = 0;       // round trips verified
+  size_t received = 0;  // bytes of the current echo verified so far
+  bool done = false;
+};
+
+// The state every callback shares; lives in main() for the whole loop.
+struct Run {
+  const Options& options;
+  EventLoop& loop;
+  std::vector<Session> sessions;
+  int everConnected = 0;
+  int live = 0;  // connections currently up
+  int verified = 0;
+  int exitCode = 0;
+  bool finishing = false;
+};
+
+// Stops every connection attempt and closes every connection, then quits the
+// loop once the last one is down. Quitting only then lets each TcpClient run
+// its connection's close on the loop; destroying a client whose connection is
+// still open after loop() has returned would queue that close to a loop that
+// never runs again.
+void finish(Run* run, int exitCode) {
+  if (run->finishing) return;
+  run->finishing = true;
+  run->exitCode = exitCode;
+  for (Session& session : run->sessions) {
+    session.client->stop();
+    if (TcpConnectionPtr conn = session.client->connection()) conn->forceClose();
+  }
+  if (run->live == 0) run->loop.quit();
+}
+
+void fail(Run* run, const std::string& message) {
+  if (run->finishing) return;
+  std::cerr << "echo_client: " << message << "\n";
+  finish(run, kExitFailure);
+}
+
+void onConnection(Run* run, Session* session, const TcpConnectionPtr& conn) {
+  if (conn->connected()) {
+    ++run->live;
+    ++run->everConnected;
+    if (run->finishing) {
+      conn->forceClose();
+      return;
+    }
+    LOG_INFO << "connection " << session->index << " up: " << conn->localAddress().toIpPort()
+             << " -> " << conn->peerAddress().toIpPort();
+    // Small round trips: do not let Nagle hold the next message back.
+    conn->setTcpNoDelay(true);
+    conn->send(std::string_view(run->options.message));
+    return;
+  }
+  --run->live;
+  if (run->finishing) {
+    if (run->live == 0) run->loop.quit();
+    return;
+  }
+  if (!session->done) {
+    fail(run, "connection " + std::to_string(session->index) + " to " +
+                  conn->peerAddress().toIpPort() + " closed by the server after " +
+                  std::to_string(session->echoed) + " of " + std::to_string(run->options.count) +
+                  " echoes");
+  }
+}
+
+std::string unexpectedBytes(const Session& session, size_t count) {
+  return "connection " + std::to_string(session.index) + ": " + std::to_string(count) +
+         " unexpected bytes after the last echo";
+}
+
+// Verifies bytes as they arrive, in whatever pieces TCP delivers them.
+void onMessage(Run* run, Session* session, const TcpConnectionPtr& conn, Buffer* buffer) {
+  const std::string& message = run->options.message;
+  while (buffer->readableBytes() > 0 && !run->finishing) {
+    if (session->done) {
+      fail(run, unexpectedBytes(*session, buffer->readableBytes()));
+      break;
+    }
+    const size_t n = std::min(buffer->readableBytes(), message.size() - session->received);
+    const std::string_view got(buffer->peek(), n);
+    const std::string_view want(message.data() + session->received, n);
+    if (got != want) {
+      size_t at = 0;
+      while (got[at] == want[at]) ++at;
+      char detail[64];
+      std::snprintf(detail, sizeof detail, "expected 0x%02x, got 0x%02x",
+                    static_cast<unsigned char>(want[at]), static_cast<unsigned char>(got[at]));
+      fail(run, "connection " + std::to_string(session->index) + ": echo " +
+                    std::to_string(session->echoed + 1) + " differs at byte " +
+                    std::to_string(session->received + at) + ": " + detail);
+      break;
+    }
+    buffer->retrieve(n);
+    session->received += n;
+    if (session->received < message.size()) break;
+    session->received = 0;
+    if (++session->echoed < run->options.count) {
+      conn->send(std::string_view(message));
+      continue;
+    }
+    session->done = true;
+    // Bytes already here past the last echo are a failure, not a success;
+    // ones arriving later, after the run is over, go unseen.
+    if (buffer->readableBytes() > 0) {
+      fail(run, unexpectedBytes(*session, buffer->readableBytes()));
+      break;
+    }
+    std::cout << "echoed " << session->echoed << " x " << message.size() << " bytes OK"
+              << std::endl;
+    if (++run->verified == static_cast<int>(run->sessions.size())) finish(run, 0);
+  }
+  // Whatever is left once we have failed is of no interest.
+  if (run->finishing) buffer->retrieveAll();
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  Options options;
+  std::string error;
+  switch (parseArgs(argc, argv, &options, &error)) {
+    case ParseOutcome::kOk:
+      break;
+    case ParseOutcome::kHelp:
+      std::cout << kUsage;
+      return 0;
+    case ParseOutcome::kUnknownOption:
+      std::cerr << kUsage;
+      return kExitUsage;
+    case ParseOutcome::kBadValue:
+      std::cerr << "echo_client: " << error << " (see --help)\n";
+      return kExitUsage;
+  }
+  const std::optional<InetAddress> serverAddr = InetAddress::parse(options.address, options.port);
+  if (!serverAddr) {
+    std::cerr << "echo_client: invalid address '" << options.address
+              << "' (expected a numeric IPv4 or IPv6 address)\n";
+    return kExitUsage;
+  }
+
+  EventLoop loop;
+  // Declared after the loop: the clients inside are destroyed first, on this
+  // (the loop's) thread, after loop() has returned.
+  Run run{options, loop, {}};
+  run.sessions.resize(static_cast<size_t>(options.connections));
+  for (size_t i = 0; i < run.sessions.size(); ++i) {
+    Session* session = &run.sessions[i];
+    session->index = static_cast<int>(i + 1);
+    session->client =
+        std::make_unique<TcpClient>(&loop, *serverAddr, "echo_client#" + std::to_string(i + 1));
+    session->client->setConnectionCallback(
+        [&run, session](const TcpConnectionPtr& conn) { onConnection(&run, session, conn); });
+    session->client->setMessageCallback(
+        [&run, session](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
+          onMessage(&run, session, conn, buffer);
+        });
+  }
+
+  const auto timeout = std::chrono::duration_cast<libnet::Duration>(
+      std::chrono::duration<double>(options.timeoutSeconds));
+  loop.runAfter(timeout, [&run] {
+    fail(&run, "timed out after " + run.options.timeoutText +
+                   " s (connected: " + std::to_string(run.everConnected) + " of " +
+                   std::to_string(run.sessions.size()) + ")");
+  });
+  for (Session& session : run.sessions) session.client->connect();
+
+  loop.loop();
+  return run.exitCode;
+}
