@@ -19,7 +19,9 @@ summarize() {
     errors=$(sed -n 's/.* errors="\([0-9]*\)".*/\1/p' <<<"$header")
     failed=$((failed + ${failures:-0} + ${errors:-0}))
     passed=$((passed + ${tests:-0} - ${failures:-0} - ${errors:-0}))
-  done < <(find -L bazel-testlogs -name test.xml 2>/dev/null)
+  done < <(bazel query 'tests(//...)' 2>/dev/null |
+    sed -n 's|^//\([^:]*\):\(.*\)$|bazel-testlogs/\1/\2/test.xml|p' |
+    while read -r f; do [[ -f "$f" ]] && echo "$f"; done)
   echo "tests: ${passed} passed, ${failed} failed"
 }
 

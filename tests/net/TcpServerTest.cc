@@ -11,6 +11,7 @@
 #include <set>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/CountDownLatch.h"
@@ -266,28 +267,34 @@ TEST_P(TcpServerTest, SendsFromAnotherThreadArriveInOrder) {
   conn.reset();
 }
 
+// Constructs a TcpServer on `loop`'s thread and reports how it failed:
+// {errno, what()}, or {0, ""} if it bound. The exception is caught on the loop
+// thread; carrying it across threads in a future trips a ThreadSanitizer false
+// positive in libstdc++'s reference-counted exception strings.
+std::pair<int, std::string> tryBind(EventLoop* loop, const InetAddress& address) {
+  return runSync(loop, [&]() -> std::pair<int, std::string> {
+    try {
+      TcpServer server(loop, address, "probe");
+      return {0, ""};
+    } catch (const std::system_error& e) {
+      return {e.code().value(), e.what()};
+    }
+  });
+}
+
 TEST_P(TcpServerTest, PortInUseThrowsSystemErrorNamingTheAddress) {
   startServer();
-  try {
-    runSync(loop_, [&] { TcpServer second(loop_, address_, "second"); });
-    FAIL() << "a second server bound " << address_.toIpPort();
-  } catch (const std::system_error& e) {
-    EXPECT_EQ(e.code().value(), EADDRINUSE);
-    EXPECT_NE(std::string(e.what()).find("bind " + address_.toIpPort()), std::string::npos)
-        << e.what();
-  }
+  const auto [err, what] = tryBind(loop_, address_);
+  EXPECT_EQ(err, EADDRINUSE) << "a second server bound " << address_.toIpPort();
+  EXPECT_NE(what.find("bind " + address_.toIpPort()), std::string::npos) << what;
+  EXPECT_NE(what.find("in use"), std::string::npos) << what;
 }
 
 TEST_P(TcpServerTest, AddressNotOnThisHostThrows) {
   // 192.0.2.1 (TEST-NET-1) is not assigned here: bind fails locally, nothing
   // is sent anywhere.
-  const InetAddress foreign("192.0.2.1", 0);
-  try {
-    runSync(loop_, [&] { TcpServer server(loop_, foreign, "foreign"); });
-    FAIL() << "bound a foreign address";
-  } catch (const std::system_error& e) {
-    EXPECT_EQ(e.code().value(), EADDRNOTAVAIL);
-  }
+  const auto [err, what] = tryBind(loop_, InetAddress("192.0.2.1", 0));
+  EXPECT_EQ(err, EADDRNOTAVAIL) << what;
 }
 
 TEST_P(TcpServerTest, EchoesOverIpv6Loopback) {
