@@ -46,6 +46,8 @@ class Channel {
   [[nodiscard]] int fd() const { return fd_; }
   [[nodiscard]] uint32_t events() const { return events_; }
   void setReturnedEvents(uint32_t revents) { revents_ = revents; }
+  // The events of the dispatch in progress.
+  [[nodiscard]] uint32_t returnedEvents() const { return revents_; }
   [[nodiscard]] bool isNoneEvent() const { return events_ == kNoneEvent; }
   [[nodiscard]] bool isReading() const { return events_ & kReadEvent; }
   [[nodiscard]] bool isWriting() const { return events_ & kWriteEvent; }

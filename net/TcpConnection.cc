@@ -1,5 +1,6 @@
 #include "net/TcpConnection.h"
 
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <cassert>
@@ -29,7 +30,11 @@ TcpConnection::TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
       peerAddr_(peerAddr),
       connectionCallback_(defaultConnectionCallback),
       messageCallback_(defaultMessageCallback) {
-  channel_.setReadCallback([this](Timestamp t) { handleRead(t); });
+  channel_.setReadCallback([this](Timestamp t) {
+    // A FIN that was already queued when the poller reported the edge brings
+    // no new edge: with EPOLLRDHUP set, read on past a short read to see it.
+    handleRead(t, (channel_.returnedEvents() & EPOLLRDHUP) == 0);
+  });
   channel_.setWriteCallback([this] { handleWrite(); });
   channel_.setCloseCallback([this] { handleClose(); });
   channel_.setErrorCallback([this] { handleError(); });
@@ -148,7 +153,7 @@ void TcpConnection::startRead() {
   if (reading_) return;
   reading_ = true;
   // An edge may have come and gone while paused: look once.
-  loop_->queueInLoop([self = shared_from_this()] { self->handleRead(Timestamp::now()); });
+  loop_->queueInLoop([self = shared_from_this()] { self->handleRead(Timestamp::now(), false); });
 }
 
 void TcpConnection::connectEstablished() {
@@ -175,7 +180,7 @@ void TcpConnection::connectDestroyed() {
   socket_.close();
 }
 
-void TcpConnection::handleRead(Timestamp receiveTime) {
+void TcpConnection::handleRead(Timestamp receiveTime, bool shortReadDrains) {
   loop_->assertInLoopThread();
   if (!reading_ || peerClosed_ || state_.load() == State::kDisconnected) return;
   const TcpConnectionPtr self = shared_from_this();
@@ -184,7 +189,9 @@ void TcpConnection::handleRead(Timestamp receiveTime) {
     if (result.bytes > 0) {
       messageCallback_(self, &inputBuffer_, receiveTime);
       if (!reading_ || state_.load() == State::kDisconnected) return;
-      if (!result.filled) return;  // a short read: the socket is drained
+      // A short read means the socket is drained, unless the edge said more
+      // (a FIN) is waiting behind the data or we are resuming without an edge.
+      if (!result.filled && shortReadDrains) return;
       continue;
     }
     if (result.bytes == 0) {
@@ -199,7 +206,7 @@ void TcpConnection::handleRead(Timestamp receiveTime) {
     return;
   }
   // Still more to read: let the other ready channels have a turn first.
-  loop_->queueInLoop([self, receiveTime] { self->handleRead(receiveTime); });
+  loop_->queueInLoop([self, receiveTime] { self->handleRead(receiveTime, false); });
 }
 
 void TcpConnection::handlePeerClosed() {

@@ -99,7 +99,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   static constexpr int kMaxReadsPerEvent = 16;
   static constexpr size_t kShrinkAbove = 1024 * 1024;
 
-  void handleRead(Timestamp receiveTime);
+  // shortReadDrains: a read that returns less than offered proves the socket
+  // empty (saves the read that would return EAGAIN).
+  void handleRead(Timestamp receiveTime, bool shortReadDrains);
   void handleWrite();
   void handleClose();
   void handleError();

@@ -178,6 +178,42 @@ TEST_P(TcpServerTest, PeerHalfCloseStillGetsEverythingQueued) {
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
 }
 
+TEST_P(TcpServerTest, DataAndFinQueuedTogetherAreBothSeen) {
+  // Edge-triggered subtlety: when data and the FIN are both queued before the
+  // server reads, there is one edge for both, and the first read is short.
+  std::promise<TcpConnectionPtr> connected;
+  startServer([&](TcpServer& server) {
+    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (conn->connected()) connected.set_value(conn);
+    });
+  });
+  BlockingClient client(address_);
+  auto future = connected.get_future();
+  ASSERT_EQ(future.wait_for(test::kWait), std::future_status::ready);
+  TcpConnectionPtr conn = future.get();
+
+  // Hold the loop while both arrive.
+  CountDownLatch release(1);
+  CountDownLatch holding(1);
+  loop_->runInLoop([&] {
+    holding.countDown();
+    EXPECT_TRUE(release.waitFor(test::kWait));
+  });
+  ASSERT_TRUE(holding.waitFor(test::kWait));
+  const std::string data = randomBytes(1000, 21);
+  ASSERT_TRUE(client.sendAll(data));
+  client.shutdownWrite();
+  pollfd pfd{conn->fd(), POLLRDHUP, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 5000), 1) << "the FIN did not reach the server socket";
+  release.countDown();
+
+  bool eof = false;
+  EXPECT_EQ(client.recvUntilEof(&eof), data);
+  EXPECT_TRUE(eof) << "the server never noticed the FIN behind the data";
+  conn.reset();
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
 TEST_P(TcpServerTest, ShutdownHalfClosesOnlyAfterOutputDrains) {
   const std::string payload = randomBytes(2 * 1024 * 1024, 9);
   startServer([&](TcpServer& server) {
