@@ -11,6 +11,7 @@
 #include "base/Logging.h"
 #include "net/Poller.h"
 #include "net/TimerQueue.h"
+#include "net/poller/UringPoller.h"
 
 namespace libnet {
 
@@ -52,6 +53,7 @@ EventLoop::EventLoop(PollerKind kind)
   }
   poller_ = Poller::create(this, kind);
   pollerKind_ = poller_->kind();
+  if (pollerKind_ == PollerKind::kIoUring) uring_ = static_cast<UringPoller*>(poller_.get());
   timerQueue_ = std::make_unique<TimerQueue>(this);
   wakeupChannel_ = std::make_unique<Channel>(this, wakeupFd_.get());
   wakeupChannel_->setReadCallback([this](Timestamp) { handleWakeup(); });
@@ -86,6 +88,7 @@ void EventLoop::loop() {
     for (Channel* channel : activeChannels_) {
       runGuarded("an event handler", [&] { channel->handleEvent(pollReturnTime_); });
     }
+    poller_->dispatchCompletions();
     dispatchingEvents_ = false;
     activeChannels_.clear();
     doPendingFunctors();

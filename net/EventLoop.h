@@ -31,6 +31,7 @@ namespace libnet {
 
 class Poller;
 class TimerQueue;
+class UringPoller;
 
 class EventLoop {
  public:
@@ -72,6 +73,9 @@ class EventLoop {
   void wakeup();
 
   [[nodiscard]] PollerKind pollerKind() const { return pollerKind_; }
+  // The io_uring backend when this loop runs on it (TcpConnection and
+  // Acceptor then use completions instead of readiness), else nullptr.
+  [[nodiscard]] UringPoller* uring() const { return uring_; }
   [[nodiscard]] pid_t threadId() const { return threadId_; }
   [[nodiscard]] Timestamp pollReturnTime() const { return pollReturnTime_; }
   [[nodiscard]] int64_t iteration() const { return iteration_; }
@@ -97,6 +101,7 @@ class EventLoop {
   Timestamp pollReturnTime_;
   PollerKind pollerKind_;
   std::unique_ptr<Poller> poller_;
+  UringPoller* uring_ = nullptr;
   std::unique_ptr<TimerQueue> timerQueue_;
   UniqueFd wakeupFd_;
   std::unique_ptr<Channel> wakeupChannel_;

@@ -30,11 +30,19 @@ class Poller {
   virtual void updateChannel(Channel* channel) = 0;
   // Removes `channel`; it must have no interest left.
   virtual void removeChannel(Channel* channel) = 0;
+  // Runs the completion handlers of the last poll() (io_uring only).
+  virtual void dispatchCompletions() {}
 
   [[nodiscard]] virtual PollerKind kind() const = 0;
 
-  // Creates the backend for `kind` (kAuto picks the best available).
+  // Creates the backend for `kind`, after the LIBNET_POLLER environment
+  // variable (epoll, uring, auto) has overridden it. kAuto picks io_uring if
+  // it works here and falls back to epoll with one log line saying why;
+  // kIoUring where io_uring cannot run throws std::system_error.
   static std::unique_ptr<Poller> create(EventLoop* loop, PollerKind kind);
+  // The kind create() would build for `kind` (environment applied, kAuto
+  // resolved).
+  static PollerKind resolve(PollerKind kind);
 
  protected:
   EventLoop* ownerLoop_;

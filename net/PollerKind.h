@@ -7,12 +7,13 @@
 namespace libnet {
 
 enum class PollerKind {
-  kEpoll,  // epoll, edge-triggered
-  kAuto,   // the best backend available on this machine
+  kEpoll,    // epoll, edge-triggered
+  kIoUring,  // io_uring: multishot poll for channels, completions for TCP
+  kAuto,     // io_uring if this machine runs it, else epoll
 };
 
 std::string_view pollerKindName(PollerKind kind);
-// "epoll", "auto"; nullopt for anything else.
+// "epoll", "uring" (or "io_uring"), "auto"; nullopt for anything else.
 std::optional<PollerKind> parsePollerKind(std::string_view name);
 
 }  // namespace libnet

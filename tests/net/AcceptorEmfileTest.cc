@@ -81,7 +81,8 @@ TEST_P(AcceptorEmfileTest, DropsTheConnectionWithoutSpinningAndRecovers) {
   runSync(loop, [&] { server.reset(); });
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, AcceptorEmfileTest, ::testing::Values(PollerKind::kEpoll),
+INSTANTIATE_TEST_SUITE_P(Backends, AcceptorEmfileTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
                          test::pollerName);
 
 }  // namespace

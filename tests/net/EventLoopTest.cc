@@ -489,9 +489,10 @@ std::string pollerName(const ::testing::TestParamInfo<PollerKind>& info) {
   return std::string(pollerKindName(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Pollers, EventLoopTest, ::testing::Values(PollerKind::kEpoll), pollerName);
-INSTANTIATE_TEST_SUITE_P(Pollers, EventLoopDeathTest, ::testing::Values(PollerKind::kEpoll),
-                         pollerName);
+INSTANTIATE_TEST_SUITE_P(Pollers, EventLoopTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring), pollerName);
+INSTANTIATE_TEST_SUITE_P(Pollers, EventLoopDeathTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring), pollerName);
 
 }  // namespace
 }  // namespace libnet

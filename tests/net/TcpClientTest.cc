@@ -194,7 +194,8 @@ TEST_P(TcpClientTest, DestroyedAfterItsLoopStoppedWithTheConnectionOpen) {
   EXPECT_TRUE(waitUntil([&] { return serverDowns_.load() == 1; }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, TcpClientTest, ::testing::Values(PollerKind::kEpoll),
+INSTANTIATE_TEST_SUITE_P(Backends, TcpClientTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
                          test::pollerName);
 
 }  // namespace

@@ -375,7 +375,8 @@ TEST_P(TcpServerTest, DestroyingServerClosesLiveConnections) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, TcpServerTest, ::testing::Values(PollerKind::kEpoll),
+INSTANTIATE_TEST_SUITE_P(Backends, TcpServerTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
                          test::pollerName);
 
 }  // namespace

@@ -421,8 +421,8 @@ std::string pollerName(const ::testing::TestParamInfo<PollerKind>& info) {
   return std::string(pollerKindName(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Pollers, TimerQueueTest, ::testing::Values(PollerKind::kEpoll),
-                         pollerName);
+INSTANTIATE_TEST_SUITE_P(Pollers, TimerQueueTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring), pollerName);
 
 }  // namespace
 }  // namespace libnet

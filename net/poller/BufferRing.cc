@@ -1,0 +1,67 @@
+#include "net/poller/BufferRing.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <system_error>
+
+namespace libnet {
+
+namespace {
+
+void* mapAnonymous(size_t bytes, const char* what) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::system_error(errno, std::system_category(), what);
+  return p;
+}
+
+}  // namespace
+
+BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t count, uint32_t size)
+    : ring_(ring), groupId_(groupId), count_(count), size_(size) {
+  if (count == 0 || (count & (count - 1)) != 0 || count > 32768) {
+    throw std::system_error(EINVAL, std::system_category(),
+                            "buffer ring size must be a power of two up to 32768");
+  }
+  // liburing 2.3 has no io_uring_setup_buf_ring(): map and register by hand.
+  // The ring must be page-aligned, which mmap guarantees.
+  bufRingBytes_ = count * sizeof(io_uring_buf);
+  bufRing_ = static_cast<io_uring_buf_ring*>(mapAnonymous(bufRingBytes_, "mmap buffer ring"));
+  buffersBytes_ = static_cast<size_t>(count) * size;
+  try {
+    buffers_ = static_cast<char*>(mapAnonymous(buffersBytes_, "mmap ring buffers"));
+  } catch (...) {
+    ::munmap(bufRing_, bufRingBytes_);
+    throw;
+  }
+  io_uring_buf_reg reg{};
+  reg.ring_addr = reinterpret_cast<uint64_t>(bufRing_);
+  reg.ring_entries = count;
+  reg.bgid = groupId;
+  if (const int rc = io_uring_register_buf_ring(ring_, &reg, 0); rc < 0) {
+    ::munmap(buffers_, buffersBytes_);
+    ::munmap(bufRing_, bufRingBytes_);
+    throw std::system_error(-rc, std::system_category(), "io_uring_register_buf_ring");
+  }
+  io_uring_buf_ring_init(bufRing_);
+  const int mask = io_uring_buf_ring_mask(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    io_uring_buf_ring_add(bufRing_, buffers_ + static_cast<size_t>(i) * size, size,
+                          static_cast<uint16_t>(i), mask, static_cast<int>(i));
+  }
+  io_uring_buf_ring_advance(bufRing_, static_cast<int>(count));
+}
+
+BufferRing::~BufferRing() {
+  io_uring_unregister_buf_ring(ring_, groupId_);
+  ::munmap(buffers_, buffersBytes_);
+  ::munmap(bufRing_, bufRingBytes_);
+}
+
+void BufferRing::recycle(uint16_t bufferId) {
+  io_uring_buf_ring_add(bufRing_, buffers_ + static_cast<size_t>(bufferId) * size_, size_,
+                        bufferId, io_uring_buf_ring_mask(count_), 0);
+  io_uring_buf_ring_advance(bufRing_, 1);
+}
+
+}  // namespace libnet

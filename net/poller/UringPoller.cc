@@ -1,0 +1,320 @@
+#include "net/poller/UringPoller.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <system_error>
+
+#include "base/Logging.h"
+#include "net/Channel.h"
+#include "net/EventLoop.h"
+
+namespace libnet {
+
+namespace {
+
+constexpr uint32_t kGenerationMask = 0xFFFFFF;  // 24 bits in user_data
+constexpr uint16_t kBufferGroup = 0;
+
+std::mutex g_configMutex;
+UringPoller::Config g_config;
+
+std::string errnoText(int err) { return std::string(strerrorTl(err)); }
+
+UringPoller::ProbeResult runProbe() {
+  UringPoller::ProbeResult result;
+  // Best first. DEFER_TASKRUN (6.1+) runs completion work only when this
+  // thread enters the kernel to wait, which is what a loop wants; it needs
+  // SINGLE_ISSUER. Older kernels refuse unknown flags with EINVAL.
+  const unsigned candidates[] = {
+      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN,
+      IORING_SETUP_COOP_TASKRUN,
+      0,
+  };
+  io_uring ring{};
+  int rc = -EINVAL;
+  unsigned flags = 0;
+  for (const unsigned candidate : candidates) {
+    io_uring_params params{};
+    params.flags = candidate;
+    rc = io_uring_queue_init_params(8, &ring, &params);
+    flags = candidate;
+    if (rc != -EINVAL) break;
+  }
+  if (rc < 0) {
+    result.error = -rc;
+    result.detail = "io_uring_queue_init: " + errnoText(-rc);
+    return result;
+  }
+  struct Needed {
+    int op;
+    const char* name;
+  };
+  const Needed needed[] = {
+      {IORING_OP_POLL_ADD, "POLL_ADD"}, {IORING_OP_POLL_REMOVE, "POLL_REMOVE"},
+      {IORING_OP_RECV, "RECV"},         {IORING_OP_SEND, "SEND"},
+      {IORING_OP_ACCEPT, "ACCEPT"},     {IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"},
+  };
+  io_uring_probe* probe = io_uring_get_probe_ring(&ring);
+  if (!probe) {
+    result.error = ENOSYS;
+    result.detail = "io_uring_get_probe_ring failed";
+  } else {
+    for (const Needed& n : needed) {
+      if (!io_uring_opcode_supported(probe, n.op)) {
+        result.error = ENOSYS;
+        result.detail = std::string("kernel lacks IORING_OP_") + n.name;
+        break;
+      }
+    }
+    io_uring_free_probe(probe);
+  }
+  if (result.detail.empty()) {
+    try {
+      BufferRing check(&ring, kBufferGroup, 2, 4096);
+    } catch (const std::system_error& e) {
+      result.error = e.code().value();
+      result.detail = e.what();
+    }
+  }
+  io_uring_queue_exit(&ring);
+  if (!result.detail.empty()) return result;
+  result.ok = true;
+  result.setupFlags = flags;
+  result.detail = (flags & IORING_SETUP_DEFER_TASKRUN)  ? "SINGLE_ISSUER|DEFER_TASKRUN"
+                  : (flags & IORING_SETUP_SINGLE_ISSUER) ? "SINGLE_ISSUER|COOP_TASKRUN"
+                  : flags                                ? "COOP_TASKRUN"
+                                                         : "no setup flags";
+  return result;
+}
+
+}  // namespace
+
+void UringPoller::setDefaultConfig(const Config& config) {
+  std::lock_guard lock(g_configMutex);
+  g_config = config;
+}
+
+UringPoller::Config UringPoller::defaultConfig() {
+  std::lock_guard lock(g_configMutex);
+  return g_config;
+}
+
+const UringPoller::ProbeResult& UringPoller::probe() {
+  static const ProbeResult result = runProbe();
+  return result;
+}
+
+UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
+  const ProbeResult& probed = probe();
+  if (!probed.ok) {
+    throw std::system_error(probed.error, std::system_category(),
+                            "io_uring unavailable (" + probed.detail + ")");
+  }
+  const Config config = defaultConfig();
+  io_uring_params params{};
+  params.flags = probed.setupFlags | IORING_SETUP_CQSIZE;
+  params.cq_entries = config.cqEntries;
+  if (const int rc = io_uring_queue_init_params(config.sqEntries, &ring_, &params); rc < 0) {
+    throw std::system_error(-rc, std::system_category(), "io_uring_queue_init_params");
+  }
+  setupFlags_ = probed.setupFlags;
+  // Saves the fd lookup on every io_uring_enter; optional.
+  io_uring_register_ring_fd(&ring_);
+  try {
+    buffers_ = std::make_unique<BufferRing>(&ring_, kBufferGroup, config.bufferCount,
+                                            config.bufferSize);
+  } catch (...) {
+    io_uring_queue_exit(&ring_);
+    throw;
+  }
+  completions_.reserve(1024);
+}
+
+UringPoller::~UringPoller() {
+  buffers_.reset();
+  io_uring_queue_exit(&ring_);
+}
+
+uint32_t UringPoller::allocateSlot() {
+  if (!freeSlots_.empty()) {
+    const uint32_t slot = freeSlots_.back();
+    freeSlots_.pop_back();
+    return slot;
+  }
+  slots_.emplace_back();
+  return static_cast<uint32_t>(slots_.size() - 1);
+}
+
+void UringPoller::freeSlot(uint32_t slot) {
+  Slot& s = slots_[slot];
+  s.channel = nullptr;
+  s.handler = nullptr;
+  s.pollArmed = false;
+  s.armedMask = 0;
+  // Whatever is still in flight for the old owner now reads as stale.
+  s.generation = (s.generation + 1) & kGenerationMask;
+  freeSlots_.push_back(slot);
+}
+
+io_uring_sqe* UringPoller::getSqe() {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (sqe == nullptr) {
+    io_uring_submit(&ring_);
+    sqe = io_uring_get_sqe(&ring_);
+    if (sqe == nullptr) LOG_FATAL << "io_uring submission queue stuck full";
+  }
+  return sqe;
+}
+
+void UringPoller::armPoll(uint32_t slot) {
+  Slot& s = slots_[slot];
+  io_uring_sqe* sqe = getSqe();
+  io_uring_prep_poll_multishot(sqe, s.channel->fd(), s.channel->events());
+  io_uring_sqe_set_data64(sqe, userData(kPoll, tokenOf(slot)));
+  s.pollArmed = true;
+  s.armedMask = s.channel->events();
+}
+
+void UringPoller::cancelPoll(uint32_t slot) {
+  Slot& s = slots_[slot];
+  io_uring_sqe* sqe = getSqe();
+  io_uring_prep_poll_remove(sqe, userData(kPoll, tokenOf(slot)));
+  io_uring_sqe_set_data64(sqe, userData(kIgnore, 0));
+  s.pollArmed = false;
+  s.armedMask = 0;
+  // The cancelled poll's last completion must not be taken for a new one.
+  s.generation = (s.generation + 1) & kGenerationMask;
+}
+
+void UringPoller::updateChannel(Channel* channel) {
+  ownerLoop_->assertInLoopThread();
+  if (channel->pollerState() < 0) {
+    const uint32_t slot = allocateSlot();
+    slots_[slot].channel = channel;
+    channel->setPollerState(static_cast<int>(slot));
+  }
+  const auto slot = static_cast<uint32_t>(channel->pollerState());
+  Slot& s = slots_[slot];
+  if (s.pollArmed && s.armedMask == channel->events()) return;
+  if (s.pollArmed) cancelPoll(slot);
+  if (!channel->isNoneEvent()) armPoll(slot);
+}
+
+void UringPoller::removeChannel(Channel* channel) {
+  ownerLoop_->assertInLoopThread();
+  if (channel->pollerState() < 0) return;
+  const auto slot = static_cast<uint32_t>(channel->pollerState());
+  if (slots_[slot].pollArmed) cancelPoll(slot);
+  freeSlot(slot);
+  channel->setPollerState(-1);
+}
+
+uint64_t UringPoller::registerHandler(Handler* handler) {
+  ownerLoop_->assertInLoopThread();
+  const uint32_t slot = allocateSlot();
+  slots_[slot].handler = handler;
+  return tokenOf(slot);
+}
+
+void UringPoller::unregisterHandler(uint64_t token) {
+  ownerLoop_->assertInLoopThread();
+  const auto slot = static_cast<uint32_t>(token & 0xFFFFFFFF);
+  if (slot < slots_.size() && tokenOf(slot) == token) freeSlot(slot);
+}
+
+int64_t UringPoller::liveSlot(uint64_t userData) const {
+  const auto slot = static_cast<uint32_t>(userData & 0xFFFFFFFF);
+  const auto generation = static_cast<uint32_t>((userData >> 32) & kGenerationMask);
+  if (slot >= slots_.size() || slots_[slot].generation != generation) return -1;
+  return slot;
+}
+
+void UringPoller::dropStale(const Completion& c) {
+  // Its owner is gone: give back what the completion holds.
+  if (c.flags & IORING_CQE_F_BUFFER) {
+    buffers_->recycle(static_cast<uint16_t>(c.flags >> IORING_CQE_BUFFER_SHIFT));
+  }
+  if (static_cast<Op>(c.userData >> 56) == kAccept && c.res >= 0) ::close(c.res);
+}
+
+Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
+  ++turn_;
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+  __kernel_timespec ts{};
+  ts.tv_sec = ns / 1000000000;
+  ts.tv_nsec = ns % 1000000000;
+  io_uring_cqe* first = nullptr;
+  const int rc = io_uring_submit_and_wait_timeout(&ring_, &first, 1, &ts, nullptr);
+  if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN) {
+    LOG_ERROR << "io_uring_submit_and_wait_timeout: " << strerrorTl(-rc);
+  }
+  const Timestamp now = Timestamp::now();
+
+  unsigned head = 0;
+  unsigned seen = 0;
+  io_uring_cqe* cqe = nullptr;
+  io_uring_for_each_cqe(&ring_, head, cqe) {
+    ++seen;
+    const Completion c{cqe->user_data, cqe->res, cqe->flags};
+    const auto op = static_cast<Op>(c.userData >> 56);
+    if (op == kIgnore) continue;
+    if (op != kPoll) {
+      completions_.push_back(c);  // checked for staleness when dispatched
+      continue;
+    }
+    const int64_t slot = liveSlot(c.userData);
+    if (slot < 0) continue;
+    Slot& s = slots_[static_cast<size_t>(slot)];
+    if (!(c.flags & IORING_CQE_F_MORE)) {
+      s.pollArmed = false;
+      rearm_.push_back(static_cast<uint32_t>(slot));
+    }
+    if (c.res <= 0 || s.channel == nullptr) continue;  // cancelled, or an error
+    if (s.activeTurn == turn_) {
+      s.channel->setReturnedEvents(s.channel->returnedEvents() | static_cast<uint32_t>(c.res));
+    } else {
+      s.activeTurn = turn_;
+      s.channel->setReturnedEvents(static_cast<uint32_t>(c.res));
+      active->push_back(s.channel);
+    }
+  }
+  io_uring_cq_advance(&ring_, seen);
+
+  // A multishot poll ended (CQ overflow, an error): arm a fresh one if the
+  // channel still wants events. It goes out with the next submit.
+  for (const uint32_t slot : rearm_) {
+    Slot& s = slots_[slot];
+    if (s.channel && !s.pollArmed && !s.channel->isNoneEvent()) armPoll(slot);
+  }
+  rearm_.clear();
+  return now;
+}
+
+void UringPoller::dispatchCompletions() {
+  // Handlers may close connections (making later completions of this batch
+  // stale) or prepare new SQEs; both are fine while iterating a copy.
+  for (size_t i = 0; i < completions_.size(); ++i) {
+    const Completion c = completions_[i];
+    const int64_t slot = liveSlot(c.userData);
+    if (slot < 0 || slots_[static_cast<size_t>(slot)].handler == nullptr) {
+      dropStale(c);
+      continue;
+    }
+    try {
+      slots_[static_cast<size_t>(slot)].handler->onCompletion(static_cast<Op>(c.userData >> 56),
+                                                              c.res, c.flags);
+    } catch (const std::exception& e) {
+      LOG_ERROR << "exception escaped an io_uring completion handler: " << e.what();
+    } catch (...) {
+      LOG_ERROR << "unknown exception escaped an io_uring completion handler";
+    }
+  }
+  completions_.clear();
+}
+
+}  // namespace libnet

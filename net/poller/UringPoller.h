@@ -1,0 +1,125 @@
+// UringPoller: the Poller backend on io_uring, plus the completion interface
+// that TcpConnection and Acceptor use on an io_uring loop.
+//
+// Readiness (Channels: timerfd, eventfd, connecting sockets, user fds): one
+// multishot POLL_ADD per Channel, re-armed when a completion comes without
+// IORING_CQE_F_MORE. Like EPOLLET, a channel is reported when its fd becomes
+// ready, and its handler drains it.
+//
+// Completions (Handlers): an owner registers itself and gets a token; the ops
+// it submits carry user_data = {op, slot, generation}, never a pointer, so a
+// completion that arrives after its owner unregistered is recognised by its
+// stale generation and dropped (a provided buffer it holds is recycled, an fd
+// it carries is closed). An owner keeps itself alive while it has ops in
+// flight.
+//
+// One io_uring_submit_and_wait_timeout() per loop turn: SQEs prepared during
+// callbacks go out with the next turn. Completions are copied out of the CQ in
+// poll() and dispatched by dispatchCompletions(), which the loop calls with
+// the channel events, so handlers run in the same phase as channel callbacks.
+//
+// The ring is created (SINGLE_ISSUER) and used only on the loop's thread.
+#pragma once
+
+#include <liburing.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/Poller.h"
+#include "net/poller/BufferRing.h"
+
+namespace libnet {
+
+class UringPoller final : public Poller {
+ public:
+  enum Op : uint8_t { kPoll = 1, kRecv, kSend, kAccept, kIgnore };
+
+  class Handler {
+   public:
+    virtual void onCompletion(Op op, int32_t res, uint32_t flags) = 0;
+
+   protected:
+    ~Handler() = default;
+  };
+
+  // Sizes for rings created from now on (process-wide).
+  struct Config {
+    uint32_t sqEntries = 1024;
+    uint32_t cqEntries = 16384;
+    uint32_t bufferCount = 2048;  // power of two
+    uint32_t bufferSize = 16384;
+  };
+  static void setDefaultConfig(const Config& config);
+  static Config defaultConfig();
+
+  // Whether io_uring can run here, probed once per process: ring setup with
+  // SINGLE_ISSUER|DEFER_TASKRUN (fewer flags if refused), the opcodes libnet
+  // needs, and buffer-ring registration.
+  struct ProbeResult {
+    bool ok = false;
+    unsigned setupFlags = 0;
+    int error = 0;       // errno of the failure
+    std::string detail;  // why it failed, or which flags it runs with
+  };
+  static const ProbeResult& probe();
+
+  explicit UringPoller(EventLoop* loop);  // throws std::system_error
+  ~UringPoller() override;
+
+  Timestamp poll(Duration timeout, ChannelList* active) override;
+  void dispatchCompletions() override;
+  void updateChannel(Channel* channel) override;
+  void removeChannel(Channel* channel) override;
+  [[nodiscard]] PollerKind kind() const override { return PollerKind::kIoUring; }
+
+  // Completion interface (loop thread only).
+  [[nodiscard]] uint64_t registerHandler(Handler* handler);
+  void unregisterHandler(uint64_t token);
+  // An SQE to fill; submits the queue first if it is full.
+  [[nodiscard]] io_uring_sqe* getSqe();
+  [[nodiscard]] static uint64_t userData(Op op, uint64_t token) {
+    return (static_cast<uint64_t>(op) << 56) | token;
+  }
+  [[nodiscard]] BufferRing& buffers() { return *buffers_; }
+  [[nodiscard]] unsigned setupFlags() const { return setupFlags_; }
+
+ private:
+  struct Slot {
+    Channel* channel = nullptr;
+    Handler* handler = nullptr;
+    uint32_t generation = 0;
+    uint32_t armedMask = 0;
+    bool pollArmed = false;
+    uint64_t activeTurn = 0;
+  };
+  struct Completion {
+    uint64_t userData;
+    int32_t res;
+    uint32_t flags;
+  };
+
+  [[nodiscard]] uint64_t tokenOf(uint32_t slot) const {
+    return (static_cast<uint64_t>(slots_[slot].generation) << 32) | slot;
+  }
+  uint32_t allocateSlot();
+  void freeSlot(uint32_t slot);
+  void armPoll(uint32_t slot);
+  void cancelPoll(uint32_t slot);
+  // Returns the slot a completion belongs to, or -1 if it is stale.
+  [[nodiscard]] int64_t liveSlot(uint64_t userData) const;
+  void dropStale(const Completion& c);
+
+  io_uring ring_{};
+  unsigned setupFlags_ = 0;
+  std::unique_ptr<BufferRing> buffers_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> freeSlots_;
+  std::vector<Completion> completions_;
+  std::vector<uint32_t> rearm_;
+  uint64_t turn_ = 0;
+};
+
+}  // namespace libnet
