@@ -1,6 +1,8 @@
 // Acceptor: a listening socket on a loop; accepts every pending connection
 // when it becomes readable (edge-triggered: until EAGAIN) and hands each fd to
-// the new-connection callback. Owned by TcpServer; loop thread only.
+// the new-connection callback. On an io_uring loop it uses one multishot
+// accept instead, re-armed whenever a completion comes without F_MORE.
+// Owned by TcpServer; loop thread only.
 //
 // Running out of fds (EMFILE/ENFILE) must not wedge the listener: with
 // edge-triggered polling an unaccepted connection would never be reported
@@ -17,12 +19,14 @@
 #include "net/Channel.h"
 #include "net/InetAddress.h"
 #include "net/Socket.h"
+#include "net/poller/CompletionHandler.h"
 
 namespace libnet {
 
 class EventLoop;
+class UringPoller;
 
-class Acceptor {
+class Acceptor : private CompletionHandler {
  public:
   using NewConnectionCallback = std::function<void(UniqueFd sockfd, const InetAddress& peer)>;
 
@@ -44,6 +48,11 @@ class Acceptor {
 
  private:
   void handleRead();
+  // accept4() until EAGAIN; returns whether any connection was delivered.
+  bool drainAccepts();
+  void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
+  void armAccept();
+  void deliver(UniqueFd fd, const InetAddress& peer);
   // Returns false if the spare fd could not be used (stop accepting for now).
   bool dropOneForFdLimit();
 
@@ -53,6 +62,9 @@ class Acceptor {
   NewConnectionCallback callback_;
   bool listening_ = false;
   UniqueFd spareFd_;
+  UringPoller* uring_;
+  uint64_t uringToken_ = 0;
+  bool acceptArmed_ = false;
   uint64_t droppedForFdLimit_ = 0;
 };
 

@@ -149,7 +149,7 @@ void Connector::retry(UniqueFd fd) {
   state_ = State::kDisconnected;
   if (!connect_) return;
   LOG_DEBUG << "retrying connect to " << serverAddr_.toIpPort() << " in "
-           << std::chrono::duration_cast<std::chrono::milliseconds>(retryDelay_).count() << " ms";
+            << std::chrono::duration_cast<std::chrono::milliseconds>(retryDelay_).count() << " ms";
   retryTimer_ = loop_->runAfter(retryDelay_, [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->startInLoop();
   });

@@ -68,6 +68,7 @@ EventLoop::~EventLoop() {
   // connection closed by its owner's destructor, still runs while the poller
   // exists, so nothing it owns dies registered.
   drainPendingFunctors();
+  if (uring_) drainUring();
   wakeupChannel_->disableAll();
   wakeupChannel_->remove();
   wakeupChannel_.reset();
@@ -177,6 +178,27 @@ void EventLoop::wakeup() {
 void EventLoop::handleWakeup() {
   uint64_t value = 0;
   while (::read(wakeupFd_.get(), &value, sizeof value) > 0) {
+  }
+}
+
+void EventLoop::drainUring() {
+  // Connections closed during shutdown cancel their io_uring ops and close
+  // their fds only when the last completion arrives, which needs a few more
+  // turns of the ring. Bounded: a connection its owner never closed would
+  // keep its handler registered forever.
+  const auto deadline = MonoClock::now() + std::chrono::seconds(2);
+  while (uring_->handlerCount() > 0 && MonoClock::now() < deadline) {
+    activeChannels_.clear();
+    pollReturnTime_ = poller_->poll(std::chrono::milliseconds(10), &activeChannels_);
+    activeChannels_.clear();  // readiness is of no interest any more
+    dispatchingEvents_ = true;
+    poller_->dispatchCompletions();
+    dispatchingEvents_ = false;
+    drainPendingFunctors();
+  }
+  if (uring_->handlerCount() > 0) {
+    LOG_WARN << "EventLoop " << this << " destroyed with " << uring_->handlerCount()
+             << " io_uring owners still registered";
   }
 }
 

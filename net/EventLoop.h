@@ -92,6 +92,7 @@ class EventLoop {
   void handleWakeup();
   void doPendingFunctors();
   void drainPendingFunctors();
+  void drainUring();
 
   const pid_t threadId_;
   std::atomic<bool> looping_{false};

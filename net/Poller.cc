@@ -33,7 +33,7 @@ namespace {
 
 // LIBNET_POLLER, read once; an unknown value is reported once and ignored.
 std::optional<PollerKind> environmentKind() {
-  static const std::optional<PollerKind> kind = [] () -> std::optional<PollerKind> {
+  static const std::optional<PollerKind> kind = []() -> std::optional<PollerKind> {
     const char* env = std::getenv("LIBNET_POLLER");
     if (env == nullptr || *env == '\0') return std::nullopt;
     auto parsed = parsePollerKind(env);

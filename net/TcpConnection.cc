@@ -1,5 +1,6 @@
 #include "net/TcpConnection.h"
 
+#include <liburing.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -8,6 +9,7 @@
 
 #include "base/Logging.h"
 #include "net/EventLoop.h"
+#include "net/poller/UringPoller.h"
 
 namespace libnet {
 
@@ -29,7 +31,8 @@ TcpConnection::TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
       localAddr_(localAddr),
       peerAddr_(peerAddr),
       connectionCallback_(defaultConnectionCallback),
-      messageCallback_(defaultMessageCallback) {
+      messageCallback_(defaultMessageCallback),
+      uring_(loop->uring()) {
   channel_.setReadCallback([this](Timestamp t) {
     // A FIN that was already queued when the poller reported the edge brings
     // no new edge: with EPOLLRDHUP set, read on past a short read to see it.
@@ -42,6 +45,9 @@ TcpConnection::TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
 }
 
 TcpConnection::~TcpConnection() {
+  if (uringToken_ != 0) {
+    LOG_ERROR << "TcpConnection " << name_ << " destroyed without connectDestroyed()";
+  }
   LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " destroyed in state "
             << stateName(state_.load());
 }
@@ -81,6 +87,22 @@ void TcpConnection::sendInLoop(std::string_view data) {
   loop_->assertInLoopThread();
   if (state_.load() == State::kDisconnected) {
     LOG_WARN << name_ << ": disconnected, dropping " << data.size() << " bytes";
+    return;
+  }
+  if (uring_) {
+    const size_t queued = outputBuffer_.readableBytes() + sendingBuffer_.readableBytes();
+    if (queued + data.size() >= highWaterMark_ && queued < highWaterMark_ &&
+        highWaterMarkCallback_) {
+      loop_->queueInLoop([self = shared_from_this(), size = queued + data.size()] {
+        self->highWaterMarkCallback_(self, size);
+      });
+    }
+    if (sendInFlight_) {
+      outputBuffer_.append(data);
+    } else {
+      sendingBuffer_.append(data);
+      submitSend();
+    }
     return;
   }
   size_t written = 0;
@@ -125,8 +147,7 @@ void TcpConnection::shutdown() {
 
 void TcpConnection::shutdownInLoop() {
   loop_->assertInLoopThread();
-  if (outputBuffer_.readableBytes() == 0 && !writeShutdown_ &&
-      state_.load() != State::kDisconnected) {
+  if (!outputPending() && !writeShutdown_ && state_.load() != State::kDisconnected) {
     writeShutdown_ = true;
     socket_.shutdownWrite();
   }
@@ -146,12 +167,28 @@ void TcpConnection::forceClose() {
 void TcpConnection::stopRead() {
   loop_->assertInLoopThread();
   reading_ = false;
+  if (uring_ && recvArmed_) {
+    // Data already received meanwhile is kept in the input buffer.
+    io_uring_sqe* sqe = uring_->getSqe();
+    io_uring_prep_cancel64(sqe, UringPoller::userData(UringOp::kRecv, uringToken_), 0);
+    io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
+  }
 }
 
 void TcpConnection::startRead() {
   loop_->assertInLoopThread();
   if (reading_) return;
   reading_ = true;
+  if (uring_) {
+    loop_->queueInLoop([self = shared_from_this()] {
+      if (!self->reading_ || self->state_.load() == State::kDisconnected) return;
+      if (self->inputBuffer_.readableBytes() > 0) {
+        self->messageCallback_(self, &self->inputBuffer_, Timestamp::now());
+      }
+      self->armRecv();
+    });
+    return;
+  }
   // An edge may have come and gone while paused: look once.
   loop_->queueInLoop([self = shared_from_this()] { self->handleRead(Timestamp::now(), false); });
 }
@@ -160,8 +197,13 @@ void TcpConnection::connectEstablished() {
   loop_->assertInLoopThread();
   assert(state_.load() == State::kConnecting);
   state_.store(State::kConnected);
-  channel_.tie(shared_from_this());
-  channel_.enableReadWrite();
+  if (uring_) {
+    uringToken_ = uring_->registerHandler(this);
+    armRecv();
+  } else {
+    channel_.tie(shared_from_this());
+    channel_.enableReadWrite();
+  }
   connectionCallback_(shared_from_this());
 }
 
@@ -170,8 +212,17 @@ void TcpConnection::connectDestroyed() {
   const State state = state_.load();
   if (state == State::kConnected || state == State::kDisconnecting) {
     state_.store(State::kDisconnected);
-    channel_.disableAll();
+    if (uring_) {
+      cancelOps();
+    } else {
+      channel_.disableAll();
+    }
     connectionCallback_(shared_from_this());
+  }
+  if (uring_) {
+    destroyed_ = true;
+    releaseIfIdle();  // or when the last op in flight completes
+    return;
   }
   channel_.disableAll();
   channel_.remove();
@@ -212,7 +263,7 @@ void TcpConnection::handleRead(Timestamp receiveTime, bool shortReadDrains) {
 void TcpConnection::handlePeerClosed() {
   peerClosed_ = true;
   // What we owe the peer still goes out; close once it has.
-  if (outputBuffer_.readableBytes() == 0) handleClose();
+  if (!outputPending()) handleClose();
 }
 
 void TcpConnection::handleWrite() {
@@ -239,6 +290,7 @@ void TcpConnection::onOutputDrained() {
   // Give back the memory of a burst (say an 8 MiB reply), but keep a small
   // buffer for reuse.
   if (outputBuffer_.capacity() > kShrinkAbove) outputBuffer_.shrink(0);
+  if (sendingBuffer_.capacity() > kShrinkAbove) sendingBuffer_.shrink(0);
   if (writeCompleteCallback_) {
     loop_->queueInLoop([self = shared_from_this()] { self->writeCompleteCallback_(self); });
   }
@@ -253,7 +305,11 @@ void TcpConnection::handleClose() {
   loop_->assertInLoopThread();
   if (state_.load() == State::kDisconnected) return;
   state_.store(State::kDisconnected);
-  channel_.disableAll();
+  if (uring_) {
+    cancelOps();
+  } else {
+    channel_.disableAll();
+  }
   TcpConnectionPtr guard(shared_from_this());
   connectionCallback_(guard);
   if (closeCallback_) closeCallback_(guard);
@@ -267,6 +323,129 @@ void TcpConnection::handleError() {
   // timeout, unreachable); with edge-triggered polling it would not be
   // reported again, so close now.
   handleClose();
+}
+
+// ---- io_uring completion path ----
+
+void TcpConnection::opStarted() {
+  if (opsInFlight_++ == 0) keepAlive_ = shared_from_this();
+}
+
+void TcpConnection::opFinished() {
+  // Called from onCompletion(), whose caller-held reference keeps us alive
+  // past the reset below.
+  if (--opsInFlight_ == 0) {
+    keepAlive_.reset();
+    releaseIfIdle();
+  }
+}
+
+void TcpConnection::releaseIfIdle() {
+  if (!destroyed_ || opsInFlight_ > 0) return;
+  if (uringToken_ != 0) {
+    uring_->unregisterHandler(uringToken_);
+    uringToken_ = 0;
+  }
+  socket_.close();
+}
+
+void TcpConnection::cancelOps() {
+  if (opsInFlight_ == 0) return;
+  io_uring_sqe* sqe = uring_->getSqe();
+  io_uring_prep_cancel_fd(sqe, socket_.fd(), IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
+}
+
+void TcpConnection::armRecv() {
+  if (recvArmed_ || !reading_ || peerClosed_ || state_.load() == State::kDisconnected) return;
+  io_uring_sqe* sqe = uring_->getSqe();
+  io_uring_prep_recv_multishot(sqe, socket_.fd(), nullptr, 0, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = uring_->buffers().groupId();
+  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kRecv, uringToken_));
+  recvArmed_ = true;
+  opStarted();
+}
+
+void TcpConnection::submitSend() {
+  io_uring_sqe* sqe = uring_->getSqe();
+  io_uring_prep_send(sqe, socket_.fd(), sendingBuffer_.peek(), sendingBuffer_.readableBytes(),
+                     MSG_NOSIGNAL);
+  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kSend, uringToken_));
+  sendInFlight_ = true;
+  opStarted();
+}
+
+void TcpConnection::onCompletion(UringOp op, int32_t res, uint32_t flags) {
+  const TcpConnectionPtr self = shared_from_this();
+  if (op == UringOp::kRecv) {
+    onRecv(self, res, flags);
+  } else if (op == UringOp::kSend) {
+    onSend(res);
+  }
+}
+
+void TcpConnection::onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t flags) {
+  if (flags & IORING_CQE_F_BUFFER) {
+    const auto bufferId = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
+    if (res > 0) {
+      inputBuffer_.append(uring_->buffers().data(bufferId, static_cast<size_t>(res)));
+    }
+    uring_->buffers().recycle(bufferId);
+  }
+  const bool more = flags & IORING_CQE_F_MORE;
+  if (!more) {
+    recvArmed_ = false;
+    opFinished();
+  }
+  if (state_.load() == State::kDisconnected) return;
+  if (res > 0) {
+    if (reading_) messageCallback_(self, &inputBuffer_, loop_->pollReturnTime());
+    if (!more) armRecv();  // the kernel ended the multishot (e.g. CQ overflow)
+    return;
+  }
+  if (res == 0) {
+    handlePeerClosed();
+    return;
+  }
+  switch (-res) {
+    case ENOBUFS:  // the ring ran dry; the data is still in the socket
+    case EINTR:
+    case EAGAIN:
+      armRecv();
+      return;
+    case ECANCELED:  // stopRead()
+      return;
+    default:
+      errno = -res;
+      LOG_SYSERR << name_ << ": recv";
+      handleClose();
+  }
+}
+
+void TcpConnection::onSend(int32_t res) {
+  sendInFlight_ = false;
+  opFinished();
+  if (state_.load() == State::kDisconnected) return;
+  if (res < 0) {
+    if (res == -EINTR || res == -EAGAIN) {
+      submitSend();
+      return;
+    }
+    errno = -res;
+    LOG_SYSERR << name_ << ": send";
+    handleClose();
+    return;
+  }
+  sendingBuffer_.retrieve(static_cast<size_t>(res));
+  if (sendingBuffer_.readableBytes() > 0) {  // a short send: the rest, in order
+    submitSend();
+  } else if (outputBuffer_.readableBytes() > 0) {
+    sendingBuffer_.swap(outputBuffer_);
+    submitSend();
+  } else {
+    onOutputDrained();
+  }
 }
 
 const char* TcpConnection::stateName(State state) {

@@ -13,6 +13,14 @@
 // the end of the loop iteration); the output buffer is written until EAGAIN.
 // Read and write interest is registered once and never toggled.
 //
+// On an io_uring loop the same API runs on completions instead: one multishot
+// recv into the loop's provided-buffer ring (each buffer copied into the
+// input Buffer and handed back at once), and at most one send in flight
+// (several in flight on one socket may reorder), whose bytes sit still in a
+// second buffer until it completes while later sends queue in the output
+// Buffer. Every op in flight keeps the connection alive; closing cancels them
+// and the fd is closed only when none is left.
+//
 // Closing: if the peer half-closes (FIN), everything already queued for it is
 // still written before the connection closes. shutdown() half-closes our side
 // only once the output buffer is empty. forceClose() drops queued output.
@@ -30,12 +38,15 @@
 #include "net/Channel.h"
 #include "net/InetAddress.h"
 #include "net/Socket.h"
+#include "net/poller/CompletionHandler.h"
 
 namespace libnet {
 
 class EventLoop;
+class UringPoller;
 
-class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
+class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
+                      private CompletionHandler {
  public:
   static constexpr size_t kDefaultHighWaterMark = 64 * 1024 * 1024;
 
@@ -107,6 +118,20 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void handleError();
   void handlePeerClosed();
   void sendInLoop(std::string_view data);
+  [[nodiscard]] bool outputPending() const {
+    return outputBuffer_.readableBytes() > 0 || sendingBuffer_.readableBytes() > 0;
+  }
+
+  // io_uring completion path.
+  void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
+  void onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t flags);
+  void onSend(int32_t res);
+  void armRecv();
+  void submitSend();
+  void cancelOps();
+  void opStarted();
+  void opFinished();
+  void releaseIfIdle();
   void shutdownInLoop();
   void onOutputDrained();
   [[nodiscard]] static const char* stateName(State state);
@@ -129,6 +154,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   size_t highWaterMark_ = kDefaultHighWaterMark;
   Buffer inputBuffer_;
   Buffer outputBuffer_;
+  // io_uring only: the bytes of the send in flight (stable until it completes).
+  Buffer sendingBuffer_;
+  UringPoller* uring_;  // non-null: this connection runs on completions
+  uint64_t uringToken_ = 0;
+  int opsInFlight_ = 0;
+  bool recvArmed_ = false;
+  bool sendInFlight_ = false;
+  bool destroyed_ = false;      // connectDestroyed() ran
+  TcpConnectionPtr keepAlive_;  // set while ops are in flight
   std::any context_;
 };
 

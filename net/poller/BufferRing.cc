@@ -59,8 +59,8 @@ BufferRing::~BufferRing() {
 }
 
 void BufferRing::recycle(uint16_t bufferId) {
-  io_uring_buf_ring_add(bufRing_, buffers_ + static_cast<size_t>(bufferId) * size_, size_,
-                        bufferId, io_uring_buf_ring_mask(count_), 0);
+  io_uring_buf_ring_add(bufRing_, buffers_ + static_cast<size_t>(bufferId) * size_, size_, bufferId,
+                        io_uring_buf_ring_mask(count_), 0);
   io_uring_buf_ring_advance(bufRing_, 1);
 }
 

@@ -85,7 +85,7 @@ UringPoller::ProbeResult runProbe() {
   if (!result.detail.empty()) return result;
   result.ok = true;
   result.setupFlags = flags;
-  result.detail = (flags & IORING_SETUP_DEFER_TASKRUN)  ? "SINGLE_ISSUER|DEFER_TASKRUN"
+  result.detail = (flags & IORING_SETUP_DEFER_TASKRUN)   ? "SINGLE_ISSUER|DEFER_TASKRUN"
                   : (flags & IORING_SETUP_SINGLE_ISSUER) ? "SINGLE_ISSUER|COOP_TASKRUN"
                   : flags                                ? "COOP_TASKRUN"
                                                          : "no setup flags";
@@ -126,8 +126,8 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
   // Saves the fd lookup on every io_uring_enter; optional.
   io_uring_register_ring_fd(&ring_);
   try {
-    buffers_ = std::make_unique<BufferRing>(&ring_, kBufferGroup, config.bufferCount,
-                                            config.bufferSize);
+    buffers_ =
+        std::make_unique<BufferRing>(&ring_, kBufferGroup, config.bufferCount, config.bufferSize);
   } catch (...) {
     io_uring_queue_exit(&ring_);
     throw;
@@ -218,13 +218,17 @@ uint64_t UringPoller::registerHandler(Handler* handler) {
   ownerLoop_->assertInLoopThread();
   const uint32_t slot = allocateSlot();
   slots_[slot].handler = handler;
+  ++handlerCount_;
   return tokenOf(slot);
 }
 
 void UringPoller::unregisterHandler(uint64_t token) {
   ownerLoop_->assertInLoopThread();
   const auto slot = static_cast<uint32_t>(token & 0xFFFFFFFF);
-  if (slot < slots_.size() && tokenOf(slot) == token) freeSlot(slot);
+  if (slot < slots_.size() && tokenOf(slot) == token) {
+    --handlerCount_;
+    freeSlot(slot);
+  }
 }
 
 int64_t UringPoller::liveSlot(uint64_t userData) const {

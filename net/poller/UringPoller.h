@@ -30,20 +30,19 @@
 
 #include "net/Poller.h"
 #include "net/poller/BufferRing.h"
+#include "net/poller/CompletionHandler.h"
 
 namespace libnet {
 
 class UringPoller final : public Poller {
  public:
-  enum Op : uint8_t { kPoll = 1, kRecv, kSend, kAccept, kIgnore };
-
-  class Handler {
-   public:
-    virtual void onCompletion(Op op, int32_t res, uint32_t flags) = 0;
-
-   protected:
-    ~Handler() = default;
-  };
+  using Op = UringOp;
+  using Handler = CompletionHandler;
+  static constexpr Op kPoll = UringOp::kPoll;
+  static constexpr Op kRecv = UringOp::kRecv;
+  static constexpr Op kSend = UringOp::kSend;
+  static constexpr Op kAccept = UringOp::kAccept;
+  static constexpr Op kIgnore = UringOp::kIgnore;
 
   // Sizes for rings created from now on (process-wide).
   struct Config {
@@ -84,6 +83,8 @@ class UringPoller final : public Poller {
     return (static_cast<uint64_t>(op) << 56) | token;
   }
   [[nodiscard]] BufferRing& buffers() { return *buffers_; }
+  // Registered completion owners (connections, acceptors) right now.
+  [[nodiscard]] size_t handlerCount() const { return handlerCount_; }
   [[nodiscard]] unsigned setupFlags() const { return setupFlags_; }
 
  private:
@@ -120,6 +121,7 @@ class UringPoller final : public Poller {
   std::vector<Completion> completions_;
   std::vector<uint32_t> rearm_;
   uint64_t turn_ = 0;
+  size_t handlerCount_ = 0;
 };
 
 }  // namespace libnet
