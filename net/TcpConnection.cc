@@ -74,6 +74,15 @@ void TcpConnection::send(std::string&& message) {
 }
 
 void TcpConnection::send(Buffer* buffer) {
+  if (uring_ && loop_->isInLoopThread() && !sendInFlight_ && sendingBuffer_.readableBytes() == 0 &&
+      buffer->readableBytes() > 0 && buffer->readableBytes() < highWaterMark_ &&
+      state_.load() != State::kDisconnected) {
+    // Nothing in flight: hand the caller's buffer itself to the kernel (the
+    // caller gets our empty one back) instead of copying the bytes.
+    sendingBuffer_.swap(*buffer);
+    submitSend();
+    return;
+  }
   if (loop_->isInLoopThread()) {
     const State state = state_.load();
     if (state == State::kConnected || state == State::kDisconnecting) sendInLoop(buffer->view());

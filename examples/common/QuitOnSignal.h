@@ -1,0 +1,37 @@
+// QuitOnSignal: makes SIGINT and SIGTERM quit an EventLoop cleanly, through a
+// signalfd read on that loop (so the shutdown runs as an ordinary loop
+// callback, not inside an async signal handler).
+//
+// blockStopSignals() must run before any thread is started, so that every
+// thread inherits the mask and the signals stay pending for the signalfd
+// instead of killing the process. Construct and destroy the watcher on the
+// loop's thread; destroy it before the loop.
+#pragma once
+
+#include "base/UniqueFd.h"
+#include "net/Channel.h"
+
+namespace libnet {
+
+class EventLoop;
+
+class QuitOnSignal {
+ public:
+  // Throws std::system_error if the signals cannot be blocked.
+  static void blockStopSignals();
+
+  // Throws std::system_error if the signalfd cannot be created.
+  explicit QuitOnSignal(EventLoop* loop);
+  ~QuitOnSignal();
+  QuitOnSignal(const QuitOnSignal&) = delete;
+  QuitOnSignal& operator=(const QuitOnSignal&) = delete;
+
+ private:
+  void handleRead();
+
+  EventLoop* loop_;
+  UniqueFd signalFd_;
+  Channel channel_;
+};
+
+}  // namespace libnet

@@ -1,0 +1,278 @@
+// pingpong_client: the client side of the muduo book's ping-pong benchmark on
+// libnet. <sessions> connections, spread round-robin over <threads> loop
+// threads, each send one <blocksize>-byte message once all are connected and
+// then echo back whatever arrives. After <time> seconds the client stops and
+// prints one line:
+//
+//   RESULT impl=libnet-<backend> threads=T blocksize=B sessions=S bytes=N
+//          messages=M seconds=X mibps=Y
+//
+// bytes: read by all sessions during the measured window; messages: read
+// callbacks; mibps = bytes / seconds / 2^20. Lines "START" and "STOP" mark the
+// window as it opens and closes.
+//
+//   pingpong_client [--backend epoll|uring|auto] <address> <port> <threads>
+//                   <blocksize> <sessions> <time>
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "base/CountDownLatch.h"
+#include "base/Logging.h"
+#include "net/Buffer.h"
+#include "net/EventLoop.h"
+#include "net/EventLoopThreadPool.h"
+#include "net/InetAddress.h"
+#include "net/TcpClient.h"
+#include "net/TcpConnection.h"
+#include "pingpong/Args.h"
+
+using namespace libnet;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: pingpong_client [--backend epoll|uring|auto] <address> <port> <threads>\n"
+    "                       <blocksize> <sessions> <time>\n"
+    "  <sessions> connections over <threads> loop threads ping-pong <blocksize>-byte\n"
+    "  messages for <time> seconds, then one RESULT line is printed.\n"
+    "  The LIBNET_POLLER environment variable overrides --backend.\n";
+
+class Client;
+
+// One connection. Lives on its loop's thread (created and destroyed there).
+class Session {
+ public:
+  Session(EventLoop* loop, const InetAddress& server, Client* owner, int id);
+
+  void connect() { client_.connect(); }
+  void start(const std::string& message);
+  void stop();
+
+  uint64_t bytesRead() const { return bytesRead_.load(std::memory_order_relaxed); }
+  uint64_t messagesRead() const { return messagesRead_.load(std::memory_order_relaxed); }
+
+ private:
+  void onConnection(const TcpConnectionPtr& conn);
+  void onMessage(const TcpConnectionPtr& conn, Buffer* buffer);
+  void reportDown();
+
+  TcpClient client_;
+  bool downReported_ = false;
+  Client* owner_;
+  std::atomic<bool> counting_{false};
+  std::atomic<uint64_t> bytesRead_{0};
+  std::atomic<uint64_t> messagesRead_{0};
+};
+
+class Client {
+ public:
+  Client(EventLoop* loop, const InetAddress& server, int threads, size_t blocksize, int sessions,
+         double seconds)
+      : loop_(loop),
+        pool_(loop, "pingpong-client"),
+        message_(blocksize, '\0'),
+        sessionCount_(sessions),
+        seconds_(seconds),
+        server_(server) {
+    for (size_t i = 0; i < blocksize; ++i) message_[i] = static_cast<char>(i % 128);
+    pool_.setThreadNum(threads);
+    pool_.start();
+  }
+
+  void connectAll() {
+    sessions_.resize(static_cast<size_t>(sessionCount_));
+    for (int i = 0; i < sessionCount_; ++i) {
+      EventLoop* ioLoop = pool_.getNextLoop();
+      loops_.push_back(ioLoop);
+      ioLoop->runInLoop([this, ioLoop, i] {
+        sessions_[static_cast<size_t>(i)] = std::make_unique<Session>(ioLoop, server_, this, i);
+        sessions_[static_cast<size_t>(i)]->connect();
+      });
+    }
+  }
+
+  // Session threads report in; the main loop acts once all have.
+  void onConnected() {
+    if (++connected_ == sessionCount_) loop_->queueInLoop([this] { startClock(); });
+  }
+  void onDisconnected() {
+    if (++disconnected_ == sessionCount_) loop_->queueInLoop([this] { loop_->quit(); });
+  }
+  void onConnectFailed() { failed_ = true; }
+
+  void report(const char* impl) {
+    uint64_t bytes = 0;
+    uint64_t messages = 0;
+    for (const auto& session : sessions_) {
+      bytes += session->bytesRead();
+      messages += session->messagesRead();
+    }
+    const double seconds = std::chrono::duration<double>(stop_ - start_).count();
+    const double mibps = seconds > 0 ? static_cast<double>(bytes) / seconds / 1048576.0 : 0;
+    std::printf(
+        "RESULT impl=%s threads=%zu blocksize=%zu sessions=%d bytes=%llu messages=%llu "
+        "seconds=%.3f mibps=%.2f\n",
+        impl, pool_.getAllLoops().size(), message_.size(), sessionCount_,
+        static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(messages), seconds,
+        mibps);
+    std::fflush(stdout);
+  }
+
+  // Destroys every session on its own loop thread.
+  void destroySessions() {
+    CountDownLatch done(sessionCount_);
+    for (size_t i = 0; i < sessions_.size(); ++i) {
+      loops_[i]->runInLoop([this, i, &done] {
+        sessions_[i].reset();
+        done.countDown();
+      });
+    }
+    done.wait();
+  }
+
+  bool connectedAll() const { return connected_.load() == sessionCount_; }
+  int connectedCount() const { return connected_.load(); }
+
+ private:
+  void startClock() {
+    // Markers for a runner that samples the server's CPU time over exactly
+    // the measured window.
+    std::printf("START\n");
+    std::fflush(stdout);
+    start_ = MonoClock::now();
+    for (size_t i = 0; i < sessions_.size(); ++i) {
+      loops_[i]->runInLoop([this, i] { sessions_[i]->start(message_); });
+    }
+    loop_->runAfter(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds_)),
+                    [this] { stopAll(); });
+  }
+
+  void stopAll() {
+    stop_ = MonoClock::now();
+    std::printf("STOP\n");
+    std::fflush(stdout);
+    for (size_t i = 0; i < sessions_.size(); ++i) {
+      loops_[i]->runInLoop([this, i] { sessions_[i]->stop(); });
+    }
+  }
+
+  EventLoop* loop_;
+  EventLoopThreadPool pool_;
+  std::string message_;
+  const int sessionCount_;
+  const double seconds_;
+  const InetAddress server_;
+  std::vector<std::unique_ptr<Session>> sessions_;
+  std::vector<EventLoop*> loops_;
+  std::atomic<int> connected_{0};
+  std::atomic<int> disconnected_{0};
+  std::atomic<bool> failed_{false};
+  MonoTime start_{};
+  MonoTime stop_{};
+};
+
+Session::Session(EventLoop* loop, const InetAddress& server, Client* owner, int id)
+    : client_(loop, server, "session" + std::to_string(id)), owner_(owner) {
+  client_.setTcpNoDelay(true);
+  client_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
+  client_.setMessageCallback(
+      [this](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) { onMessage(conn, buffer); });
+}
+
+void Session::start(const std::string& message) {
+  counting_ = true;
+  if (TcpConnectionPtr conn = client_.connection()) conn->send(message);
+}
+
+void Session::stop() {
+  counting_ = false;
+  client_.stop();
+  if (TcpConnectionPtr conn = client_.connection()) {
+    conn->forceClose();
+  } else {
+    reportDown();
+  }
+}
+
+void Session::reportDown() {
+  if (downReported_) return;
+  downReported_ = true;
+  owner_->onDisconnected();
+}
+
+void Session::onConnection(const TcpConnectionPtr& conn) {
+  if (conn->connected()) {
+    owner_->onConnected();
+  } else {
+    reportDown();
+  }
+}
+
+void Session::onMessage(const TcpConnectionPtr& conn, Buffer* buffer) {
+  if (!counting_.load(std::memory_order_relaxed)) {
+    buffer->retrieveAll();
+    return;
+  }
+  bytesRead_.fetch_add(buffer->readableBytes(), std::memory_order_relaxed);
+  messagesRead_.fetch_add(1, std::memory_order_relaxed);
+  conn->send(buffer);
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  const pingpong::Args args = pingpong::parseArgs(argc, argv, 6);
+  if (args.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (!args.error.empty()) {
+    std::cerr << "pingpong_client: " << args.error << "\n" << kUsage;
+    return 2;
+  }
+  const auto port = InetAddress::parsePort(args.positional[1]);
+  const auto threads = pingpong::parseNumber(args.positional[2], 1, 256);
+  const auto blocksize = pingpong::parseNumber(args.positional[3], 1, 64 * 1024 * 1024);
+  const auto sessions = pingpong::parseNumber(args.positional[4], 1, 100000);
+  const auto seconds = pingpong::parseNumber(args.positional[5], 1, 3600);
+  const auto address = port ? InetAddress::parse(args.positional[0], *port) : std::nullopt;
+  if (!address || !threads || !blocksize || !sessions || !seconds) {
+    std::cerr << "pingpong_client: bad argument\n" << kUsage;
+    return 2;
+  }
+  Logger::setLevel(std::max(Logger::level(), LogLevel::kWarn));
+
+  try {
+    EventLoop loop(args.backend);
+    Client client(&loop, *address, static_cast<int>(*threads), static_cast<size_t>(*blocksize),
+                  static_cast<int>(*sessions), static_cast<double>(*seconds));
+    // Connecting many sessions can take a while; give up if it takes far too long.
+    bool connectTimedOut = false;
+    loop.runAfter(std::chrono::seconds(60), [&] {
+      if (!client.connectedAll()) {
+        connectTimedOut = true;
+        loop.quit();
+      }
+    });
+    client.connectAll();
+    loop.loop();
+    if (connectTimedOut) {
+      std::cerr << "pingpong_client: only " << client.connectedCount() << " of " << *sessions
+                << " sessions connected within 60 s\n";
+      std::_Exit(1);
+    }
+    const std::string impl = "libnet-" + std::string(pollerKindName(loop.pollerKind()));
+    client.report(impl.c_str());
+    client.destroySessions();
+  } catch (const std::system_error& e) {
+    std::cerr << "pingpong_client: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

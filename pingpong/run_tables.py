@@ -1,0 +1,451 @@
+#!/usr/bin/env python3
+"""Reproduces the ping-pong tables of the muduo book (ch. 6.5.1) with libnet.
+
+Builds optimized binaries, runs each table cell several times with the
+implementations interleaved (A B C A B C ...), and reports for every cell the
+median MiB/s (min-max) and the server's CPU time per GiB echoed, measured from
+/proc/PID/task/*/schedstat over exactly the client's measured window.
+
+Output: progress on stderr; markdown tables on stdout; a CSV and an SVG chart
+per table in --out.
+
+  pingpong/run_tables.py                  # quick mode (about 5 minutes)
+  pingpong/run_tables.py --mode full      # the full tables (10 s cells, 5 runs, 10000 sessions)
+  pingpong/run_tables.py --tables backends
+"""
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# name -> (bazel package, binary)
+BINARIES = {
+    "pingpong_server": ("pingpong", "pingpong_server"),
+    "pingpong_client": ("pingpong", "pingpong_client"),
+    "asio_pingpong_server": ("pingpong/asio", "asio_pingpong_server"),
+    "asio_pingpong_client": ("pingpong/asio", "asio_pingpong_client"),
+    "libevent_pingpong_server": ("pingpong/libevent", "libevent_pingpong_server"),
+    "libevent_pingpong_client": ("pingpong/libevent", "libevent_pingpong_client"),
+    "epoll_floor_server": ("pingpong/floor", "epoll_floor_server"),
+    "uring_floor_server": ("pingpong/floor", "uring_floor_server"),
+}
+
+LIBNET_EPOLL_CLIENT = ["pingpong_client", "--backend", "epoll"]
+LIBNET_URING_CLIENT = ["pingpong_client", "--backend", "uring"]
+
+# Each implementation: its server and the client it is measured with (each
+# library's own client, as in the book; the floors use libnet's client of the
+# same backend, so libnet and its floor differ only in the server).
+IMPLS = {
+    "libnet-epoll": (["pingpong_server", "--backend", "epoll"], LIBNET_EPOLL_CLIENT),
+    "libnet-uring": (["pingpong_server", "--backend", "uring"], LIBNET_URING_CLIENT),
+    "asio": (["asio_pingpong_server"], ["asio_pingpong_client"]),
+    "libevent": (["libevent_pingpong_server"], ["libevent_pingpong_client"]),
+    "floor-epoll": (["epoll_floor_server"], LIBNET_EPOLL_CLIENT),
+    "floor-uring": (["uring_floor_server"], LIBNET_URING_CLIENT),
+    # Both libnet servers against the same (epoll) client: isolates the
+    # server backend for the epoll-vs-io_uring comparison.
+    "server-epoll": (["pingpong_server", "--backend", "epoll"], LIBNET_EPOLL_CLIENT),
+    "server-uring": (["pingpong_server", "--backend", "uring"], LIBNET_EPOLL_CLIENT),
+}
+
+NCPU = os.cpu_count() or 1
+
+
+def table_specs(mode):
+    full = mode == "full"
+    return {
+        "single16k": dict(
+            title="Single thread, 16 KiB messages",
+            impls=["libnet-epoll", "libnet-uring", "asio", "libevent", "floor-epoll", "floor-uring"],
+            blocksizes=[16384],
+            sessions=[1, 10, 100, 1000] + ([10000] if full else []),
+            threads=[1],
+            pinned=True,
+        ),
+        "single4k": dict(
+            title="Single thread, 4096-byte messages (the book's fair re-run against libevent)",
+            impls=["libnet-epoll", "libnet-uring", "libevent"],
+            blocksizes=[4096],
+            sessions=[1, 10, 100, 1000],
+            threads=[1],
+            pinned=True,
+        ),
+        "multi": dict(
+            title="Multi-thread, 16 KiB messages (unpinned: client and server share the cores)",
+            impls=["libnet-epoll", "libnet-uring", "asio"],
+            blocksizes=[16384],
+            sessions=[100, 1000],
+            threads=list(range(1, min(4, NCPU) + 1)),
+            pinned=False,
+        ),
+        "backends": dict(
+            title="libnet server on epoll vs io_uring (same epoll client)",
+            impls=["server-epoll", "server-uring"],
+            blocksizes=[64, 1024, 16384],
+            sessions=[1, 100, 1000],
+            threads=[1],
+            pinned=True,
+        ),
+    }
+
+
+def log(msg):
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def build(bindir):
+    targets = sorted({"//%s:%s" % pkg_bin for pkg_bin in BINARIES.values()})
+    log("building: bazel build --config=opt " + " ".join(targets))
+    subprocess.run(["bazel", "build", "--config=opt"] + targets, cwd=ROOT, check=True)
+    # bazel-bin is a symlink that follows the last build's configuration:
+    # copy the binaries so a later build cannot swap them mid-run.
+    out = subprocess.run(["bazel", "info", "--config=opt", "bazel-bin"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    for name, (pkg, binary) in BINARIES.items():
+        shutil.copy2(os.path.join(out, pkg, binary), os.path.join(bindir, name))
+
+
+def cpu_ns(pid):
+    """CPU time of every thread of pid, in ns (schedstat: time on CPU)."""
+    total = 0
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+    except OSError:
+        pass
+    return total
+
+
+def taskset(cpu, argv):
+    if cpu is None or shutil.which("taskset") is None:
+        return argv
+    return ["taskset", "-c", str(cpu)] + argv
+
+
+class CellError(RuntimeError):
+    pass
+
+
+def run_once(bindir, impl, blocksize, sessions, threads, seconds, pinned, port):
+    server_argv, client_argv = IMPLS[impl]
+    server_threads = 0 if threads == 1 and impl.startswith(("libnet", "server")) else threads
+    server = [os.path.join(bindir, server_argv[0])] + server_argv[1:] + [
+        "127.0.0.1", str(port), str(server_threads)]
+    client = [os.path.join(bindir, client_argv[0])] + client_argv[1:] + [
+        "127.0.0.1", str(port), str(threads), str(blocksize), str(sessions), str(seconds)]
+    srv = subprocess.Popen(taskset(0 if pinned else None, server), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 10
+        line = ""
+        while time.time() < deadline:
+            line = srv.stdout.readline()
+            if "listening" in line or not line:
+                break
+        if "listening" not in line:
+            raise CellError("%s server did not start: %s" % (impl, srv.stderr.read()[-500:]))
+        cli = subprocess.Popen(taskset(1 if pinned and NCPU > 1 else None, client),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cpu_start = cpu_ns(srv.pid)
+        cpu_stop = None
+        result = None
+        for out in cli.stdout:
+            out = out.strip()
+            if out == "START":
+                cpu_start = cpu_ns(srv.pid)
+            elif out == "STOP":
+                cpu_stop = cpu_ns(srv.pid)
+            elif out.startswith("RESULT"):
+                result = dict(kv.split("=", 1) for kv in out.split()[1:])
+        if cpu_stop is None:
+            cpu_stop = cpu_ns(srv.pid)
+        try:
+            cli.wait(timeout=seconds + 120)
+        except subprocess.TimeoutExpired:
+            cli.kill()
+            raise CellError("%s client hung" % impl)
+        if cli.returncode != 0 or result is None:
+            raise CellError("%s client failed (%s): %s" % (impl, cli.returncode,
+                                                          cli.stderr.read()[-500:]))
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        try:
+            srv.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+    nbytes = int(result["bytes"])
+    cpu_s = (cpu_stop - cpu_start) / 1e9
+    gib = nbytes / 2**30
+    return dict(
+        mibps=float(result["mibps"]),
+        bytes=nbytes,
+        cpu_s=cpu_s,
+        cpu_per_gib=cpu_s / gib if gib > 0 else float("nan"),
+        us_per_msg=cpu_s * 1e6 / (nbytes / blocksize) if nbytes else float("nan"),
+    )
+
+
+def fmt_dur(s):
+    s = int(s)
+    return "%dm%02ds" % (s // 60, s % 60)
+
+
+def median_range(values):
+    return statistics.median(values), min(values), max(values)
+
+
+def svg_chart(path, title, series, xs, xlabel, ylabel):
+    """A small line chart: one line per implementation, x as categories."""
+    w, h, left, right, top, bottom = 720, 420, 70, 160, 40, 50
+    ymax = max([v for vals in series.values() for v in vals if v == v] + [1]) * 1.1
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"]
+    pw, ph = w - left - right, h - top - bottom
+
+    def px(i):
+        return left + (pw * i / max(1, len(xs) - 1) if len(xs) > 1 else pw / 2)
+
+    def py(v):
+        return top + ph - ph * v / ymax
+
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+             'font-family="sans-serif" font-size="12">' % (w, h),
+             '<rect width="100%" height="100%" fill="white"/>',
+             '<text x="%d" y="22" font-size="15">%s</text>' % (left, title)]
+    for k in range(6):
+        v = ymax * k / 5
+        parts.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' %
+                     (left, left + pw, py(v), py(v)))
+        parts.append('<text x="%d" y="%.1f" text-anchor="end">%.0f</text>' %
+                     (left - 6, py(v) + 4, v))
+    for i, x in enumerate(xs):
+        parts.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' %
+                     (px(i), top + ph + 18, x))
+    parts.append('<text x="%d" y="%d" text-anchor="middle">%s</text>' %
+                 (left + pw / 2, h - 8, xlabel))
+    parts.append('<text x="16" y="%d" transform="rotate(-90 16 %d)" text-anchor="middle">%s'
+                 '</text>' % (top + ph / 2, top + ph / 2, ylabel))
+    for n, (name, vals) in enumerate(series.items()):
+        color = colors[n % len(colors)]
+        pts = " ".join("%.1f,%.1f" % (px(i), py(v)) for i, v in enumerate(vals) if v == v)
+        parts.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>' %
+                     (color, pts))
+        for i, v in enumerate(vals):
+            if v == v:
+                parts.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (px(i), py(v), color))
+        ly = top + 16 * n + 10
+        parts.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"/>' %
+                     (left + pw + 12, left + pw + 32, ly, ly, color))
+        parts.append('<text x="%d" y="%d">%s</text>' % (left + pw + 38, ly + 4, name))
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts) + "\n")
+
+
+def ratio(a, b):
+    return "%.2f" % (a / b) if a == a and b == b and b > 0 else "-"
+
+
+def markdown(name, spec, cells, mode, reps, seconds):
+    lines = ["### %s" % spec["title"], ""]
+    multi = len(spec["threads"]) > 1
+    sizes = spec["blocksizes"]
+    impls = spec["impls"]
+    for blocksize in sizes:
+        if len(sizes) > 1:
+            lines += ["%d-byte messages:" % blocksize, ""]
+        rowkey = "threads" if multi else "sessions"
+        header = ["sessions", "threads"] if multi else ["sessions"]
+        header += ["%s MiB/s" % i for i in impls]
+        ratios = []
+        if "libnet-epoll" in impls and "asio" in impls:
+            ratios.append(("libnet-epoll", "asio"))
+        if "libnet-epoll" in impls and "libevent" in impls:
+            ratios.append(("libnet-epoll", "libevent"))
+        if "libnet-uring" in impls and "libnet-epoll" in impls:
+            ratios.append(("libnet-uring", "libnet-epoll"))
+        if "libnet-epoll" in impls and "floor-epoll" in impls:
+            ratios.append(("libnet-epoll", "floor-epoll"))
+        if "libnet-uring" in impls and "floor-uring" in impls:
+            ratios.append(("libnet-uring", "floor-uring"))
+        if "server-uring" in impls:
+            ratios.append(("server-uring", "server-epoll"))
+        header += ["%s/%s" % r for r in ratios]
+        header += ["server CPU s/GiB: " + ", ".join(impls)]
+        if name == "backends":
+            header += ["server µs/msg: " + ", ".join(impls), "uring/epoll CPU per msg"]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        for sessions in spec["sessions"]:
+            for threads in spec["threads"]:
+                row = [str(sessions)] + ([str(threads)] if multi else [])
+                med = {}
+                for impl in impls:
+                    runs = cells.get((impl, blocksize, sessions, threads), [])
+                    if not runs:
+                        row.append("-")
+                        med[impl] = None
+                        continue
+                    m, lo, hi = median_range([r["mibps"] for r in runs])
+                    med[impl] = dict(mibps=m,
+                                     cpu=statistics.median([r["cpu_per_gib"] for r in runs]),
+                                     us=statistics.median([r["us_per_msg"] for r in runs]))
+                    row.append("%.0f (%.0f–%.0f)" % (m, lo, hi) if len(runs) > 1 else "%.0f" % m)
+                for a, b in ratios:
+                    row.append(ratio(med[a]["mibps"], med[b]["mibps"]) if med[a] and med[b] else "-")
+                row.append(", ".join("%.2f" % med[i]["cpu"] if med[i] else "-" for i in impls))
+                if name == "backends":
+                    row.append(", ".join("%.2f" % med[i]["us"] if med[i] else "-" for i in impls))
+                    e, u = med.get("server-epoll"), med.get("server-uring")
+                    row.append(ratio(u["us"], e["us"]) if e and u else "-")
+                lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+    lines.append("%s mode: %d s per run, median of %d runs (min–max), implementations "
+                 "interleaved; %s." % (mode, seconds, reps,
+                                       "server on CPU 0, client on CPU 1" if spec["pinned"]
+                                       else "unpinned"))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def machine_line():
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return "%s, %d CPUs, kernel %s, %s" % (model, NCPU, platform.release(),
+                                          datetime.datetime.now(datetime.timezone.utc)
+                                          .strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=["quick", "full"], default="quick")
+    ap.add_argument("--tables", default="single16k,single4k,multi",
+                    help="comma-separated: single16k, single4k, multi, backends")
+    ap.add_argument("--seconds", type=int, help="seconds per run (quick 2, full 10)")
+    ap.add_argument("--reps", type=int, help="runs per cell (quick 2, full 5)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "pingpong-results"),
+                    help="directory for the CSV and SVG files")
+    ap.add_argument("--no-build", action="store_true", help="use binaries already in --bindir")
+    ap.add_argument("--bindir", help="where the binaries are (default: a fresh temp dir)")
+    args = ap.parse_args()
+
+    seconds = args.seconds or (10 if args.mode == "full" else 2)
+    reps = args.reps or (5 if args.mode == "full" else 2)
+    specs = table_specs(args.mode)
+    names = [t.strip() for t in args.tables.split(",") if t.strip()]
+    for n in names:
+        if n not in specs:
+            ap.error("unknown table %r" % n)
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 20000 if hard == resource.RLIM_INFINITY else min(20000, hard)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+    bindir = args.bindir or tempfile.mkdtemp(prefix="libnet-pingpong-")
+    if not args.no_build:
+        build(bindir)
+    os.makedirs(args.out, exist_ok=True)
+
+    plan = []
+    for name in names:
+        spec = specs[name]
+        for blocksize in spec["blocksizes"]:
+            for sessions in spec["sessions"]:
+                for threads in spec["threads"]:
+                    impls = [i for i in spec["impls"] if not (i == "libevent" and threads > 1)]
+                    plan.append((name, blocksize, sessions, threads, impls))
+    total_runs = sum(len(p[4]) for p in plan) * reps
+    est_run = seconds + 1.5
+    log("libnet ping-pong: %d cells, %d runs of %d s, about %s" %
+        (len(plan), total_runs, seconds, fmt_dur(total_runs * est_run)))
+    log("machine: " + machine_line())
+
+    results = {name: {} for name in names}
+    t0 = time.time()
+    done = 0
+    port = 20000
+    for index, (name, blocksize, sessions, threads, impls) in enumerate(plan, 1):
+        spec = specs[name]
+        for rep in range(reps):
+            for impl in impls:  # interleaved: A B C A B C
+                port = 20000 + (port - 19999) % 12000
+                elapsed = time.time() - t0
+                eta = (elapsed / done * (total_runs - done)) if done else total_runs * est_run
+                log("[cell %d/%d] %s %dB sessions=%d threads=%d %s run %d/%d — elapsed %s, "
+                    "about %s left" % (index, len(plan), name, blocksize, sessions, threads, impl,
+                                       rep + 1, reps, fmt_dur(elapsed), fmt_dur(eta)))
+                try:
+                    r = run_once(bindir, impl, blocksize, sessions, threads, seconds,
+                                 spec["pinned"], port)
+                    results[name].setdefault((impl, blocksize, sessions, threads), []).append(r)
+                except CellError as e:
+                    log("  failed: %s" % e)
+                done += 1
+
+    print("## libnet ping-pong results\n")
+    print("Machine: %s.  " % machine_line())
+    print("Command: `%s`\n" % " ".join(["pingpong/run_tables.py"] + sys.argv[1:]))
+    for name in names:
+        spec = specs[name]
+        cells = results[name]
+        print(markdown(name, spec, cells, args.mode, reps, seconds))
+        with open(os.path.join(args.out, "%s.csv" % name), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["table", "impl", "blocksize", "sessions", "threads", "run", "mibps",
+                        "bytes", "server_cpu_s", "server_cpu_s_per_gib", "server_us_per_msg"])
+            for (impl, blocksize, sessions, threads), runs in sorted(cells.items()):
+                for i, r in enumerate(runs):
+                    w.writerow([name, impl, blocksize, sessions, threads, i + 1, r["mibps"],
+                                r["bytes"], "%.4f" % r["cpu_s"], "%.4f" % r["cpu_per_gib"],
+                                "%.3f" % r["us_per_msg"]])
+        for blocksize in spec["blocksizes"]:
+            multi = len(spec["threads"]) > 1
+            xs = spec["threads"] if multi else spec["sessions"]
+            fixed = spec["sessions"] if multi else [None]
+            for s in fixed:
+                series = {}
+                for impl in spec["impls"]:
+                    vals = []
+                    for x in xs:
+                        key = (impl, blocksize, s, x) if multi else (impl, blocksize, x, 1)
+                        runs = cells.get(key)
+                        vals.append(statistics.median([r["mibps"] for r in runs]) if runs
+                                    else float("nan"))
+                    series[impl] = vals
+                suffix = ("-%dB" % blocksize if len(spec["blocksizes"]) > 1 else "") + (
+                    "-%dsessions" % s if multi else "")
+                path = os.path.join(args.out, "%s%s.svg" % (name, suffix))
+                svg_chart(path, "%s%s" % (spec["title"], " — %d sessions" % s if multi else ""),
+                          series, xs, "threads" if multi else "sessions", "MiB/s")
+    log("CSV and SVG files in %s (%s total)" % (args.out, fmt_dur(time.time() - t0)))
+
+
+if __name__ == "__main__":
+    main()
