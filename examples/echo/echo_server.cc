@@ -10,9 +10,6 @@
 // Exit status: 0 after a signal, 1 if the server cannot be set up (port in
 // use, permission denied), 2 for bad command-line arguments.
 
-#include <pthread.h>
-#include <signal.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,9 +24,8 @@
 #include <system_error>
 
 #include "base/Logging.h"
-#include "base/UniqueFd.h"
+#include "examples/common/QuitOnSignal.h"
 #include "net/Buffer.h"
-#include "net/Channel.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
 #include "net/TcpConnection.h"
@@ -38,13 +34,12 @@
 namespace {
 
 using libnet::Buffer;
-using libnet::Channel;
 using libnet::EventLoop;
 using libnet::InetAddress;
+using libnet::QuitOnSignal;
 using libnet::TcpConnectionPtr;
 using libnet::TcpServer;
 using libnet::Timestamp;
-using libnet::UniqueFd;
 
 constexpr int kExitSetupError = 1;
 constexpr int kExitUsage = 2;
@@ -130,26 +125,6 @@ void onConnection(const TcpConnectionPtr& conn) {
 
 void onMessage(const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) { conn->send(buffer); }
 
-// Drains the signalfd (edge-triggered: every queued signal must be read now)
-// and stops the loop if a stop signal was among them.
-void onSignal(int signalFd, EventLoop* loop) {
-  bool stop = false;
-  signalfd_siginfo info;
-  for (;;) {
-    const ssize_t n = ::read(signalFd, &info, sizeof info);
-    if (n == static_cast<ssize_t>(sizeof info)) {
-      LOG_INFO << "received SIG" << sigabbrev_np(static_cast<int>(info.ssi_signo))
-               << ", shutting down";
-      stop = true;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN) LOG_SYSERR << "read signalfd";
-    break;
-  }
-  if (stop) loop->quit();
-}
-
 }  // namespace
 
 int main(int argc, char* argv[]) {
@@ -176,48 +151,23 @@ int main(int argc, char* argv[]) {
     return kExitUsage;
   }
 
-  // Blocked before any thread exists, so every I/O thread inherits the mask and
-  // the signals stay pending for the signalfd instead of killing the process.
-  sigset_t stopSignals;
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGINT);
-  sigaddset(&stopSignals, SIGTERM);
-  if (const int err = ::pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr); err != 0) {
-    std::cerr << "echo_server: pthread_sigmask: " << std::strerror(err) << "\n";
-    return kExitSetupError;
-  }
-  UniqueFd signalFd(::signalfd(-1, &stopSignals, SFD_NONBLOCK | SFD_CLOEXEC));
-  if (!signalFd) {
-    std::cerr << "echo_server: signalfd: " << std::strerror(errno) << "\n";
-    return kExitSetupError;
-  }
-
-  EventLoop loop;
-  // Declared after the loop so it is destroyed first, on this (the loop's)
-  // thread, once loop() has returned.
-  std::unique_ptr<TcpServer> server;
   try {
-    server = std::make_unique<TcpServer>(&loop, *listenAddr, "echo");
-    server->setThreadNum(options.threads);
-    server->setConnectionCallback(onConnection);
-    server->setMessageCallback(onMessage);
-    server->start();
+    // Blocked before any thread exists, so every I/O thread inherits the mask
+    // and the signals stay pending for the signalfd instead of killing us.
+    QuitOnSignal::blockStopSignals();
+    EventLoop loop;
+    TcpServer server(&loop, *listenAddr, "echo");
+    server.setThreadNum(options.threads);
+    server.setConnectionCallback(onConnection);
+    server.setMessageCallback(onMessage);
+    server.start();
+    QuitOnSignal quitOnSignal(&loop);
+    std::cout << "echo_server listening on " << server.listenAddress().toIpPort() << std::endl;
+    loop.loop();
+    // Destroyed in reverse order, on this (the loop's) thread.
   } catch (const std::system_error& e) {
     std::cerr << "echo_server: " << e.what() << "\n";
     return kExitSetupError;
   }
-
-  // Registered only once nothing else can fail, so every path that adds it to
-  // the poller also reaches the removal below.
-  Channel signalChannel(&loop, signalFd.get());
-  signalChannel.setReadCallback([&loop, fd = signalFd.get()](Timestamp) { onSignal(fd, &loop); });
-  signalChannel.enableReading();
-
-  std::cout << "echo_server listening on " << server->listenAddress().toIpPort() << std::endl;
-  loop.loop();
-
-  // A Channel must leave the poller before it dies.
-  signalChannel.disableAll();
-  signalChannel.remove();
   return 0;
 }
