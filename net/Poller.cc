@@ -24,7 +24,7 @@ std::string_view pollerKindName(PollerKind kind) {
 
 std::optional<PollerKind> parsePollerKind(std::string_view name) {
   if (name == "epoll") return PollerKind::kEpoll;
-  if (name == "uring" || name == "io_uring" || name == "iouring") return PollerKind::kIoUring;
+  if (name == "uring" || name == "io_uring") return PollerKind::kIoUring;
   if (name == "auto") return PollerKind::kAuto;
   return std::nullopt;
 }

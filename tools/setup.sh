@@ -11,6 +11,9 @@ PACKAGES=(
   libevent-dev     # libevent 2.1, for the ping-pong peer
   libboost-dev     # Boost.Asio 1.74 (header-only), for the ping-pong peer
   procps           # ps/pgrep used by the scripts
+  strace           # the io_uring fast-path test counts system calls with it
+  util-linux       # setpriv/prlimit/taskset: fallback test, pinned benchmarks
+  python3          # pingpong/run_tables.py
 )
 
 missing=()

@@ -1,0 +1,469 @@
+// Backend selection: PollerKind names, what an EventLoop reports for each
+// kind, the LIBNET_POLLER override and the fallback to epoll when io_uring
+// cannot be set up (net/Poller.h, net/PollerKind.h, net/EventLoop.h).
+//
+// The override and the probe are read once per process, so those cases run
+// poller_probe_main in child processes. The fallback case runs it the way
+// DESIGN.md ("Testing the ENOMEM fallback") describes: as an unprivileged
+// user with RLIMIT_MEMLOCK 0, since root's CAP_IPC_LOCK ignores the limit.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/UniqueFd.h"
+#include "net/EventLoop.h"
+#include "net/Poller.h"
+#include "net/PollerKind.h"
+#include "net/poller/UringPoller.h"
+#include "tests/net/TestUtil.h"
+
+extern char** environ;
+
+namespace libnet {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr auto kChildTimeout = std::chrono::seconds(20);
+
+// ---- names ----
+
+TEST(PollerKindTest, NamesRoundTrip) {
+  for (const PollerKind kind : {PollerKind::kEpoll, PollerKind::kIoUring, PollerKind::kAuto}) {
+    const std::string_view name = pollerKindName(kind);
+    const std::optional<PollerKind> parsed = parsePollerKind(name);
+    ASSERT_TRUE(parsed.has_value()) << name;
+    EXPECT_EQ(*parsed, kind) << name;
+  }
+  EXPECT_EQ(pollerKindName(PollerKind::kEpoll), "epoll");
+  EXPECT_EQ(pollerKindName(PollerKind::kIoUring), "uring");
+  EXPECT_EQ(pollerKindName(PollerKind::kAuto), "auto");
+}
+
+TEST(PollerKindTest, ParsesTheDocumentedNamesAndRejectsJunk) {
+  EXPECT_EQ(parsePollerKind("epoll"), PollerKind::kEpoll);
+  EXPECT_EQ(parsePollerKind("uring"), PollerKind::kIoUring);
+  EXPECT_EQ(parsePollerKind("io_uring"), PollerKind::kIoUring);
+  EXPECT_EQ(parsePollerKind("auto"), PollerKind::kAuto);
+  for (const std::string_view junk :
+       {"", "bogus", "epol", "epoll ", " epoll", "uring2", "select", "poll", "io-uring", "autoo"}) {
+    EXPECT_EQ(parsePollerKind(junk), std::nullopt) << "'" << junk << "'";
+  }
+}
+
+// ---- in this process ----
+
+// The in-process cases build loops with explicit kinds; an override in this
+// process's own environment would change what they get.
+class EventLoopBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const char* env = std::getenv("LIBNET_POLLER"); env != nullptr && *env) {
+      GTEST_SKIP() << "LIBNET_POLLER=" << env << " is set for this test process";
+    }
+  }
+};
+
+TEST_F(EventLoopBackendTest, EpollLoopHasNoRing) {
+  EXPECT_EQ(Poller::resolve(PollerKind::kEpoll), PollerKind::kEpoll);
+  EventLoop loop(PollerKind::kEpoll);
+  EXPECT_EQ(loop.pollerKind(), PollerKind::kEpoll);
+  EXPECT_EQ(loop.uring(), nullptr);
+}
+
+TEST_F(EventLoopBackendTest, IoUringLoopExposesItsRing) {
+  const UringPoller::ProbeResult& probe = UringPoller::probe();
+  if (!probe.ok) GTEST_SKIP() << "io_uring unavailable here: " << probe.detail;
+  EXPECT_EQ(Poller::resolve(PollerKind::kIoUring), PollerKind::kIoUring);
+  EventLoop loop(PollerKind::kIoUring);
+  EXPECT_EQ(loop.pollerKind(), PollerKind::kIoUring);
+  ASSERT_NE(loop.uring(), nullptr);
+  EXPECT_EQ(loop.uring()->kind(), PollerKind::kIoUring);
+  EXPECT_EQ(loop.uring()->setupFlags(), probe.setupFlags);
+  EXPECT_EQ(loop.uring()->handlerCount(), 0u);
+}
+
+TEST_F(EventLoopBackendTest, AutoResolvesToIoUringExactlyWhenTheProbeSucceeds) {
+  const UringPoller::ProbeResult& probe = UringPoller::probe();
+  const PollerKind expected = probe.ok ? PollerKind::kIoUring : PollerKind::kEpoll;
+  EXPECT_EQ(Poller::resolve(PollerKind::kAuto), expected) << probe.detail;
+  EventLoop loop(PollerKind::kAuto);
+  EXPECT_EQ(loop.pollerKind(), expected) << probe.detail;
+  EXPECT_EQ(loop.uring() != nullptr, probe.ok);
+}
+
+// ---- child processes ----
+
+struct ChildResult {
+  bool started = false;
+  bool timedOut = false;
+  int exitCode = -1;  // -1 unless it exited normally
+  std::string out;
+  std::string err;
+
+  std::string describe() const {
+    std::ostringstream s;
+    s << "exit " << exitCode << (timedOut ? " (timed out)" : "") << "\n--- stdout ---\n"
+      << out << "--- stderr ---\n"
+      << err;
+    return s.str();
+  }
+};
+
+// This environment with `overrides` applied (nullopt removes the variable).
+// The log level is pinned so that the lines under test are printed.
+std::vector<std::string> childEnvironment(
+    const std::map<std::string, std::optional<std::string>>& overrides) {
+  std::map<std::string, std::optional<std::string>> all = overrides;
+  all.emplace("LIBNET_LOG_LEVEL", "INFO");
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    const std::string name(entry.substr(0, entry.find('=')));
+    if (!all.contains(name)) env.emplace_back(entry);
+  }
+  for (const auto& [name, value] : all) {
+    if (value) env.push_back(name + "=" + *value);
+  }
+  return env;
+}
+
+// Runs argv[0] (an absolute path) with `env`, capturing stdout and stderr.
+// Bounded: a child still running after `timeout` is killed.
+ChildResult runChild(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                     std::chrono::milliseconds timeout = kChildTimeout) {
+  ChildResult result;
+  int outPipe[2];
+  int errPipe[2];
+  if (::pipe2(outPipe, O_CLOEXEC) != 0) return result;
+  if (::pipe2(errPipe, O_CLOEXEC) != 0) {
+    ::close(outPipe[0]);
+    ::close(outPipe[1]);
+    return result;
+  }
+  UniqueFd outRead(outPipe[0]);
+  UniqueFd outWrite(outPipe[1]);
+  UniqueFd errRead(errPipe[0]);
+  UniqueFd errWrite(errPipe[1]);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, outWrite.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, errWrite.get(), STDERR_FILENO);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  outWrite.reset();
+  errWrite.reset();
+  if (rc != 0) {
+    result.err = std::string("posix_spawn ") + args[0] + ": " + std::strerror(rc);
+    return result;
+  }
+  result.started = true;
+
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto remainingMs = [&] {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<int64_t>(0, left.count()));
+  };
+  while (outRead || errRead) {
+    pollfd fds[2] = {{outRead.get(), POLLIN, 0}, {errRead.get(), POLLIN, 0}};
+    const int n = ::poll(fds, 2, remainingMs());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      result.timedOut = true;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[4096];
+      const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got > 0) {
+        (i == 0 ? result.out : result.err).append(buf, static_cast<size_t>(got));
+      } else if (got == 0 || errno != EINTR) {
+        (i == 0 ? outRead : errRead).reset();
+      }
+    }
+  }
+  int status = 0;
+  pid_t waited = 0;
+  while ((waited = ::waitpid(pid, &status, WNOHANG)) == 0 && !result.timedOut) {
+    if (remainingMs() == 0) {
+      result.timedOut = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (waited == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  } else if (waited < 0) {
+    return result;
+  }
+  if (!result.timedOut && WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
+  return result;
+}
+
+// The helper binary, from the test's runfiles (or next to this binary when
+// the test is run by hand).
+std::string probeBinary() {
+  if (const char* srcdir = std::getenv("TEST_SRCDIR")) {
+    const fs::path p = fs::path(srcdir) / "libnet" / "tests" / "net" / "poller_probe_main";
+    if (fs::exists(p)) return p.string();
+  }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path p = self.parent_path() / "poller_probe_main";
+    if (fs::exists(p)) return p.string();
+  }
+  return {};
+}
+
+// Lines of `text` that contain every one of `words`.
+int countLinesWith(const std::string& text, std::initializer_list<std::string_view> words) {
+  int count = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    bool all = true;
+    for (const std::string_view w : words) all = all && line.find(w) != std::string::npos;
+    count += all ? 1 : 0;
+  }
+  return count;
+}
+
+class PollerOverrideTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    binary_ = probeBinary();
+    ASSERT_FALSE(binary_.empty()) << "poller_probe_main not found in the runfiles";
+  }
+
+  ChildResult runProbe(std::string_view kind, std::optional<std::string> env) {
+    return runChild({binary_, std::string(kind)}, childEnvironment({{"LIBNET_POLLER", env}}));
+  }
+
+  std::string binary_;
+};
+
+TEST_F(PollerOverrideTest, HelperReportsTheKindItWasGivenWithoutOverride) {
+  // The control for the override cases below: without LIBNET_POLLER the
+  // program's choice is what the loop gets.
+  const ChildResult r = runProbe("epoll", std::nullopt);
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_EQ(r.out, "backend=epoll\n") << r.describe();
+  if (UringPoller::probe().ok) {
+    const ChildResult u = runProbe("uring", std::nullopt);
+    ASSERT_EQ(u.exitCode, 0) << u.describe();
+    EXPECT_EQ(u.out, "backend=uring\n") << u.describe();
+  }
+}
+
+TEST_F(PollerOverrideTest, EnvironmentEpollOverridesTheProgramsUring) {
+  const ChildResult r = runProbe("uring", "epoll");
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_EQ(r.out, "backend=epoll\n") << r.describe();
+}
+
+TEST_F(PollerOverrideTest, EnvironmentUringOverridesTheProgramsEpoll) {
+  const UringPoller::ProbeResult& probe = UringPoller::probe();
+  if (!probe.ok) GTEST_SKIP() << "io_uring unavailable here: " << probe.detail;
+  for (const std::string_view value : {"uring", "io_uring"}) {
+    const ChildResult r = runProbe("epoll", std::string(value));
+    ASSERT_EQ(r.exitCode, 0) << "LIBNET_POLLER=" << value << "\n" << r.describe();
+    EXPECT_EQ(r.out, "backend=uring\n") << "LIBNET_POLLER=" << value << "\n" << r.describe();
+  }
+}
+
+TEST_F(PollerOverrideTest, EnvironmentAutoOverridesTheProgramsEpoll) {
+  const UringPoller::ProbeResult& probe = UringPoller::probe();
+  const ChildResult r = runProbe("epoll", "auto");
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_EQ(r.out, probe.ok ? "backend=uring\n" : "backend=epoll\n") << r.describe();
+}
+
+TEST_F(PollerOverrideTest, BogusEnvironmentIsReportedAndTheProgramsChoiceUsed) {
+  const ChildResult r = runProbe("epoll", "bogus");
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_EQ(r.out, "backend=epoll\n") << r.describe();
+  EXPECT_EQ(countLinesWith(r.err, {"LIBNET_POLLER", "bogus"}), 1) << r.describe();
+  if (UringPoller::probe().ok) {
+    const ChildResult u = runProbe("uring", "bogus");
+    ASSERT_EQ(u.exitCode, 0) << u.describe();
+    EXPECT_EQ(u.out, "backend=uring\n") << u.describe();
+    EXPECT_EQ(countLinesWith(u.err, {"LIBNET_POLLER", "bogus"}), 1) << u.describe();
+  }
+}
+
+// ---- the real fallback: ENOMEM from io_uring_queue_init ----
+
+std::string findExecutable(std::string_view name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  dirs += ":/usr/bin:/bin:/usr/sbin:/sbin";
+  std::istringstream in(dirs);
+  for (std::string dir; std::getline(in, dir, ':');) {
+    if (dir.empty()) continue;
+    const fs::path p = fs::path(dir) / name;
+    if (::access(p.c_str(), X_OK) == 0) return p.string();
+  }
+  return {};
+}
+
+// A fresh world-readable directory under /tmp holding a world-executable
+// copy of the helper: the runfiles live under root's cache, which the
+// unprivileged user cannot reach. Removed on destruction.
+class UnprivilegedCopy {
+ public:
+  explicit UnprivilegedCopy(const std::string& binary) {
+    char pattern[] = "/tmp/libnet-poller-probe-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) {
+      error_ = std::string("mkdtemp: ") + std::strerror(errno);
+      return;
+    }
+    dir_ = pattern;
+    std::error_code ec;
+    const fs::path copy = dir_ / "poller_probe_main";
+    fs::copy_file(binary, copy, ec);
+    if (ec || ::chmod(dir_.c_str(), 0755) != 0 || ::chmod(copy.c_str(), 0755) != 0) {
+      error_ = "copying " + binary + " to " + copy.string() + ": " +
+               (ec ? ec.message() : std::strerror(errno));
+      return;
+    }
+    path_ = copy.string();
+  }
+  ~UnprivilegedCopy() {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  UnprivilegedCopy(const UnprivilegedCopy&) = delete;
+  UnprivilegedCopy& operator=(const UnprivilegedCopy&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& error() const { return error_; }
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  fs::path dir_;
+  std::string path_;
+  std::string error_;
+};
+
+class PollerFallbackTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the helper as another user";
+    const UringPoller::ProbeResult& probe = UringPoller::probe();
+    if (!probe.ok) {
+      GTEST_SKIP() << "io_uring unavailable even to root here (" << probe.detail
+                   << "), so a fallback would not show the RLIMIT_MEMLOCK path";
+    }
+    setpriv_ = findExecutable("setpriv");
+    prlimit_ = findExecutable("prlimit");
+    if (setpriv_.empty() || prlimit_.empty()) {
+      GTEST_SKIP() << "setpriv and prlimit (util-linux) are needed; found setpriv='" << setpriv_
+                   << "' prlimit='" << prlimit_ << "'";
+    }
+    const std::string binary = probeBinary();
+    ASSERT_FALSE(binary.empty()) << "poller_probe_main not found in the runfiles";
+    copy_ = std::make_unique<UnprivilegedCopy>(binary);
+    ASSERT_TRUE(copy_->error().empty()) << copy_->error();
+  }
+
+  void TearDown() override {
+    if (!copy_) return;
+    const fs::path dir = copy_->dir();
+    copy_.reset();
+    EXPECT_FALSE(fs::exists(dir)) << dir << " was not removed";
+  }
+
+  // `setpriv --reuid=65534 --regid=65534 --clear-groups [prlimit --memlock=0]
+  // COPY kind`, with no LIBNET_POLLER.
+  ChildResult runUnprivileged(std::string_view kind, bool noLockedMemory) {
+    std::vector<std::string> args = {setpriv_, "--reuid=65534", "--regid=65534", "--clear-groups"};
+    if (noLockedMemory) {
+      args.push_back(prlimit_);
+      args.push_back("--memlock=0");
+    }
+    args.push_back(copy_->path());
+    args.emplace_back(kind);
+    return runChild(args, childEnvironment({{"LIBNET_POLLER", std::nullopt}}));
+  }
+
+  std::string setpriv_;
+  std::string prlimit_;
+  std::unique_ptr<UnprivilegedCopy> copy_;
+};
+
+TEST_F(PollerFallbackTest, AutoFallsBackToEpollWithOneLineSayingWhy) {
+  // Control: the same user with the inherited memlock limit gets io_uring, so
+  // the limit alone is what the fallback below is about.
+  const ChildResult control = runUnprivileged("auto", false);
+  ASSERT_TRUE(control.started) << control.describe();
+  if (control.out != "backend=uring\n") {
+    GTEST_SKIP() << "the unprivileged user cannot use io_uring even without the memlock "
+                    "limit, so this machine cannot isolate the RLIMIT_MEMLOCK fallback:\n"
+                 << control.describe();
+  }
+
+  const ChildResult r = runUnprivileged("auto", true);
+  ASSERT_TRUE(r.started) << r.describe();
+  if (r.out == "backend=uring\n") {
+    GTEST_SKIP() << "io_uring setup succeeded for an unprivileged process with "
+                    "RLIMIT_MEMLOCK 0 (this kernel does not charge the ring to the memlock "
+                    "limit), so the ENOMEM fallback cannot be provoked here";
+  }
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_EQ(r.out, "backend=epoll\n") << r.describe();
+  // Exactly one line, saying what failed and why.
+  EXPECT_EQ(countLinesWith(r.err, {"io_uring_queue_init", "Cannot allocate memory"}), 1)
+      << r.describe();
+  EXPECT_EQ(countLinesWith(r.err, {"io_uring"}), 1) << r.describe();
+  EXPECT_EQ(countLinesWith(r.err, {"io_uring", "unavailable", "epoll"}), 1) << r.describe();
+}
+
+TEST_F(PollerFallbackTest, ExplicitUringThrowsNamingIoUring) {
+  const ChildResult r = runUnprivileged("uring", true);
+  ASSERT_TRUE(r.started) << r.describe();
+  if (r.out == "backend=uring\n") {
+    GTEST_SKIP() << "io_uring setup succeeded for an unprivileged process with "
+                    "RLIMIT_MEMLOCK 0, so the failure cannot be provoked here";
+  }
+  EXPECT_EQ(r.exitCode, 3) << r.describe();
+  EXPECT_EQ(r.out.rfind("error=", 0), 0u) << r.describe();
+  EXPECT_NE(r.out.find("io_uring"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("Cannot allocate memory"), std::string::npos) << r.describe();
+}
+
+}  // namespace
+}  // namespace libnet

@@ -1,0 +1,412 @@
+// The io_uring backend under stress (net/poller/UringPoller, and the
+// completion path of net/TcpConnection and net/Acceptor on io_uring loops):
+// a buffer ring so small that multishot recv keeps ending in -ENOBUFS, closes
+// with a recv and a send in flight, 1000 connections over two I/O loops, and
+// a large send to a slow reader. Every byte is checked. Skipped where
+// io_uring cannot run (UringPoller::probe()).
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "net/Buffer.h"
+#include "net/EventLoop.h"
+#include "net/EventLoopThread.h"
+#include "net/Poller.h"
+#include "net/TcpConnection.h"
+#include "net/TcpServer.h"
+#include "net/poller/UringPoller.h"
+#include "tests/net/TestUtil.h"
+
+namespace libnet {
+namespace {
+
+using test::BlockingClient;
+using test::randomBytes;
+using test::runSync;
+using test::waitUntil;
+
+// Skips the test unless io_uring runs here (and is not overridden away), and
+// puts the process-wide ring configuration back afterwards.
+class UringTestBase {
+ protected:
+  // Returns why io_uring cannot be tested here, or "" if it can.
+  static std::string unavailableReason() {
+    const UringPoller::ProbeResult& probe = UringPoller::probe();
+    if (!probe.ok) return "io_uring unavailable here: " + probe.detail;
+    if (Poller::resolve(PollerKind::kIoUring) != PollerKind::kIoUring) {
+      return "LIBNET_POLLER overrides the backend in this process";
+    }
+    return {};
+  }
+
+  void saveConfig() {
+    savedConfig_ = UringPoller::defaultConfig();
+    configSaved_ = true;
+  }
+  void restoreConfig() {
+    if (configSaved_) UringPoller::setDefaultConfig(savedConfig_);
+  }
+
+ private:
+  UringPoller::Config savedConfig_;
+  bool configSaved_ = false;
+};
+
+// An echo server on an io_uring loop thread (plus `ioThreads` I/O loops).
+class UringEchoServer {
+ public:
+  using Configure = std::function<void(TcpServer&)>;
+
+  explicit UringEchoServer(int ioThreads = 0, const Configure& configure = {}) {
+    thread_ = std::make_unique<EventLoopThread>(nullptr, "uring-server", PollerKind::kIoUring);
+    loop_ = thread_->startLoop();
+    runSync(loop_, [&] {
+      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "uring-test");
+      server_->setThreadNum(ioThreads);
+      server_->setMessageCallback([this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+        bytesIn_.fetch_add(buf->readableBytes());
+        conn->send(buf);
+      });
+      server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
+        (conn->connected() ? ups_ : downs_).fetch_add(1);
+      });
+      if (configure) configure(*server_);
+      server_->start();
+    });
+    address_ = runSync(loop_, [&] { return server_->listenAddress(); });
+  }
+
+  ~UringEchoServer() {
+    try {
+      if (server_) runSync(loop_, [&] { server_.reset(); });
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "tearing the server down: " << e.what();
+    }
+    thread_.reset();
+  }
+
+  UringEchoServer(const UringEchoServer&) = delete;
+  UringEchoServer& operator=(const UringEchoServer&) = delete;
+
+  EventLoop* loop() const { return loop_; }
+  const InetAddress& address() const { return address_; }
+  size_t connectionCount() {
+    return runSync(loop_, [&] { return server_->connectionCount(); });
+  }
+  // Registered completion owners on the accepting loop (its acceptor and the
+  // connections served there).
+  size_t handlerCount() {
+    return runSync(loop_, [&] { return loop_->uring()->handlerCount(); });
+  }
+
+  std::atomic<int> ups_{0};
+  std::atomic<int> downs_{0};
+  std::atomic<size_t> bytesIn_{0};
+
+ private:
+  std::unique_ptr<EventLoopThread> thread_;
+  EventLoop* loop_ = nullptr;
+  std::unique_ptr<TcpServer> server_;
+  InetAddress address_;
+};
+
+class UringPollerTest : public ::testing::Test, protected UringTestBase {
+ protected:
+  void SetUp() override {
+    if (const std::string why = unavailableReason(); !why.empty()) GTEST_SKIP() << why;
+    saveConfig();
+  }
+  void TearDown() override { restoreConfig(); }
+};
+
+// ---- a. a two-buffer ring: -ENOBUFS all the time, no byte lost or moved ----
+
+TEST_F(UringPollerTest, TinyBufferRingLosesAndReordersNothing) {
+  constexpr int kClients = 20;
+  constexpr size_t kBytes = 256 * 1024;
+  UringPoller::Config tiny = UringPoller::defaultConfig();
+  tiny.bufferCount = 2;
+  tiny.bufferSize = 512;
+  // Process-wide, for rings created from now on: before the server's loop.
+  UringPoller::setDefaultConfig(tiny);
+
+  UringEchoServer server;
+  ASSERT_EQ(server.loop()->pollerKind(), PollerKind::kIoUring);
+  const auto [count, size] = runSync(server.loop(), [&] {
+    const BufferRing& ring = server.loop()->uring()->buffers();
+    return std::pair{ring.count(), ring.bufferSize()};
+  });
+  ASSERT_EQ(count, 2u) << "the loop's ring was not built from the configuration";
+  ASSERT_EQ(size, 512u);
+
+  // Each client on its own thread, so that many receives compete for the two
+  // buffers at once and the multishot recv keeps running the ring dry.
+  std::vector<std::string> failures(kClients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        BlockingClient client(server.address());
+        const std::string payload = randomBytes(kBytes, 1000 + static_cast<uint32_t>(i));
+        if (!client.sendAll(payload)) {
+          failures[i] = "send failed";
+          return;
+        }
+        const std::string got = client.recvExactly(kBytes);
+        if (got.size() != kBytes) {
+          failures[i] = "got " + std::to_string(got.size()) + " of " + std::to_string(kBytes);
+        } else if (got != payload) {
+          const auto diff = std::mismatch(got.begin(), got.end(), payload.begin());
+          failures[i] = "bytes differ from offset " + std::to_string(diff.first - got.begin());
+        }
+      } catch (const std::exception& e) {
+        failures[i] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(failures[i], "") << "client " << i;
+  EXPECT_EQ(server.bytesIn_.load(), kClients * kBytes);
+  EXPECT_TRUE(waitUntil([&] { return server.downs_.load() == kClients; }));
+  EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
+}
+
+// ---- b. closing with a recv and a send in flight frees everything ----
+
+enum class Closer { kPeerReset, kServerForceClose };
+
+std::string closerName(const ::testing::TestParamInfo<Closer>& info) {
+  return info.param == Closer::kPeerReset ? "PeerReset" : "ServerForceClose";
+}
+
+class UringCloseTest : public ::testing::TestWithParam<Closer>, protected UringTestBase {
+ protected:
+  void SetUp() override {
+    if (const std::string why = unavailableReason(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+TEST_P(UringCloseTest, CloseWithRecvAndSendInFlightFreesEverything) {
+  constexpr size_t kBytes = 4 * 1024 * 1024;
+  constexpr int kSmallBuffer = 16 * 1024;
+  std::promise<std::weak_ptr<TcpConnection>> connected;
+  UringEchoServer server(0, [&](TcpServer& s) {
+    s.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (conn->connected()) {
+        server.ups_.fetch_add(1);
+        // A small send buffer on our side too, so most of the echo has to
+        // wait in the connection's output buffer behind a send in flight.
+        ::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &kSmallBuffer, sizeof kSmallBuffer);
+        connected.set_value(conn);
+      } else {
+        server.downs_.fetch_add(1);
+      }
+    });
+  });
+  const int baselineFds = test::openFdCount();
+  const size_t baselineHandlers = server.handlerCount();
+  std::weak_ptr<TcpConnection> weak;
+  {
+    BlockingClient client(server.address(), kSmallBuffer);
+    auto future = connected.get_future();
+    ASSERT_EQ(future.wait_for(test::kWait), std::future_status::ready);
+    weak = future.get();
+    // Not reading: the echo piles up on the server.
+    const std::string payload = randomBytes(kBytes, 77);
+    ASSERT_TRUE(client.sendAll(payload));
+    ASSERT_TRUE(waitUntil([&] { return server.bytesIn_.load() == kBytes; }))
+        << server.bytesIn_.load() << " of " << kBytes << " bytes reached the server";
+    {
+      TcpConnectionPtr conn = weak.lock();
+      ASSERT_TRUE(conn);
+      // On io_uring, output waits in outputBuffer() only behind a send in
+      // flight; the multishot recv stays armed while the connection reads.
+      const auto [queued, reading, onRing] = runSync(server.loop(), [&] {
+        return std::tuple{conn->outputBuffer()->readableBytes(), conn->isReading(),
+                          conn->getLoop()->uring() != nullptr};
+      });
+      ASSERT_TRUE(onRing);
+      ASSERT_GT(queued, 0u) << "no output queued behind a send in flight";
+      ASSERT_TRUE(reading);
+      EXPECT_EQ(server.handlerCount(), baselineHandlers + 1);
+      if (GetParam() == Closer::kServerForceClose) conn->forceClose();
+    }
+    if (GetParam() == Closer::kPeerReset) {
+      client.resetConnection();
+    } else {
+      // Whatever the server sent before it closed arrives in order, then the
+      // end of the stream (or a reset).
+      std::string got;
+      char buf[65536];
+      for (;;) {
+        const ssize_t n = ::recv(client.fd(), buf, sizeof buf, 0);
+        if (n <= 0) {
+          EXPECT_TRUE(n == 0 || errno == ECONNRESET) << "recv: " << std::strerror(errno);
+          break;
+        }
+        got.append(buf, static_cast<size_t>(n));
+      }
+      EXPECT_LT(got.size(), kBytes) << "forceClose() did not drop the queued output";
+      EXPECT_TRUE(got == payload.substr(0, got.size())) << "echo out of order before the close";
+      client.close();
+    }
+  }
+  EXPECT_TRUE(waitUntil([&] { return server.downs_.load() == 1; })) << "down callback not run";
+  EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
+  EXPECT_TRUE(waitUntil([&] { return weak.expired(); }))
+      << "the connection object is still alive (an op in flight never completed?)";
+  EXPECT_TRUE(waitUntil([&] { return server.handlerCount() == baselineHandlers; }))
+      << server.handlerCount() << " completion handlers, " << baselineHandlers << " before";
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baselineFds; }))
+      << test::openFdCount() << " fds open, " << baselineFds << " before";
+}
+
+INSTANTIATE_TEST_SUITE_P(Closers, UringCloseTest,
+                         ::testing::Values(Closer::kPeerReset, Closer::kServerForceClose),
+                         closerName);
+
+// ---- c. 1000 concurrent connections on two io_uring I/O loops ----
+
+class UringManyConnectionsTest : public UringPollerTest {
+ protected:
+  static constexpr rlim_t kWanted = 4096;
+  static constexpr rlim_t kNeeded = 2500;  // 1000 clients + 1000 server sides + slack
+
+  void SetUp() override {
+    UringPollerTest::SetUp();
+    if (IsSkipped()) return;
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved_), 0);
+    restore_ = true;
+    if (saved_.rlim_cur < kWanted) {
+      rlimit raised = saved_;
+      raised.rlim_cur = std::min(saved_.rlim_max, kWanted);
+      ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &raised), 0);
+    }
+    rlimit now{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &now), 0);
+    if (now.rlim_cur < kNeeded) {
+      GTEST_SKIP() << "RLIMIT_NOFILE is " << now.rlim_cur << " (hard " << now.rlim_max
+                   << "); 1000 connections need " << kNeeded;
+    }
+  }
+  void TearDown() override {
+    if (restore_) ::setrlimit(RLIMIT_NOFILE, &saved_);
+    UringPollerTest::TearDown();
+  }
+
+  rlimit saved_{};
+  bool restore_ = false;
+};
+
+TEST_F(UringManyConnectionsTest, ThousandConcurrentConnectionsOnTwoIoLoopsEchoEveryByte) {
+  constexpr int kConnections = 1000;
+  std::mutex mutex;
+  std::map<EventLoop*, int> perLoop;
+  int notOnRing = 0;
+  UringEchoServer server(2, [&](TcpServer& s) {
+    s.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) {
+        server.downs_.fetch_add(1);
+        return;
+      }
+      server.ups_.fetch_add(1);
+      std::lock_guard lock(mutex);
+      ++perLoop[conn->getLoop()];
+      if (conn->getLoop()->uring() == nullptr) ++notOnRing;
+    });
+  });
+
+  // Connect all, then send on all, then read from all: every connection is
+  // open at once, and one thread drives them without a thread each.
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  std::vector<std::string> payloads;
+  clients.reserve(kConnections);
+  for (int i = 0; i < kConnections; ++i) {
+    ASSERT_NO_THROW(clients.push_back(std::make_unique<BlockingClient>(server.address())))
+        << "connection " << i;
+    payloads.push_back(randomBytes(1024 + static_cast<size_t>(i) * 7919 % (7 * 1024 + 1),
+                                   5000 + static_cast<uint32_t>(i)));
+  }
+  ASSERT_TRUE(waitUntil([&] { return server.connectionCount() == kConnections; }))
+      << server.connectionCount() << " of " << kConnections << " connections accepted";
+  for (int i = 0; i < kConnections; ++i) {
+    ASSERT_TRUE(clients[i]->sendAll(payloads[i])) << "connection " << i;
+  }
+  for (int i = 0; i < kConnections; ++i) {
+    ASSERT_TRUE(clients[i]->recvExactly(payloads[i].size()) == payloads[i]) << "connection " << i;
+  }
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(notOnRing, 0);
+    EXPECT_EQ(perLoop.size(), 2u);
+    EXPECT_EQ(perLoop.count(server.loop()), 0u) << "a connection was served on the accept loop";
+    for (const auto& [loop, n] : perLoop) EXPECT_EQ(n, kConnections / 2);
+  }
+  clients.clear();
+  EXPECT_TRUE(waitUntil([&] { return server.downs_.load() == kConnections; }));
+  EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
+}
+
+// ---- d. a large send to a slow reader ----
+
+TEST_F(UringPollerTest, LargeSendToSlowReaderKeepsOrderAndFiresHighWaterMarkOnce) {
+  constexpr size_t kSize = 8 * 1024 * 1024;
+  constexpr size_t kMark = 1024 * 1024;
+  constexpr size_t kChunk = 4096;
+  const std::string payload = randomBytes(kSize, 8);
+  std::atomic<int> highWaterMarks{0};
+  std::atomic<size_t> highWaterSize{0};
+  std::atomic<int> writeCompletes{0};
+  std::atomic<bool> onRing{false};
+  UringEchoServer server(0, [&](TcpServer& s) {
+    s.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) return;
+      onRing = conn->getLoop()->uring() != nullptr;
+      conn->setHighWaterMarkCallback(
+          [&](const TcpConnectionPtr&, size_t size) {
+            highWaterMarks.fetch_add(1);
+            highWaterSize = size;
+          },
+          kMark);
+      conn->send(payload);
+    });
+    s.setWriteCompleteCallback([&](const TcpConnectionPtr&) { writeCompletes.fetch_add(1); });
+  });
+  BlockingClient client(server.address(), 64 * 1024);
+  // Small reads, each checked where it lands.
+  size_t received = 0;
+  char buf[kChunk];
+  while (received < kSize) {
+    const ssize_t n = ::recv(client.fd(), buf, std::min(kChunk, kSize - received), 0);
+    ASSERT_GT(n, 0) << "after " << received << " bytes: " << (n < 0 ? std::strerror(errno) : "EOF");
+    ASSERT_TRUE(std::equal(buf, buf + n, payload.begin() + static_cast<ptrdiff_t>(received)))
+        << "bytes out of order in [" << received << ", " << received + static_cast<size_t>(n)
+        << ")";
+    received += static_cast<size_t>(n);
+  }
+  EXPECT_TRUE(onRing.load());
+  EXPECT_TRUE(waitUntil([&] { return writeCompletes.load() >= 1; }));
+  runSync(server.loop(), [] {});  // anything still queued on the loop has run
+  EXPECT_EQ(highWaterMarks.load(), 1);
+  EXPECT_GE(highWaterSize.load(), kMark);
+  EXPECT_EQ(writeCompletes.load(), 1);
+}
+
+}  // namespace
+}  // namespace libnet
