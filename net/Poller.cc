@@ -55,7 +55,7 @@ PollerKind Poller::resolve(PollerKind kind) {
   static std::once_flag logged;
   std::call_once(logged, [&] {
     if (probe.ok) {
-      LOG_DEBUG << "libnet: io_uring available (" << probe.detail << "), using it";
+      LOG_INFO << "libnet: using io_uring (" << probe.detail << ")";
     } else {
       LOG_WARN << "libnet: io_uring unavailable (" << probe.detail << "); using epoll";
     }
