@@ -22,7 +22,9 @@ using CloseCallback = std::function<void(const TcpConnectionPtr&)>;
 using WriteCompleteCallback = std::function<void(const TcpConnectionPtr&)>;
 // The output buffer grew past the high-water mark; the argument is its size.
 using HighWaterMarkCallback = std::function<void(const TcpConnectionPtr&, size_t)>;
-// Bytes arrived; consume what you can from the buffer, leave the rest.
+// Bytes arrived; consume what you can from the buffer, leave the rest (it is
+// kept for the next call). The Buffer* is valid for this call only: it may be
+// a per-loop scratch buffer rather than conn->inputBuffer().
 using MessageCallback = std::function<void(const TcpConnectionPtr&, Buffer*, Timestamp)>;
 
 void defaultConnectionCallback(const TcpConnectionPtr& conn);

@@ -9,6 +9,7 @@
 
 #include "base/CurrentThread.h"
 #include "base/Logging.h"
+#include "net/Buffer.h"
 #include "net/Poller.h"
 #include "net/TimerQueue.h"
 #include "net/poller/UringPoller.h"
@@ -46,7 +47,9 @@ void runGuarded(const char* what, F&& f) {
 EventLoop* EventLoop::currentThreadLoop() { return t_loopInThisThread; }
 
 EventLoop::EventLoop(PollerKind kind)
-    : threadId_(CurrentThread::tid()), wakeupFd_(createEventfd()) {
+    : threadId_(CurrentThread::tid()),
+      wakeupFd_(createEventfd()),
+      scratch_(std::make_unique<Buffer>(Buffer::kExtraReadSize)) {
   if (t_loopInThisThread) {
     LOG_FATAL << "thread " << threadId_ << " already has an EventLoop (" << t_loopInThisThread
               << ")";

@@ -29,6 +29,7 @@
 
 namespace libnet {
 
+class Buffer;
 class Poller;
 class TimerQueue;
 class UringPoller;
@@ -84,6 +85,11 @@ class EventLoop {
     return wakeupCount_.load(std::memory_order_relaxed);
   }
 
+  // A buffer that connections on this loop read into when they have nothing
+  // buffered (see TcpConnection::handleRead). Loop thread only; empty between
+  // uses.
+  [[nodiscard]] Buffer* scratchBuffer() { return scratch_.get(); }
+
   // The loop of the calling thread, or nullptr.
   static EventLoop* currentThreadLoop();
 
@@ -107,6 +113,7 @@ class EventLoop {
   UniqueFd wakeupFd_;
   std::unique_ptr<Channel> wakeupChannel_;
   std::vector<Channel*> activeChannels_;
+  std::unique_ptr<Buffer> scratch_;
 
   std::atomic<bool> wakeupPending_{false};
   std::atomic<uint64_t> wakeupCount_{0};

@@ -1,33 +1,15 @@
 #!/usr/bin/env bash
-# libnet's main job, from nothing: installs what is missing, builds the echo
-# example optimized, starts echo_server on a free loopback port, talks to it
-# with echo_client (several connections, every byte checked) and stops it.
-# (The ping-pong benchmark tables will take this script's place.)
+# libnet's main job, from nothing: installs what is missing, builds optimized
+# binaries and reproduces the muduo book's ping-pong tables (libnet on epoll
+# and io_uring vs Boost.Asio vs libevent, plus library-free floors).
+#
+#   tools/run.sh                 quick mode (about 5 minutes)
+#   tools/run.sh --mode full     the full tables (10 s cells, 5 runs, 10000 sessions)
+#   tools/run.sh --tables backends   epoll vs io_uring server cost
+#
+# Markdown tables on stdout, progress on stderr, CSV and SVG charts in
+# ./pingpong-results/. Any other run_tables.py option passes through.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
-
-bazel build --config=opt //examples/echo:echo_server //examples/echo:echo_client
-bin=bazel-bin/examples/echo
-
-log=$(mktemp)
-"$bin/echo_server" --address 127.0.0.1 --port 0 --threads 2 >"$log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true; rm -f "$log"' EXIT
-
-# The server prints "echo_server listening on 127.0.0.1:PORT" once it listens.
-for _ in $(seq 100); do
-  grep -q 'listening on' "$log" && break
-  kill -0 $server 2>/dev/null || { cat "$log" >&2; exit 1; }
-  sleep 0.05
-done
-port=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$log" | head -1)
-[[ -n "$port" ]] || { echo "echo_server did not start" >&2; cat "$log" >&2; exit 1; }
-echo "echo_server is listening on 127.0.0.1:$port"
-
-"$bin/echo_client" --address 127.0.0.1 --port "$port" --connections 10 --count 100 \
-  --message "hello from libnet's echo_client"
-
-kill -TERM $server
-wait $server
-echo "echo_server stopped cleanly"
+exec python3 pingpong/run_tables.py "$@"
