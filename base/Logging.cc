@@ -70,8 +70,11 @@ Logger::Logger(const char* file, int line, LogLevel level, bool withErrno)
     std::snprintf(t_timeText, sizeof t_timeText, "%4d%02d%02d %02d:%02d:%02d", tm.tm_year + 1900,
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   }
-  char micros[16];
-  std::snprintf(micros, sizeof micros, ".%06dZ ", static_cast<int>(us % 1000000));
+  // ".uuuuuuZ " by hand: snprintf here was a tenth of a log call's cost.
+  char micros[10] = {'.', '0', '0', '0', '0', '0', '0', 'Z', ' ', '\0'};
+  for (int digit = 6, value = static_cast<int>(us % 1000000); value > 0; value /= 10) {
+    micros[digit--] = static_cast<char>('0' + value % 10);
+  }
   stream_ << std::string_view(t_timeText, 17) << micros << CurrentThread::tid() << ' '
           << kLevelNames[static_cast<int>(level)];
   if (withErrno && savedErrno != 0) {

@@ -1,5 +1,5 @@
 // Command-line handling shared by pingpong_server and pingpong_client:
-// "[--backend epoll|uring|auto] POSITIONAL..." with --help.
+// "[--backend epoll|uring|auto] [--log-dir DIR] POSITIONAL..." with --help.
 #pragma once
 
 #include <charconv>
@@ -14,12 +14,32 @@ namespace libnet::pingpong {
 
 struct Args {
   PollerKind backend = PollerKind::kAuto;
+  std::string logDir;  // empty: log to stderr
   std::vector<std::string> positional;
   bool help = false;
   std::string error;  // non-empty: bad command line
 };
 
-inline Args parseArgs(int argc, char* argv[], size_t positionalCount) {
+// "--name VALUE" or "--name=VALUE": returns true and sets *value when `arg`
+// is option `name` (advancing *i past a separate value).
+inline bool takeOption(std::string_view arg, std::string_view name, int* i, int argc, char* argv[],
+                       std::string_view* value, std::string* error) {
+  if (!arg.starts_with(name)) return false;
+  if (arg.size() > name.size() && arg[name.size()] == '=') {
+    *value = arg.substr(name.size() + 1);
+  } else if (arg.size() == name.size() && *i + 1 < argc) {
+    *value = argv[++*i];
+  } else if (arg.size() == name.size()) {
+    *error = "option " + std::string(name) + " needs a value";
+  } else {
+    return false;  // a longer option that merely starts with `name`
+  }
+  if (error->empty() && value->empty()) *error = "option " + std::string(name) + " needs a value";
+  return true;
+}
+
+// acceptsLogDir: whether --log-dir is an option of this program.
+inline Args parseArgs(int argc, char* argv[], size_t positionalCount, bool acceptsLogDir = false) {
   Args args;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -27,22 +47,20 @@ inline Args parseArgs(int argc, char* argv[], size_t positionalCount) {
       args.help = true;
       return args;
     }
-    if (arg.starts_with("--backend")) {
-      std::string_view value;
-      if (arg.size() > 9 && arg[9] == '=') {
-        value = arg.substr(10);
-      } else if (arg.size() == 9 && i + 1 < argc) {
-        value = argv[++i];
-      } else {
-        args.error = "option --backend needs a value (epoll, uring or auto)";
-        return args;
-      }
+    std::string_view value;
+    if (takeOption(arg, "--backend", &i, argc, argv, &value, &args.error)) {
+      if (!args.error.empty()) return args;
       auto kind = parsePollerKind(value);
       if (!kind) {
         args.error = "unknown backend '" + std::string(value) + "' (epoll, uring or auto)";
         return args;
       }
       args.backend = *kind;
+      continue;
+    }
+    if (acceptsLogDir && takeOption(arg, "--log-dir", &i, argc, argv, &value, &args.error)) {
+      if (!args.error.empty()) return args;
+      args.logDir = std::string(value);
       continue;
     }
     if (arg.starts_with("--")) {

@@ -2,12 +2,15 @@
 // libnet. It echoes every byte it receives, with TCP_NODELAY, on <threads> I/O
 // loops (0: everything on the accepting loop). SIGINT/SIGTERM stop it.
 //
-//   pingpong_server [--backend epoll|uring|auto] <address> <port> <threads>
+//   pingpong_server [--backend epoll|uring|auto] [--log-dir DIR] <address> <port> <threads>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <system_error>
 
+#include "base/AsyncLogging.h"
+#include "base/LogFile.h"
 #include "base/Logging.h"
 #include "examples/common/QuitOnSignal.h"
 #include "net/Buffer.h"
@@ -22,15 +25,17 @@ using namespace libnet;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: pingpong_server [--backend epoll|uring|auto] <address> <port> <threads>\n"
+    "usage: pingpong_server [--backend epoll|uring|auto] [--log-dir DIR] <address> <port> "
+    "<threads>\n"
     "  Echoes everything it receives. <threads> I/O loops (0: all on the main loop).\n"
     "  Prints \"listening on ADDR:PORT\" when ready; SIGINT/SIGTERM stop it.\n"
-    "  The LIBNET_POLLER environment variable overrides --backend.\n";
+    "  The LIBNET_POLLER environment variable overrides --backend.\n"
+    "  --log-dir DIR logs asynchronously to files in DIR instead of stderr.\n";
 
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  const pingpong::Args args = pingpong::parseArgs(argc, argv, 3);
+  const pingpong::Args args = pingpong::parseArgs(argc, argv, 3, /*acceptsLogDir=*/true);
   if (args.help) {
     std::cout << kUsage;
     return 0;
@@ -45,6 +50,20 @@ int main(int argc, char* argv[]) {
   if (!address || !threads) {
     std::cerr << "pingpong_server: bad address, port or thread count\n" << kUsage;
     return 2;
+  }
+
+  if (!args.logDir.empty() && !std::filesystem::is_directory(args.logDir)) {
+    std::cerr << "pingpong_server: log directory '" << args.logDir << "' is not a directory\n";
+    return 2;
+  }
+  // Outlives the server so its shutdown lines reach the file; the destructor
+  // drains and stops the back end.
+  std::unique_ptr<AsyncLogging> asyncLog;
+  if (!args.logDir.empty()) {
+    asyncLog = std::make_unique<AsyncLogging>(
+        AsyncLogging::fileSink(std::make_shared<LogFile>(args.logDir, "pingpong_server")));
+    asyncLog->start();
+    asyncLog->installAsDefaultSink();
   }
 
   try {

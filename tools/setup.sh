@@ -14,6 +14,7 @@ PACKAGES=(
   strace           # the io_uring fast-path test counts system calls with it
   util-linux       # setpriv/prlimit/taskset: fallback test, pinned benchmarks
   python3          # pingpong/run_tables.py
+  libspdlog-dev    # spdlog 1.10 (+ libfmt), compared against in bench/log_bench
 )
 
 missing=()

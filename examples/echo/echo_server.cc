@@ -16,6 +16,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -23,6 +24,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "base/AsyncLogging.h"
+#include "base/LogFile.h"
 #include "base/Logging.h"
 #include "examples/common/QuitOnSignal.h"
 #include "net/Buffer.h"
@@ -47,11 +50,12 @@ constexpr int kExitUsage = 2;
 constexpr int kMaxThreads = 1024;
 
 constexpr std::string_view kUsage =
-    "usage: echo_server [--address ADDR] [--port N] [--threads N]\n"
+    "usage: echo_server [--address ADDR] [--port N] [--threads N] [--log-dir DIR]\n"
     "\n"
     "  --address ADDR  numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N        TCP port, 0..65535; 0 picks a free one (default 2007)\n"
     "  --threads N     I/O loop threads; 0 serves everything on the main thread (default 0)\n"
+    "  --log-dir DIR   log asynchronously to files in DIR instead of stderr\n"
     "  --help          print this help and exit\n"
     "\n"
     "Prints \"echo_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it.\n";
@@ -60,6 +64,7 @@ struct Options {
   std::string address = "0.0.0.0";
   uint16_t port = 2007;
   int threads = 0;
+  std::string logDir;  // empty: log to stderr
 };
 
 enum class ParseOutcome { kOk, kHelp, kUnknownOption, kBadValue };
@@ -85,7 +90,7 @@ ParseOutcome parseArgs(int argc, char* argv[], Options* options, std::string* er
       flag = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     }
-    if (flag != "--address" && flag != "--port" && flag != "--threads") {
+    if (flag != "--address" && flag != "--port" && flag != "--threads" && flag != "--log-dir") {
       std::cerr << "echo_server: unknown option '" << arg << "'\n";
       return ParseOutcome::kUnknownOption;
     }
@@ -98,6 +103,12 @@ ParseOutcome parseArgs(int argc, char* argv[], Options* options, std::string* er
     }
     if (flag == "--address") {
       options->address = std::string(*value);
+    } else if (flag == "--log-dir") {
+      if (value->empty() || !std::filesystem::is_directory(std::string(*value))) {
+        *error = "log directory '" + std::string(*value) + "' is not a directory";
+        return ParseOutcome::kBadValue;
+      }
+      options->logDir = std::string(*value);
     } else if (flag == "--port") {
       auto port = InetAddress::parsePort(*value);
       if (!port) {
@@ -149,6 +160,16 @@ int main(int argc, char* argv[]) {
     std::cerr << "echo_server: invalid address '" << options.address
               << "' (expected a numeric IPv4 or IPv6 address)\n";
     return kExitUsage;
+  }
+
+  // Declared before the server so that it outlives it: lines logged while the
+  // server shuts down still reach the file, and stop() drains them at exit.
+  std::unique_ptr<libnet::AsyncLogging> asyncLog;
+  if (!options.logDir.empty()) {
+    asyncLog = std::make_unique<libnet::AsyncLogging>(libnet::AsyncLogging::fileSink(
+        std::make_shared<libnet::LogFile>(options.logDir, "echo_server")));
+    asyncLog->start();
+    asyncLog->installAsDefaultSink();
   }
 
   try {
