@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
@@ -105,6 +106,16 @@ void Buffer::makeSpace(size_t len) {
 }
 
 Buffer::ReadResult Buffer::readFd(int fd) {
+  const size_t room = writableBytes();
+  if (room >= kExtraReadSize) {
+    // Plenty of room (e.g. the loop's scratch buffer): a plain read(). readv
+    // copies and verifies its iovec array in the kernel on every call, which
+    // profiled at ~10% of an echo server's CPU with one connection.
+    const ssize_t n = ::read(fd, beginWrite(), room);
+    if (n < 0) return {n, errno, false};
+    writerIndex_ += static_cast<size_t>(n);
+    return {n, 0, static_cast<size_t>(n) == room};
+  }
   char extra[kExtraReadSize];
   struct iovec vec[2];
   const size_t writable = writableBytes();
