@@ -28,6 +28,7 @@
 #include "net/EventLoopThread.h"
 #include "net/EventLoopThreadPool.h"
 #include "net/PollerKind.h"
+#include "tests/net/TestUtil.h"
 
 namespace libnet {
 namespace {
@@ -36,19 +37,7 @@ using namespace std::chrono_literals;
 
 constexpr auto kWait = 10s;
 
-class EventLoopTest : public ::testing::TestWithParam<PollerKind> {
- protected:
-  // Quits `loop` and records a failure if the test is still running after
-  // kWait, so a lost wake-up fails the test instead of hanging it.
-  void armWatchdog(EventLoop& loop) {
-    loop.runAfter(kWait, [this, &loop] {
-      timedOut_ = true;
-      loop.quit();
-    });
-  }
-
-  bool timedOut_ = false;
-};
+class EventLoopTest : public test::LoopTest {};
 
 class EventLoopDeathTest : public EventLoopTest {
  protected:

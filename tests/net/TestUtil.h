@@ -74,6 +74,21 @@ inline std::string randomBytes(size_t n, uint32_t seed) {
   return s;
 }
 
+// Fixture over the backends for tests that run a loop on the test thread:
+// armWatchdog() quits the loop and records the failure if the test is still
+// running after kWait, so a lost wake-up or timer fails instead of hanging.
+class LoopTest : public ::testing::TestWithParam<PollerKind> {
+ protected:
+  void armWatchdog(EventLoop& loop) {
+    loop.runAfter(kWait, [this, &loop] {
+      timedOut_ = true;
+      loop.quit();
+    });
+  }
+
+  bool timedOut_ = false;
+};
+
 inline std::string pollerName(const ::testing::TestParamInfo<PollerKind>& info) {
   return std::string(pollerKindName(info.param));
 }

@@ -21,6 +21,7 @@
 #include "net/PollerKind.h"
 #include "net/TimerId.h"
 #include "net/TimerQueue.h"
+#include "tests/net/TestUtil.h"
 
 namespace libnet {
 namespace {
@@ -29,19 +30,7 @@ using namespace std::chrono_literals;
 
 constexpr auto kWait = 10s;
 
-class TimerQueueTest : public ::testing::TestWithParam<PollerKind> {
- protected:
-  // Quits `loop` and records a failure if the test is still running after
-  // kWait, so a timer that never fires fails the test instead of hanging it.
-  void armWatchdog(EventLoop& loop) {
-    loop.runAfter(kWait, [this, &loop] {
-      timedOut_ = true;
-      loop.quit();
-    });
-  }
-
-  bool timedOut_ = false;
-};
+class TimerQueueTest : public test::LoopTest {};
 
 TEST_P(TimerQueueTest, LoopUsesRequestedBackend) {
   EventLoop loop(GetParam());
