@@ -79,4 +79,23 @@ int runLoops(std::vector<UniqueFd>& listeners, int signalFd, const std::string& 
   return failed ? kExitFailure : 0;
 }
 
+// The whole main() of a floor server: parses "<address> <port> <threads>",
+// opens the listeners, blocks SIGINT/SIGTERM for the loops' signalfd and runs
+// one Loop per thread. Returns the process exit status.
+template <typename Loop>
+int runFloorServer(int argc, char** argv, const char* program) {
+  const ServerArgs args = parseServerArgs(argc, argv, {program});
+  try {
+    UniqueFd signals = blockTerminationSignals();
+    uint16_t port = 0;
+    std::vector<UniqueFd> listeners = openListeners(args.endpoint, args.threads, port);
+    const std::string line = "listening on " + formatEndpoint(args.endpoint.address, port);
+    return runLoops<Loop>(listeners, signals.get(), line);
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "%s: cannot listen on %s: %s\n", program,
+                 formatEndpoint(args.endpoint.address, args.endpoint.port).c_str(), e.what());
+    return kExitFailure;
+  }
+}
+
 }  // namespace pingpong

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/LogFile.h"
+#include "tests/base/StderrCapture.h"
 
 namespace libnet {
 namespace {
@@ -50,41 +51,7 @@ std::string numberedLine(int i) {
   return line;
 }
 
-// Redirects file descriptor 2 into a temporary file until finish().
-class StderrCapture {
- public:
-  StderrCapture() {
-    std::fflush(stderr);
-    saved_ = ::dup(STDERR_FILENO);
-    file_ = std::tmpfile();
-    if (saved_ >= 0 && file_ != nullptr) ::dup2(::fileno(file_), STDERR_FILENO);
-  }
-  ~StderrCapture() { finish(); }
-  StderrCapture(const StderrCapture&) = delete;
-  StderrCapture& operator=(const StderrCapture&) = delete;
-
-  std::string finish() {
-    if (saved_ < 0) return text_;
-    std::fflush(stderr);
-    ::dup2(saved_, STDERR_FILENO);
-    ::close(saved_);
-    saved_ = -1;
-    if (file_ != nullptr) {
-      std::rewind(file_);
-      char buf[4096];
-      size_t n;
-      while ((n = std::fread(buf, 1, sizeof buf, file_)) > 0) text_.append(buf, n);
-      std::fclose(file_);
-      file_ = nullptr;
-    }
-    return text_;
-  }
-
- private:
-  int saved_ = -1;
-  std::FILE* file_ = nullptr;
-  std::string text_;
-};
+using test::StderrCapture;
 
 size_t countOf(const std::string& text, const std::string& needle) {
   size_t count = 0;

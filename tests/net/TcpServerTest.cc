@@ -65,6 +65,25 @@ class TcpServerTest : public ::testing::TestWithParam<PollerKind> {
     if (server_) runSync(loop_, [&] { server_.reset(); });
   }
 
+  // Starts an echo server that hands out its first connection through
+  // acceptedConnection().
+  void startServerKeepingConnection() {
+    startServer([this](TcpServer& server) {
+      server.setConnectionCallback([this](const TcpConnectionPtr& conn) {
+        if (conn->connected() && !firstConnectionSeen_.exchange(true)) {
+          firstConnection_.set_value(conn);
+        }
+      });
+    });
+  }
+
+  // The server-side connection, or nullptr if none came within kWait.
+  TcpConnectionPtr acceptedConnection() {
+    auto future = firstConnection_.get_future();
+    if (future.wait_for(test::kWait) != std::future_status::ready) return nullptr;
+    return future.get();
+  }
+
   size_t connectionCount() {
     return runSync(loop_, [&] { return server_->connectionCount(); });
   }
@@ -73,6 +92,8 @@ class TcpServerTest : public ::testing::TestWithParam<PollerKind> {
   EventLoop* loop_ = nullptr;
   std::unique_ptr<TcpServer> server_;
   InetAddress address_;
+  std::promise<TcpConnectionPtr> firstConnection_;
+  std::atomic<bool> firstConnectionSeen_{false};
   std::atomic<int> ups_{0};
   std::atomic<int> downs_{0};
 };
@@ -181,16 +202,10 @@ TEST_P(TcpServerTest, PeerHalfCloseStillGetsEverythingQueued) {
 TEST_P(TcpServerTest, DataAndFinQueuedTogetherAreBothSeen) {
   // Edge-triggered subtlety: when data and the FIN are both queued before the
   // server reads, there is one edge for both, and the first read is short.
-  std::promise<TcpConnectionPtr> connected;
-  startServer([&](TcpServer& server) {
-    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
-      if (conn->connected()) connected.set_value(conn);
-    });
-  });
+  startServerKeepingConnection();
   BlockingClient client(address_);
-  auto future = connected.get_future();
-  ASSERT_EQ(future.wait_for(test::kWait), std::future_status::ready);
-  TcpConnectionPtr conn = future.get();
+  TcpConnectionPtr conn = acceptedConnection();
+  ASSERT_NE(conn, nullptr);
 
   // Hold the loop while both arrive.
   CountDownLatch release(1);
@@ -252,16 +267,10 @@ TEST_P(TcpServerTest, PeerResetWithOutputQueuedClosesWithoutLeak) {
 }
 
 TEST_P(TcpServerTest, ForceCloseFromAnotherThreadClosesNow) {
-  std::promise<TcpConnectionPtr> connected;
-  startServer([&](TcpServer& server) {
-    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
-      if (conn->connected()) connected.set_value(conn);
-    });
-  });
+  startServerKeepingConnection();
   BlockingClient client(address_);
-  auto future = connected.get_future();
-  ASSERT_EQ(future.wait_for(test::kWait), std::future_status::ready);
-  TcpConnectionPtr conn = future.get();
+  TcpConnectionPtr conn = acceptedConnection();
+  ASSERT_NE(conn, nullptr);
   EXPECT_TRUE(conn->connected());
   conn->forceClose();
   bool eof = false;
@@ -273,16 +282,10 @@ TEST_P(TcpServerTest, ForceCloseFromAnotherThreadClosesNow) {
 }
 
 TEST_P(TcpServerTest, SendsFromAnotherThreadArriveInOrder) {
-  std::promise<TcpConnectionPtr> connected;
-  startServer([&](TcpServer& server) {
-    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
-      if (conn->connected()) connected.set_value(conn);
-    });
-  });
+  startServerKeepingConnection();
   BlockingClient client(address_);
-  auto future = connected.get_future();
-  ASSERT_EQ(future.wait_for(test::kWait), std::future_status::ready);
-  TcpConnectionPtr conn = future.get();
+  TcpConnectionPtr conn = acceptedConnection();
+  ASSERT_NE(conn, nullptr);
   constexpr int kMessages = 10000;
   std::string expected;
   std::thread sender([&] {
