@@ -2,7 +2,9 @@
 
 #include <liburing.h>
 #include <sys/epoll.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cassert>
 #include <cerrno>
@@ -112,6 +114,10 @@ void TcpConnection::sendInLoop(std::string_view data) {
       sendingBuffer_.append(data);
       submitSend();
     }
+    return;
+  }
+  if (!pendingFiles_.empty()) {  // behind a file: wait for it
+    pendingFiles_.back().after.append(data);
     return;
   }
   size_t written = 0;
@@ -235,6 +241,7 @@ void TcpConnection::connectDestroyed() {
   }
   channel_.disableAll();
   channel_.remove();
+  pendingFiles_.clear();
   // Release the fd now rather than when the last TcpConnectionPtr goes: a
   // user may hold one long after the close, and the peer must see it.
   socket_.close();
@@ -287,21 +294,81 @@ void TcpConnection::handlePeerClosed() {
 void TcpConnection::handleWrite() {
   loop_->assertInLoopThread();
   // A writable edge with nothing queued (it also comes with read edges): no-op.
-  if (state_.load() == State::kDisconnected || outputBuffer_.readableBytes() == 0) return;
-  while (outputBuffer_.readableBytes() > 0) {
-    const ssize_t n =
-        ::send(socket_.fd(), outputBuffer_.peek(), outputBuffer_.readableBytes(), MSG_NOSIGNAL);
-    if (n > 0) {
-      outputBuffer_.retrieve(static_cast<size_t>(n));
-      continue;
+  if (state_.load() == State::kDisconnected || !outputPending()) return;
+  if (writeQueued()) onOutputDrained();
+}
+
+bool TcpConnection::writeQueued() {
+  for (;;) {
+    while (outputBuffer_.readableBytes() > 0) {
+      const ssize_t n =
+          ::send(socket_.fd(), outputBuffer_.peek(), outputBuffer_.readableBytes(), MSG_NOSIGNAL);
+      if (n > 0) {
+        outputBuffer_.retrieve(static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;  // next edge
+      LOG_SYSERR << name_ << ": send";
+      handleClose();
+      return false;
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // wait for the next edge
-    LOG_SYSERR << name_ << ": send";
-    handleClose();
+    if (pendingFiles_.empty()) return true;
+    PendingFile& file = pendingFiles_.front();
+    while (file.remaining > 0) {
+      const ssize_t n = ::sendfile(socket_.fd(), file.fd.get(), &file.offset, file.remaining);
+      if (n > 0) {
+        file.remaining -= static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+      // n == 0: the file shrank under us; the peer would wait forever for
+      // the promised bytes, so close instead.
+      if (n == 0) {
+        LOG_ERROR << name_ << ": file ended " << file.remaining << " bytes early";
+      } else {
+        LOG_SYSERR << name_ << ": sendfile";
+      }
+      handleClose();
+      return false;
+    }
+    outputBuffer_.swap(file.after);  // outputBuffer_ is empty here
+    pendingFiles_.pop_front();
+  }
+}
+
+void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length) {
+  loop_->assertInLoopThread();
+  const State state = state_.load();
+  if (state != State::kConnected && state != State::kDisconnecting) return;
+  if (length == 0) return;
+  if (uring_) {
+    Buffer contents(length);
+    while (contents.readableBytes() < length) {
+      const size_t want = length - contents.readableBytes();
+      const ssize_t n = ::pread(file.get(), contents.beginWrite(), want,
+                                offset + static_cast<off_t>(contents.readableBytes()));
+      if (n > 0) {
+        contents.hasWritten(static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0) {
+        LOG_ERROR << name_ << ": file ended " << want << " bytes early";
+      } else {
+        LOG_SYSERR << name_ << ": pread";
+      }
+      forceClose();
+      return;
+    }
+    send(&contents);
     return;
   }
-  onOutputDrained();
+  pendingFiles_.push_back(PendingFile{std::move(file), offset, length, Buffer()});
+  // Start it from the loop rather than here: a write error closes the
+  // connection, which must not happen inside the caller's callback.
+  loop_->queueInLoop([self = shared_from_this()] { self->handleWrite(); });
 }
 
 void TcpConnection::onOutputDrained() {

@@ -26,8 +26,11 @@
 // only once the output buffer is empty. forceClose() drops queued output.
 #pragma once
 
+#include <sys/types.h>
+
 #include <any>
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -71,6 +74,13 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void send(const char* message) { send(std::string_view(message)); }
   // Takes all readable bytes of `buffer`.
   void send(Buffer* buffer);
+  // Loop thread. Sends `length` bytes of `file` from `offset`, after whatever
+  // was sent before and before whatever is sent after; the connection owns
+  // the fd and closes it when done (or on close). epoll: sendfile(2), no copy
+  // through user space. io_uring: the range is read into the output buffer
+  // and sent like any other bytes (no splice path yet). A file shorter than
+  // announced closes the connection (the peer was promised `length` bytes).
+  void sendFile(UniqueFd file, off_t offset, size_t length);
 
   // Half-closes our side once the output buffer has drained. Any thread.
   void shutdown();
@@ -119,8 +129,19 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void handlePeerClosed();
   void sendInLoop(std::string_view data);
   [[nodiscard]] bool outputPending() const {
-    return outputBuffer_.readableBytes() > 0 || sendingBuffer_.readableBytes() > 0;
+    return outputBuffer_.readableBytes() > 0 || sendingBuffer_.readableBytes() > 0 ||
+           !pendingFiles_.empty();
   }
+  // epoll: writes the output buffer, then each pending file with the bytes
+  // queued behind it, until EAGAIN. False if the connection was closed.
+  bool writeQueued();
+  // A file range waiting for sendfile(2), and the bytes sent after it.
+  struct PendingFile {
+    UniqueFd fd;
+    off_t offset;
+    size_t remaining;
+    Buffer after;
+  };
 
   // io_uring completion path.
   void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
@@ -156,6 +177,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   Buffer outputBuffer_;
   // io_uring only: the bytes of the send in flight (stable until it completes).
   Buffer sendingBuffer_;
+  // epoll only: files queued by sendFile(), in order, after outputBuffer_.
+  std::deque<PendingFile> pendingFiles_;
   UringPoller* uring_;  // non-null: this connection runs on completions
   uint64_t uringToken_ = 0;
   int opsInFlight_ = 0;
