@@ -1,0 +1,105 @@
+#include "examples/common/Flags.h"
+
+#include <charconv>
+#include <filesystem>
+#include <iostream>
+#include <system_error>
+
+#include "net/InetAddress.h"
+
+namespace libnet {
+
+Flags::Flags(std::string program, std::string usage)
+    : program_(std::move(program)), usage_(std::move(usage)) {}
+
+void Flags::add(std::string name, Setter set) {
+  options_.push_back(Option{std::move(name), std::move(set)});
+}
+
+void Flags::addString(std::string name, std::string* target) {
+  add(std::move(name), [target](std::string_view value) {
+    *target = std::string(value);
+    return std::string();
+  });
+}
+
+void Flags::addPort(std::string name, uint16_t* target) {
+  add(std::move(name), [target](std::string_view value) {
+    const auto port = InetAddress::parsePort(value);
+    if (!port) return "invalid port '" + std::string(value) + "' (expected 0..65535)";
+    *target = *port;
+    return std::string();
+  });
+}
+
+void Flags::addInt(std::string name, int* target, int min, int max) {
+  add(std::move(name), [target, min, max](std::string_view value) {
+    int parsed = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+    if (value.empty() || ec != std::errc() || end != value.data() + value.size() ||
+        parsed < min || parsed > max) {
+      return "invalid value '" + std::string(value) + "' (expected " + std::to_string(min) +
+             ".." + std::to_string(max) + ")";
+    }
+    *target = parsed;
+    return std::string();
+  });
+}
+
+void Flags::addDirectory(std::string name, std::string* target) {
+  add(std::move(name), [target](std::string_view value) {
+    std::error_code ec;
+    if (value.empty() || !std::filesystem::is_directory(std::string(value), ec)) {
+      return "'" + std::string(value) + "' is not a directory";
+    }
+    *target = std::string(value);
+    return std::string();
+  });
+}
+
+void Flags::addBackend(std::string name, PollerKind* target) {
+  add(std::move(name), [target](std::string_view value) {
+    const auto kind = parsePollerKind(value);
+    if (!kind) return "unknown backend '" + std::string(value) + "' (epoll, uring or auto)";
+    *target = *kind;
+    return std::string();
+  });
+}
+
+std::optional<int> Flags::parse(int argc, char* argv[]) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << usage_;
+      return 0;
+    }
+    std::string_view name = arg;
+    std::optional<std::string_view> value;
+    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    const Option* option = nullptr;
+    for (const Option& candidate : options_) {
+      if (candidate.name == name) option = &candidate;
+    }
+    if (option == nullptr) {
+      std::cerr << program_ << ": unknown option '" << arg << "'\n" << usage_;
+      return kExitUsage;
+    }
+    if (!value) {
+      if (i + 1 >= argc) {
+        std::cerr << program_ << ": option " << name << " needs a value (see --help)\n";
+        return kExitUsage;
+      }
+      value = argv[++i];
+    }
+    if (const std::string error = option->set(*value); !error.empty()) {
+      std::cerr << program_ << ": " << name << ": " << error << " (see --help)\n";
+      return kExitUsage;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace libnet

@@ -1,0 +1,56 @@
+// Flags: the command-line parser of the example programs. Options are
+// "--name VALUE" or "--name=VALUE"; each is bound to a variable that holds
+// its default, and checked as it is read (a port is 0..65535, a count is in
+// its range, a directory exists), so a bad value is reported by name before
+// anything starts. --help / -h prints the usage.
+//
+// Single-threaded use, from main() before anything starts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/PollerKind.h"
+
+namespace libnet {
+
+class Flags {
+ public:
+  static constexpr int kExitUsage = 2;
+
+  // `usage` is printed for --help (to stdout) and after an unknown option
+  // (to stderr).
+  Flags(std::string program, std::string usage);
+
+  void addString(std::string name, std::string* target);
+  void addPort(std::string name, uint16_t* target);
+  void addInt(std::string name, int* target, int min, int max);
+  // An existing directory (an empty value is refused).
+  void addDirectory(std::string name, std::string* target);
+  // epoll | uring | auto.
+  void addBackend(std::string name, PollerKind* target);
+
+  // nullopt: go on. Otherwise the exit status to return now (0 after --help,
+  // kExitUsage after a bad option, with the reason printed to stderr).
+  [[nodiscard]] std::optional<int> parse(int argc, char* argv[]);
+
+ private:
+  // Returns an error message, or an empty string when the value was taken.
+  using Setter = std::function<std::string(std::string_view)>;
+  struct Option {
+    std::string name;
+    Setter set;
+  };
+
+  void add(std::string name, Setter set);
+
+  std::string program_;
+  std::string usage_;
+  std::vector<Option> options_;
+};
+
+}  // namespace libnet

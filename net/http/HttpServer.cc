@@ -1,0 +1,178 @@
+#include "net/http/HttpServer.h"
+
+#include <unistd.h>
+
+#include <any>
+#include <cerrno>
+#include <exception>
+
+#include "base/Logging.h"
+#include "net/Buffer.h"
+#include "net/EventLoop.h"
+#include "net/TcpConnection.h"
+#include "net/http/HttpChars.h"
+#include "net/http/HttpDate.h"
+
+namespace libnet::http {
+
+struct HttpServer::ConnectionState {
+  explicit ConnectionState(const HttpParser::Limits& limits) : parser(limits) {}
+
+  HttpParser parser;
+  MonoTime requestStart{};
+  bool closing = false;       // an answer with Connection: close is on its way
+  bool continueSent = false;  // "100 Continue" already sent for this request
+};
+
+namespace {
+
+// The answers of one onMessage call are gathered here, then sent in one
+// write. Per thread, so an idle connection holds no output memory.
+Buffer& batchBuffer() {
+  thread_local Buffer buffer(16 * 1024);
+  return buffer;
+}
+
+std::string_view currentDate() {
+  thread_local HttpDateCache cache;
+  return cache.now();
+}
+
+// Reads [0, size) of `fd` into `out`; false if the file ended early or failed.
+bool appendFileContents(int fd, size_t size, Buffer* out) {
+  out->ensureWritableBytes(size);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, out->beginWrite() + done, size - done, static_cast<off_t>(done));
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return false;
+    }
+  }
+  out->hasWritten(size);
+  return true;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
+                       Options options)
+    : server_(loop, listenAddr, std::move(name)), options_(options) {
+  server_.setTcpNoDelay(true);  // a response is one write; never let Nagle hold its tail
+  if (options_.idleTimeout > Duration::zero()) server_.setIdleTimeout(options_.idleTimeout);
+  server_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
+  server_.setMessageCallback([this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp t) {
+    onMessage(conn, buf, t);
+  });
+}
+
+void HttpServer::onConnection(const TcpConnectionPtr& conn) {
+  if (conn->connected()) {
+    conn->setContext(ConnectionState(options_.limits));
+  } else {
+    conn->setContext(std::any());
+  }
+}
+
+void HttpServer::appendError(int status, Buffer* out) {
+  HttpResponse response(true);
+  response.setStatus(status);
+  response.setContentType("text/plain; charset=utf-8");
+  std::string body = std::to_string(status);
+  body += ' ';
+  body += HttpResponse::reasonPhrase(status);
+  body += '\n';
+  response.setBody(std::move(body));
+  response.appendToBuffer(out, currentDate());
+}
+
+void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+  auto* state = std::any_cast<ConnectionState>(conn->getMutableContext());
+  if (state == nullptr || state->closing) {  // answered already; drain until the peer goes
+    buf->retrieveAll();
+    return;
+  }
+  Buffer& out = batchBuffer();
+  HttpParser& parser = state->parser;
+  while (!state->closing) {
+    const bool fresh = !parser.midRequest();
+    const HttpParser::Result result = parser.parse(buf);
+    if (result == HttpParser::Result::kNeedMore) {
+      if (!parser.midRequest()) break;
+      const MonoTime now = MonoClock::now();
+      if (fresh) state->requestStart = now;
+      if (parser.inHeaderPhase()) {
+        if (now - state->requestStart > options_.headerTimeout) {
+          LOG_DEBUG << conn->name() << ": headers not complete in time";
+          appendError(408, &out);
+          state->closing = true;
+        }
+      } else if (!state->continueSent && parser.request().version() == Version::kHttp11) {
+        // The client waits for a go-ahead before sending a large body.
+        const auto expect = parser.request().header("Expect");
+        if (expect && equalsIgnoreCase(*expect, "100-continue")) {
+          out.append("HTTP/1.1 100 Continue\r\n\r\n");
+          state->continueSent = true;
+        }
+      }
+      break;
+    }
+    if (result == HttpParser::Result::kError) {
+      LOG_DEBUG << conn->name() << ": bad request, " << parser.errorStatus() << " "
+                << parser.errorMessage();
+      appendError(parser.errorStatus(), &out);
+      state->closing = true;
+      break;
+    }
+    state->closing = !respond(conn, parser.request(), &out);
+    state->continueSent = false;
+    parser.reset();
+  }
+  if (out.readableBytes() > 0) conn->send(&out);
+  if (state->closing) {
+    buf->retrieveAll();
+    conn->shutdown();  // after the answer has gone out; we read on until the peer closes
+  }
+}
+
+bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out) {
+  HttpResponse response(!request.keepAlive());
+  if (request.version() == Version::kHttp10 && request.keepAlive()) {
+    response.setKeepAliveHeader(true);
+  }
+  try {
+    if (handler_) {
+      handler_(request, &response);
+    } else {
+      response.setStatus(404);
+    }
+  } catch (const std::exception& e) {
+    LOG_ERROR << conn->name() << ": handler threw: " << e.what();
+    appendError(500, out);
+    return false;
+  }
+  const bool headOnly = request.method() == Method::kHead;
+  const size_t mark = out->readableBytes();
+  response.appendToBuffer(out, currentDate(), headOnly);
+  if (response.hasFile() && !headOnly) {
+    UniqueFd file = response.takeFile();
+    const size_t length = response.contentLength();
+    if (length <= options_.inlineFileMax) {
+      if (!appendFileContents(file.get(), length, out)) {
+        LOG_SYSERR << conn->name() << ": reading the response file";
+        out->unwrite(out->readableBytes() - mark);  // take back the headers
+        appendError(500, out);
+        return false;
+      }
+    } else {
+      conn->send(out);
+      conn->sendFile(std::move(file), 0, length);
+    }
+  }
+  return !response.closeConnection();
+}
+
+}  // namespace libnet::http

@@ -1,0 +1,419 @@
+// HttpServer + StaticFiles over real loopback sockets, on every backend:
+// keep-alive, pipelining, files byte-exact, HEAD, every request limit, path
+// traversal, idle and slow clients.
+#include "net/http/HttpServer.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "net/EventLoop.h"
+#include "net/EventLoopThread.h"
+#include "net/http/StaticFiles.h"
+#include "tests/net/TestUtil.h"
+
+namespace libnet::http {
+namespace {
+
+using test::BlockingClient;
+using test::randomBytes;
+using test::runSync;
+using test::waitUntil;
+
+struct Response {
+  bool complete = false;  // status line, headers and the whole announced body arrived
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+
+  [[nodiscard]] std::string header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+// Reads responses off one client socket, keeping what arrives after one
+// response for the next.
+class ResponseReader {
+ public:
+  explicit ResponseReader(BlockingClient* client) : client_(client) {}
+
+  // headOnly: the request was HEAD, so no body follows the headers.
+  Response next(bool headOnly = false) {
+    Response r;
+    size_t end;
+    while ((end = pending_.find("\r\n\r\n")) == std::string::npos) {
+      if (!fill()) return r;
+    }
+    const std::string head = pending_.substr(0, end);
+    pending_.erase(0, end + 4);
+    size_t lineEnd = head.find("\r\n");
+    const std::string statusLine = head.substr(0, lineEnd);
+    if (statusLine.rfind("HTTP/1.1 ", 0) != 0 || statusLine.size() < 12) return r;
+    r.status = std::stoi(statusLine.substr(9, 3));
+    while (lineEnd != std::string::npos) {
+      const size_t start = lineEnd + 2;
+      lineEnd = head.find("\r\n", start);
+      const std::string line = head.substr(start, lineEnd == std::string::npos ? std::string::npos
+                                                                               : lineEnd - start);
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) return r;
+      std::string name = line.substr(0, colon);
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      r.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+    if (r.status == 100) {  // interim: the caller asks for the final one next
+      r.complete = true;
+      return r;
+    }
+    const std::string length = r.header("content-length");
+    if (length.empty()) return r;  // every response must carry one
+    const size_t n = headOnly ? 0 : std::stoul(length);
+    while (pending_.size() < n) {
+      if (!fill()) return r;
+    }
+    r.body = pending_.substr(0, n);
+    pending_.erase(0, n);
+    r.complete = true;
+    return r;
+  }
+
+  // True if the server closed the connection (after whatever is pending).
+  bool closedByServer() {
+    while (fill()) {
+    }
+    return eof_;
+  }
+
+ private:
+  bool fill() {
+    char buf[65536];
+    const ssize_t n = ::recv(client_->fd(), buf, sizeof buf, 0);
+    if (n == 0) eof_ = true;
+    if (n <= 0) return false;
+    pending_.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+
+  BlockingClient* client_;
+  std::string pending_;
+  bool eof_ = false;
+};
+
+std::string get(const std::string& path, const std::string& extra = "") {
+  return "GET " + path + " HTTP/1.1\r\nHost: t\r\n" + extra + "\r\n";
+}
+
+class HttpServerTest : public ::testing::TestWithParam<PollerKind> {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("libnet-http-" + std::to_string(::getpid()) + "-" +
+             std::to_string(reinterpret_cast<uintptr_t>(this)));
+    std::filesystem::create_directories(root_ / "www" / "sub");
+    writeFile("www/small.txt", small_);
+    writeFile("www/big.bin", big_);
+    writeFile("www/sub/index.html", "<p>index</p>\n");
+    writeFile("secret.txt", kSecret);  // beside the root, never served
+    std::filesystem::create_symlink(root_ / "secret.txt", root_ / "www" / "link-out");
+    std::filesystem::create_symlink("small.txt", root_ / "www" / "link-in");
+    thread_ = std::make_unique<EventLoopThread>(nullptr, "http", GetParam());
+    loop_ = thread_->startLoop();
+  }
+
+  void TearDown() override {
+    if (server_) runSync(loop_, [&] { server_.reset(); });
+    thread_.reset();
+    std::filesystem::remove_all(root_);
+  }
+
+  void writeFile(const std::string& relative, const std::string& contents) {
+    std::ofstream(root_ / relative, std::ios::binary) << contents;
+  }
+
+  void startServer(HttpServer::Options options = HttpServer::Options()) {
+    files_ = std::make_unique<StaticFiles>((root_ / "www").string());
+    runSync(loop_, [&] {
+      server_ = std::make_unique<HttpServer>(loop_, InetAddress(0, true), "test", options);
+      server_->setHandler([this](const HttpRequest& request, HttpResponse* response) {
+        if (request.path() == "/hello") {
+          response->setStatus(200);
+          response->setBody("hello world\n");
+        } else if (request.path() == "/echo") {
+          response->setStatus(200);
+          response->setBody(request.body());
+        } else if (request.path() == "/throw") {
+          throw std::runtime_error("handler failed");
+        } else {
+          files_->serve(request, response);
+        }
+      });
+      server_->start();
+    });
+    address_ = runSync(loop_, [&] { return server_->listenAddress(); });
+  }
+
+  size_t connectionCount() {
+    return runSync(loop_, [&] { return server_->tcpServer().connectionCount(); });
+  }
+
+  // Sends `request` on a fresh connection; expects one response with
+  // `status` followed by the server closing the connection.
+  void expectStatusAndClose(const std::string& request, int status) {
+    BlockingClient client(address_);
+    ASSERT_TRUE(client.sendAll(request));
+    ResponseReader reader(&client);
+    const Response r = reader.next();
+    EXPECT_TRUE(r.complete);
+    EXPECT_EQ(r.status, status) << request.substr(0, 80);
+    EXPECT_EQ(r.header("connection"), "close");
+    EXPECT_TRUE(reader.closedByServer()) << "status " << status << " without a close";
+  }
+
+  static constexpr const char* kSecret = "top secret, outside the root\n";
+  const std::string small_ = randomBytes(1024, 1);
+  const std::string big_ = randomBytes(300 * 1024, 2);  // over the inline limit: sendfile
+  std::filesystem::path root_;
+  std::unique_ptr<StaticFiles> files_;
+  std::unique_ptr<EventLoopThread> thread_;
+  EventLoop* loop_ = nullptr;
+  std::unique_ptr<HttpServer> server_;
+  InetAddress address_;
+};
+
+TEST_P(HttpServerTest, KeepAliveServesManyRequestsOnOneConnection) {
+  startServer();
+  BlockingClient client(address_);
+  ResponseReader reader(&client);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(client.sendAll(get("/hello")));
+    const Response r = reader.next();
+    ASSERT_TRUE(r.complete) << "request " << i;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "hello world\n");
+    EXPECT_EQ(r.header("content-length"), "12");
+    EXPECT_FALSE(r.header("date").empty());
+    EXPECT_NE(r.header("connection"), "close");
+  }
+  EXPECT_EQ(connectionCount(), 1u);
+}
+
+TEST_P(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  startServer();
+  BlockingClient client(address_);
+  // One write, mixing inline answers, a sendfile body and a HEAD.
+  const std::string batch = get("/hello") + get("/big.bin") + get("/small.txt") +
+                            "HEAD /big.bin HTTP/1.1\r\nHost: t\r\n\r\n" + get("/missing") +
+                            get("/hello");
+  ASSERT_TRUE(client.sendAll(batch));
+  ResponseReader reader(&client);
+  Response r = reader.next();
+  EXPECT_EQ(r.body, "hello world\n");
+  r = reader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.body == big_) << "big.bin: " << r.body.size() << " bytes";
+  r = reader.next();
+  EXPECT_TRUE(r.body == small_);
+  r = reader.next(/*headOnly=*/true);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("content-length"), std::to_string(big_.size()));
+  r = reader.next();
+  EXPECT_EQ(r.status, 404);
+  r = reader.next();
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.body, "hello world\n");
+}
+
+TEST_P(HttpServerTest, StaticFilesAreByteExactWithTheirType) {
+  startServer();
+  BlockingClient client(address_);
+  ResponseReader reader(&client);
+  ASSERT_TRUE(client.sendAll(get("/small.txt")));
+  Response r = reader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.body == small_);
+  EXPECT_EQ(r.header("content-type"), "text/plain; charset=utf-8");
+  ASSERT_TRUE(client.sendAll(get("/big.bin")));
+  r = reader.next();
+  EXPECT_TRUE(r.body == big_);
+  EXPECT_EQ(r.header("content-type"), "application/octet-stream");
+  ASSERT_TRUE(client.sendAll(get("/sub/")));
+  r = reader.next();
+  EXPECT_EQ(r.body, "<p>index</p>\n");
+  EXPECT_EQ(r.header("content-type"), "text/html; charset=utf-8");
+  ASSERT_TRUE(client.sendAll(get("/link-in")));  // a symlink that stays inside
+  r = reader.next();
+  EXPECT_TRUE(r.body == small_);
+}
+
+TEST_P(HttpServerTest, HeadHasNoBodyButTheSameLength) {
+  startServer();
+  BlockingClient client(address_);
+  ResponseReader reader(&client);
+  ASSERT_TRUE(client.sendAll("HEAD /small.txt HTTP/1.1\r\nHost: t\r\n\r\n" + get("/hello")));
+  const Response head = reader.next(/*headOnly=*/true);
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.header("content-length"), "1024");
+  // Had the HEAD carried a body, it would show up here instead of /hello's answer.
+  const Response next = reader.next();
+  EXPECT_EQ(next.status, 200);
+  EXPECT_EQ(next.body, "hello world\n");
+}
+
+TEST_P(HttpServerTest, EachLimitAnswersItsStatusAndCloses) {
+  HttpServer::Options options;
+  options.limits.maxBodyBytes = 1000;
+  startServer(options);
+  expectStatusAndClose("GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: t\r\n\r\n", 414);
+  std::string manyFields = "GET /hello HTTP/1.1\r\nHost: t\r\n";
+  for (int i = 0; i < 120; ++i) manyFields += "X-F" + std::to_string(i) + ": v\r\n";
+  expectStatusAndClose(manyFields + "\r\n", 431);
+  expectStatusAndClose(
+      "GET /hello HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(70 * 1024, 'b') + "\r\n\r\n", 431);
+  expectStatusAndClose("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n", 413);
+  expectStatusAndClose(
+      "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" +
+          std::string(2048, 'c') + "\r\n0\r\n\r\n",
+      413);
+  expectStatusAndClose("GET /hello HTTP/1.1\r\nHost t\r\n\r\n", 400);
+  expectStatusAndClose("GET /hello HTTP/1.1\r\n\r\n", 400);  // 1.1 without Host
+  expectStatusAndClose("BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n", 501);
+  expectStatusAndClose("GET /hello HTTP/2.0\r\nHost: t\r\n\r\n", 505);
+  expectStatusAndClose("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n",
+                       400);
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+TEST_P(HttpServerTest, TraversalNeverLeaksAFileOutsideTheRoot) {
+  startServer();
+  for (const std::string path :
+       {"/../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E/secret.txt", "/sub/../../secret.txt",
+        "/sub/%2e%2e/%2e%2e/secret.txt", "/..%2fsecret.txt", "/link-out", "/%2e%2e%2fsecret.txt"}) {
+    BlockingClient client(address_);
+    ASSERT_TRUE(client.sendAll(get(path)));
+    ResponseReader reader(&client);
+    const Response r = reader.next();
+    EXPECT_TRUE(r.complete) << path;
+    EXPECT_EQ(r.status, 403) << path;
+    EXPECT_EQ(r.body.find("top secret"), std::string::npos) << path;
+  }
+  expectStatusAndClose("GET ../secret.txt HTTP/1.1\r\nHost: t\r\n\r\n", 400);
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll(get("/nothing-here")));
+  ResponseReader reader(&client);
+  EXPECT_EQ(reader.next().status, 404);
+}
+
+TEST_P(HttpServerTest, ChunkedBodyIsDecodedAndOtherMethodsOnFilesAre405) {
+  startServer();
+  BlockingClient client(address_);
+  ResponseReader reader(&client);
+  ASSERT_TRUE(client.sendAll("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n"));
+  Response r = reader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "hello, world");
+  ASSERT_TRUE(client.sendAll("DELETE /small.txt HTTP/1.1\r\nHost: t\r\n\r\n"));
+  r = reader.next();
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.header("allow"), "GET, HEAD");
+}
+
+TEST_P(HttpServerTest, ExpectContinueGetsAnInterimResponse) {
+  startServer();
+  BlockingClient client(address_);
+  ResponseReader reader(&client);
+  ASSERT_TRUE(client.sendAll("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n"
+                             "Expect: 100-continue\r\n\r\n"));
+  const Response interim = reader.next();
+  EXPECT_EQ(interim.status, 100);
+  ASSERT_TRUE(client.sendAll("body"));
+  const Response r = reader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "body");
+}
+
+TEST_P(HttpServerTest, ConnectionRulesOfHttp10And11) {
+  startServer();
+  {  // 1.0 without keep-alive: answered, then closed
+    BlockingClient client(address_);
+    ASSERT_TRUE(client.sendAll("GET /hello HTTP/1.0\r\n\r\n"));
+    ResponseReader reader(&client);
+    EXPECT_EQ(reader.next().body, "hello world\n");
+    EXPECT_TRUE(reader.closedByServer());
+  }
+  {  // 1.0 with keep-alive: stays open, says so
+    BlockingClient client(address_);
+    ResponseReader reader(&client);
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_TRUE(client.sendAll("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+      const Response r = reader.next();
+      EXPECT_EQ(r.body, "hello world\n");
+      EXPECT_EQ(r.header("connection"), "keep-alive");
+    }
+  }
+  // 1.1 asking to close: the answer says close, and the pipelined request
+  // behind it is not answered.
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll(get("/hello", "Connection: close\r\n") + get("/hello")));
+  ResponseReader reader(&client);
+  const Response r = reader.next();
+  EXPECT_EQ(r.body, "hello world\n");
+  EXPECT_EQ(r.header("connection"), "close");
+  EXPECT_TRUE(reader.closedByServer());
+}
+
+TEST_P(HttpServerTest, AThrowingHandlerAnswers500AndCloses) {
+  startServer();
+  expectStatusAndClose(get("/throw"), 500);
+}
+
+TEST_P(HttpServerTest, IdleKeepAliveConnectionIsClosed) {
+  HttpServer::Options options;
+  options.idleTimeout = std::chrono::milliseconds(300);
+  startServer(options);
+  BlockingClient client(address_);  // recv times out after 5 s: a missing kick fails
+  ASSERT_TRUE(client.sendAll(get("/hello")));
+  ResponseReader reader(&client);
+  EXPECT_EQ(reader.next().status, 200);
+  EXPECT_TRUE(reader.closedByServer());
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+TEST_P(HttpServerTest, SlowHeadersAreAnswered408) {
+  HttpServer::Options options;
+  options.headerTimeout = std::chrono::milliseconds(200);
+  startServer(options);
+  BlockingClient client(address_);
+  const std::string request = get("/hello", "X-Slow: " + std::string(200, 's') + "\r\n");
+  // A slowloris client: one byte every 20 ms, far slower than the deadline
+  // allows. The pacing is the behaviour under test, not synchronisation.
+  bool refused = false;
+  for (size_t i = 0; i < request.size() && !refused; ++i) {
+    if (!client.sendAll(request.substr(i, 1))) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pollfd pfd{client.fd(), POLLIN, 0};
+    refused = ::poll(&pfd, 1, 0) == 1;
+  }
+  ASSERT_TRUE(refused) << "the whole request went through at a slowloris pace";
+  ResponseReader reader(&client);
+  EXPECT_EQ(reader.next().status, 408);
+  EXPECT_TRUE(reader.closedByServer());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, HttpServerTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
+                         test::pollerName);
+
+}  // namespace
+}  // namespace libnet::http
