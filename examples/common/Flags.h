@@ -33,14 +33,15 @@ class Flags {
   void addDirectory(std::string name, std::string* target);
   // epoll | uring | auto.
   void addBackend(std::string name, PollerKind* target);
+  // Any other check: `set` returns an error message, or "" when it took the value.
+  using Setter = std::function<std::string(std::string_view)>;
+  void addCustom(std::string name, Setter set) { add(std::move(name), std::move(set)); }
 
   // nullopt: go on. Otherwise the exit status to return now (0 after --help,
   // kExitUsage after a bad option, with the reason printed to stderr).
   [[nodiscard]] std::optional<int> parse(int argc, char* argv[]);
 
  private:
-  // Returns an error message, or an empty string when the value was taken.
-  using Setter = std::function<std::string(std::string_view)>;
   struct Option {
     std::string name;
     Setter set;

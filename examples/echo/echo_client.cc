@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/Logging.h"
+#include "examples/common/Flags.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
@@ -39,7 +40,6 @@ using libnet::TcpConnectionPtr;
 using libnet::Timestamp;
 
 constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
 // Each connection is an fd and a socket buffer pair: beyond this it is a typo.
 constexpr int kMaxConnections = 10000;
 
@@ -68,18 +68,6 @@ struct Options {
   std::string timeoutText = "5";  // as typed, for the timeout message
 };
 
-enum class ParseOutcome { kOk, kHelp, kUnknownOption, kBadValue };
-
-std::optional<int> parsePositiveInt(std::string_view text, int max) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 1 ||
-      value > max) {
-    return std::nullopt;
-  }
-  return value;
-}
-
 std::optional<double> parsePositiveSeconds(std::string_view text) {
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -91,68 +79,34 @@ std::optional<double> parsePositiveSeconds(std::string_view text) {
   return value;
 }
 
-// Accepts "--flag VALUE" and "--flag=VALUE". On kBadValue, *error says which
-// flag and why; an unknown option is reported here and answered with usage.
-ParseOutcome parseArgs(int argc, char* argv[], Options* options, std::string* error) {
-  constexpr std::string_view kFlags[] = {"--address", "--port",        "--message",
-                                         "--count",   "--connections", "--timeout"};
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") return ParseOutcome::kHelp;
-    std::string_view flag = arg;
-    std::optional<std::string_view> value;
-    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      flag = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
+// nullopt: go on; otherwise the exit status (the reason is printed).
+std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
+  libnet::Flags flags("echo_client", std::string(kUsage));
+  flags.addString("--address", &options->address);
+  flags.addCustom("--port", [options](std::string_view text) {
+    const auto port = InetAddress::parsePort(text);
+    if (!port || *port == 0) return "invalid port '" + std::string(text) + "' (expected 1..65535)";
+    options->port = *port;
+    return std::string();
+  });
+  flags.addCustom("--message", [options](std::string_view text) {
+    // An empty message would have nothing to echo and nothing to verify.
+    if (text.empty()) return std::string("must not be empty");
+    options->message = std::string(text);
+    return std::string();
+  });
+  flags.addInt("--count", &options->count, 1, std::numeric_limits<int>::max());
+  flags.addInt("--connections", &options->connections, 1, kMaxConnections);
+  flags.addCustom("--timeout", [options](std::string_view text) {
+    const auto seconds = parsePositiveSeconds(text);
+    if (!seconds) {
+      return "invalid timeout '" + std::string(text) + "' (expected a positive number of seconds)";
     }
-    if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags)) {
-      std::cerr << "echo_client: unknown option '" << arg << "'\n";
-      return ParseOutcome::kUnknownOption;
-    }
-    if (!value) {
-      if (i + 1 >= argc) {
-        *error = "option " + std::string(flag) + " needs a value";
-        return ParseOutcome::kBadValue;
-      }
-      value = argv[++i];
-    }
-    const std::string text(*value);
-    if (flag == "--address") {
-      options->address = text;
-    } else if (flag == "--port") {
-      auto port = InetAddress::parsePort(text);
-      if (!port || *port == 0) {
-        *error = "invalid port '" + text + "' (expected 1..65535)";
-        return ParseOutcome::kBadValue;
-      }
-      options->port = *port;
-    } else if (flag == "--message") {
-      // An empty message would have nothing to echo and nothing to verify.
-      if (text.empty()) {
-        *error = "--message must not be empty";
-        return ParseOutcome::kBadValue;
-      }
-      options->message = text;
-    } else if (flag == "--count" || flag == "--connections") {
-      const int max = flag == "--count" ? std::numeric_limits<int>::max() : kMaxConnections;
-      auto n = parsePositiveInt(text, max);
-      if (!n) {
-        *error = "invalid " + std::string(flag.substr(2)) + " '" + text + "' (expected 1.." +
-                 std::to_string(max) + ")";
-        return ParseOutcome::kBadValue;
-      }
-      (flag == "--count" ? options->count : options->connections) = *n;
-    } else {
-      auto seconds = parsePositiveSeconds(text);
-      if (!seconds) {
-        *error = "invalid timeout '" + text + "' (expected a positive number of seconds)";
-        return ParseOutcome::kBadValue;
-      }
-      options->timeoutSeconds = *seconds;
-      options->timeoutText = text;
-    }
-  }
-  return ParseOutcome::kOk;
+    options->timeoutSeconds = *seconds;
+    options->timeoutText = std::string(text);
+    return std::string();
+  });
+  return flags.parse(argc, argv);
 }
 
 // One connection's progress. Plain data: the run's callbacks below drive it.
@@ -280,25 +234,12 @@ void onMessage(Run* run, Session* session, const TcpConnectionPtr& conn, Buffer*
 
 int main(int argc, char* argv[]) {
   Options options;
-  std::string error;
-  switch (parseArgs(argc, argv, &options, &error)) {
-    case ParseOutcome::kOk:
-      break;
-    case ParseOutcome::kHelp:
-      std::cout << kUsage;
-      return 0;
-    case ParseOutcome::kUnknownOption:
-      std::cerr << kUsage;
-      return kExitUsage;
-    case ParseOutcome::kBadValue:
-      std::cerr << "echo_client: " << error << " (see --help)\n";
-      return kExitUsage;
-  }
+  if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
   const std::optional<InetAddress> serverAddr = InetAddress::parse(options.address, options.port);
   if (!serverAddr) {
     std::cerr << "echo_client: invalid address '" << options.address
               << "' (expected a numeric IPv4 or IPv6 address)\n";
-    return kExitUsage;
+    return libnet::Flags::kExitUsage;
   }
 
   EventLoop loop;
