@@ -19,9 +19,11 @@ namespace {
 // peer could make us hold an endless line.
 constexpr size_t kMaxChunkSizeLine = 4096;
 
-// Body capacity reserved up front from Content-Length. Capped so that a
-// client announcing a large body and sending nothing does not pin that much
-// memory per connection; beyond it the string grows as bytes arrive.
+// Body capacity reserved up front from Content-Length, and the most that
+// reset() lets the body keep for the next request. Capped so that a client
+// announcing a large body and sending nothing, or an idle keep-alive
+// connection after one large upload, does not pin that much memory; beyond it
+// the string grows as bytes arrive.
 constexpr size_t kMaxBodyReserve = 64 * 1024;
 
 // The line from p to the '\n' at lf, without the line end (CRLF or bare LF).
@@ -87,6 +89,7 @@ HttpParser::HttpParser(Limits limits) : limits_(limits) {}
 
 void HttpParser::reset() {
   request_.clear();
+  if (request_.body_.capacity() > kMaxBodyReserve) std::string().swap(request_.body_);
   state_ = State::kRequestLine;
   seenBytes_ = false;
   hasHost_ = false;
@@ -366,23 +369,26 @@ bool HttpParser::parseFieldLine(std::string_view line, bool trailer) {
     fail(400, "folded or indented field line");
     return false;
   }
-  const size_t colon = line.find(':');
-  if (colon == std::string_view::npos) {
+  // One pass finds the colon and checks the name: it must be reached through
+  // token characters only.
+  size_t colon = 0;
+  while (colon < line.size() && hasClass(line[colon], detail::kTokenChar)) ++colon;
+  if (colon == line.size()) {
     fail(400, "field line without colon");
     return false;
   }
-  const std::string_view name = line.substr(0, colon);
-  if (name.empty()) {
+  if (line[colon] != ':') {
+    // RFC 9112 5.1: whitespace before the colon must be rejected with 400.
+    fail(400, detail::isOws(line[colon]) ? "whitespace before colon" : "invalid field name");
+    return false;
+  }
+  if (colon == 0) {
     fail(400, "empty field name");
     return false;
   }
-  if (!allOf(name, detail::kTokenChar)) {
-    // RFC 9112 5.1: whitespace before the colon must be rejected with 400.
-    fail(400, detail::isOws(name.back()) ? "whitespace before colon" : "invalid field name");
-    return false;
-  }
+  const std::string_view name = line.substr(0, colon);
   const std::string_view value = detail::trimOws(line.substr(colon + 1));
-  if (!allOf(value, detail::kFieldChar)) {
+  if (!detail::isFieldValue(value)) {
     fail(400, "invalid character in field value");
     return false;
   }

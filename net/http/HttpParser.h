@@ -67,8 +67,8 @@ class HttpParser {
   // empty unless in error.
   [[nodiscard]] std::string_view errorMessage() const { return errorMessage_; }
 
-  // Ready for the next request on the same connection; keeps the request's
-  // string capacity.
+  // Ready for the next request on the same connection. Keeps the request's
+  // string capacity, except that a body buffer grown past 64 KiB is freed.
   void reset();
 
   // Some bytes of a request (blank lines before it included) have been seen

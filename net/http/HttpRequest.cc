@@ -32,6 +32,30 @@ std::string_view versionName(Version version) {
   return version == Version::kHttp10 ? "HTTP/1.0" : "HTTP/1.1";
 }
 
+HttpRequest::HttpRequest(const HttpRequest& other)
+    : method_(other.method_),
+      version_(other.version_),
+      keepAlive_(other.keepAlive_),
+      target_(other.target_),
+      path_(other.path_),
+      query_(other.query_),
+      headers_(other.headers_),
+      body_(other.body_) {}
+
+HttpRequest& HttpRequest::operator=(const HttpRequest& other) {
+  if (this == &other) return *this;
+  clear();
+  method_ = other.method_;
+  version_ = other.version_;
+  keepAlive_ = other.keepAlive_;
+  target_ = other.target_;
+  path_ = other.path_;
+  query_ = other.query_;
+  for (const Header& h : other.headers_) addHeader(h.first, h.second);
+  body_ = other.body_;
+  return *this;
+}
+
 std::optional<std::string_view> HttpRequest::header(std::string_view name) const {
   for (const Header& h : headers_) {
     if (detail::equalsIgnoreCase(h.first, name)) return std::string_view(h.second);
@@ -48,8 +72,12 @@ void HttpRequest::clear() {
   query_.clear();
   body_.clear();
   // Moving a string hands over its heap block, so the spare pool keeps the
-  // capacity that vector::clear() would free.
-  for (Header& h : headers_) spareHeaders_.push_back(std::move(h));
+  // capacity that vector::clear() would free. Pushed last field first, so
+  // addHeader() pops them in the old order: requests from one client repeat
+  // their fields, and each string then gets a value of the size it had.
+  for (auto it = headers_.rbegin(); it != headers_.rend(); ++it) {
+    spareHeaders_.push_back(std::move(*it));
+  }
   headers_.clear();
 }
 

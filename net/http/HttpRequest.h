@@ -28,6 +28,13 @@ class HttpRequest {
  public:
   using Header = std::pair<std::string, std::string>;
 
+  HttpRequest() = default;
+  // Copies the request, not the pool of spare strings kept for reuse.
+  HttpRequest(const HttpRequest& other);
+  HttpRequest& operator=(const HttpRequest& other);
+  HttpRequest(HttpRequest&&) noexcept = default;
+  HttpRequest& operator=(HttpRequest&&) noexcept = default;
+
   [[nodiscard]] Method method() const { return method_; }
   [[nodiscard]] std::string_view methodName() const { return http::methodName(method_); }
   // HTTP/1.2 and later 1.x minors are reported as kHttp11 (RFC 9110 2.5).

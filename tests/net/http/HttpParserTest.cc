@@ -421,6 +421,34 @@ TEST(HttpParserTest, MalformedFieldLinesAre400) {
   EXPECT_EQ(errorOf("GET / HTTP/1.1\r\n Host: h\r\n\r\n"), 400);
 }
 
+// Field values are checked eight bytes at a time; a bad byte must be found
+// in every position of a word, and next to bytes that are fine (high bytes,
+// tabs) in the same word.
+TEST(HttpParserTest, FieldValueBytesInEveryPosition) {
+  auto statusOf = [](const std::string& value) {
+    HttpParser parser;
+    Buffer buf;
+    buf.append("GET / HTTP/1.1\r\nHost: h\r\nX: " + value + "\r\n\r\n");
+    const Result r = parser.parse(&buf);
+    return r == Result::kComplete ? 0 : parser.errorStatus();
+  };
+  std::string good;
+  for (int c = 0x20; c <= 0xff; ++c) {
+    if (c != 0x7f) good.push_back(static_cast<char>(c));
+  }
+  good = "a" + good + "z";  // no whitespace at the ends, which would be trimmed
+  EXPECT_EQ(statusOf(good), 0);
+  for (size_t at = 1; at + 1 < 40; ++at) {
+    std::string value = "v" + std::string(38, '\xe9') + "v";
+    value[at] = '\t';
+    EXPECT_EQ(statusOf(value), 0) << "tab at " << at;
+    for (char bad : {'\0', '\x01', '\x1f', '\x7f', '\r', '\x0b'}) {
+      value[at] = bad;
+      EXPECT_EQ(statusOf(value), 400) << "byte " << int(bad) << " at " << at;
+    }
+  }
+}
+
 TEST(HttpParserTest, WhitespaceBeforeColonMessage) {
   HttpParser parser;
   Buffer buf;
@@ -856,6 +884,38 @@ TEST(HttpParserTest, ResetKeepsStringCapacity) {
   EXPECT_GE(largest, longValue.size());
   EXPECT_EQ(parser.request().header("X-Short"), "s");
   EXPECT_EQ(parser.request().headers().size(), 2u);
+}
+
+TEST(HttpParserTest, ResetFreesALargeBody) {
+  HttpParser parser;
+  Buffer buf;
+  buf.append(post("Content-Length: 200000\r\n", std::string(200000, 'b')));
+  ASSERT_EQ(parser.parse(&buf), Result::kComplete);
+  ASSERT_GE(parser.request().body().capacity(), 200000u);
+  parser.reset();
+  EXPECT_LE(parser.request().body().capacity(), 64u * 1024);
+}
+
+TEST(HttpParserTest, CopiesAreIndependentValues) {
+  HttpParser parser;
+  Buffer buf;
+  buf.append(post("X-A: 1\r\nContent-Length: 2\r\n", "ab") + get("/next?n", "X-B: 2\r\n"));
+  ASSERT_EQ(parser.parse(&buf), Result::kComplete);
+  const HttpRequest first = parser.request();
+  parser.reset();
+  ASSERT_EQ(parser.parse(&buf), Result::kComplete);
+  HttpRequest assigned;
+  assigned = parser.request();
+  parser.reset();
+  EXPECT_EQ(first.method(), Method::kPost);
+  EXPECT_EQ(first.body(), "ab");
+  EXPECT_EQ(first.header("x-a"), "1");
+  EXPECT_EQ(first.headers().size(), 3u);
+  EXPECT_EQ(assigned.path(), "/next");
+  EXPECT_EQ(assigned.query(), "n");
+  EXPECT_EQ(assigned.header("X-B"), "2");
+  EXPECT_FALSE(assigned.header("X-A").has_value());
+  EXPECT_EQ(snapshot(assigned), snapshot(HttpRequest(assigned)));
 }
 
 TEST(HttpParserTest, ClearEmptiesTheRequest) {
