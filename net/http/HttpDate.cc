@@ -21,13 +21,13 @@ void formatHttpDate(std::time_t t, char* out) {
   // gmtime_r, not strftime: strftime's %a and %b follow LC_TIME, and the
   // wire format wants the English names whatever the process locale is.
   struct tm tm;
-  if (gmtime_r(&t, &tm) == nullptr) {
-    // Out of struct tm's range; the epoch is a well-formed stand-in.
-    std::time_t zero = 0;
-    gmtime_r(&zero, &tm);
+  // IMF-fixdate has a four-digit year; outside 0..9999 (or outside what
+  // gmtime_r handles) the epoch is a well-formed stand-in.
+  if (gmtime_r(&t, &tm) == nullptr || tm.tm_year < -1900 || tm.tm_year > 9999 - 1900) {
+    const std::time_t epoch = 0;
+    gmtime_r(&epoch, &tm);
   }
-  int year = tm.tm_year + 1900;
-  if (year < 0 || year > 9999) year = 1970;  // IMF-fixdate has four digits
+  const int year = tm.tm_year + 1900;
   std::memcpy(out, kDayNames[tm.tm_wday], 3);
   out[3] = ',';
   out[4] = ' ';

@@ -50,12 +50,15 @@ class HttpParser {
   HttpParser(const HttpParser&) = delete;
   HttpParser& operator=(const HttpParser&) = delete;
 
-  // Consumes bytes from `buf` (see the file comment). kComplete: request() is
-  // a whole request and nothing after it was consumed; call reset() before
-  // parsing on. kError: errorStatus() is the status to answer (400, 413, 414,
-  // 431, 501 or 505) and the connection should be closed; every later call
-  // returns kError until reset(). After kComplete, calls return kComplete
-  // without consuming until reset().
+  // Consumes bytes from `buf` (see the file comment). Whatever it leaves
+  // unconsumed must come first in the buffer of the next call: the parser
+  // remembers how much of an incomplete line it has already searched.
+  // kComplete: request() is a whole request and nothing after it was
+  // consumed; call reset() before parsing on. Until then, calls return
+  // kComplete without consuming.
+  // kError: errorStatus() is the status to answer (400, 413, 414, 431, 501 or
+  // 505) and the connection should be closed; every later call returns
+  // kError until reset().
   [[nodiscard]] Result parse(Buffer* buf);
 
   [[nodiscard]] const HttpRequest& request() const { return request_; }
@@ -63,7 +66,7 @@ class HttpParser {
 
   // 0 unless the last parse() returned kError.
   [[nodiscard]] int errorStatus() const { return errorStatus_; }
-  // A short reason for logs and error pages, e.g. "invalid header name";
+  // A short reason for logs and error pages, e.g. "invalid field name";
   // empty unless in error.
   [[nodiscard]] std::string_view errorMessage() const { return errorMessage_; }
 

@@ -18,6 +18,13 @@ TEST(HttpDateTest, KnownInstants) {
   EXPECT_EQ(formatHttpDate(2147483648), "Tue, 19 Jan 2038 03:14:08 GMT");
 }
 
+TEST(HttpDateTest, OutOfRangeYearsFallBackToTheEpoch) {
+  // 253402300800 is 10000-01-01T00:00:00Z, the first second with five digits.
+  EXPECT_EQ(formatHttpDate(253402300799), "Fri, 31 Dec 9999 23:59:59 GMT");
+  EXPECT_EQ(formatHttpDate(253402300800), "Thu, 01 Jan 1970 00:00:00 GMT");
+  EXPECT_EQ(formatHttpDate(-62167219201), "Thu, 01 Jan 1970 00:00:00 GMT");  // year -1
+}
+
 TEST(HttpDateTest, FixedLengthWithoutTerminator) {
   char out[kHttpDateLength + 1];
   out[kHttpDateLength] = '#';
