@@ -1,0 +1,593 @@
+#include "net/http/HttpParser.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "net/http/HttpChars.h"
+
+namespace libnet::http {
+
+using detail::allOf;
+using detail::equalsLower;
+using detail::hasClass;
+
+namespace {
+
+// A chunk-size line is a hex number plus extensions we ignore. It is not a
+// Limits field because no real client comes near this, but without a bound a
+// peer could make us hold an endless line.
+constexpr size_t kMaxChunkSizeLine = 4096;
+
+// Body capacity reserved up front from Content-Length, and the most that
+// reset() lets the body keep for the next request. Capped so that a client
+// announcing a large body and sending nothing, or an idle keep-alive
+// connection after one large upload, does not pin that much memory; beyond it
+// the string grows as bytes arrive.
+constexpr size_t kMaxBodyReserve = 64 * 1024;
+
+// The line from p to the '\n' at lf, without the line end (CRLF or bare LF).
+std::string_view lineBefore(const char* p, const char* lf) {
+  const char* e = lf;
+  if (e > p && e[-1] == '\r') --e;
+  return {p, static_cast<size_t>(e - p)};
+}
+
+struct MethodEntry {
+  std::string_view name;
+  Method method;
+};
+
+// Most frequent first; a mismatch usually costs one size comparison.
+constexpr MethodEntry kMethods[] = {
+    {"GET", Method::kGet},     {"POST", Method::kPost},     {"HEAD", Method::kHead},
+    {"PUT", Method::kPut},     {"DELETE", Method::kDelete}, {"OPTIONS", Method::kOptions},
+    {"PATCH", Method::kPatch}, {"TRACE", Method::kTrace},   {"CONNECT", Method::kConnect},
+};
+
+// Method names are case-sensitive (RFC 9110 9.1): "get" is a valid token but
+// not a method we implement.
+bool lookupMethod(std::string_view s, Method* method) {
+  for (const MethodEntry& m : kMethods) {
+    if (m.name == s) {
+      *method = m.method;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+bool isSchemeChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || isDigit(c) || c == '+' || c == '-' ||
+         c == '.';
+}
+
+unsigned hexValue(char c) {
+  if (isDigit(c)) return static_cast<unsigned>(c - '0');
+  return static_cast<unsigned>(detail::toLowerAscii(c) - 'a' + 10);
+}
+
+// Decimal digits only (no sign, no spaces inside); saturates at SIZE_MAX,
+// which every body limit rejects.
+bool parseDecimal(std::string_view s, size_t* out) {
+  if (s.empty()) return false;
+  size_t v = 0;
+  for (char c : s) {
+    if (!isDigit(c)) return false;
+    const auto d = static_cast<size_t>(c - '0');
+    v = v > (SIZE_MAX - d) / 10 ? SIZE_MAX : v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+HttpParser::HttpParser(Limits limits) : limits_(limits) {}
+
+void HttpParser::reset() {
+  request_.clear();
+  if (request_.body_.capacity() > kMaxBodyReserve) std::string().swap(request_.body_);
+  state_ = State::kRequestLine;
+  seenBytes_ = false;
+  hasHost_ = false;
+  hasContentLength_ = false;
+  chunked_ = false;
+  connectionClose_ = false;
+  connectionKeepAlive_ = false;
+  scanned_ = 0;
+  headerBytes_ = 0;
+  headerCount_ = 0;
+  contentLength_ = 0;
+  remaining_ = 0;
+  errorStatus_ = 0;
+  errorMessage_ = {};
+}
+
+bool HttpParser::midRequest() const {
+  switch (state_) {
+    case State::kRequestLine:
+      return seenBytes_;
+    case State::kComplete:
+    case State::kError:
+      return false;
+    default:
+      return true;
+  }
+}
+
+HttpParser::Result HttpParser::parse(Buffer* buf) {
+  if (state_ == State::kComplete) return Result::kComplete;
+  if (state_ == State::kError) return Result::kError;
+
+  const char* const begin = buf->peek();
+  const char* const end = begin + buf->readableBytes();
+  const char* p = begin;
+  Step step = Step::kContinue;
+  while (step == Step::kContinue) {
+    switch (state_) {
+      case State::kRequestLine:
+        step = parseRequestLineState(p, end);
+        break;
+      case State::kHeaders:
+        step = parseHeadersState(p, end);
+        break;
+      case State::kBody:
+        step = parseBodyState(p, end);
+        break;
+      case State::kChunkSize:
+        step = parseChunkSizeState(p, end);
+        break;
+      case State::kChunkData:
+        step = parseChunkDataState(p, end);
+        break;
+      case State::kChunkDataEnd:
+        step = parseChunkDataEndState(p, end);
+        break;
+      case State::kTrailers:
+        step = parseTrailersState(p, end);
+        break;
+      case State::kComplete:
+      case State::kError:
+        step = Step::kStop;
+        break;
+    }
+  }
+  buf->retrieve(static_cast<size_t>(p - begin));
+
+  if (state_ == State::kComplete) return Result::kComplete;
+  if (state_ == State::kError) return Result::kError;
+  return Result::kNeedMore;
+}
+
+const char* HttpParser::findLineEnd(const char* p, const char* end) {
+  const auto available = static_cast<size_t>(end - p);
+  // min() guards against a caller that dropped the partial line after all.
+  const char* from = p + std::min(scanned_, available);
+  const void* lf = std::memchr(from, '\n', static_cast<size_t>(end - from));
+  if (lf == nullptr) {
+    scanned_ = available;
+    return nullptr;
+  }
+  scanned_ = 0;
+  return static_cast<const char*>(lf);
+}
+
+HttpParser::Step HttpParser::fail(int status, std::string_view message) {
+  state_ = State::kError;
+  errorStatus_ = status;
+  errorMessage_ = message;
+  return Step::kStop;
+}
+
+HttpParser::Step HttpParser::complete() {
+  state_ = State::kComplete;
+  return Step::kStop;
+}
+
+// Every length limit below is checked the same way on an incomplete line
+// (its bytes so far plus the one byte, '\n', it still needs) as on a complete
+// one, and before any syntax check of that line, so the verdict does not
+// depend on how the bytes were split across reads.
+
+HttpParser::Step HttpParser::parseRequestLineState(const char*& p, const char* end) {
+  while (p != end) {
+    seenBytes_ = true;
+    const char* lf = findLineEnd(p, end);
+    if (lf == nullptr) {
+      if (static_cast<size_t>(end - p) + 1 > limits_.maxRequestLine) {
+        return fail(414, "request line too long");
+      }
+      return Step::kNeedMore;
+    }
+    const std::string_view line = lineBefore(p, lf);
+    if (line.empty()) {
+      // Empty lines before a request are skipped (RFC 9112 2.2): some clients
+      // send a stray CRLF after a POST body.
+      p = lf + 1;
+      continue;
+    }
+    if (static_cast<size_t>(lf + 1 - p) > limits_.maxRequestLine) {
+      return fail(414, "request line too long");
+    }
+    p = lf + 1;
+    if (!parseRequestLine(line)) return Step::kStop;
+    state_ = State::kHeaders;
+    return Step::kContinue;
+  }
+  return Step::kNeedMore;
+}
+
+bool HttpParser::parseRequestLine(std::string_view line) {
+  // method SP request-target SP HTTP-version, single spaces (RFC 9112 3).
+  const size_t sp1 = line.find(' ');
+  if (sp1 == std::string_view::npos || sp1 == 0) {
+    fail(400, "malformed request line");
+    return false;
+  }
+  const std::string_view method = line.substr(0, sp1);
+  const std::string_view rest = line.substr(sp1 + 1);
+  const size_t sp2 = rest.find(' ');
+  if (sp2 == std::string_view::npos) {
+    fail(400, "malformed request line");
+    return false;
+  }
+  const std::string_view target = rest.substr(0, sp2);
+  const std::string_view version = rest.substr(sp2 + 1);
+
+  if (!allOf(method, detail::kTokenChar)) {
+    fail(400, "invalid method");
+    return false;
+  }
+  if (target.empty() || !allOf(target, detail::kTargetChar)) {
+    fail(400, "invalid request target");
+    return false;
+  }
+  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !isDigit(version[5]) ||
+      version[6] != '.' || !isDigit(version[7])) {
+    fail(400, "malformed HTTP version");
+    return false;
+  }
+  // Checked before the method: the method's meaning depends on the version.
+  if (version[5] != '1') {
+    fail(505, "HTTP version not supported");
+    return false;
+  }
+  // A higher 1.x minor is processed as the highest we support (RFC 9110 2.5).
+  request_.version_ = version[7] == '0' ? Version::kHttp10 : Version::kHttp11;
+  if (!lookupMethod(method, &request_.method_)) {
+    fail(501, "method not implemented");
+    return false;
+  }
+  request_.target_.assign(target);
+  return parseTarget();
+}
+
+bool HttpParser::parseTarget() {
+  const std::string_view t = request_.target_;
+  // A fragment is never sent (RFC 9112 3.2); one here means a broken client
+  // or an attempt to make a path mean two things.
+  if (t.find('#') != std::string_view::npos) {
+    fail(400, "invalid request target");
+    return false;
+  }
+  if (request_.method_ == Method::kConnect) {
+    // authority-form, host:port, and only for CONNECT (RFC 9112 3.2.3).
+    if (t.find_first_of("/?@") != std::string_view::npos || t.find(':') == std::string_view::npos) {
+      fail(400, "invalid CONNECT target");
+      return false;
+    }
+    request_.path_.assign(t);
+    return true;
+  }
+
+  std::string_view pathAndQuery;
+  if (t.front() == '/') {
+    pathAndQuery = t;  // origin-form, the usual case
+  } else if (t == "*") {
+    if (request_.method_ != Method::kOptions) {
+      fail(400, "asterisk target outside OPTIONS");
+      return false;
+    }
+    request_.path_.assign(t);
+    return true;
+  } else {
+    // absolute-form, scheme "://" authority [path] ["?" query], which servers
+    // must accept (RFC 9112 3.2.2).
+    const size_t schemeEnd = t.find("://");
+    if (schemeEnd == std::string_view::npos || schemeEnd == 0 ||
+        !std::all_of(t.begin(), t.begin() + static_cast<ptrdiff_t>(schemeEnd), isSchemeChar) ||
+        isDigit(t[0])) {
+      fail(400, "invalid request target");
+      return false;
+    }
+    const size_t authority = schemeEnd + 3;
+    const size_t pathStart = t.find_first_of("/?", authority);
+    if (pathStart == authority || authority == t.size()) {
+      fail(400, "invalid request target");
+      return false;
+    }
+    if (pathStart == std::string_view::npos) {
+      request_.path_.assign("/");
+      return true;
+    }
+    pathAndQuery = t.substr(pathStart);
+  }
+
+  const size_t q = pathAndQuery.find('?');
+  request_.path_.assign(pathAndQuery.substr(0, q));
+  if (request_.path_.empty()) request_.path_.assign("/");
+  if (q != std::string_view::npos) request_.query_.assign(pathAndQuery.substr(q + 1));
+  return true;
+}
+
+HttpParser::Step HttpParser::parseHeadersState(const char*& p, const char* end) {
+  while (true) {
+    const char* lf = findLineEnd(p, end);
+    if (lf == nullptr) {
+      if (headerBytes_ + static_cast<size_t>(end - p) + 1 > limits_.maxHeaderBytes) {
+        return fail(431, "header section too large");
+      }
+      return Step::kNeedMore;
+    }
+    headerBytes_ += static_cast<size_t>(lf + 1 - p);
+    if (headerBytes_ > limits_.maxHeaderBytes) return fail(431, "header section too large");
+    const std::string_view line = lineBefore(p, lf);
+    p = lf + 1;
+    if (line.empty()) return finishHeaders();
+    if (++headerCount_ > limits_.maxHeaderCount) return fail(431, "too many header fields");
+    if (!parseFieldLine(line, false)) return Step::kStop;
+  }
+}
+
+HttpParser::Step HttpParser::parseTrailersState(const char*& p, const char* end) {
+  while (true) {
+    const char* lf = findLineEnd(p, end);
+    if (lf == nullptr) {
+      if (headerBytes_ + static_cast<size_t>(end - p) + 1 > limits_.maxHeaderBytes) {
+        return fail(431, "trailer section too large");
+      }
+      return Step::kNeedMore;
+    }
+    headerBytes_ += static_cast<size_t>(lf + 1 - p);
+    if (headerBytes_ > limits_.maxHeaderBytes) return fail(431, "trailer section too large");
+    const std::string_view line = lineBefore(p, lf);
+    p = lf + 1;
+    if (line.empty()) return complete();
+    if (++headerCount_ > limits_.maxHeaderCount) return fail(431, "too many trailer fields");
+    if (!parseFieldLine(line, true)) return Step::kStop;
+  }
+}
+
+bool HttpParser::parseFieldLine(std::string_view line, bool trailer) {
+  // A field line that starts with whitespace is either obs-fold or, on the
+  // first line, whitespace after the start line; RFC 9112 2.2 and 5.2 let a
+  // server reject both, and accepting them is a known smuggling vector.
+  if (detail::isOws(line.front())) {
+    fail(400, "folded or indented field line");
+    return false;
+  }
+  // One pass finds the colon and checks the name: it must be reached through
+  // token characters only.
+  size_t colon = 0;
+  while (colon < line.size() && hasClass(line[colon], detail::kTokenChar)) ++colon;
+  if (colon == line.size()) {
+    fail(400, "field line without colon");
+    return false;
+  }
+  if (line[colon] != ':') {
+    // RFC 9112 5.1: whitespace before the colon must be rejected with 400.
+    fail(400, detail::isOws(line[colon]) ? "whitespace before colon" : "invalid field name");
+    return false;
+  }
+  if (colon == 0) {
+    fail(400, "empty field name");
+    return false;
+  }
+  const std::string_view name = line.substr(0, colon);
+  const std::string_view value = detail::trimOws(line.substr(colon + 1));
+  if (!detail::isFieldValue(value)) {
+    fail(400, "invalid character in field value");
+    return false;
+  }
+  // Trailers are checked and dropped: nothing in them may change framing,
+  // and the server has no use for them.
+  if (trailer) return true;
+
+  request_.addHeader(name, value);
+  // Only four names matter to the parser; the length test rejects almost
+  // every other field with one comparison.
+  switch (name.size()) {
+    case 4:
+      if (equalsLower(name, "host")) {
+        if (hasHost_) {
+          fail(400, "duplicate Host header");
+          return false;
+        }
+        hasHost_ = true;
+      }
+      break;
+    case 10:
+      if (equalsLower(name, "connection")) onConnection(value);
+      break;
+    case 14:
+      if (equalsLower(name, "content-length")) return onContentLength(value);
+      break;
+    case 17:
+      if (equalsLower(name, "transfer-encoding")) return onTransferEncoding(value);
+      break;
+    default:
+      break;
+  }
+  return true;
+}
+
+bool HttpParser::onContentLength(std::string_view value) {
+  if (chunked_) {
+    fail(400, "both Content-Length and Transfer-Encoding");
+    return false;
+  }
+  // A list of identical values ("42, 42", from a proxy joining duplicates) is
+  // one length (RFC 9112 6.3); anything else is a framing error.
+  bool valid = true;
+  bool any = false;
+  size_t length = 0;
+  detail::forEachListElement(value, [&](std::string_view element) {
+    size_t v = 0;
+    if (!parseDecimal(element, &v) || (any && v != length)) valid = false;
+    length = v;
+    any = true;
+  });
+  if (!valid || !any) {
+    fail(400, "invalid Content-Length");
+    return false;
+  }
+  if (hasContentLength_ && length != contentLength_) {
+    fail(400, "conflicting Content-Length");
+    return false;
+  }
+  hasContentLength_ = true;
+  contentLength_ = length;
+  if (length > limits_.maxBodyBytes) {
+    fail(413, "body too large");
+    return false;
+  }
+  return true;
+}
+
+bool HttpParser::onTransferEncoding(std::string_view value) {
+  if (hasContentLength_) {
+    fail(400, "both Content-Length and Transfer-Encoding");
+    return false;
+  }
+  // RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message means faulty framing.
+  if (request_.version_ == Version::kHttp10) {
+    fail(400, "Transfer-Encoding in an HTTP/1.0 request");
+    return false;
+  }
+  if (value.empty()) {
+    fail(400, "empty Transfer-Encoding");
+    return false;
+  }
+  // Only a lone "chunked" is implemented; "gzip, chunked" or a second
+  // Transfer-Encoding field would need decoding we do not do.
+  if (chunked_ || !equalsLower(value, "chunked")) {
+    fail(501, "transfer coding not implemented");
+    return false;
+  }
+  chunked_ = true;
+  return true;
+}
+
+void HttpParser::onConnection(std::string_view value) {
+  detail::forEachListElement(value, [this](std::string_view token) {
+    if (equalsLower(token, "close")) {
+      connectionClose_ = true;
+    } else if (equalsLower(token, "keep-alive")) {
+      connectionKeepAlive_ = true;
+    }
+  });
+}
+
+HttpParser::Step HttpParser::finishHeaders() {
+  const bool http11 = request_.version_ == Version::kHttp11;
+  // RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
+  if (http11 && !hasHost_) return fail(400, "missing Host header");
+  request_.keepAlive_ = http11 ? !connectionClose_ : connectionKeepAlive_ && !connectionClose_;
+  if (chunked_) {
+    state_ = State::kChunkSize;
+    return Step::kContinue;
+  }
+  if (contentLength_ > 0) {
+    request_.body_.reserve(std::min(contentLength_, kMaxBodyReserve));
+    remaining_ = contentLength_;
+    state_ = State::kBody;
+    return Step::kContinue;
+  }
+  return complete();
+}
+
+HttpParser::Step HttpParser::parseBodyState(const char*& p, const char* end) {
+  const size_t n = std::min(remaining_, static_cast<size_t>(end - p));
+  request_.body_.append(p, n);
+  p += n;
+  remaining_ -= n;
+  if (remaining_ > 0) return Step::kNeedMore;
+  return complete();
+}
+
+HttpParser::Step HttpParser::parseChunkSizeState(const char*& p, const char* end) {
+  const char* lf = findLineEnd(p, end);
+  if (lf == nullptr) {
+    if (static_cast<size_t>(end - p) + 1 > kMaxChunkSizeLine) {
+      return fail(400, "chunk size line too long");
+    }
+    return Step::kNeedMore;
+  }
+  if (static_cast<size_t>(lf + 1 - p) > kMaxChunkSizeLine) {
+    return fail(400, "chunk size line too long");
+  }
+  const std::string_view line = lineBefore(p, lf);
+  p = lf + 1;
+
+  // chunk-size [ chunk-ext ]: the size is hex, extensions are ignored.
+  size_t i = 0;
+  size_t size = 0;
+  bool overflow = false;
+  while (i < line.size() && hasClass(line[i], detail::kHexDigit)) {
+    if (size > (SIZE_MAX >> 4)) {
+      overflow = true;
+    } else {
+      size = (size << 4) | hexValue(line[i]);
+    }
+    ++i;
+  }
+  if (i == 0) return fail(400, "invalid chunk size");
+  std::string_view ext = line.substr(i);
+  while (!ext.empty() && detail::isOws(ext.front())) ext.remove_prefix(1);
+  if (!ext.empty() && (ext.front() != ';' || !allOf(ext, detail::kFieldChar))) {
+    return fail(400, "invalid chunk size");
+  }
+  if (overflow || size > limits_.maxBodyBytes - request_.body_.size()) {
+    return fail(413, "body too large");
+  }
+  if (size == 0) {
+    state_ = State::kTrailers;
+  } else {
+    remaining_ = size;
+    state_ = State::kChunkData;
+  }
+  return Step::kContinue;
+}
+
+HttpParser::Step HttpParser::parseChunkDataState(const char*& p, const char* end) {
+  const size_t n = std::min(remaining_, static_cast<size_t>(end - p));
+  request_.body_.append(p, n);
+  p += n;
+  remaining_ -= n;
+  if (remaining_ > 0) return Step::kNeedMore;
+  state_ = State::kChunkDataEnd;
+  return Step::kContinue;
+}
+
+HttpParser::Step HttpParser::parseChunkDataEndState(const char*& p, const char* end) {
+  // Looked at byte by byte rather than as a line, so that a peer that sends
+  // data where the CRLF belongs is refused at once instead of being buffered
+  // until a '\n' shows up.
+  if (p == end) return Step::kNeedMore;
+  if (*p == '\n') {
+    ++p;
+  } else if (*p != '\r') {
+    return fail(400, "missing line end after chunk data");
+  } else {
+    if (end - p < 2) return Step::kNeedMore;
+    if (p[1] != '\n') return fail(400, "missing line end after chunk data");
+    p += 2;
+  }
+  state_ = State::kChunkSize;
+  return Step::kContinue;
+}
+
+}  // namespace libnet::http

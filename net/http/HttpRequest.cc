@@ -1,0 +1,95 @@
+#include "net/http/HttpRequest.h"
+
+#include "net/http/HttpChars.h"
+
+namespace libnet::http {
+
+std::string_view methodName(Method method) {
+  switch (method) {
+    case Method::kGet:
+      return "GET";
+    case Method::kHead:
+      return "HEAD";
+    case Method::kPost:
+      return "POST";
+    case Method::kPut:
+      return "PUT";
+    case Method::kDelete:
+      return "DELETE";
+    case Method::kOptions:
+      return "OPTIONS";
+    case Method::kPatch:
+      return "PATCH";
+    case Method::kTrace:
+      return "TRACE";
+    case Method::kConnect:
+      return "CONNECT";
+  }
+  return "?";
+}
+
+std::string_view versionName(Version version) {
+  return version == Version::kHttp10 ? "HTTP/1.0" : "HTTP/1.1";
+}
+
+HttpRequest::HttpRequest(const HttpRequest& other)
+    : method_(other.method_),
+      version_(other.version_),
+      keepAlive_(other.keepAlive_),
+      target_(other.target_),
+      path_(other.path_),
+      query_(other.query_),
+      headers_(other.headers_),
+      body_(other.body_) {}
+
+HttpRequest& HttpRequest::operator=(const HttpRequest& other) {
+  if (this == &other) return *this;
+  clear();
+  method_ = other.method_;
+  version_ = other.version_;
+  keepAlive_ = other.keepAlive_;
+  target_ = other.target_;
+  path_ = other.path_;
+  query_ = other.query_;
+  for (const Header& h : other.headers_) addHeader(h.first, h.second);
+  body_ = other.body_;
+  return *this;
+}
+
+std::optional<std::string_view> HttpRequest::header(std::string_view name) const {
+  for (const Header& h : headers_) {
+    if (detail::equalsIgnoreCase(h.first, name)) return std::string_view(h.second);
+  }
+  return std::nullopt;
+}
+
+void HttpRequest::clear() {
+  method_ = Method::kGet;
+  version_ = Version::kHttp11;
+  keepAlive_ = true;
+  target_.clear();
+  path_.clear();
+  query_.clear();
+  body_.clear();
+  // Moving a string hands over its heap block, so the spare pool keeps the
+  // capacity that vector::clear() would free. Pushed last field first, so
+  // addHeader() pops them in the old order: requests from one client repeat
+  // their fields, and each string then gets a value of the size it had.
+  for (auto it = headers_.rbegin(); it != headers_.rend(); ++it) {
+    spareHeaders_.push_back(std::move(*it));
+  }
+  headers_.clear();
+}
+
+void HttpRequest::addHeader(std::string_view name, std::string_view value) {
+  if (spareHeaders_.empty()) {
+    headers_.emplace_back(name, value);
+    return;
+  }
+  headers_.push_back(std::move(spareHeaders_.back()));
+  spareHeaders_.pop_back();
+  headers_.back().first.assign(name);
+  headers_.back().second.assign(value);
+}
+
+}  // namespace libnet::http

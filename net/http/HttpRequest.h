@@ -1,0 +1,89 @@
+// HttpRequest: one parsed HTTP/1.x request, a plain value. HttpParser fills
+// it; the server reads it on the connection's loop thread and may keep a copy.
+// clear() empties it but keeps every string's capacity (header names and
+// values included), so a connection that reuses one request object stops
+// allocating once it has seen its largest request.
+// Not thread-safe; copyable and movable like any value.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace libnet::http {
+
+enum class Method { kGet, kHead, kPost, kPut, kDelete, kOptions, kPatch, kTrace, kConnect };
+enum class Version { kHttp10, kHttp11 };
+
+// "GET", "HEAD", ... as sent on the wire.
+[[nodiscard]] std::string_view methodName(Method method);
+// "HTTP/1.0" or "HTTP/1.1".
+[[nodiscard]] std::string_view versionName(Version version);
+
+class HttpParser;
+
+class HttpRequest {
+ public:
+  using Header = std::pair<std::string, std::string>;
+
+  HttpRequest() = default;
+  // Copies the request, not the pool of spare strings kept for reuse.
+  HttpRequest(const HttpRequest& other);
+  HttpRequest& operator=(const HttpRequest& other);
+  HttpRequest(HttpRequest&&) noexcept = default;
+  HttpRequest& operator=(HttpRequest&&) noexcept = default;
+
+  [[nodiscard]] Method method() const { return method_; }
+  [[nodiscard]] std::string_view methodName() const { return http::methodName(method_); }
+  // HTTP/1.2 and later 1.x minors are reported as kHttp11 (RFC 9110 2.5).
+  [[nodiscard]] Version version() const { return version_; }
+
+  // The request-target exactly as sent.
+  [[nodiscard]] const std::string& target() const { return target_; }
+  // The path component, not percent-decoded: the target before '?' for the
+  // origin form; the path after the authority ("/" if none) for the absolute
+  // form ("http://host/p?q"); "*" for "OPTIONS *"; the authority for CONNECT.
+  [[nodiscard]] const std::string& path() const { return path_; }
+  // The part after the first '?', without it; empty when there is none.
+  [[nodiscard]] const std::string& query() const { return query_; }
+
+  // The first field with this name (ASCII case-insensitive), value trimmed of
+  // surrounding whitespace; nullopt if absent. The view lives as long as the
+  // request is neither changed nor cleared.
+  [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
+  // Every field line in the order received, names as sent, values trimmed.
+  [[nodiscard]] const std::vector<Header>& headers() const { return headers_; }
+
+  // The payload; de-chunked when the request used chunked framing.
+  [[nodiscard]] const std::string& body() const { return body_; }
+  [[nodiscard]] std::string& body() { return body_; }
+
+  // Whether the connection may carry another request after this one: HTTP/1.1
+  // unless a Connection field lists "close"; HTTP/1.0 only when one lists
+  // "keep-alive" and none lists "close" (tokens case-insensitive, across all
+  // Connection fields).
+  [[nodiscard]] bool keepAlive() const { return keepAlive_; }
+
+  void clear();
+
+ private:
+  friend class HttpParser;
+
+  // Appends a field, reusing the strings of a field dropped by clear().
+  void addHeader(std::string_view name, std::string_view value);
+
+  Method method_ = Method::kGet;
+  Version version_ = Version::kHttp11;
+  bool keepAlive_ = true;
+  std::string target_;
+  std::string path_;
+  std::string query_;
+  std::vector<Header> headers_;
+  // Fields from earlier requests, kept for their string capacity.
+  std::vector<Header> spareHeaders_;
+  std::string body_;
+};
+
+}  // namespace libnet::http
