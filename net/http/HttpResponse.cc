@@ -141,10 +141,17 @@ void HttpResponse::addHeader(std::string_view name, std::string_view value) {
 void HttpResponse::setBody(std::string body) {
   body_ = std::move(body);
   announcedLength_.reset();
+  file_.reset();
+}
+
+void HttpResponse::setFile(UniqueFd file, size_t length) {
+  setContentLength(length);
+  file_ = std::move(file);
 }
 
 void HttpResponse::setContentLength(size_t length) {
   body_.clear();
+  file_.reset();
   announcedLength_ = length;
 }
 

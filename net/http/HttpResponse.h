@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/UniqueFd.h"
 #include "net/Buffer.h"
 
 namespace libnet::http {
@@ -48,6 +49,11 @@ class HttpResponse {
   // For a body sent separately after the head: the Content-Length to
   // announce. Drops a body set with setBody().
   void setContentLength(size_t length);
+  // A file body: `length` bytes from its start, sent by HttpServer after the
+  // head (read into the same write when small, sendfile(2) otherwise).
+  void setFile(UniqueFd file, size_t length);
+  [[nodiscard]] bool hasFile() const { return file_.valid(); }
+  [[nodiscard]] UniqueFd takeFile() { return std::move(file_); }
   // The Content-Length that will be announced.
   [[nodiscard]] size_t contentLength() const;
 
@@ -74,6 +80,7 @@ class HttpResponse {
   std::string headers_;  // extra fields, already as "Name: value\r\n" lines
   std::string body_;
   std::optional<size_t> announcedLength_;
+  UniqueFd file_;
 };
 
 }  // namespace libnet::http

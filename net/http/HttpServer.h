@@ -38,23 +38,25 @@ class EventLoop;
 
 namespace libnet::http {
 
+struct HttpServerOptions {
+  HttpParser::Limits limits;
+  Duration headerTimeout = std::chrono::seconds(10);
+  Duration idleTimeout = std::chrono::seconds(60);  // zero: never kick idle connections
+  // File bodies up to this size are read into the response and sent with
+  // its headers in one write; larger ones go out with sendfile(2).
+  size_t inlineFileMax = 64 * 1024;
+};
+
 class HttpServer {
  public:
   // May throw: an escaping exception becomes a 500 and a close.
   using Handler = std::function<void(const HttpRequest&, HttpResponse*)>;
 
-  struct Options {
-    HttpParser::Limits limits;
-    Duration headerTimeout = std::chrono::seconds(10);
-    Duration idleTimeout = std::chrono::seconds(60);  // zero: never kick idle connections
-    // File bodies up to this size are read into the response and sent with
-    // its headers in one write; larger ones go out with sendfile(2).
-    size_t inlineFileMax = 64 * 1024;
-  };
+  using Options = HttpServerOptions;
 
   // Binds (throws std::system_error like TcpServer).
   HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
-             Options options = Options());
+             Options options = {});
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
