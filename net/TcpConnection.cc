@@ -219,11 +219,18 @@ void TcpConnection::connectEstablished() {
     channel_.tie(shared_from_this());
     channel_.enableReadWrite();
   }
+  if (idleWheel_) idleEntry_ = idleWheel_->add(shared_from_this());
   connectionCallback_(shared_from_this());
 }
 
 void TcpConnection::connectDestroyed() {
   loop_->assertInLoopThread();
+  // The owner may destroy the wheel once every connection in it has been
+  // through here, so nothing may touch it after this.
+  if (idleWheel_) {
+    idleWheel_->remove(idleEntry_);
+    idleWheel_ = nullptr;
+  }
   const State state = state_.load();
   if (state == State::kConnected || state == State::kDisconnecting) {
     state_.store(State::kDisconnected);
@@ -259,6 +266,7 @@ void TcpConnection::handleRead(Timestamp receiveTime, bool shortReadDrains) {
     Buffer* buffer = inputBuffer_.readableBytes() == 0 ? loop_->scratchBuffer() : &inputBuffer_;
     const Buffer::ReadResult result = buffer->readFd(socket_.fd());
     if (result.bytes > 0) {
+      if (idleWheel_) idleWheel_->touch(idleEntry_);
       messageCallback_(self, buffer, receiveTime);
       if (buffer != &inputBuffer_) {
         inputBuffer_.append(buffer->view());  // usually nothing
@@ -485,6 +493,7 @@ void TcpConnection::onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t f
   }
   if (state_.load() == State::kDisconnected) return;
   if (res > 0) {
+    if (idleWheel_) idleWheel_->touch(idleEntry_);
     if (reading_) messageCallback_(self, &inputBuffer_, loop_->pollReturnTime());
     if (!more) armRecv();  // the kernel ended the multishot (e.g. CQ overflow)
     return;

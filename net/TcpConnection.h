@@ -41,6 +41,7 @@
 #include "net/Channel.h"
 #include "net/InetAddress.h"
 #include "net/Socket.h"
+#include "net/TimingWheel.h"
 #include "net/poller/CompletionHandler.h"
 
 namespace libnet {
@@ -112,6 +113,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
 
   // For TcpServer / TcpClient only.
   void setCloseCallback(CloseCallback cb) { closeCallback_ = std::move(cb); }
+  // Before connectEstablished(): track idleness in `wheel`, a wheel of this
+  // connection's loop, from connectEstablished() to connectDestroyed().
+  void setIdleWheel(TimingWheel* wheel) { idleWheel_ = wheel; }
   void connectEstablished();
   void connectDestroyed();
 
@@ -173,6 +177,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   HighWaterMarkCallback highWaterMarkCallback_;
   CloseCallback closeCallback_;
   size_t highWaterMark_ = kDefaultHighWaterMark;
+  // Touched on every read when set (TcpServer's idle timeout); one branch
+  // when not.
+  TimingWheel* idleWheel_ = nullptr;
+  TimingWheel::Entry idleEntry_ = TimingWheel::kNoEntry;
   Buffer inputBuffer_;
   Buffer outputBuffer_;
   // io_uring only: the bytes of the send in flight (stable until it completes).

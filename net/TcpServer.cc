@@ -1,5 +1,7 @@
 #include "net/TcpServer.h"
 
+#include <stdexcept>
+
 #include "base/Logging.h"
 #include "net/Acceptor.h"
 #include "net/EventLoop.h"
@@ -28,19 +30,52 @@ TcpServer::~TcpServer() {
     conn->getLoop()->runInLoop([conn] { conn->connectDestroyed(); });
   }
   connections_.clear();
+  // A wheel's last users are the connectDestroyed calls of its loop, queued
+  // above or earlier by removeConnection, all from this thread; functors
+  // queued from one thread run in order, so the wheel dies on its own loop
+  // after them (and its timer is cancelled there, where that is immediate).
+  // Handed over as a raw pointer: should a loop be torn down without running
+  // it, the wheel leaks instead of cancelling a timer on a dead TimerQueue.
+  for (auto& [ioLoop, wheel] : idleWheels_) {
+    ioLoop->queueInLoop([wheel = wheel.release()] { delete wheel; });
+  }
+  idleWheels_.clear();
   // threadPool_ is destroyed next: each I/O loop runs what was queued to it
-  // (the connectDestroyed calls above) before its thread exits.
+  // (the connectDestroyed calls and wheel deletions above) before its thread
+  // exits.
 }
 
 InetAddress TcpServer::listenAddress() const { return acceptor_->localAddress(); }
 
 void TcpServer::setThreadNum(int numThreads) { threadPool_->setThreadNum(numThreads); }
 
+void TcpServer::setIdleTimeout(Duration timeout, Duration tick) {
+  if (timeout < Duration::zero()) {
+    throw std::invalid_argument("TcpServer::setIdleTimeout: negative timeout");
+  }
+  // A bad tick fails here, with the reason, rather than in start().
+  if (timeout > Duration::zero()) (void)TimingWheel::tickFor(timeout, tick);
+  if (started_) {
+    LOG_WARN << "TcpServer " << name_ << ": setIdleTimeout() after start() is ignored";
+    return;
+  }
+  idleTimeout_ = timeout;
+  idleTick_ = tick;
+}
+
 void TcpServer::start() {
   loop_->assertInLoopThread();
   if (started_) return;
   acceptor_->listen();
   threadPool_->start(threadInitCallback_);
+  if (idleTimeout_ > Duration::zero()) {
+    for (EventLoop* ioLoop : threadPool_->getAllLoops()) {
+      // Built here, used only on ioLoop: a connection learns of it through
+      // newConnection(), whose hand-over to ioLoop orders the two.
+      idleWheels_.emplace(
+          ioLoop, std::make_unique<TimingWheel>(ioLoop, idleTimeout_, idleTick_, idleCallback_));
+    }
+  }
   started_ = true;
   LOG_DEBUG << "TcpServer " << name_ << " listening on " << listenAddress().toIpPort();
 }
@@ -58,6 +93,7 @@ void TcpServer::newConnection(UniqueFd sockfd, const InetAddress& peerAddr) {
   auto conn = std::make_shared<TcpConnection>(ioLoop, std::move(connName), std::move(sockfd),
                                               localAddr, peerAddr);
   if (tcpNoDelay_) conn->setTcpNoDelay(true);
+  if (!idleWheels_.empty()) conn->setIdleWheel(idleWheels_.at(ioLoop).get());
   conn->setConnectionCallback(connectionCallback_);
   conn->setMessageCallback(messageCallback_);
   conn->setWriteCompleteCallback(writeCompleteCallback_);

@@ -6,9 +6,18 @@
 // the constructor, so "port in use" or "permission denied" surfaces there as
 // std::system_error; listen() failures surface from start().
 // Callbacks run on the connection's loop thread.
+//
+// Idle timeout (setIdleTimeout, off by default): each I/O loop gets one
+// TimingWheel, built in start() and destroyed on its own loop after the last
+// connection of that loop has left it. Every connection joins its loop's
+// wheel when established, is touched whenever bytes arrive (on either
+// backend), and leaves it when destroyed; one that receives nothing for the
+// timeout is closed (forceClose(), or the idle callback). Only received bytes
+// count: a connection that is only being written to is idle.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,6 +26,7 @@
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
 #include "net/InetAddress.h"
+#include "net/TimingWheel.h"
 
 namespace libnet {
 
@@ -46,6 +56,18 @@ class TcpServer {
   void setThreadInitCallback(ThreadInitCallback cb) { threadInitCallback_ = std::move(cb); }
   // TCP_NODELAY on every accepted connection.
   void setTcpNoDelay(bool on) { tcpNoDelay_ = on; }
+  // Before start(): close a connection once it has received nothing for
+  // `timeout`; it is closed between `timeout` and `timeout + tick` after its
+  // last received byte. Zero turns it off (the default); when off, the read
+  // path pays one predictable branch. Throws std::invalid_argument for a
+  // negative timeout, or (timeout on) a tick that is not positive or more
+  // than TimingWheel::kMaxBuckets - 1 times shorter than the timeout.
+  void setIdleTimeout(Duration timeout, Duration tick = std::chrono::seconds(1));
+  // Before start(): called on the connection's loop for an idle connection,
+  // instead of conn->forceClose() (say, to log, or to send a goodbye and
+  // shutdown()). A connection it leaves open comes round again one timeout
+  // later.
+  void setIdleCallback(TimingWheel::ExpireCallback cb) { idleCallback_ = std::move(cb); }
 
   // Starts the I/O threads and listens. Idempotent. Loop thread only.
   void start();
@@ -72,6 +94,12 @@ class TcpServer {
   WriteCompleteCallback writeCompleteCallback_;
   ThreadInitCallback threadInitCallback_;
   bool tcpNoDelay_ = false;
+  Duration idleTimeout_{};
+  Duration idleTick_{};
+  TimingWheel::ExpireCallback idleCallback_;
+  // One per I/O loop while the idle timeout is on. Used on that loop only
+  // (the server's thread reads the map, never a wheel); see ~TcpServer.
+  std::unordered_map<EventLoop*, std::unique_ptr<TimingWheel>> idleWheels_;
   bool started_ = false;
   uint64_t nextConnId_ = 1;
   std::unordered_map<TcpConnection*, TcpConnectionPtr> connections_;

@@ -1,6 +1,8 @@
 // echo_server: a TCP echo server on libnet. Every byte a client sends comes
 // back to it unchanged. Connections are accepted on the main thread's loop
 // and served there (--threads 0) or spread round-robin over I/O loop threads.
+// With --idle-timeout, a client that sends nothing for that long is
+// disconnected, with a line logged at INFO.
 //
 // SIGINT / SIGTERM stop it cleanly (exit 0). They are taken through a
 // signalfd read on the main loop rather than an async signal handler, so the
@@ -14,6 +16,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -48,13 +51,19 @@ constexpr int kExitSetupError = 1;
 constexpr int kExitUsage = 2;
 // More loops than this is a typo, not a configuration.
 constexpr int kMaxThreads = 1024;
+// A day; longer is a typo too.
+constexpr int kMaxIdleTimeoutSeconds = 86400;
 
 constexpr std::string_view kUsage =
-    "usage: echo_server [--address ADDR] [--port N] [--threads N] [--log-dir DIR]\n"
+    "usage: echo_server [--address ADDR] [--port N] [--threads N] [--idle-timeout SECONDS]\n"
+    "                   [--log-dir DIR]\n"
     "\n"
     "  --address ADDR  numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N        TCP port, 0..65535; 0 picks a free one (default 2007)\n"
     "  --threads N     I/O loop threads; 0 serves everything on the main thread (default 0)\n"
+    "  --idle-timeout SECONDS\n"
+    "                  disconnect a client that sends nothing for SECONDS (checked every\n"
+    "                  second); 0 turns it off (default 0)\n"
     "  --log-dir DIR   log asynchronously to files in DIR instead of stderr\n"
     "  --help          print this help and exit\n"
     "\n"
@@ -64,7 +73,8 @@ struct Options {
   std::string address = "0.0.0.0";
   uint16_t port = 2007;
   int threads = 0;
-  std::string logDir;  // empty: log to stderr
+  int idleTimeoutSeconds = 0;  // 0: off
+  std::string logDir;          // empty: log to stderr
 };
 
 enum class ParseOutcome { kOk, kHelp, kUnknownOption, kBadValue };
@@ -90,7 +100,8 @@ ParseOutcome parseArgs(int argc, char* argv[], Options* options, std::string* er
       flag = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     }
-    if (flag != "--address" && flag != "--port" && flag != "--threads" && flag != "--log-dir") {
+    if (flag != "--address" && flag != "--port" && flag != "--threads" && flag != "--log-dir" &&
+        flag != "--idle-timeout") {
       std::cerr << "echo_server: unknown option '" << arg << "'\n";
       return ParseOutcome::kUnknownOption;
     }
@@ -116,6 +127,14 @@ ParseOutcome parseArgs(int argc, char* argv[], Options* options, std::string* er
         return ParseOutcome::kBadValue;
       }
       options->port = *port;
+    } else if (flag == "--idle-timeout") {
+      auto seconds = parseNonNegativeInt(*value);
+      if (!seconds || *seconds > kMaxIdleTimeoutSeconds) {
+        *error = "invalid idle timeout '" + std::string(*value) + "' (expected 0.." +
+                 std::to_string(kMaxIdleTimeoutSeconds) + " seconds)";
+        return ParseOutcome::kBadValue;
+      }
+      options->idleTimeoutSeconds = *seconds;
     } else {
       auto threads = parseNonNegativeInt(*value);
       if (!threads || *threads > kMaxThreads) {
@@ -135,6 +154,12 @@ void onConnection(const TcpConnectionPtr& conn) {
 }
 
 void onMessage(const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) { conn->send(buffer); }
+
+void onIdle(const TcpConnectionPtr& conn) {
+  LOG_INFO << "connection " << conn->name() << " from " << conn->peerAddress().toIpPort()
+           << " idle too long, disconnecting";
+  conn->forceClose();
+}
 
 }  // namespace
 
@@ -181,6 +206,10 @@ int main(int argc, char* argv[]) {
     server.setThreadNum(options.threads);
     server.setConnectionCallback(onConnection);
     server.setMessageCallback(onMessage);
+    if (options.idleTimeoutSeconds > 0) {
+      server.setIdleTimeout(std::chrono::seconds(options.idleTimeoutSeconds));
+      server.setIdleCallback(onIdle);
+    }
     server.start();
     QuitOnSignal quitOnSignal(&loop);
     std::cout << "echo_server listening on " << server.listenAddress().toIpPort() << std::endl;

@@ -12,6 +12,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <future>
 #include <random>
@@ -94,6 +95,9 @@ inline std::string pollerName(const ::testing::TestParamInfo<PollerKind>& info) 
 }
 
 // A blocking client socket; every call is bounded by SO_RCVTIMEO/SO_SNDTIMEO.
+// Calls are retried on EINTR, which comes without any signal when this thread
+// has used an io_uring (a loop of an earlier test on the test thread): task
+// work the kernel queues for the thread interrupts its blocking calls.
 class BlockingClient {
  public:
   explicit BlockingClient(const InetAddress& server, int rcvbuf = 0) {
@@ -113,6 +117,7 @@ class BlockingClient {
   bool sendAll(std::string_view data) {
     while (!data.empty()) {
       const ssize_t n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return false;
       data.remove_prefix(static_cast<size_t>(n));
     }
@@ -127,6 +132,7 @@ class BlockingClient {
     char buf[65536];
     while (out.size() < n) {
       const ssize_t got = ::recv(fd_.get(), buf, std::min(sizeof buf, n - out.size()), 0);
+      if (got < 0 && errno == EINTR) continue;
       if (got <= 0) break;
       out.append(buf, static_cast<size_t>(got));
     }
@@ -140,6 +146,7 @@ class BlockingClient {
     *eof = false;
     for (;;) {
       const ssize_t got = ::recv(fd_.get(), buf, sizeof buf, 0);
+      if (got < 0 && errno == EINTR) continue;
       if (got == 0) {
         *eof = true;
         break;

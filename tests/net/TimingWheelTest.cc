@@ -1,0 +1,595 @@
+// TimingWheel (net/TimingWheel) on its own, driven tick by tick with
+// advance(), and through TcpServer::setIdleTimeout on loopback connections,
+// on every backend: the closing window, busy connections left alone, 10k idle
+// connections, peer activity racing expiry, and teardown with I/O threads.
+//
+// Durations are asserted only as the correctness window (never as speed):
+// from the last byte the server read to the close, at least the timeout and
+// at most timeout + tick, plus a stated slack on the upper bound only.
+#include <gtest/gtest.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "base/CountDownLatch.h"
+#include "base/Timestamp.h"
+#include "base/UniqueFd.h"
+#include "net/Buffer.h"
+#include "net/EventLoop.h"
+#include "net/EventLoopThread.h"
+#include "net/TcpConnection.h"
+#include "net/TcpServer.h"
+#include "net/TimingWheel.h"
+#include "tests/net/TestUtil.h"
+
+namespace libnet {
+namespace {
+
+using namespace std::chrono_literals;
+using test::BlockingClient;
+using test::runSync;
+using test::waitUntil;
+
+std::string millis(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
+
+// ---- the wheel on its own ----
+
+// A connection over one end of a socketpair, never established: the wheel
+// only holds it and hands it to the expire callback. `peers` keeps the other
+// ends open.
+TcpConnectionPtr makeConnection(EventLoop* loop, std::string name, std::vector<UniqueFd>* peers) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) != 0) {
+    throw std::system_error(errno, std::system_category(), "socketpair");
+  }
+  peers->emplace_back(fds[1]);
+  return std::make_shared<TcpConnection>(loop, std::move(name), UniqueFd(fds[0]), InetAddress(),
+                                         InetAddress());
+}
+
+// Tests that drive the wheel with advance() use an hour-long tick, so that
+// its own timer never fires during the test.
+class TimingWheelTest : public test::LoopTest {
+ protected:
+  TcpConnectionPtr make(const std::string& name) { return makeConnection(&loop_, name, &peers_); }
+  TimingWheel::ExpireCallback recordExpired() {
+    return [this](const TcpConnectionPtr& conn) { expired_.push_back(conn->name()); };
+  }
+  void advance(TimingWheel& wheel, int ticks) {
+    for (int i = 0; i < ticks; ++i) wheel.advance();
+  }
+
+  EventLoop loop_{GetParam()};
+  std::vector<UniqueFd> peers_;
+  std::vector<std::string> expired_;
+};
+
+using Names = std::vector<std::string>;
+
+TEST_P(TimingWheelTest, TickIsShortenedToDivideTheTimeoutAndBadArgumentsThrow) {
+  EXPECT_EQ(TimingWheel::tickFor(300ms, 100ms), 100ms);
+  EXPECT_EQ(TimingWheel::tickFor(1s, 300ms), 250ms);
+  EXPECT_EQ(TimingWheel::tickFor(100ms, 1s), 100ms);  // a timeout shorter than the tick
+  EXPECT_EQ(TimingWheel(&loop_, 1s, 300ms).bucketCount(), 5u);
+  EXPECT_EQ(TimingWheel(&loop_, 3h, 1h).bucketCount(), 4u);
+  EXPECT_THROW((void)TimingWheel::tickFor(0s, 1s), std::invalid_argument);
+  EXPECT_THROW((void)TimingWheel::tickFor(-1s, 1s), std::invalid_argument);
+  EXPECT_THROW((void)TimingWheel::tickFor(1s, 0s), std::invalid_argument);
+  EXPECT_THROW((void)TimingWheel::tickFor(1h, 1us), std::invalid_argument);  // 3.6e9 buckets
+  EXPECT_THROW(TimingWheel(&loop_, 1s, -1ms), std::invalid_argument);
+}
+
+TEST_P(TimingWheelTest, TouchMovesAnEntryToTheNewestBucket) {
+  TimingWheel wheel(&loop_, 3h, 1h, recordExpired());
+  ASSERT_EQ(wheel.bucketCount(), 4u);
+  TcpConnectionPtr a = make("a");
+  TcpConnectionPtr b = make("b");
+  const TimingWheel::Entry ea = wheel.add(a);
+  const TimingWheel::Entry eb = wheel.add(b);
+  EXPECT_EQ(wheel.size(), 2u);
+  advance(wheel, 2);
+  wheel.touch(ea);
+  wheel.touch(ea);  // again in the same tick: already newest
+  advance(wheel, 1);
+  // Three ticks: b, added some time in tick 0, may have idled less than 3h.
+  EXPECT_TRUE(expired_.empty());
+  advance(wheel, 1);
+  EXPECT_EQ(expired_, Names{"b"});
+  advance(wheel, 1);
+  EXPECT_EQ(expired_, Names{"b"});
+  advance(wheel, 1);  // four ticks after a's touch in tick 2
+  EXPECT_EQ(expired_, (Names{"b", "a"}));
+  // The callback left both open: they stay tracked and come round again.
+  EXPECT_EQ(wheel.size(), 2u);
+  advance(wheel, 2);
+  EXPECT_EQ(expired_, (Names{"b", "a", "b"}));
+  wheel.remove(ea);
+  wheel.remove(eb);
+  EXPECT_EQ(wheel.size(), 0u);
+  advance(wheel, 8);
+  EXPECT_EQ(expired_.size(), 3u);
+}
+
+TEST_P(TimingWheelTest, RemoveStopsTrackingAndChurnReusesSlots) {
+  TimingWheel wheel(&loop_, 3h, 1h, recordExpired());
+  TcpConnectionPtr a = make("a");
+  TcpConnectionPtr b = make("b");
+  TcpConnectionPtr c = make("c");
+  const TimingWheel::Entry ea = wheel.add(a);
+  const TimingWheel::Entry eb = wheel.add(b);
+  const TimingWheel::Entry ec = wheel.add(c);
+  wheel.remove(eb);
+  wheel.remove(TimingWheel::kNoEntry);  // nothing
+  EXPECT_EQ(wheel.size(), 2u);
+  advance(wheel, 4);
+  EXPECT_EQ(expired_, (Names{"a", "c"}));
+
+  // A freed slot is the next one handed out, and add/remove churn (across
+  // ticks, too) leaves the tables as they were.
+  TcpConnectionPtr d = make("d");
+  EXPECT_EQ(wheel.add(d), eb);
+  wheel.remove(eb);
+  const size_t bytes = wheel.tableBytes();
+  for (int i = 0; i < 10000; ++i) {
+    const TimingWheel::Entry e = wheel.add(d);
+    if (i % 7 == 0) wheel.advance();
+    wheel.touch(e);
+    wheel.remove(e);
+  }
+  EXPECT_EQ(wheel.size(), 2u);
+  EXPECT_EQ(wheel.tableBytes(), bytes);
+  wheel.remove(ea);
+  wheel.remove(ec);
+  EXPECT_EQ(wheel.size(), 0u);
+}
+
+TEST_P(TimingWheelTest, HoldsNoReferenceAndReclaimsEntriesOfDestroyedConnections) {
+  TimingWheel wheel(&loop_, 3h, 1h, recordExpired());
+  TcpConnectionPtr a = make("a");
+  TcpConnectionPtr b = make("b");
+  (void)wheel.add(a);
+  (void)wheel.add(b);
+  (void)wheel.add(make("c"));  // dies at once: nobody else holds it
+  EXPECT_EQ(b.use_count(), 1);
+  std::weak_ptr<TcpConnection> watch = b;
+  b.reset();
+  EXPECT_TRUE(watch.expired());
+  EXPECT_EQ(wheel.size(), 3u);  // not noticed until their bucket expires
+  const size_t bytes = wheel.tableBytes();
+  advance(wheel, 4);
+  EXPECT_EQ(expired_, Names{"a"});
+  EXPECT_EQ(wheel.size(), 1u);
+  // Their slots are reused rather than the tables growing.
+  for (int i = 0; i < 2; ++i) (void)wheel.add(a);
+  EXPECT_EQ(wheel.tableBytes(), bytes);
+  EXPECT_EQ(wheel.size(), 3u);
+}
+
+TEST_P(TimingWheelTest, ExpireCallbackMayRemoveTouchAndAddEntriesOfItsOwnBucket) {
+  std::vector<TcpConnectionPtr> conns;
+  std::vector<TimingWheel::Entry> entries;
+  TcpConnectionPtr extra = make("extra");
+  TimingWheel* wheelPtr = nullptr;
+  TimingWheel wheel(&loop_, 3h, 1h, [&](const TcpConnectionPtr& conn) {
+    expired_.push_back(conn->name());
+    if (conn == conns[0]) {
+      // What a close that runs removeConnection synchronously does: drop
+      // entries further down this bucket, and this very one.
+      wheelPtr->remove(entries[1]);
+      wheelPtr->remove(entries[0]);
+      wheelPtr->touch(entries[3]);  // data for a later one: it is saved
+      (void)wheelPtr->add(extra);   // new, hence not due in this pass
+    }
+  });
+  wheelPtr = &wheel;
+  for (int i = 0; i < 5; ++i) {
+    conns.push_back(make("c" + std::to_string(i)));
+    entries.push_back(wheel.add(conns.back()));
+  }
+  advance(wheel, 4);
+  EXPECT_EQ(expired_, (Names{"c0", "c2", "c4"}));
+  EXPECT_EQ(wheel.size(), 4u);  // c2, c3, c4, extra
+  expired_.clear();
+  advance(wheel, 4);
+  std::sort(expired_.begin(), expired_.end());
+  EXPECT_EQ(expired_, (Names{"c2", "c3", "c4", "extra"}));
+}
+
+TEST_P(TimingWheelTest, ThrowingCallbackDoesNotKeepTheRestOfTheBucketOpen) {
+  TimingWheel wheel(&loop_, 3h, 1h, [&](const TcpConnectionPtr& conn) {
+    expired_.push_back(conn->name());
+    if (conn->name() == "a") throw std::runtime_error("expire callback failed");
+  });
+  TcpConnectionPtr a = make("a");
+  TcpConnectionPtr b = make("b");
+  (void)wheel.add(a);
+  (void)wheel.add(b);
+  advance(wheel, 4);
+  EXPECT_EQ(expired_, (Names{"a", "b"}));
+}
+
+TEST_P(TimingWheelTest, ItsOwnTimerExpiresAnEntryWithinTheWindow) {
+  constexpr Duration kTimeout = 300ms;
+  constexpr Duration kTick = 100ms;
+  // Slack on the upper bound only: the timerfd's wake-up and the loop's
+  // dispatch, each tick a little late (TimerQueue re-arms from the run).
+  constexpr Duration kSlack = 150ms;
+  armWatchdog(loop_);
+  MonoTime expiredAt;
+  TimingWheel wheel(&loop_, kTimeout, kTick, [&](const TcpConnectionPtr&) {
+    expiredAt = MonoClock::now();
+    loop_.quit();
+  });
+  TcpConnectionPtr a = make("a");
+  const MonoTime before = MonoClock::now();
+  const TimingWheel::Entry e = wheel.add(a);
+  const MonoTime after = MonoClock::now();
+  loop_.loop();
+  ASSERT_FALSE(timedOut_);
+  // [before, after] contains the add: at least the timeout after `after`,
+  // at most timeout + tick (+ slack) after `before`.
+  EXPECT_GE(expiredAt - after, kTimeout) << millis(expiredAt - after);
+  EXPECT_LE(expiredAt - before, kTimeout + kTick + kSlack) << millis(expiredAt - before);
+  wheel.remove(e);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, TimingWheelTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
+                         test::pollerName);
+
+// ---- through TcpServer::setIdleTimeout ----
+
+void echo(const TcpConnectionPtr& conn, Buffer* buf, Timestamp) { conn->send(buf); }
+
+class IdleTimeoutTest : public ::testing::TestWithParam<PollerKind> {
+ protected:
+  void SetUp() override {
+    thread_ = std::make_unique<EventLoopThread>(nullptr, "server", GetParam());
+    loop_ = thread_->startLoop();
+  }
+
+  void TearDown() override {
+    stopServer();
+    thread_.reset();
+  }
+
+  // An echo server on an ephemeral loopback port that closes connections idle
+  // for `timeout`; `configure` runs on the loop thread before start().
+  void startServer(Duration timeout, Duration tick, int threads = 0,
+                   const std::function<void(TcpServer&)>& configure = {}) {
+    ups_ = 0;
+    downs_ = 0;
+    runSync(loop_, [&] {
+      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "idle");
+      server_->setThreadNum(threads);
+      server_->setMessageCallback(echo);
+      server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
+        (conn->connected() ? ups_ : downs_).fetch_add(1);
+      });
+      server_->setIdleTimeout(timeout, tick);
+      if (configure) configure(*server_);
+      server_->start();
+    });
+    address_ = runSync(loop_, [&] { return server_->listenAddress(); });
+  }
+
+  void stopServer() {
+    if (server_) runSync(loop_, [&] { server_.reset(); });
+  }
+
+  size_t connectionCount() {
+    return runSync(loop_, [&] { return server_->connectionCount(); });
+  }
+
+  std::unique_ptr<EventLoopThread> thread_;
+  EventLoop* loop_ = nullptr;
+  std::unique_ptr<TcpServer> server_;
+  InetAddress address_;
+  std::atomic<int> ups_{0};
+  std::atomic<int> downs_{0};
+};
+
+TEST_P(IdleTimeoutTest, IdleConnectionIsClosedBetweenTimeoutAndTimeoutPlusTick) {
+  constexpr Duration kTimeout = 300ms;
+  constexpr Duration kTick = 100ms;
+  // Measured from before the client's last send to after it sees EOF, an
+  // interval that contains [server reads the byte, server closes]: the lower
+  // bound holds exactly, and the upper one also takes in loopback delivery,
+  // the server loop's and this thread's wake-ups, and the close's hop through
+  // the server's loop. That is the slack, on the upper bound only.
+  constexpr Duration kSlack = 150ms;
+  startServer(kTimeout, kTick);
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll("first"));
+  ASSERT_EQ(client.recvExactly(5), "first");
+  const MonoTime lastSend = MonoClock::now();
+  ASSERT_TRUE(client.sendAll("last"));
+  ASSERT_EQ(client.recvExactly(4), "last");
+  bool eof = false;
+  const std::string extra = client.recvUntilEof(&eof);
+  const int error = errno;
+  const Duration closedAfter = MonoClock::now() - lastSend;
+  ASSERT_TRUE(eof) << "no EOF: " << std::strerror(error) << " after " << millis(closedAfter);
+  EXPECT_TRUE(extra.empty()) << extra;
+  EXPECT_GE(closedAfter, kTimeout) << millis(closedAfter);
+  EXPECT_LE(closedAfter, kTimeout + kTick + kSlack) << millis(closedAfter);
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+  EXPECT_EQ(downs_.load(), 1);
+}
+
+TEST_P(IdleTimeoutTest, ConnectionThatKeepsSendingStaysOpenWhileAnIdleOneIsClosed) {
+  constexpr Duration kTimeout = 300ms;
+  constexpr Duration kTick = 100ms;
+  startServer(kTimeout, kTick);
+  BlockingClient idle(address_);
+  BlockingClient busy(address_);
+  ASSERT_TRUE(waitUntil([&] { return connectionCount() == 2; }));
+
+  // One byte every tick/2 for three timeouts. The sleep paces the sender; a
+  // stall of this thread longer than the timeout would make a close
+  // legitimate, so the longest gap between sends is kept to tell.
+  const MonoTime until = MonoClock::now() + 3 * kTimeout;
+  MonoTime lastSend = MonoClock::now();
+  Duration longestGap{};
+  bool busyClosed = false;
+  while (MonoClock::now() < until) {
+    const MonoTime now = MonoClock::now();
+    longestGap = std::max(longestGap, now - lastSend);
+    lastSend = now;
+    if (!busy.sendAll("b") || busy.recvExactly(1) != "b") {
+      busyClosed = true;
+      break;
+    }
+    std::this_thread::sleep_for(kTick / 2);
+  }
+  EXPECT_FALSE(busyClosed && longestGap < kTimeout)
+      << "closed although it sent at least every " << millis(longestGap);
+
+  bool eof = false;
+  EXPECT_TRUE(idle.recvUntilEof(&eof).empty());
+  EXPECT_TRUE(eof) << "the idle connection was not closed";
+  if (!busyClosed) {
+    EXPECT_EQ(connectionCount(), 1u);
+    ASSERT_TRUE(busy.sendAll("still here"));
+    EXPECT_EQ(busy.recvExactly(10), "still here");
+  }
+}
+
+// Raises RLIMIT_NOFILE to `needed` for the object's life: the soft limit up
+// to the hard one, and the hard one too where this process may (root).
+class FdLimit {
+ public:
+  explicit FdLimit(rlim_t needed) {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    if (saved_.rlim_cur >= needed) {
+      ok_ = true;
+      return;
+    }
+    rlimit raised = saved_;
+    raised.rlim_cur = needed;
+    raised.rlim_max = std::max(saved_.rlim_max, needed);
+    ok_ = ::setrlimit(RLIMIT_NOFILE, &raised) == 0;
+    changed_ = ok_;
+  }
+  ~FdLimit() {
+    if (changed_) ::setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  FdLimit(const FdLimit&) = delete;
+  FdLimit& operator=(const FdLimit&) = delete;
+
+  [[nodiscard]] bool ok() const { return ok_; }
+  [[nodiscard]] rlim_t hardLimit() const { return saved_.rlim_max; }
+
+ private:
+  rlimit saved_{};
+  bool ok_ = false;
+  bool changed_ = false;
+};
+
+TEST_P(IdleTimeoutTest, TenThousandIdleConnectionsAreAllClosedOnTime) {
+  constexpr int kConnections = 10000;
+  constexpr Duration kTimeout = 2s;
+  constexpr Duration kTick = 250ms;
+  // Slack on the upper bound, which here also takes in up to a few hundred
+  // connections waiting in the accept queue, a whole bucket (thousands of
+  // connections) closed in one tick with each close's hop through the
+  // server's loop, and this thread seeing the EOFs between connects. A
+  // connection that missed its bucket would come round a whole timeout late.
+  constexpr Duration kSlack = 1s;
+  // Both ends of every connection are in this process.
+  FdLimit limit(2 * kConnections + 512);
+  if (!limit.ok()) {
+    GTEST_SKIP() << "needs " << 2 * kConnections + 512 << " fds; RLIMIT_NOFILE's hard limit is "
+                 << limit.hardLimit() << " and this process may not raise it";
+  }
+  const int baseline = test::openFdCount();
+  startServer(kTimeout, kTick, 2);
+
+  UniqueFd epollFd(::epoll_create1(EPOLL_CLOEXEC));
+  ASSERT_TRUE(epollFd);
+  std::vector<UniqueFd> clients(kConnections);
+  std::vector<MonoTime> connectStarted(kConnections);
+  std::vector<MonoTime> eofSeen(kConnections);
+  int eofs = 0;
+  int unexpected = 0;  // data or an error instead of a clean EOF
+  auto collect = [&](int timeoutMs) {
+    epoll_event events[256];
+    const int n = ::epoll_wait(epollFd.get(), events, 256, timeoutMs);
+    const MonoTime now = MonoClock::now();
+    for (int k = 0; k < n; ++k) {
+      const uint32_t i = events[k].data.u32;
+      char byte;
+      const ssize_t got = ::recv(clients[i].get(), &byte, 1, MSG_DONTWAIT);
+      if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (got == 0) {
+        eofSeen[i] = now;
+        ++eofs;
+      } else {
+        ++unexpected;
+      }
+      ::epoll_ctl(epollFd.get(), EPOLL_CTL_DEL, clients[i].get(), nullptr);
+      clients[i].reset();
+    }
+  };
+
+  const InetAddress& server = address_;
+  for (int i = 0; i < kConnections; ++i) {
+    if (i % 250 == 0) {
+      // Keep the accept queue short: a full one drops SYNs, and the
+      // retransmitted SYN would add a second to that connection's life.
+      ASSERT_TRUE(waitUntil([&] { return ups_.load() + 250 >= i; })) << ups_.load() << " of " << i;
+      collect(0);
+    }
+    connectStarted[i] = MonoClock::now();
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_TRUE(fd) << std::strerror(errno) << " at connection " << i;
+    ASSERT_EQ(::connect(fd.get(), server.getSockAddr(), server.sockLen()), 0)
+        << std::strerror(errno) << " at connection " << i;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u32 = static_cast<uint32_t>(i);
+    ASSERT_EQ(::epoll_ctl(epollFd.get(), EPOLL_CTL_ADD, fd.get(), &ev), 0);
+    clients[i] = std::move(fd);
+  }
+  EXPECT_TRUE(waitUntil([&] { return ups_.load() == kConnections; }));
+
+  const MonoTime deadline = MonoClock::now() + kTimeout + kTick + kSlack + test::kWait;
+  while (eofs + unexpected < kConnections && MonoClock::now() < deadline) collect(100);
+  EXPECT_EQ(unexpected, 0);
+  ASSERT_EQ(eofs, kConnections);
+  Duration shortest = Duration::max();
+  Duration longest = Duration::min();
+  for (int i = 0; i < kConnections; ++i) {
+    shortest = std::min(shortest, eofSeen[i] - connectStarted[i]);
+    longest = std::max(longest, eofSeen[i] - connectStarted[i]);
+  }
+  // connect() starts before the server's add and the EOF is seen after its
+  // close, so the lower bound is exact.
+  EXPECT_GE(shortest, kTimeout) << millis(shortest);
+  EXPECT_LE(longest, kTimeout + kTick + kSlack) << millis(longest);
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+  EXPECT_EQ(downs_.load(), kConnections);
+  stopServer();
+  epollFd.reset();
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
+}
+
+TEST_P(IdleTimeoutTest, PeerDataAndClosesRacingExpiryAreSafe) {
+  constexpr int kClients = 200;
+  constexpr Duration kTimeout = 300ms;
+  constexpr Duration kTick = 100ms;
+  // One loop for everything (threads 0): a close then runs removeConnection
+  // synchronously, inside the handler that noticed it.
+  startServer(kTimeout, kTick);
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  const MonoTime firstConnect = MonoClock::now();
+  for (int i = 0; i < kClients; ++i) clients.push_back(std::make_unique<BlockingClient>(address_));
+  ASSERT_TRUE(waitUntil([&] { return connectionCount() == kClients; }));
+  const MonoTime allAdded = MonoClock::now();
+
+  // Hold the server's loop across the time the wheel expires them, which
+  // falls in [firstConnect + timeout, allAdded + timeout + tick], while the
+  // peers send a byte and close (FIN or RST) or just send, spread over that
+  // time. On release one poll returns the tick and the peers' data and
+  // closes together, in whatever order they became ready. The sleeps wait
+  // for times to pass, not for events.
+  CountDownLatch holding(1);
+  CountDownLatch release(1);
+  std::this_thread::sleep_until(firstConnect + kTimeout - 20ms);
+  loop_->runInLoop([&] {
+    holding.countDown();
+    EXPECT_TRUE(release.waitFor(test::kWait));
+  });
+  ASSERT_TRUE(holding.waitFor(test::kWait));
+  const MonoTime holdUntil = allAdded + kTimeout + kTick + 20ms;
+  const Duration step = (holdUntil - MonoClock::now()) / kClients;
+  for (int i = 0; i < kClients; ++i) {
+    BlockingClient& client = *clients[i];
+    switch (i % 4) {
+      case 0:
+        client.sendAll("x");
+        client.close();
+        break;
+      case 1:
+        client.sendAll("x");
+        client.resetConnection();
+        break;
+      case 2:
+        client.sendAll("x");  // stays open: touched, so one more timeout
+        break;
+      default:
+        break;  // idle: the wheel's
+    }
+    std::this_thread::sleep_for(step);
+  }
+  release.countDown();
+
+  // Everyone is gone at the latest one timeout after its byte; the sender
+  // that stayed open sees its echo (if the server read it) and then EOF.
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+  EXPECT_EQ(downs_.load(), kClients);
+  for (int i = 2; i < kClients; i += 4) {
+    bool eof = false;
+    const std::string got = clients[i]->recvUntilEof(&eof);
+    EXPECT_TRUE(eof) << "client " << i;
+    EXPECT_TRUE(got.empty() || got == "x") << "client " << i << ": '" << got << "'";
+  }
+}
+
+TEST_P(IdleTimeoutTest, ServerDestroyedWithOpenConnectionsTearsItsWheelsDownOnTheirLoops) {
+  for (const int threads : {0, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    const int baseline = test::openFdCount();
+    startServer(10s, 1s, threads);
+    std::vector<std::unique_ptr<BlockingClient>> clients;
+    for (int i = 0; i < 30; ++i) clients.push_back(std::make_unique<BlockingClient>(address_));
+    ASSERT_TRUE(waitUntil([&] { return connectionCount() == 30; }));
+    // Some are closing as the server goes: their removal from the wheel is
+    // queued (or about to be) when the wheels are handed to their loops.
+    for (int i = 0; i < 30; i += 3) clients[i]->close();
+    stopServer();
+    for (int i = 0; i < 30; ++i) {
+      if (i % 3 == 0) continue;
+      bool eof = false;
+      EXPECT_TRUE(clients[i]->recvUntilEof(&eof).empty());
+      EXPECT_TRUE(eof) << "client " << i;
+    }
+    clients.clear();
+    EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+        << test::openFdCount() << " fds open, " << baseline << " before";
+  }
+}
+
+TEST_P(IdleTimeoutTest, BadValuesThrowAndZeroIsOff) {
+  runSync(loop_, [&] {
+    TcpServer server(loop_, InetAddress(0, true), "args");
+    EXPECT_THROW(server.setIdleTimeout(-1s), std::invalid_argument);
+    EXPECT_THROW(server.setIdleTimeout(1s, 0s), std::invalid_argument);
+    EXPECT_THROW(server.setIdleTimeout(1h, 1ns), std::invalid_argument);
+    EXPECT_NO_THROW(server.setIdleTimeout(0s, 0s));  // off: the tick is not looked at
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, IdleTimeoutTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
+                         test::pollerName);
+
+}  // namespace
+}  // namespace libnet
