@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <any>
 #include <cerrno>
 #include <exception>
@@ -62,7 +63,14 @@ HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::stri
                        Options options)
     : server_(loop, listenAddr, std::move(name)), options_(options) {
   server_.setTcpNoDelay(true);  // a response is one write; never let Nagle hold its tail
-  //TMP if (options_.idleTimeout > Duration::zero()) server_.setIdleTimeout(options_.idleTimeout);
+  if (options_.idleTimeout > Duration::zero()) {
+    // Ticks of a second (a quarter of the timeout if that is shorter) keep
+    // the kick within a few percent of the timeout at a tick cost of nothing.
+    const Duration tick = std::min<Duration>(std::chrono::seconds(1),
+                                             std::max<Duration>(options_.idleTimeout / 4,
+                                                                std::chrono::milliseconds(1)));
+    server_.setIdleTimeout(options_.idleTimeout, tick);
+  }
   server_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   server_.setMessageCallback([this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp t) {
     onMessage(conn, buf, t);
