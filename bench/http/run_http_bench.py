@@ -224,6 +224,22 @@ def machine_cpu_s():
     return (user + nice + system + irq + softirq) / CLK_TCK, steal / CLK_TCK
 
 
+def wait_machine_quiet(limit):
+    """On a shared machine: waits up to limit seconds for other processes to
+    leave the CPUs (under OTHER_LOAD_NOTE busy over half a second). Returns
+    the seconds waited, or None if the machine stayed busy."""
+    start = time.time()
+    ncpu = os.cpu_count() or 1
+    while True:
+        b0, _ = machine_cpu_s()
+        time.sleep(0.5)
+        b1, _ = machine_cpu_s()
+        if (b1 - b0) / (0.5 * ncpu) < OTHER_LOAD_NOTE:
+            return time.time() - start
+        if time.time() - start >= limit:
+            return None
+
+
 def children_cpu_s():
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
@@ -451,6 +467,12 @@ def run_once(ctx, server_name, scenario, seconds, port):
         server.start()
         if not wait_idle(server.proc.pid):
             notes.append("server not idle before the run")
+        if ctx["quiet_wait"] > 0:
+            waited = wait_machine_quiet(ctx["quiet_wait"])
+            if waited is None:
+                log("  the machine stayed busy for %d s; measuring anyway" % ctx["quiet_wait"])
+            elif waited > 1:
+                log("  waited %.0f s for other processes to leave the CPUs" % waited)
         pids0, ns0, tk0 = tree_cpu(server.proc.pid)
         (busy0, steal0), wrk0, wall0 = machine_cpu_s(), children_cpu_s(), time.time()
         act0, pas0 = tcp_opens()
@@ -499,12 +521,6 @@ def run_once(ctx, server_name, scenario, seconds, port):
     cpu_wall = (wall1 - wall0) * (os.cpu_count() or 1)
     r["other_load"] = max(0.0, other) / cpu_wall
     r["steal"] = (steal1 - steal0) / cpu_wall
-    if r["other_load"] > OTHER_LOAD_NOTE:
-        notes.append("other processes used %.0f%% of the CPUs during the run" %
-                     (100 * r["other_load"]))
-    if r["steal"] > OTHER_LOAD_NOTE:
-        notes.append("the hypervisor stole %.0f%% of the CPUs during the run" %
-                     (100 * r["steal"]))
     r["notes"] = "; ".join(notes)
     return r
 
@@ -527,6 +543,16 @@ def med_cell(values, fmt):
 
 def ratio(a, b):
     return "%.2f" % (a / b) if a is not None and b is not None and b > 0 else "-"
+
+
+def load_text(r):
+    """'other 22%, steal 6%' for a run that shared the CPUs, else ''."""
+    parts = []
+    if r["other_load"] > OTHER_LOAD_NOTE:
+        parts.append("other %.0f%%" % (100 * r["other_load"]))
+    if r["steal"] > OTHER_LOAD_NOTE:
+        parts.append("steal %.0f%%" % (100 * r["steal"]))
+    return ", ".join(parts)
 
 
 def markdown_table(group, scenarios, servers, results):
@@ -574,6 +600,11 @@ def markdown_table(group, scenarios, servers, results):
                                    r["err_timeout"], r["non2xx"]))
                 if r.get("notes"):
                     failed.append("%s %s run %d: %s" % (sc, s, i, r["notes"]))
+            loaded = ["%d (%s)" % (i, load_text(r)) for i, r in enumerate(runs[s], 1)
+                      if "error" not in r and load_text(r)]
+            if loaded:
+                failed.append("%s %s: other work on the machine during run%s %s" %
+                              (sc, s, "s" if len(loaded) > 1 else "", ", ".join(loaded)))
         row.append(", ".join(errs))
         lines.append("| " + " | ".join(row) + " |")
     if failed:
@@ -663,6 +694,9 @@ def main():
     ap.add_argument("--port-base", type=int, default=21000,
                     help="first server port; each run takes the next one (default 21000; keep "
                     "below 32768, the ephemeral range wrk connects from)")
+    ap.add_argument("--quiet-wait", type=float, default=15,
+                    help="before each run, wait up to this many seconds for other processes "
+                    "to leave the CPUs (default 15; 0: do not wait)")
     ap.add_argument("--out", default=os.path.join(ROOT, "http-results"),
                     help="directory for the CSV (default ./http-results)")
     args = ap.parse_args()
@@ -674,7 +708,7 @@ def main():
     scenarios = parse_list(args.scenarios, SCENARIOS, "scenario", groups)
     scenarios = [s for s in SCENARIOS if s in scenarios]  # table order
 
-    ctx = {"threads": args.threads}
+    ctx = {"threads": args.threads, "quiet_wait": args.quiet_wait}
     missing = []
     ctx["wrk"] = find_tool("wrk")
     if ctx["wrk"] is None:
@@ -815,9 +849,10 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
           "every thread of the server's process tree (/proc schedstat) from just before wrk "
           "starts until the server is idle after it. conn/req = TCP connections accepted "
           "(/proc/net/snmp PassiveOpens) per completed request. errors = wrk's socket errors "
-          "+ non-2xx/3xx responses, summed over the runs." %
+          "+ non-2xx/3xx responses, summed over the runs. Runs during which other processes or "
+          "the hypervisor took more than %.0f%% of the CPUs are listed under the tables." %
           (seconds, "median of %d (min–max)" % reps if reps > 1 else "1 run", SERVER_CPU,
-           CLIENT_CPU))
+           CLIENT_CPU, 100 * OTHER_LOAD_NOTE))
     print()
     for group in GROUPS:
         in_group = [s for s in scenarios if SCENARIOS[s][0] == group]
