@@ -225,19 +225,20 @@ def machine_cpu_s():
 
 
 def wait_machine_quiet(limit):
-    """On a shared machine: waits up to limit seconds for other processes to
-    leave the CPUs (under OTHER_LOAD_NOTE busy over half a second). Returns
-    the seconds waited, or None if the machine stayed busy."""
+    """Watches the machine in half-second windows, with the server idle and
+    wrk not started, until one window has the CPUs under OTHER_LOAD_NOTE busy
+    and no TCP connection opened, or for at most limit seconds (one window
+    if 0). Returns (seconds waited, quiet?, connections/s of the last window):
+    other processes' connections would count in the run's conn/req."""
     start = time.time()
     ncpu = os.cpu_count() or 1
     while True:
-        b0, _ = machine_cpu_s()
+        (b0, _), (_, p0) = machine_cpu_s(), tcp_opens()
         time.sleep(0.5)
-        b1, _ = machine_cpu_s()
-        if (b1 - b0) / (0.5 * ncpu) < OTHER_LOAD_NOTE:
-            return time.time() - start
-        if time.time() - start >= limit:
-            return None
+        (b1, _), (_, p1) = machine_cpu_s(), tcp_opens()
+        quiet = (b1 - b0) / (0.5 * ncpu) < OTHER_LOAD_NOTE and p1 == p0
+        if quiet or time.time() - start >= limit:
+            return time.time() - start, quiet, (p1 - p0) / 0.5
 
 
 def children_cpu_s():
@@ -256,8 +257,22 @@ def tcp_opens():
 # --------------------------------------------------------------------- servers
 
 
+def port_is_free(port):
+    """True if nothing listens on 127.0.0.1:port (TIME_WAIT leftovers do not
+    count: the servers set SO_REUSEADDR, and so does this probe)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 class Server:
     """One running server process, pinned to SERVER_CPU."""
+
+    unannounced_warned = False
 
     def __init__(self, name, ctx, port):
         self.name = name
@@ -298,8 +313,11 @@ class Server:
         return text[-tail:].strip()
 
     def wait_ready(self, limit=10.0):
-        """Until the server accepts a connection; libnet's http_server also
-        announces `listening on 127.0.0.1:PORT`, and that port is used."""
+        """Until the server accepts a connection. libnet's http_server also
+        announces `listening on 127.0.0.1:PORT`; the port it names is used.
+        The port asked for was free before the start (free_port), so a
+        connection to it reaches this server even if the line never shows
+        (an unflushed stdout, say)."""
         deadline = time.time() + limit
         announced = self.name == "nginx"
         while time.time() < deadline:
@@ -308,18 +326,20 @@ class Server:
                                (self.name, self.proc.returncode, self.output()))
             if not announced:
                 m = re.search(r"listening on [\d.]+:(\d+)", self.output(10000))
-                if m:
-                    if int(m.group(1)) == 0:
-                        raise RunError("%s announced port 0" % self.name)
+                if m and int(m.group(1)) != 0:
                     self.port = int(m.group(1))
                     announced = True
-            if announced:
-                try:
-                    with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                        return
-                except OSError:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     pass
-            time.sleep(0.02)
+            except OSError:
+                time.sleep(0.02)
+                continue
+            if not announced and not Server.unannounced_warned:
+                Server.unannounced_warned = True
+                log("warning: %s accepts connections but printed no 'listening on' line "
+                    "(stdout not flushed?)" % self.name)
+            return
         raise RunError("%s did not accept connections on port %d within %.0f s%s: %s" %
                        (self.name, self.port, limit,
                         "" if announced else " (no 'listening on' line)", self.output()))
@@ -467,12 +487,11 @@ def run_once(ctx, server_name, scenario, seconds, port):
         server.start()
         if not wait_idle(server.proc.pid):
             notes.append("server not idle before the run")
-        if ctx["quiet_wait"] > 0:
-            waited = wait_machine_quiet(ctx["quiet_wait"])
-            if waited is None:
-                log("  the machine stayed busy for %d s; measuring anyway" % ctx["quiet_wait"])
-            elif waited > 1:
-                log("  waited %.0f s for other processes to leave the CPUs" % waited)
+        waited, quiet, bg_conn_rate = wait_machine_quiet(ctx["quiet_wait"])
+        if not quiet and ctx["quiet_wait"] > 0:
+            log("  the machine stayed busy for %.0f s; measuring anyway" % waited)
+        elif waited > 1:
+            log("  waited %.0f s for other processes to leave the machine" % waited)
         pids0, ns0, tk0 = tree_cpu(server.proc.pid)
         (busy0, steal0), wrk0, wall0 = machine_cpu_s(), children_cpu_s(), time.time()
         act0, pas0 = tcp_opens()
@@ -521,6 +540,7 @@ def run_once(ctx, server_name, scenario, seconds, port):
     cpu_wall = (wall1 - wall0) * (os.cpu_count() or 1)
     r["other_load"] = max(0.0, other) / cpu_wall
     r["steal"] = (steal1 - steal0) / cpu_wall
+    r["bg_conn_rate"] = bg_conn_rate
     r["notes"] = "; ".join(notes)
     return r
 
@@ -552,6 +572,9 @@ def load_text(r):
         parts.append("other %.0f%%" % (100 * r["other_load"]))
     if r["steal"] > OTHER_LOAD_NOTE:
         parts.append("steal %.0f%%" % (100 * r["steal"]))
+    if r["bg_conn_rate"] > 0:
+        parts.append("other processes opening %.0f TCP connections/s just before, counted "
+                     "in conn/req" % r["bg_conn_rate"])
     return ", ".join(parts)
 
 
@@ -619,7 +642,7 @@ def markdown_table(group, scenarios, servers, results):
 CSV_FIELDS = ["date", "scenario", "group", "path", "conns", "connection_close", "server",
               "rep", "seconds", "requests", "duration_s", "rps", "p50_ms", "p90_ms", "p99_ms",
               "server_cpu_s", "server_cpu_s_ticks", "cpu_per_100k", "server_busy",
-              "wrk_cpu_s", "other_load", "steal", "passive_opens", "active_opens", "conn_per_req",
+              "wrk_cpu_s", "other_load", "steal", "bg_conn_rate", "passive_opens", "active_opens", "conn_per_req",
               "err_connect", "err_read", "err_write", "err_timeout", "non2xx", "error", "notes"]
 
 
@@ -696,7 +719,8 @@ def main():
                     "below 32768, the ephemeral range wrk connects from)")
     ap.add_argument("--quiet-wait", type=float, default=15,
                     help="before each run, wait up to this many seconds for other processes "
-                    "to leave the CPUs (default 15; 0: do not wait)")
+                    "to leave the CPUs and stop opening TCP connections (default 15; 0: do "
+                    "not wait)")
     ap.add_argument("--out", default=os.path.join(ROOT, "http-results"),
                     help="directory for the CSV (default ./http-results)")
     args = ap.parse_args()
@@ -762,10 +786,16 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
     port = args.port_base
 
     def next_port():
+        """The next free port from --port-base on; each run gets a fresh one
+        so that no run meets the previous run's TIME_WAIT sockets."""
         nonlocal port
-        p = port
-        port = args.port_base + (port + 1 - args.port_base) % 2000
-        return p
+        for _ in range(2000):
+            p = port
+            port = args.port_base + (port + 1 - args.port_base) % 2000
+            if port_is_free(p):
+                return p
+        sys.exit("run_http_bench: no free port in %d-%d" % (args.port_base,
+                                                            args.port_base + 1999))
 
     # Correctness first: a server that serves wrong bytes is not measured.
     skipped = {}
@@ -790,7 +820,7 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
     active = [s for s in servers if s not in skipped]
 
     total = len(scenarios) * reps * len(active)
-    per_run = seconds + 0.5
+    per_run = seconds + 1.0
     log("libnet HTTP bench: %d scenarios x %d servers x %d reps = %d runs of %d s, about %s" %
         (len(scenarios), len(active), reps, total, seconds, fmt_dur(total * per_run)))
 
@@ -813,10 +843,11 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
                     try:
                         r = run_once(ctx, name, sc, seconds, next_port())
                         log("  %s req/s, p99 %.2f ms, server CPU %.2f s/100k req (busy %.0f%%), "
-                            "%.3f conn/req, other load %.0f%%, steal %.0f%%, %s" %
+                            "%.3f conn/req, other load %.0f%%, steal %.0f%%, background "
+                            "%.0f conn/s, %s" %
                             (fmt_rps(r["rps"]), r["p99_ms"], r["cpu_per_100k"],
                              100 * r["server_busy"], r["conn_per_req"], 100 * r["other_load"],
-                             100 * r["steal"],
+                             100 * r["steal"], r["bg_conn_rate"],
                              "ERRORS %d" % r["errors"] if r["errors"] else "no errors"))
                         if r["notes"]:
                             log("  note: " + r["notes"])
