@@ -24,6 +24,7 @@ or tools/setup.sh.
 import argparse
 import csv
 import datetime
+import fcntl
 import http.client
 import os
 import platform
@@ -35,6 +36,7 @@ import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -642,8 +644,9 @@ def markdown_table(group, scenarios, servers, results):
 CSV_FIELDS = ["date", "scenario", "group", "path", "conns", "connection_close", "server",
               "rep", "seconds", "requests", "duration_s", "rps", "p50_ms", "p90_ms", "p99_ms",
               "server_cpu_s", "server_cpu_s_ticks", "cpu_per_100k", "server_busy",
-              "wrk_cpu_s", "other_load", "steal", "bg_conn_rate", "passive_opens", "active_opens", "conn_per_req",
-              "err_connect", "err_read", "err_write", "err_timeout", "non2xx", "error", "notes"]
+              "wrk_cpu_s", "other_load", "steal", "bg_conn_rate", "passive_opens",
+              "active_opens", "conn_per_req", "err_connect", "err_read", "err_write",
+              "err_timeout", "non2xx", "error", "notes"]
 
 
 # ----------------------------------------------------------------------- main
@@ -721,6 +724,9 @@ def main():
                     help="before each run, wait up to this many seconds for other processes "
                     "to leave the CPUs and stop opening TCP connections (default 15; 0: do "
                     "not wait)")
+    ap.add_argument("--shared-netns", action="store_true",
+                    help="stay in the machine's network namespace (default: a private one "
+                    "when root, so that conn/req counts only this benchmark's connections)")
     ap.add_argument("--out", default=os.path.join(ROOT, "http-results"),
                     help="directory for the CSV (default ./http-results)")
     args = ap.parse_args()
@@ -750,22 +756,75 @@ def main():
         sys.exit("run_http_bench: needs CPUs %d (server) and %d (wrk), has %s" %
                  (SERVER_CPU, CLIENT_CPU, sorted(os.sched_getaffinity(0))))
 
+    libnet = [s for s in servers if s.startswith("libnet")]
+    if libnet and args.binary and not os.access(args.binary, os.X_OK):
+        sys.exit("run_http_bench: --binary %s is not an executable file" % args.binary)
+
+    if NETNS_ENV in os.environ:
+        # The second half of run_in_netns: the parent made the temp dir and
+        # the binary, and removes them.
+        ctx["tmp"], ctx["binary"] = os.environ[NETNS_ENV].split(":", 1)
+        ctx["netns"] = True
+        loopback_up()
+        return bench(args, ctx, servers, scenarios, seconds, reps)
+
     ctx["tmp"] = tempfile.mkdtemp(prefix="libnet-httpbench-")
     try:
+        if libnet:
+            ctx["binary"] = os.path.abspath(args.binary) if args.binary else build(ctx)
+        if not args.shared_netns:
+            if netns_available():
+                return run_in_netns(ctx)
+            log("note: cannot make a network namespace (needs root); conn/req counts every "
+                "TCP connection opened on the machine during a run")
+        ctx["netns"] = False
         return bench(args, ctx, servers, scenarios, seconds, reps)
     finally:
         shutil.rmtree(ctx["tmp"], ignore_errors=True)
 
 
+# A private network namespace gives the run its own loopback and its own
+# /proc/net/snmp, so conn/req counts this benchmark's connections only, not
+# those of whatever else runs on the machine. Its TCP sysctls start from the
+# kernel's defaults, the same values a stock Debian host has.
+NETNS_ENV = "LIBNET_HTTPBENCH_NETNS"
+
+
+def netns_available():
+    try:
+        r = subprocess.run(["unshare", "--net", "true"], stderr=subprocess.DEVNULL)
+        return r.returncode == 0
+    except OSError:
+        return False
+
+
+def run_in_netns(ctx):
+    """Runs this script again, with the same arguments, in a new network
+    namespace; it finds the temp dir and the binary in NETNS_ENV."""
+    env = dict(os.environ)
+    env[NETNS_ENV] = "%s:%s" % (ctx["tmp"], ctx.get("binary", ""))
+    child = subprocess.Popen(["unshare", "--net", "--", sys.executable,
+                              os.path.abspath(__file__)] + sys.argv[1:], env=env)
+    # Ctrl-C reaches the child too (same process group): let it stop its
+    # server and finish; a SIGTERM sent to this process alone is passed on.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
+    return child.wait()
+
+
+def loopback_up():
+    """ip link set lo up, without needing iproute2."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        ifreq = fcntl.ioctl(s, siocgifflags, struct.pack("16sH22x", b"lo", 0))
+        flags = struct.unpack("16sH22x", ifreq)[1]
+        fcntl.ioctl(s, siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
+
+
 def bench(args, ctx, servers, scenarios, seconds, reps):
+    # SIGTERM unwinds like Ctrl-C: wrk is killed, the server stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("run_http_bench: stopped by SIGTERM"))
     libnet = [s for s in servers if s.startswith("libnet")]
-    if libnet:
-        if args.binary:
-            if not os.access(args.binary, os.X_OK):
-                sys.exit("run_http_bench: --binary %s is not an executable file" % args.binary)
-            ctx["binary"] = os.path.abspath(args.binary)
-        else:
-            ctx["binary"] = build(ctx)
     if "nginx" in servers:
         ctx["nginx_dir"] = os.path.join(ctx["tmp"], "nginx")
         os.mkdir(ctx["nginx_dir"])
@@ -873,6 +932,10 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
         print("- libnet: `%s --threads %d --backend epoll|uring`" %
               (args.binary or "//examples/http:http_server (--config=opt)", args.threads))
     print("- Command: `%s`" % command)
+    print("- Network: %s" % ("a private network namespace (its own loopback; conn/req counts "
+                              "this benchmark's connections only)" if ctx["netns"] else
+                              "the machine's own namespace (conn/req counts every TCP "
+                              "connection on the machine)"))
     for name, errors in skipped.items():
         print("- **%s not measured**: pre-check failed: %s" % (name, "; ".join(errors)))
     print("- Method: %d s per run, %s, servers interleaved within each repetition, a fresh "
@@ -895,4 +958,7 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit("run_http_bench: interrupted")
