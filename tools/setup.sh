@@ -15,6 +15,8 @@ PACKAGES=(
   util-linux       # setpriv/prlimit/taskset: fallback test, pinned benchmarks
   python3          # pingpong/run_tables.py
   libspdlog-dev    # spdlog 1.10 (+ libfmt), compared against in bench/log_bench
+  nginx-light      # nginx 1.22, the peer of bench/http/run_http_bench.py
+  wrk              # wrk 4.1, the HTTP load generator of bench/http
 )
 
 missing=()

@@ -1,0 +1,964 @@
+#!/usr/bin/env python3
+"""libnet's HTTP server (examples/http:http_server) against nginx, measured with wrk.
+
+For every scenario, each repetition runs every server once, interleaved
+(nginx, libnet-epoll, libnet-uring, nginx, ...). Every run starts a fresh
+server pinned to CPU 0 and runs `wrk -t1 --latency` pinned to CPU 1. Reported
+per cell: median req/s (min-max), wrk's p99 latency, the server's CPU time per
+100k requests (every thread of every process of the server's tree, over the
+wrk run), TCP connections accepted per request (/proc/net/snmp), and wrk's
+error counts.
+
+Output: progress on stderr; markdown tables on stdout; one CSV row per run in
+--out (default ./http-results/).
+
+  bench/http/run_http_bench.py                       # all servers, all scenarios, 10 s x 3
+  bench/http/run_http_bench.py --quick               # 3 s x 1, a smoke run
+  bench/http/run_http_bench.py --servers nginx --scenarios hello,close
+  bench/http/run_http_bench.py --binary path/to/http_server
+
+Needs nginx (Debian's nginx-light) and wrk: `apt-get install -y nginx-light wrk`
+or tools/setup.sh.
+"""
+
+import argparse
+import csv
+import datetime
+import fcntl
+import http.client
+import os
+import platform
+import re
+import resource
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+NOFILE = 20000
+# Runs during which other processes (or the hypervisor) took more than this
+# share of the CPUs are flagged in the tables.
+OTHER_LOAD_NOTE = 0.05
+SERVER_CPU = 0
+CLIENT_CPU = 1
+HELLO_BODY = b"hello world\n"
+FILES = {"1k.bin": 1024, "148k.bin": 148 * 1024}
+
+ALL_SERVERS = ["nginx", "libnet-epoll", "libnet-uring"]
+SHORT = {"nginx": "nginx", "libnet-epoll": "epoll", "libnet-uring": "uring"}
+
+GROUPS = {
+    "hello": "Keep-alive GET /hello (12-byte body)",
+    "close": "New connection per request: GET /hello with `Connection: close`",
+    "static": "Static files, keep-alive",
+}
+
+# name -> (group, path, wrk connections, one connection per request)
+SCENARIOS = {
+    "hello-10": ("hello", "/hello", 10, False),
+    "hello-100": ("hello", "/hello", 100, False),
+    "hello-1000": ("hello", "/hello", 1000, False),
+    "close-100": ("close", "/hello", 100, True),
+    "static-1k": ("static", "/1k.bin", 100, False),
+    "static-148k": ("static", "/148k.bin", 100, False),
+}
+
+
+class RunError(RuntimeError):
+    pass
+
+
+def log(msg):
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def fmt_dur(s):
+    s = int(round(s))
+    return "%dm%02ds" % (s // 60, s % 60)
+
+
+# ---------------------------------------------------------------- environment
+
+
+def find_tool(name):
+    # nginx lives in /usr/sbin, which a non-root PATH often lacks.
+    path = shutil.which(name)
+    if path is None:
+        for d in ("/usr/sbin", "/sbin", "/usr/local/sbin"):
+            candidate = os.path.join(d, name)
+            if os.access(candidate, os.X_OK):
+                return candidate
+    return path
+
+
+def first_line(argv):
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    text = (r.stdout + r.stderr).strip()
+    return text.splitlines()[0].strip() if text else "unknown"
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def raise_nofile():
+    """preexec_fn of every child: the 1000-connection runs need more fds."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < NOFILE:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
+            return
+        except (ValueError, OSError):
+            pass  # not privileged: go as high as the hard limit allows
+    want = NOFILE if hard == resource.RLIM_INFINITY else min(NOFILE, hard)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+
+def pinned(cpu, argv):
+    return ["taskset", "-c", str(cpu)] + argv
+
+
+# ------------------------------------------------------------- /proc sampling
+
+
+def read_stat(pid):
+    """(ppid, utime+stime ticks) from /proc/PID/stat, or None if it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            data = f.read()
+    except OSError:
+        return None
+    # comm may contain spaces and parentheses: split after the last ')'.
+    fields = data[data.rindex(")") + 2:].split()
+    return int(fields[1]), int(fields[11]) + int(fields[12])
+
+
+def process_tree(root):
+    """root and all its descendants (nginx: master and worker)."""
+    children = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        st = read_stat(int(name))
+        if st is not None:
+            children.setdefault(st[0], []).append(int(name))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, []))
+    return sorted(tree)
+
+
+def schedstat_ns(pid):
+    """Time on CPU of every thread of pid, in ns."""
+    total = 0
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(root):
+    """(pids, CPU ns from schedstat, CPU s from utime+stime) of root's tree."""
+    pids = process_tree(root)
+    ns, ticks = 0, 0
+    for pid in pids:
+        ns += schedstat_ns(pid)
+        st = read_stat(pid)
+        if st is not None:
+            ticks += st[1]
+    return pids, ns, ticks / CLK_TCK
+
+
+def wait_idle(root, limit=3.0):
+    """Waits (bounded) until the server tree uses under 1% of a CPU, so that a
+    sample taken now holds all the work of what came before."""
+    deadline = time.time() + limit
+    _, prev, _ = tree_cpu(root)
+    while time.time() < deadline:
+        time.sleep(0.1)
+        _, now, _ = tree_cpu(root)
+        if now - prev < 1_000_000:
+            return True
+        prev = now
+    return False
+
+
+def machine_cpu_s():
+    """(busy, stolen): CPU seconds of all CPUs, from /proc/stat. Stolen is
+    time the hypervisor gave to other guests while this one wanted to run."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq) / CLK_TCK, steal / CLK_TCK
+
+
+def wait_machine_quiet(limit):
+    """Watches the machine in half-second windows, with the server idle and
+    wrk not started, until one window has the CPUs under OTHER_LOAD_NOTE busy
+    and no TCP connection opened, or for at most limit seconds (one window
+    if 0). Returns (seconds waited, quiet?, connections/s of the last window):
+    other processes' connections would count in the run's conn/req."""
+    start = time.time()
+    ncpu = os.cpu_count() or 1
+    while True:
+        (b0, _), (_, p0) = machine_cpu_s(), tcp_opens()
+        time.sleep(0.5)
+        (b1, _), (_, p1) = machine_cpu_s(), tcp_opens()
+        quiet = (b1 - b0) / (0.5 * ncpu) < OTHER_LOAD_NOTE and p1 == p0
+        if quiet or time.time() - start >= limit:
+            return time.time() - start, quiet, (p1 - p0) / 0.5
+
+
+def children_cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def tcp_opens():
+    """(ActiveOpens, PassiveOpens) of this network namespace."""
+    with open("/proc/net/snmp") as f:
+        lines = [l.split() for l in f if l.startswith("Tcp:")]
+    row = dict(zip(lines[0][1:], lines[1][1:]))
+    return int(row["ActiveOpens"]), int(row["PassiveOpens"])
+
+
+# --------------------------------------------------------------------- servers
+
+
+def port_is_free(port):
+    """True if nothing listens on 127.0.0.1:port (TIME_WAIT leftovers do not
+    count: the servers set SO_REUSEADDR, and so does this probe)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class Server:
+    """One running server process, pinned to SERVER_CPU."""
+
+    unannounced_warned = False
+
+    def __init__(self, name, ctx, port):
+        self.name = name
+        self.ctx = ctx
+        self.port = port
+        self.proc = None
+        self.logpath = os.path.join(ctx["tmp"], "%s-%d.log" % (name, port))
+
+    def start(self):
+        ctx = self.ctx
+        if self.name == "nginx":
+            conf = os.path.join(ctx["nginx_dir"], "nginx-%d.conf" % self.port)
+            with open(conf, "w") as f:
+                f.write(ctx["nginx_template"]
+                        .replace("@DIR@", ctx["nginx_dir"])
+                        .replace("@ROOT@", ctx["www"])
+                        .replace("@PORT@", str(self.port))
+                        .replace("@NOFILE@", str(NOFILE)))
+            argv = [ctx["nginx"], "-p", ctx["nginx_dir"], "-c", conf]
+        else:
+            backend = self.name.split("-", 1)[1]
+            argv = [ctx["binary"], "--port", str(self.port), "--threads", str(ctx["threads"]),
+                    "--backend", backend, "--root", ctx["www"]]
+        # Output goes to a file, not a pipe: a chatty server can never block on
+        # a full pipe, and the file is there to quote when something fails.
+        with open(self.logpath, "w") as out:
+            self.proc = subprocess.Popen(pinned(SERVER_CPU, argv), stdout=out,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         preexec_fn=raise_nofile)
+        self.wait_ready()
+
+    def output(self, tail=600):
+        try:
+            with open(self.logpath, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return ""
+        return text[-tail:].strip()
+
+    def wait_ready(self, limit=10.0):
+        """Until the server accepts a connection. libnet's http_server also
+        announces `listening on 127.0.0.1:PORT`; the port it names is used.
+        The port asked for was free before the start (free_port), so a
+        connection to it reaches this server even if the line never shows
+        (an unflushed stdout, say)."""
+        deadline = time.time() + limit
+        announced = self.name == "nginx"
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RunError("%s exited with status %s at start: %s" %
+                               (self.name, self.proc.returncode, self.output()))
+            if not announced:
+                m = re.search(r"listening on [\d.]+:(\d+)", self.output(10000))
+                if m and int(m.group(1)) != 0:
+                    self.port = int(m.group(1))
+                    announced = True
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    pass
+            except OSError:
+                time.sleep(0.02)
+                continue
+            if not announced and not Server.unannounced_warned:
+                Server.unannounced_warned = True
+                log("warning: %s accepts connections but printed no 'listening on' line "
+                    "(stdout not flushed?)" % self.name)
+            return
+        raise RunError("%s did not accept connections on port %d within %.0f s%s: %s" %
+                       (self.name, self.port, limit,
+                        "" if announced else " (no 'listening on' line)", self.output()))
+
+    def stop(self):
+        """SIGTERM, then SIGKILL after 10 s. Returns a warning or None."""
+        if self.proc is None or self.proc.poll() is not None:
+            rc = None if self.proc is None else self.proc.returncode
+            return None if rc in (None, 0) else "%s had exited with status %s" % (self.name, rc)
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            # The whole tree: a worker outlives a SIGKILLed nginx master.
+            for pid in process_tree(self.proc.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            self.proc.wait()
+            return "%s ignored SIGTERM for 10 s and was killed" % self.name
+        if rc < 0:
+            return "%s was killed by signal %d (it does not handle SIGTERM)" % (self.name, -rc)
+        if rc != 0:
+            return "%s exited with status %d on SIGTERM" % (self.name, rc)
+        return None
+
+
+def precheck(server, files):
+    """Fetches /hello and both files once and compares them byte for byte.
+    Returns (errors, warnings); errors disqualify the server."""
+    errors, warnings = [], []
+    port = server.port
+    # All three on one keep-alive connection (http.client reconnects only
+    # after a response that says `Connection: close`).
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        for path, want in [("/hello", HELLO_BODY)] + [("/" + n, d) for n, d in files.items()]:
+            try:
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                body = resp.read()
+            except (OSError, http.client.HTTPException) as e:
+                errors.append("GET %s: %s: %s" % (path, type(e).__name__, e))
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                continue
+            if resp.status != 200:
+                errors.append("GET %s: status %d" % (path, resp.status))
+            elif body != want:
+                at = next((i for i, (a, b) in enumerate(zip(body, want)) if a != b),
+                          min(len(body), len(want)))
+                errors.append("GET %s: body differs from the file at byte %d (%d bytes, "
+                              "expected %d)" % (path, at, len(body), len(want)))
+            if resp.getheader("Content-Length") is None:
+                # wrk miscounts responses without it on Connection: close.
+                warnings.append("GET %s: no Content-Length" % path)
+            if path == "/hello":
+                ctype = resp.getheader("Content-Type") or ""
+                if not ctype.startswith("text/plain"):
+                    warnings.append("GET /hello: Content-Type %r, expected text/plain" % ctype)
+    finally:
+        conn.close()
+    # Connection: close must make the server close: the close-100 scenario
+    # depends on it (wrk reconnects only when the response says close).
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            data = b""
+            s.settimeout(3)
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            if not head.startswith(b"HTTP/1.1 200") or body != HELLO_BODY:
+                errors.append("GET /hello with Connection: close: unexpected response %r" %
+                              data[:200])
+            elif not re.search(rb"(?im)^connection:\s*close", head):
+                warnings.append("response to Connection: close lacks `Connection: close`")
+    except socket.timeout:
+        errors.append("GET /hello with Connection: close: server kept the connection open")
+    except OSError as e:
+        errors.append("GET /hello with Connection: close: %s" % e)
+    return errors, warnings
+
+
+# ------------------------------------------------------------------------ wrk
+
+UNITS_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
+
+
+def to_ms(text):
+    m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text)
+    if not m:
+        raise RunError("cannot read wrk latency %r" % text)
+    return float(m.group(1)) * UNITS_MS[m.group(2)]
+
+
+def parse_wrk(out):
+    r = {}
+    m = re.search(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m|h)", out, re.M)
+    if not m:
+        raise RunError("no request count in wrk output: %s" % out[-400:])
+    r["requests"] = int(m.group(1))
+    r["duration_s"] = to_ms(m.group(2) + m.group(3)) / 1e3
+    m = re.search(r"^Requests/sec:\s*([\d.]+)", out, re.M)
+    if not m:
+        raise RunError("no Requests/sec in wrk output: %s" % out[-400:])
+    r["rps"] = float(m.group(1))
+    dist = out.split("Latency Distribution", 1)
+    if len(dist) < 2:
+        raise RunError("no latency distribution in wrk output (was --latency passed?)")
+    for pct in ("50", "90", "99"):
+        m = re.search(r"^\s*%s(?:\.0+)?%%\s+(\S+)" % pct, dist[1], re.M)
+        if not m:
+            raise RunError("no p%s in wrk output" % pct)
+        r["p%s_ms" % pct] = to_ms(m.group(1))
+    r.update(err_connect=0, err_read=0, err_write=0, err_timeout=0, non2xx=0)
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if m:
+        r.update(err_connect=int(m.group(1)), err_read=int(m.group(2)),
+                 err_write=int(m.group(3)), err_timeout=int(m.group(4)))
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if m:
+        r["non2xx"] = int(m.group(1))
+    r["errors"] = sum(r[k] for k in ("err_connect", "err_read", "err_write", "err_timeout",
+                                     "non2xx"))
+    return r
+
+
+def wrk_argv(ctx, port, scenario, seconds):
+    _, path, conns, close = SCENARIOS[scenario]
+    argv = [ctx["wrk"], "-t1", "-c%d" % conns, "-d%ds" % seconds, "--latency"]
+    if close:
+        argv += ["-H", "Connection: close"]
+    return argv + ["http://127.0.0.1:%d%s" % (port, path)]
+
+
+def run_once(ctx, server_name, scenario, seconds, port):
+    server = Server(server_name, ctx, port)
+    notes = []
+    try:
+        server.start()
+        if not wait_idle(server.proc.pid):
+            notes.append("server not idle before the run")
+        waited, quiet, bg_conn_rate = wait_machine_quiet(ctx["quiet_wait"])
+        if not quiet and ctx["quiet_wait"] > 0:
+            log("  the machine stayed busy for %.0f s; measuring anyway" % waited)
+        elif waited > 1:
+            log("  waited %.0f s for other processes to leave the machine" % waited)
+        pids0, ns0, tk0 = tree_cpu(server.proc.pid)
+        (busy0, steal0), wrk0, wall0 = machine_cpu_s(), children_cpu_s(), time.time()
+        act0, pas0 = tcp_opens()
+        argv = pinned(CLIENT_CPU, wrk_argv(ctx, server.port, scenario, seconds))
+        try:
+            w = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60,
+                               preexec_fn=raise_nofile)
+        except subprocess.TimeoutExpired:
+            raise RunError("wrk did not finish within %d s" % (seconds + 60))
+        # Closing 1000 connections takes the server a moment after wrk exits;
+        # that work belongs to the run.
+        if not wait_idle(server.proc.pid):
+            notes.append("server still busy 3 s after wrk exited")
+        pids1, ns1, tk1 = tree_cpu(server.proc.pid)
+        # wrk is the only child reaped in between (taskset execs it).
+        (busy1, steal1), wrk1, wall1 = machine_cpu_s(), children_cpu_s(), time.time()
+        act1, pas1 = tcp_opens()
+        if w.returncode != 0:
+            raise RunError("wrk exited with status %d: %s" %
+                           (w.returncode, (w.stdout + w.stderr).strip()[-400:]))
+        if server.proc.poll() is not None:
+            raise RunError("%s died during the run (status %s): %s" %
+                           (server_name, server.proc.returncode, server.output()))
+        if pids0 != pids1:
+            notes.append("server processes changed during the run (%s -> %s): CPU is partial" %
+                          (pids0, pids1))
+        r = parse_wrk(w.stdout)
+    finally:
+        warning = server.stop()
+    if warning:
+        notes.append(warning)
+    r["server_cpu_s"] = (ns1 - ns0) / 1e9
+    r["server_cpu_s_ticks"] = tk1 - tk0
+    r["cpu_per_100k"] = (r["server_cpu_s"] / r["requests"] * 1e5 if r["requests"]
+                         else float("nan"))
+    # Under 100% the server waited for wrk: req/s is then wrk's limit.
+    r["server_busy"] = (r["server_cpu_s"] / r["duration_s"] if r["duration_s"]
+                        else float("nan"))
+    r["active_opens"] = act1 - act0
+    r["passive_opens"] = pas1 - pas0
+    r["conn_per_req"] = r["passive_opens"] / r["requests"] if r["requests"] else float("nan")
+    # Whatever else ran on the machine during the run, as a share of all
+    # CPUs: what is busy, less the server and wrk (all three tick-based).
+    r["wrk_cpu_s"] = wrk1 - wrk0
+    other = (busy1 - busy0) - r["server_cpu_s_ticks"] - r["wrk_cpu_s"]
+    cpu_wall = (wall1 - wall0) * (os.cpu_count() or 1)
+    r["other_load"] = max(0.0, other) / cpu_wall
+    r["steal"] = (steal1 - steal0) / cpu_wall
+    r["bg_conn_rate"] = bg_conn_rate
+    r["notes"] = "; ".join(notes)
+    return r
+
+
+# --------------------------------------------------------------------- output
+
+
+def fmt_rps(v):
+    return "%.1fk" % (v / 1e3) if v >= 1e3 else "%.0f" % v
+
+
+def med_cell(values, fmt):
+    if not values:
+        return "-"
+    m = statistics.median(values)
+    if len(values) == 1:
+        return fmt(m)
+    return "%s (%s–%s)" % (fmt(m), fmt(min(values)), fmt(max(values)))
+
+
+def ratio(a, b):
+    return "%.2f" % (a / b) if a is not None and b is not None and b > 0 else "-"
+
+
+def load_text(r):
+    """'other 22%, steal 6%' for a run that shared the CPUs, else ''."""
+    parts = []
+    if r["other_load"] > OTHER_LOAD_NOTE:
+        parts.append("other %.0f%%" % (100 * r["other_load"]))
+    if r["steal"] > OTHER_LOAD_NOTE:
+        parts.append("steal %.0f%%" % (100 * r["steal"]))
+    if r["bg_conn_rate"] > 0:
+        parts.append("other processes opening %.0f TCP connections/s just before, counted "
+                     "in conn/req" % r["bg_conn_rate"])
+    return ", ".join(parts)
+
+
+def markdown_table(group, scenarios, servers, results):
+    lines = ["### %s" % GROUPS[group], ""]
+    others = [s for s in servers if s != "nginx"] if "nginx" in servers else []
+    header = ["scenario", "conns"]
+    header += ["%s req/s" % s for s in servers]
+    header += ["%s/nginx" % SHORT[s] for s in others]
+    header += ["p99 ms %s" % s for s in servers]
+    header += ["server CPU s/100k %s" % s for s in servers]
+    header += ["CPU %s/nginx" % SHORT[s] for s in others]
+    header += ["conn/req (%s)" % ", ".join(SHORT[s] for s in servers),
+               "errors (%s)" % ", ".join(SHORT[s] for s in servers)]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    failed = []
+    for sc in scenarios:
+        _, path, conns, _ = SCENARIOS[sc]
+        runs = {s: results.get((sc, s), []) for s in servers}
+        ok = {s: [r for r in runs[s] if "error" not in r] for s in servers}
+        med = {s: (statistics.median([r["rps"] for r in ok[s]]) if ok[s] else None)
+               for s in servers}
+        cpu = {s: (statistics.median([r["cpu_per_100k"] for r in ok[s]]) if ok[s] else None)
+               for s in servers}
+        row = ["%s `%s`" % (sc, path), str(conns)]
+        row += [med_cell([r["rps"] for r in ok[s]], fmt_rps) for s in servers]
+        row += [ratio(med[s], med["nginx"]) for s in others]
+        row += [med_cell([r["p99_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
+        row += [med_cell([r["cpu_per_100k"] for r in ok[s]], lambda v: "%.2f" % v)
+                for s in servers]
+        row += [ratio(cpu[s], cpu["nginx"]) for s in others]
+        row.append(", ".join("%.3f" % statistics.median([r["conn_per_req"] for r in ok[s]])
+                             if ok[s] else "-" for s in servers))
+        errs = []
+        for s in servers:
+            total = sum(r["errors"] for r in ok[s])
+            errs.append(("**%d**" % total) if total else "0")
+            for i, r in enumerate(runs[s], 1):
+                if "error" in r:
+                    failed.append("%s %s run %d failed: %s" % (sc, s, i, r["error"]))
+                elif r["errors"]:
+                    failed.append("%s %s run %d: wrk reported connect %d, read %d, write %d, "
+                                  "timeout %d, non-2xx/3xx %d" %
+                                  (sc, s, i, r["err_connect"], r["err_read"], r["err_write"],
+                                   r["err_timeout"], r["non2xx"]))
+                if r.get("notes"):
+                    failed.append("%s %s run %d: %s" % (sc, s, i, r["notes"]))
+            loaded = ["%d (%s)" % (i, load_text(r)) for i, r in enumerate(runs[s], 1)
+                      if "error" not in r and load_text(r)]
+            if loaded:
+                failed.append("%s %s: other work on the machine during run%s %s" %
+                              (sc, s, "s" if len(loaded) > 1 else "", ", ".join(loaded)))
+        row.append(", ".join(errs))
+        lines.append("| " + " | ".join(row) + " |")
+    if failed:
+        lines.append("")
+        lines += ["- " + f for f in failed]
+    lines.append("")
+    return "\n".join(lines)
+
+
+# One row per run. server_cpu_s is from schedstat (ns), server_cpu_s_ticks
+# the same from utime+stime (clock ticks), kept as a cross-check.
+CSV_FIELDS = ["date", "scenario", "group", "path", "conns", "connection_close", "server",
+              "rep", "seconds", "requests", "duration_s", "rps", "p50_ms", "p90_ms", "p99_ms",
+              "server_cpu_s", "server_cpu_s_ticks", "cpu_per_100k", "server_busy",
+              "wrk_cpu_s", "other_load", "steal", "bg_conn_rate", "passive_opens",
+              "active_opens", "conn_per_req", "err_connect", "err_read", "err_write",
+              "err_timeout", "non2xx", "error", "notes"]
+
+
+# ----------------------------------------------------------------------- main
+
+
+def build(ctx):
+    target = "//examples/http:http_server"
+    log("building: bazel build --config=opt " + target)
+    r = subprocess.run(["bazel", "build", "--config=opt", target], cwd=ROOT)
+    if r.returncode != 0:
+        sys.exit("run_http_bench: building %s failed; pass --binary PATH for a prebuilt "
+                 "http_server, or --servers nginx" % target)
+    # bazel-bin follows the last build's configuration: copy the binary so
+    # that a build elsewhere cannot swap it during the run.
+    out = subprocess.run(["bazel", "info", "--config=opt", "bazel-bin"], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    dst = os.path.join(ctx["tmp"], "http_server")
+    shutil.copy2(os.path.join(out, "examples", "http", "http_server"), dst)
+    return dst
+
+
+def make_www(ctx):
+    www = os.path.join(ctx["tmp"], "www")
+    os.mkdir(www)
+    files = {}
+    for name, size in FILES.items():
+        data = secrets.token_bytes(size)
+        with open(os.path.join(www, name), "wb") as f:
+            f.write(data)
+        os.chmod(os.path.join(www, name), 0o644)
+        files[name] = data
+    # nginx's worker runs as nobody when the master is root: everything on
+    # the way to the files must be world-readable.
+    os.chmod(www, 0o755)
+    os.chmod(ctx["tmp"], 0o755)
+    return www, files
+
+
+def parse_list(text, known, what, aliases=None):
+    out = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        expanded = (aliases or {}).get(item, [item])
+        for x in expanded:
+            if x not in known:
+                sys.exit("run_http_bench: unknown %s %r (known: %s)" %
+                         (what, x, ", ".join(list(known) + list(aliases or {}))))
+            if x not in out:
+                out.append(x)
+    if not out:
+        sys.exit("run_http_bench: no %s selected" % what)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=int, help="seconds per wrk run (default 10; --quick 3)")
+    ap.add_argument("--reps", type=int, help="runs per server and scenario (default 3; --quick 1)")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 3 s x 1 rep")
+    ap.add_argument("--servers", default=",".join(ALL_SERVERS),
+                    help="comma-separated, in run order: " + ", ".join(ALL_SERVERS))
+    ap.add_argument("--scenarios", default="hello,close,static",
+                    help="comma-separated scenarios (%s) or groups (%s)" %
+                    (", ".join(SCENARIOS), ", ".join(GROUPS)))
+    ap.add_argument("--binary", help="a prebuilt http_server (default: build it with Bazel)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="http_server --threads (default 0: one loop thread accepts and serves, "
+                    "as nginx's single worker does)")
+    ap.add_argument("--port-base", type=int, default=21000,
+                    help="first server port; each run takes the next one (default 21000; keep "
+                    "below 32768, the ephemeral range wrk connects from)")
+    ap.add_argument("--quiet-wait", type=float, default=15,
+                    help="before each run, wait up to this many seconds for other processes "
+                    "to leave the CPUs and stop opening TCP connections (default 15; 0: do "
+                    "not wait)")
+    ap.add_argument("--shared-netns", action="store_true",
+                    help="stay in the machine's network namespace (default: a private one "
+                    "when root, so that conn/req counts only this benchmark's connections)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "http-results"),
+                    help="directory for the CSV (default ./http-results)")
+    args = ap.parse_args()
+
+    seconds = args.seconds or (3 if args.quick else 10)
+    reps = args.reps or (1 if args.quick else 3)
+    servers = parse_list(args.servers, ALL_SERVERS, "server")
+    groups = {g: [s for s in SCENARIOS if SCENARIOS[s][0] == g] for g in GROUPS}
+    scenarios = parse_list(args.scenarios, SCENARIOS, "scenario", groups)
+    scenarios = [s for s in SCENARIOS if s in scenarios]  # table order
+
+    ctx = {"threads": args.threads, "quiet_wait": args.quiet_wait}
+    missing = []
+    ctx["wrk"] = find_tool("wrk")
+    if ctx["wrk"] is None:
+        missing.append("wrk")
+    if "nginx" in servers:
+        ctx["nginx"] = find_tool("nginx")
+        if ctx["nginx"] is None:
+            missing.append("nginx-light")
+    if find_tool("taskset") is None:
+        missing.append("util-linux")
+    if missing:
+        sys.exit("run_http_bench: missing %s; install with:\n  apt-get update && apt-get install "
+                 "-y %s\n(or run tools/setup.sh)" % (", ".join(missing), " ".join(missing)))
+    if not {SERVER_CPU, CLIENT_CPU} <= os.sched_getaffinity(0):
+        sys.exit("run_http_bench: needs CPUs %d (server) and %d (wrk), has %s" %
+                 (SERVER_CPU, CLIENT_CPU, sorted(os.sched_getaffinity(0))))
+
+    libnet = [s for s in servers if s.startswith("libnet")]
+    if libnet and args.binary and not os.access(args.binary, os.X_OK):
+        sys.exit("run_http_bench: --binary %s is not an executable file" % args.binary)
+
+    if NETNS_ENV in os.environ:
+        # The second half of run_in_netns: the parent made the temp dir and
+        # the binary, and removes them.
+        ctx["tmp"], ctx["binary"] = os.environ[NETNS_ENV].split(":", 1)
+        ctx["netns"] = True
+        loopback_up()
+        return bench(args, ctx, servers, scenarios, seconds, reps)
+
+    ctx["tmp"] = tempfile.mkdtemp(prefix="libnet-httpbench-")
+    try:
+        if libnet:
+            ctx["binary"] = os.path.abspath(args.binary) if args.binary else build(ctx)
+        if not args.shared_netns:
+            if netns_available():
+                return run_in_netns(ctx)
+            log("note: cannot make a network namespace (needs root); conn/req counts every "
+                "TCP connection opened on the machine during a run")
+        ctx["netns"] = False
+        return bench(args, ctx, servers, scenarios, seconds, reps)
+    finally:
+        shutil.rmtree(ctx["tmp"], ignore_errors=True)
+
+
+# A private network namespace gives the run its own loopback and its own
+# /proc/net/snmp, so conn/req counts this benchmark's connections only, not
+# those of whatever else runs on the machine. Its TCP sysctls start from the
+# kernel's defaults, the same values a stock Debian host has.
+NETNS_ENV = "LIBNET_HTTPBENCH_NETNS"
+
+
+def netns_available():
+    try:
+        r = subprocess.run(["unshare", "--net", "true"], stderr=subprocess.DEVNULL)
+        return r.returncode == 0
+    except OSError:
+        return False
+
+
+def run_in_netns(ctx):
+    """Runs this script again, with the same arguments, in a new network
+    namespace; it finds the temp dir and the binary in NETNS_ENV."""
+    env = dict(os.environ)
+    env[NETNS_ENV] = "%s:%s" % (ctx["tmp"], ctx.get("binary", ""))
+    child = subprocess.Popen(["unshare", "--net", "--", sys.executable,
+                              os.path.abspath(__file__)] + sys.argv[1:], env=env)
+    # Ctrl-C reaches the child too (same process group): let it stop its
+    # server and finish; a SIGTERM sent to this process alone is passed on.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
+    return child.wait()
+
+
+def loopback_up():
+    """ip link set lo up, without needing iproute2."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        ifreq = fcntl.ioctl(s, siocgifflags, struct.pack("16sH22x", b"lo", 0))
+        flags = struct.unpack("16sH22x", ifreq)[1]
+        fcntl.ioctl(s, siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
+
+
+def bench(args, ctx, servers, scenarios, seconds, reps):
+    # SIGTERM unwinds like Ctrl-C: wrk is killed, the server stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("run_http_bench: stopped by SIGTERM"))
+    libnet = [s for s in servers if s.startswith("libnet")]
+    if "nginx" in servers:
+        ctx["nginx_dir"] = os.path.join(ctx["tmp"], "nginx")
+        os.mkdir(ctx["nginx_dir"])
+        with open(os.path.join(HERE, "nginx.conf.in")) as f:
+            ctx["nginx_template"] = f.read()
+    ctx["www"], files = make_www(ctx)
+
+    # "wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer"
+    wrk_version = first_line([ctx["wrk"], "--version"]).split(" Copyright")[0]
+    nginx_version = (first_line([ctx["nginx"], "-v"]).replace("nginx version: ", "")
+                     if "nginx" in servers else "not run")
+    machine = "%s, nproc %d" % (cpu_model(), len(os.sched_getaffinity(0)))
+    kernel = platform.release()
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    command = " ".join(shlex.quote(a) for a in ["bench/http/run_http_bench.py"] + sys.argv[1:])
+    log("machine: %s; kernel %s; %s; nginx %s" % (machine, kernel, wrk_version, nginx_version))
+
+    port = args.port_base
+
+    def next_port():
+        """The next free port from --port-base on; each run gets a fresh one
+        so that no run meets the previous run's TIME_WAIT sockets."""
+        nonlocal port
+        for _ in range(2000):
+            p = port
+            port = args.port_base + (port + 1 - args.port_base) % 2000
+            if port_is_free(p):
+                return p
+        sys.exit("run_http_bench: no free port in %d-%d" % (args.port_base,
+                                                            args.port_base + 1999))
+
+    # Correctness first: a server that serves wrong bytes is not measured.
+    skipped = {}
+    for name in servers:
+        server = Server(name, ctx, next_port())
+        try:
+            server.start()
+            errors, warnings = precheck(server, files)
+        except RunError as e:
+            errors, warnings = [str(e)], []
+        finally:
+            warning = server.stop()
+        if warning:
+            warnings.append(warning)
+        for w in warnings:
+            log("pre-check %s: warning: %s" % (name, w))
+        if errors:
+            skipped[name] = errors
+            log("pre-check %s: FAILED, not measured:\n  %s" % (name, "\n  ".join(errors)))
+        else:
+            log("pre-check %s: /hello, /1k.bin, /148k.bin byte-exact" % name)
+    active = [s for s in servers if s not in skipped]
+
+    total = len(scenarios) * reps * len(active)
+    per_run = seconds + 1.0
+    log("libnet HTTP bench: %d scenarios x %d servers x %d reps = %d runs of %d s, about %s" %
+        (len(scenarios), len(active), reps, total, seconds, fmt_dur(total * per_run)))
+
+    os.makedirs(args.out, exist_ok=True)
+    csv_path = os.path.join(args.out, "http_bench.csv")
+    results = {}
+    t0 = time.time()
+    done = 0
+    with open(csv_path, "w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        out.writeheader()
+        for sc in scenarios:
+            group, path, conns, close = SCENARIOS[sc]
+            for rep in range(1, reps + 1):
+                for name in active:  # interleaved: A B C A B C
+                    elapsed = time.time() - t0
+                    left = (elapsed / done * (total - done)) if done else total * per_run
+                    log("[run %d/%d] %s %s rep %d/%d — elapsed %s, about %s left" %
+                        (done + 1, total, sc, name, rep, reps, fmt_dur(elapsed), fmt_dur(left)))
+                    try:
+                        r = run_once(ctx, name, sc, seconds, next_port())
+                        log("  %s req/s, p99 %.2f ms, server CPU %.2f s/100k req (busy %.0f%%), "
+                            "%.3f conn/req, other load %.0f%%, steal %.0f%%, background "
+                            "%.0f conn/s, %s" %
+                            (fmt_rps(r["rps"]), r["p99_ms"], r["cpu_per_100k"],
+                             100 * r["server_busy"], r["conn_per_req"], 100 * r["other_load"],
+                             100 * r["steal"], r["bg_conn_rate"],
+                             "ERRORS %d" % r["errors"] if r["errors"] else "no errors"))
+                        if r["notes"]:
+                            log("  note: " + r["notes"])
+                    except RunError as e:
+                        r = {"error": str(e)}
+                        log("  FAILED: %s" % e)
+                    results.setdefault((sc, name), []).append(r)
+                    row = dict(r, date=datetime.datetime.now().isoformat(timespec="seconds"),
+                               scenario=sc, group=group, path=path, conns=conns,
+                               connection_close=int(close), server=name, rep=rep,
+                               seconds=seconds)
+                    row.update((k, "%.4f" % v) for k, v in r.items() if isinstance(v, float))
+                    out.writerow(row)
+                    f.flush()
+                    done += 1
+
+    print("## libnet HTTP server vs nginx (wrk)\n")
+    print("- Machine: %s" % machine)
+    print("- Kernel: %s" % kernel)
+    print("- Date: %s" % date)
+    print("- wrk: %s; nginx: %s" % (wrk_version, nginx_version))
+    if libnet:
+        print("- libnet: `%s --threads %d --backend epoll|uring`" %
+              (args.binary or "//examples/http:http_server (--config=opt)", args.threads))
+    print("- Command: `%s`" % command)
+    print("- Network: %s" % ("a private network namespace (its own loopback; conn/req counts "
+                              "this benchmark's connections only)" if ctx["netns"] else
+                              "the machine's own namespace (conn/req counts every TCP "
+                              "connection on the machine)"))
+    for name, errors in skipped.items():
+        print("- **%s not measured**: pre-check failed: %s" % (name, "; ".join(errors)))
+    print("- Method: %d s per run, %s, servers interleaved within each repetition, a fresh "
+          "server per run; server on CPU %d, `wrk -t1 --latency` on CPU %d. Server CPU = "
+          "every thread of the server's process tree (/proc schedstat) from just before wrk "
+          "starts until the server is idle after it. conn/req = TCP connections accepted "
+          "(/proc/net/snmp PassiveOpens) per completed request. errors = wrk's socket errors "
+          "+ non-2xx/3xx responses, summed over the runs. Runs during which other processes or "
+          "the hypervisor took more than %.0f%% of the CPUs are listed under the tables." %
+          (seconds, "median of %d (min–max)" % reps if reps > 1 else "1 run", SERVER_CPU,
+           CLIENT_CPU, 100 * OTHER_LOAD_NOTE))
+    print()
+    for group in GROUPS:
+        in_group = [s for s in scenarios if SCENARIOS[s][0] == group]
+        if in_group and active:
+            print(markdown_table(group, in_group, active, results))
+    log("CSV: %s (%s total)" % (csv_path, fmt_dur(time.time() - t0)))
+    failed = any("error" in r for runs in results.values() for r in runs)
+    return 1 if skipped or failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.exit("run_http_bench: interrupted")
