@@ -78,7 +78,7 @@ void TcpConnection::send(std::string&& message) {
 void TcpConnection::send(Buffer* buffer) {
   if (uring_ && loop_->isInLoopThread() && !sendInFlight_ && sendingBuffer_.readableBytes() == 0 &&
       buffer->readableBytes() > 0 && buffer->readableBytes() < highWaterMark_ &&
-      state_.load() != State::kDisconnected) {
+      state_.load() != State::kDisconnected && !closeWhenDrained_) {
     // Nothing in flight: hand the caller's buffer itself to the kernel (the
     // caller gets our empty one back) instead of copying the bytes.
     sendingBuffer_.swap(*buffer);
@@ -96,7 +96,7 @@ void TcpConnection::send(Buffer* buffer) {
 
 void TcpConnection::sendInLoop(std::string_view data) {
   loop_->assertInLoopThread();
-  if (state_.load() == State::kDisconnected) {
+  if (state_.load() == State::kDisconnected || closeWhenDrained_) {
     LOG_WARN << name_ << ": disconnected, dropping " << data.size() << " bytes";
     return;
   }
@@ -176,6 +176,17 @@ void TcpConnection::forceClose() {
       loop_->queueInLoop([self = shared_from_this()] { self->handleClose(); });
       return;
     }
+  }
+}
+
+void TcpConnection::closeAfterOutput() {
+  loop_->assertInLoopThread();
+  const State state = state_.load();
+  if (state != State::kConnected && state != State::kDisconnecting) return;
+  state_.store(State::kDisconnecting);
+  closeWhenDrained_ = true;  // later sends are dropped; onOutputDrained() closes
+  if (!outputPending()) {
+    loop_->queueInLoop([self = shared_from_this()] { self->handleClose(); });
   }
 }
 
@@ -350,27 +361,32 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length) {
   loop_->assertInLoopThread();
   const State state = state_.load();
   if (state != State::kConnected && state != State::kDisconnecting) return;
-  if (length == 0) return;
+  if (length == 0 || closeWhenDrained_) return;
   if (uring_) {
-    Buffer contents(length);
-    while (contents.readableBytes() < length) {
-      const size_t want = length - contents.readableBytes();
-      const ssize_t n = ::pread(file.get(), contents.beginWrite(), want,
-                                offset + static_cast<off_t>(contents.readableBytes()));
+    // Read straight into the buffer the bytes would be copied to anyway:
+    // the one of the send in flight is busy, so the output buffer then.
+    Buffer* target = sendInFlight_ ? &outputBuffer_ : &sendingBuffer_;
+    target->ensureWritableBytes(length);
+    size_t done = 0;
+    while (done < length) {
+      const ssize_t n =
+          ::pread(file.get(), target->beginWrite() + done, length - done,
+                  offset + static_cast<off_t>(done));
       if (n > 0) {
-        contents.hasWritten(static_cast<size_t>(n));
+        done += static_cast<size_t>(n);
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
       if (n == 0) {
-        LOG_ERROR << name_ << ": file ended " << want << " bytes early";
+        LOG_ERROR << name_ << ": file ended " << (length - done) << " bytes early";
       } else {
         LOG_SYSERR << name_ << ": pread";
       }
-      forceClose();
+      forceClose();  // nothing of the file was queued: the peer sees a close
       return;
     }
-    send(&contents);
+    target->hasWritten(length);
+    if (!sendInFlight_) submitSend();
     return;
   }
   pendingFiles_.push_back(PendingFile{std::move(file), offset, length, Buffer()});
@@ -387,7 +403,7 @@ void TcpConnection::onOutputDrained() {
   if (writeCompleteCallback_) {
     loop_->queueInLoop([self = shared_from_this()] { self->writeCompleteCallback_(self); });
   }
-  if (peerClosed_) {
+  if (peerClosed_ || closeWhenDrained_) {
     handleClose();
     return;
   }

@@ -87,6 +87,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void shutdown();
   // Closes now, dropping queued output. Any thread.
   void forceClose();
+  // Closes fully (no half-close) as soon as everything queued has been
+  // written: for a protocol that is done with the peer (an HTTP response
+  // with "Connection: close") and expects nothing more from it. Data the
+  // peer still sends may turn the close into a reset; use shutdown() when
+  // it might. Bytes sent after it are dropped. Loop thread.
+  void closeAfterOutput();
   void setTcpNoDelay(bool on) { socket_.setTcpNoDelay(on); }
 
   // Pause / resume reading (e.g. while a slow consumer drains). Loop thread.
@@ -167,6 +173,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   bool reading_ = true;
   bool peerClosed_ = false;     // we read EOF
   bool writeShutdown_ = false;  // shutdown(SHUT_WR) done
+  bool closeWhenDrained_ = false;  // closeAfterOutput()
   Socket socket_;
   Channel channel_;
   const InetAddress localAddr_;

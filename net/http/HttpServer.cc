@@ -23,6 +23,7 @@ struct HttpServer::ConnectionState {
   MonoTime requestStart{};
   bool closing = false;       // an answer with Connection: close is on its way
   bool continueSent = false;  // "100 Continue" already sent for this request
+  bool linger = false;        // the client may still be sending: half-close, read on
 };
 
 namespace {
@@ -118,6 +119,7 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
           LOG_DEBUG << conn->name() << ": headers not complete in time";
           appendError(408, &out);
           state->closing = true;
+          state->linger = true;
         }
       } else if (!state->continueSent && parser.request().version() == Version::kHttp11) {
         // The client waits for a go-ahead before sending a large body.
@@ -134,6 +136,7 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
                 << parser.errorMessage();
       appendError(parser.errorStatus(), &out);
       state->closing = true;
+      state->linger = true;
       break;
     }
     state->closing = !respond(conn, parser.request(), &out);
@@ -142,8 +145,15 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
   }
   if (out.readableBytes() > 0) conn->send(&out);
   if (state->closing) {
-    buf->retrieveAll();
-    conn->shutdown();  // after the answer has gone out; we read on until the peer closes
+    if (state->linger || buf->readableBytes() > 0) {
+      // Closing with unread input would send a reset that can destroy the
+      // answer before the client reads it: half-close once it is out, and
+      // discard what still comes until the client closes (or idles out).
+      buf->retrieveAll();
+      conn->shutdown();
+    } else {
+      conn->closeAfterOutput();  // a clean end: no wait for the client's FIN
+    }
   }
 }
 

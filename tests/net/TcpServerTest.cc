@@ -251,6 +251,26 @@ TEST_P(TcpServerTest, ShutdownHalfClosesOnlyAfterOutputDrains) {
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
 }
 
+TEST_P(TcpServerTest, CloseAfterOutputClosesFullyOnceQueuedBytesAreOut) {
+  const std::string payload = randomBytes(2 * 1024 * 1024, 41);
+  startServer([&](TcpServer& server) {
+    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) return;
+      conn->send(payload);
+      conn->closeAfterOutput();
+      conn->send("dropped: sent after the close was asked for");
+    });
+  });
+  BlockingClient client(address_, 64 * 1024);
+  bool eof = false;
+  const std::string got = client.recvUntilEof(&eof);
+  EXPECT_TRUE(eof);
+  ASSERT_EQ(got.size(), payload.size());
+  EXPECT_TRUE(got == payload);
+  // Unlike shutdown(), the server does not wait for our FIN.
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
 // An unlinked temporary file holding `contents`.
 UniqueFd temporaryFile(const std::string& contents) {
   char path[] = "/tmp/libnet-sendfile-XXXXXX";
