@@ -49,10 +49,11 @@
 
 #include "base/Timestamp.h"
 #include "net/Callbacks.h"
-#include "net/EventLoop.h"
 #include "net/TimerId.h"
 
 namespace libnet {
+
+class EventLoop;
 
 class TimingWheel {
  public:
@@ -84,7 +85,7 @@ class TimingWheel {
   // Data arrived: the connection is not idle. The hot path, run on every read,
   // so the thread check is a debug assertion here, not assertInLoopThread().
   void touch(Entry e) {
-    assert(loop_->isInLoopThread());
+    assert(onLoopThread());
     assert(e >= numBuckets_ && e < links_.size() && links_[e].prev != kNoEntry);
     if (links_[e].tick != tickCount_) moveToNewest(e);
   }
@@ -145,6 +146,7 @@ class TimingWheel {
   }
   void release(Entry e);
   void startTimer();
+  [[nodiscard]] bool onLoopThread() const;
 
   EventLoop* loop_;
   const Duration timeout_;
