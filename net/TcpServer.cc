@@ -1,5 +1,6 @@
 #include "net/TcpServer.h"
 
+#include <cassert>
 #include <stdexcept>
 
 #include "base/Logging.h"
@@ -37,7 +38,12 @@ TcpServer::~TcpServer() {
   // Handed over as a raw pointer: should a loop be torn down without running
   // it, the wheel leaks instead of cancelling a timer on a dead TimerQueue.
   for (auto& [ioLoop, wheel] : idleWheels_) {
-    ioLoop->queueInLoop([wheel = wheel.release()] { delete wheel; });
+    ioLoop->queueInLoop([wheel = wheel.release()] {
+      // Every connection has left it by now (connectDestroyed removes it):
+      // an entry left over would be one that a closed connection leaked.
+      assert(wheel->size() == 0);
+      delete wheel;
+    });
   }
   idleWheels_.clear();
   // threadPool_ is destroyed next: each I/O loop runs what was queued to it

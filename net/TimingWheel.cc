@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/Logging.h"
+#include "net/EventLoop.h"
 #include "net/TcpConnection.h"
 
 namespace libnet {
@@ -64,6 +65,8 @@ TimingWheel::~TimingWheel() {
     loop_->cancel(timer_);
   }
 }
+
+bool TimingWheel::onLoopThread() const { return loop_->isInLoopThread(); }
 
 void TimingWheel::startTimer() {
   timer_ = loop_->runEvery(tick_, [this] { advance(); });

@@ -15,8 +15,13 @@
 // of `tick`, the wheel ticks slightly faster (timeout / ceil(timeout / tick))
 // to keep that window. The bounds are as good as the loop's timer: TimerQueue
 // schedules each repeat one interval after the run began, so ticks are never
-// closer together than `tick` (the lower bound holds), and a late tick (a
-// busy loop) only delays expiry.
+// closer together than `tick` (the lower bound holds, to the microseconds a
+// tick may wait behind other timers due in the same batch), while a tick
+// that runs late because the loop was busy (say, closing thousands of
+// connections expired by the previous tick) delays expiry by that much, and
+// the ticks after it with it. Expiring late is preferred to expiring early:
+// a touch reads no clock, so a wheel catching up on missed ticks could close
+// a connection touched just before it caught up.
 //
 // Entries are indexes into two slot vectors with a free list: a 12-byte link
 // (the bucket's doubly-linked list and the tick of the last touch), which is
@@ -44,10 +49,11 @@
 
 #include "base/Timestamp.h"
 #include "net/Callbacks.h"
-#include "net/EventLoop.h"
 #include "net/TimerId.h"
 
 namespace libnet {
+
+class EventLoop;
 
 class TimingWheel {
  public:
@@ -79,7 +85,7 @@ class TimingWheel {
   // Data arrived: the connection is not idle. The hot path, run on every read,
   // so the thread check is a debug assertion here, not assertInLoopThread().
   void touch(Entry e) {
-    assert(loop_->isInLoopThread());
+    assert(onLoopThread());
     assert(e >= numBuckets_ && e < links_.size() && links_[e].prev != kNoEntry);
     if (links_[e].tick != tickCount_) moveToNewest(e);
   }
@@ -105,6 +111,10 @@ class TimingWheel {
   [[nodiscard]] size_t bucketCount() const { return numBuckets_; }
   // Bytes held by the slot tables (their capacity, bucket heads included).
   [[nodiscard]] size_t tableBytes() const;
+  // What one entry takes in the tables: its link and its weak_ptr.
+  [[nodiscard]] static constexpr size_t bytesPerEntry() {
+    return sizeof(Link) + sizeof(std::weak_ptr<TcpConnection>);
+  }
 
  private:
   // Bucket heads and entries alike: a circular doubly-linked list through
@@ -136,6 +146,7 @@ class TimingWheel {
   }
   void release(Entry e);
   void startTimer();
+  [[nodiscard]] bool onLoopThread() const;
 
   EventLoop* loop_;
   const Duration timeout_;

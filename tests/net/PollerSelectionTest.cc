@@ -6,16 +6,10 @@
 // poller_probe_main in child processes. The fallback case runs it the way
 // DESIGN.md ("Testing the ENOMEM fallback") describes: as an unprivileged
 // user with RLIMIT_MEMLOCK 0, since root's CAP_IPC_LOCK ignores the limit.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -28,24 +22,19 @@
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
-#include "base/UniqueFd.h"
 #include "net/EventLoop.h"
 #include "net/Poller.h"
 #include "net/PollerKind.h"
 #include "net/poller/UringPoller.h"
+#include "tests/net/ChildProcess.h"
 #include "tests/net/TestUtil.h"
-
-extern char** environ;
 
 namespace libnet {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr auto kChildTimeout = std::chrono::seconds(20);
 
 // ---- names ----
 
@@ -115,22 +104,6 @@ TEST_F(EventLoopBackendTest, AutoResolvesToIoUringExactlyWhenTheProbeSucceeds) {
 
 // ---- child processes ----
 
-struct ChildResult {
-  bool started = false;
-  bool timedOut = false;
-  int exitCode = -1;  // -1 unless it exited normally
-  std::string out;
-  std::string err;
-
-  std::string describe() const {
-    std::ostringstream s;
-    s << "exit " << exitCode << (timedOut ? " (timed out)" : "") << "\n--- stdout ---\n"
-      << out << "--- stderr ---\n"
-      << err;
-    return s.str();
-  }
-};
-
 // This environment with `overrides` applied (nullopt removes the variable).
 // The log level is pinned so that the lines under test are printed.
 std::vector<std::string> childEnvironment(
@@ -149,106 +122,6 @@ std::vector<std::string> childEnvironment(
   return env;
 }
 
-// Runs argv[0] (an absolute path) with `env`, capturing stdout and stderr.
-// Bounded: a child still running after `timeout` is killed.
-ChildResult runChild(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                     std::chrono::milliseconds timeout = kChildTimeout) {
-  ChildResult result;
-  int outPipe[2];
-  int errPipe[2];
-  if (::pipe2(outPipe, O_CLOEXEC) != 0) return result;
-  if (::pipe2(errPipe, O_CLOEXEC) != 0) {
-    ::close(outPipe[0]);
-    ::close(outPipe[1]);
-    return result;
-  }
-  UniqueFd outRead(outPipe[0]);
-  UniqueFd outWrite(outPipe[1]);
-  UniqueFd errRead(errPipe[0]);
-  UniqueFd errWrite(errPipe[1]);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, outWrite.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, errWrite.get(), STDERR_FILENO);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  outWrite.reset();
-  errWrite.reset();
-  if (rc != 0) {
-    result.err = std::string("posix_spawn ") + args[0] + ": " + std::strerror(rc);
-    return result;
-  }
-  result.started = true;
-
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto remainingMs = [&] {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    return static_cast<int>(std::max<int64_t>(0, left.count()));
-  };
-  while (outRead || errRead) {
-    pollfd fds[2] = {{outRead.get(), POLLIN, 0}, {errRead.get(), POLLIN, 0}};
-    const int n = ::poll(fds, 2, remainingMs());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      result.timedOut = true;
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[4096];
-      const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
-      if (got > 0) {
-        (i == 0 ? result.out : result.err).append(buf, static_cast<size_t>(got));
-      } else if (got == 0 || errno != EINTR) {
-        (i == 0 ? outRead : errRead).reset();
-      }
-    }
-  }
-  int status = 0;
-  pid_t waited = 0;
-  while ((waited = ::waitpid(pid, &status, WNOHANG)) == 0 && !result.timedOut) {
-    if (remainingMs() == 0) {
-      result.timedOut = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (waited == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-  } else if (waited < 0) {
-    return result;
-  }
-  if (!result.timedOut && WIFEXITED(status)) result.exitCode = WEXITSTATUS(status);
-  return result;
-}
-
-// The helper binary, from the test's runfiles (or next to this binary when
-// the test is run by hand).
-std::string probeBinary() {
-  if (const char* srcdir = std::getenv("TEST_SRCDIR")) {
-    const fs::path p = fs::path(srcdir) / "libnet" / "tests" / "net" / "poller_probe_main";
-    if (fs::exists(p)) return p.string();
-  }
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path p = self.parent_path() / "poller_probe_main";
-    if (fs::exists(p)) return p.string();
-  }
-  return {};
-}
-
 // Lines of `text` that contain every one of `words`.
 int countLinesWith(const std::string& text, std::initializer_list<std::string_view> words) {
   int count = 0;
@@ -264,12 +137,12 @@ int countLinesWith(const std::string& text, std::initializer_list<std::string_vi
 class PollerOverrideTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    binary_ = probeBinary();
+    binary_ = test::testBinary("poller_probe_main");
     ASSERT_FALSE(binary_.empty()) << "poller_probe_main not found in the runfiles";
   }
 
-  ChildResult runProbe(std::string_view kind, std::optional<std::string> env) {
-    return runChild({binary_, std::string(kind)}, childEnvironment({{"LIBNET_POLLER", env}}));
+  test::ChildResult runProbe(std::string_view kind, std::optional<std::string> env) {
+    return test::runChild({binary_, std::string(kind)}, childEnvironment({{"LIBNET_POLLER", env}}));
   }
 
   std::string binary_;
@@ -278,18 +151,18 @@ class PollerOverrideTest : public ::testing::Test {
 TEST_F(PollerOverrideTest, HelperReportsTheKindItWasGivenWithoutOverride) {
   // The control for the override cases below: without LIBNET_POLLER the
   // program's choice is what the loop gets.
-  const ChildResult r = runProbe("epoll", std::nullopt);
+  const test::ChildResult r = runProbe("epoll", std::nullopt);
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_EQ(r.out, "backend=epoll\n") << r.describe();
   if (UringPoller::probe().ok) {
-    const ChildResult u = runProbe("uring", std::nullopt);
+    const test::ChildResult u = runProbe("uring", std::nullopt);
     ASSERT_EQ(u.exitCode, 0) << u.describe();
     EXPECT_EQ(u.out, "backend=uring\n") << u.describe();
   }
 }
 
 TEST_F(PollerOverrideTest, EnvironmentEpollOverridesTheProgramsUring) {
-  const ChildResult r = runProbe("uring", "epoll");
+  const test::ChildResult r = runProbe("uring", "epoll");
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_EQ(r.out, "backend=epoll\n") << r.describe();
 }
@@ -298,7 +171,7 @@ TEST_F(PollerOverrideTest, EnvironmentUringOverridesTheProgramsEpoll) {
   const UringPoller::ProbeResult& probe = UringPoller::probe();
   if (!probe.ok) GTEST_SKIP() << "io_uring unavailable here: " << probe.detail;
   for (const std::string_view value : {"uring", "io_uring"}) {
-    const ChildResult r = runProbe("epoll", std::string(value));
+    const test::ChildResult r = runProbe("epoll", std::string(value));
     ASSERT_EQ(r.exitCode, 0) << "LIBNET_POLLER=" << value << "\n" << r.describe();
     EXPECT_EQ(r.out, "backend=uring\n") << "LIBNET_POLLER=" << value << "\n" << r.describe();
   }
@@ -306,18 +179,18 @@ TEST_F(PollerOverrideTest, EnvironmentUringOverridesTheProgramsEpoll) {
 
 TEST_F(PollerOverrideTest, EnvironmentAutoOverridesTheProgramsEpoll) {
   const UringPoller::ProbeResult& probe = UringPoller::probe();
-  const ChildResult r = runProbe("epoll", "auto");
+  const test::ChildResult r = runProbe("epoll", "auto");
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_EQ(r.out, probe.ok ? "backend=uring\n" : "backend=epoll\n") << r.describe();
 }
 
 TEST_F(PollerOverrideTest, BogusEnvironmentIsReportedAndTheProgramsChoiceUsed) {
-  const ChildResult r = runProbe("epoll", "bogus");
+  const test::ChildResult r = runProbe("epoll", "bogus");
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_EQ(r.out, "backend=epoll\n") << r.describe();
   EXPECT_EQ(countLinesWith(r.err, {"LIBNET_POLLER", "bogus"}), 1) << r.describe();
   if (UringPoller::probe().ok) {
-    const ChildResult u = runProbe("uring", "bogus");
+    const test::ChildResult u = runProbe("uring", "bogus");
     ASSERT_EQ(u.exitCode, 0) << u.describe();
     EXPECT_EQ(u.out, "backend=uring\n") << u.describe();
     EXPECT_EQ(countLinesWith(u.err, {"LIBNET_POLLER", "bogus"}), 1) << u.describe();
@@ -394,7 +267,7 @@ class PollerFallbackTest : public ::testing::Test {
       GTEST_SKIP() << "setpriv and prlimit (util-linux) are needed; found setpriv='" << setpriv_
                    << "' prlimit='" << prlimit_ << "'";
     }
-    const std::string binary = probeBinary();
+    const std::string binary = test::testBinary("poller_probe_main");
     ASSERT_FALSE(binary.empty()) << "poller_probe_main not found in the runfiles";
     copy_ = std::make_unique<UnprivilegedCopy>(binary);
     ASSERT_TRUE(copy_->error().empty()) << copy_->error();
@@ -409,7 +282,7 @@ class PollerFallbackTest : public ::testing::Test {
 
   // `setpriv --reuid=65534 --regid=65534 --clear-groups [prlimit --memlock=0]
   // COPY kind`, with no LIBNET_POLLER.
-  ChildResult runUnprivileged(std::string_view kind, bool noLockedMemory) {
+  test::ChildResult runUnprivileged(std::string_view kind, bool noLockedMemory) {
     std::vector<std::string> args = {setpriv_, "--reuid=65534", "--regid=65534", "--clear-groups"};
     if (noLockedMemory) {
       args.push_back(prlimit_);
@@ -417,7 +290,7 @@ class PollerFallbackTest : public ::testing::Test {
     }
     args.push_back(copy_->path());
     args.emplace_back(kind);
-    return runChild(args, childEnvironment({{"LIBNET_POLLER", std::nullopt}}));
+    return test::runChild(args, childEnvironment({{"LIBNET_POLLER", std::nullopt}}));
   }
 
   std::string setpriv_;
@@ -428,7 +301,7 @@ class PollerFallbackTest : public ::testing::Test {
 TEST_F(PollerFallbackTest, AutoFallsBackToEpollWithOneLineSayingWhy) {
   // Control: the same user with the inherited memlock limit gets io_uring, so
   // the limit alone is what the fallback below is about.
-  const ChildResult control = runUnprivileged("auto", false);
+  const test::ChildResult control = runUnprivileged("auto", false);
   ASSERT_TRUE(control.started) << control.describe();
   if (control.out != "backend=uring\n") {
     GTEST_SKIP() << "the unprivileged user cannot use io_uring even without the memlock "
@@ -436,7 +309,7 @@ TEST_F(PollerFallbackTest, AutoFallsBackToEpollWithOneLineSayingWhy) {
                  << control.describe();
   }
 
-  const ChildResult r = runUnprivileged("auto", true);
+  const test::ChildResult r = runUnprivileged("auto", true);
   ASSERT_TRUE(r.started) << r.describe();
   if (r.out == "backend=uring\n") {
     GTEST_SKIP() << "io_uring setup succeeded for an unprivileged process with "
@@ -453,7 +326,7 @@ TEST_F(PollerFallbackTest, AutoFallsBackToEpollWithOneLineSayingWhy) {
 }
 
 TEST_F(PollerFallbackTest, ExplicitUringThrowsNamingIoUring) {
-  const ChildResult r = runUnprivileged("uring", true);
+  const test::ChildResult r = runUnprivileged("uring", true);
   ASSERT_TRUE(r.started) << r.describe();
   if (r.out == "backend=uring\n") {
     GTEST_SKIP() << "io_uring setup succeeded for an unprivileged process with "
