@@ -42,6 +42,10 @@ class Acceptor : private CompletionHandler {
   void listen();
   [[nodiscard]] bool listening() const { return listening_; }
   // The bound address, with the real port when port 0 was asked for.
+  // Before listen(): TCP_NODELAY on the listening socket, which Linux copies
+  // to every socket accepted from it (one setsockopt instead of one per
+  // connection).
+  void setTcpNoDelay(bool on) { socket_.setTcpNoDelay(on); }
   [[nodiscard]] InetAddress localAddress() const { return Socket::localAddress(socket_.fd()); }
   // Connections closed at once because the process was out of fds.
   [[nodiscard]] uint64_t droppedForFdLimit() const { return droppedForFdLimit_; }

@@ -143,4 +143,9 @@ bool operator==(const InetAddress& a, const InetAddress& b) {
   return a.addr_.sin_addr.s_addr == b.addr_.sin_addr.s_addr;
 }
 
+bool InetAddress::isWildcard() const {
+  if (family() == AF_INET6) return IN6_IS_ADDR_UNSPECIFIED(&addr6_.sin6_addr);
+  return addr_.sin_addr.s_addr == htonl(INADDR_ANY);
+}
+
 }  // namespace libnet

@@ -35,6 +35,8 @@ class InetAddress {
   [[nodiscard]] static std::optional<uint16_t> parsePort(std::string_view text);
 
   [[nodiscard]] sa_family_t family() const { return addr_.sin_family; }
+  // 0.0.0.0 or ::, the "any address" of the family.
+  [[nodiscard]] bool isWildcard() const;
   [[nodiscard]] std::string toIp() const;
   // "127.0.0.1:80" or "[::1]:80"
   [[nodiscard]] std::string toIpPort() const;

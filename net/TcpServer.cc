@@ -72,6 +72,15 @@ void TcpServer::setIdleTimeout(Duration timeout, Duration tick) {
 void TcpServer::start() {
   loop_->assertInLoopThread();
   if (started_) return;
+  if (tcpNoDelay_) {
+    acceptor_->setTcpNoDelay(true);
+    noDelayInherited_ = true;
+  }
+  // Bound to one address, every accepted socket's local address is that one:
+  // no getsockname() per connection.
+  if (const InetAddress bound = acceptor_->localAddress(); !bound.isWildcard()) {
+    fixedLocalAddr_ = bound;
+  }
   acceptor_->listen();
   threadPool_->start(threadInitCallback_);
   if (idleTimeout_ > Duration::zero()) {
@@ -94,11 +103,12 @@ size_t TcpServer::connectionCount() const {
 void TcpServer::newConnection(UniqueFd sockfd, const InetAddress& peerAddr) {
   loop_->assertInLoopThread();
   EventLoop* ioLoop = threadPool_->getNextLoop();
-  const InetAddress localAddr = Socket::localAddress(sockfd.get());
+  const InetAddress localAddr =
+      fixedLocalAddr_ ? *fixedLocalAddr_ : Socket::localAddress(sockfd.get());
   std::string connName = name_ + "#" + std::to_string(nextConnId_++);
   auto conn = std::make_shared<TcpConnection>(ioLoop, std::move(connName), std::move(sockfd),
                                               localAddr, peerAddr);
-  if (tcpNoDelay_) conn->setTcpNoDelay(true);
+  if (tcpNoDelay_ && !noDelayInherited_) conn->setTcpNoDelay(true);
   if (!idleWheels_.empty()) conn->setIdleWheel(idleWheels_.at(ioLoop).get());
   conn->setConnectionCallback(connectionCallback_);
   conn->setMessageCallback(messageCallback_);

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -94,6 +95,8 @@ class TcpServer {
   WriteCompleteCallback writeCompleteCallback_;
   ThreadInitCallback threadInitCallback_;
   bool tcpNoDelay_ = false;
+  bool noDelayInherited_ = false;             // set on the listening socket
+  std::optional<InetAddress> fixedLocalAddr_;  // listening on one address, not a wildcard
   Duration idleTimeout_{};
   Duration idleTick_{};
   TimingWheel::ExpireCallback idleCallback_;

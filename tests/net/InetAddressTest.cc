@@ -186,5 +186,14 @@ TEST(InetAddressTest, FromSockaddrStructs) {
   EXPECT_EQ(InetAddress(sin6).toIpPort(), "[::1]:6");
 }
 
+TEST(InetAddressTest, WildcardIsOnlyTheAnyAddress) {
+  EXPECT_TRUE(InetAddress(80).isWildcard());
+  EXPECT_TRUE(InetAddress(80, false, true).isWildcard());
+  EXPECT_FALSE(InetAddress(80, true).isWildcard());
+  EXPECT_FALSE(InetAddress(80, true, true).isWildcard());
+  EXPECT_FALSE(InetAddress("10.0.0.1", 80).isWildcard());
+  EXPECT_TRUE(InetAddress("::", 80).isWildcard());
+}
+
 }  // namespace
 }  // namespace libnet

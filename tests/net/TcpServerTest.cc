@@ -1,5 +1,6 @@
 // TcpServer + TcpConnection on real loopback sockets, on every backend.
 #include <gtest/gtest.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -269,6 +270,38 @@ TEST_P(TcpServerTest, CloseAfterOutputClosesFullyOnceQueuedBytesAreOut) {
   EXPECT_TRUE(got == payload);
   // Unlike shutdown(), the server does not wait for our FIN.
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+int noDelayOf(int fd) {
+  int on = -1;
+  socklen_t len = sizeof on;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, &len) != 0) return -1;
+  return on;
+}
+
+TEST_P(TcpServerTest, AcceptedSocketsHaveNoDelayAndTheirLocalAddress) {
+  startServer([](TcpServer& server) { server.setTcpNoDelay(true); });
+  std::atomic<int> seen{-2};
+  std::string local;
+  runSync(loop_, [&] {
+    server_->setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) return;
+      local = conn->localAddress().toIpPort();
+      seen = noDelayOf(conn->fd());
+    });
+  });
+  BlockingClient client(address_);
+  ASSERT_TRUE(waitUntil([&] { return seen.load() != -2; }));
+  EXPECT_EQ(seen.load(), 1) << "TCP_NODELAY not set on the accepted socket";
+  EXPECT_EQ(local, address_.toIpPort());
+}
+
+TEST_P(TcpServerTest, NoDelayIsOffUnlessAsked) {
+  startServerKeepingConnection();
+  BlockingClient client(address_);
+  TcpConnectionPtr conn = acceptedConnection();
+  ASSERT_NE(conn, nullptr);
+  EXPECT_EQ(noDelayOf(conn->fd()), 0);
 }
 
 // An unlinked temporary file holding `contents`.
