@@ -1,6 +1,8 @@
 #include "net/TcpConnection.h"
 
 #include <liburing.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -77,6 +79,7 @@ void TcpConnection::send(std::string&& message) {
 
 void TcpConnection::send(Buffer* buffer) {
   if (uring_ && loop_->isInLoopThread() && !sendInFlight_ && sendingBuffer_.readableBytes() == 0 &&
+      pendingFiles_.empty() &&
       buffer->readableBytes() > 0 && buffer->readableBytes() < highWaterMark_ &&
       state_.load() != State::kDisconnected && !closeWhenDrained_) {
     // Nothing in flight: hand the caller's buffer itself to the kernel (the
@@ -108,7 +111,9 @@ void TcpConnection::sendInLoop(std::string_view data) {
         self->highWaterMarkCallback_(self, size);
       });
     }
-    if (sendInFlight_) {
+    if (!pendingFiles_.empty()) {  // behind a file: wait for it
+      pendingFiles_.back().after.append(data);
+    } else if (sendInFlight_) {
       outputBuffer_.append(data);
     } else {
       sendingBuffer_.append(data);
@@ -252,6 +257,7 @@ void TcpConnection::connectDestroyed() {
     }
     connectionCallback_(shared_from_this());
   }
+  pendingFiles_.clear();  // closes their fds; no op in flight refers to them
   if (uring_) {
     destroyed_ = true;
     releaseIfIdle();  // or when the last op in flight completes
@@ -259,7 +265,6 @@ void TcpConnection::connectDestroyed() {
   }
   channel_.disableAll();
   channel_.remove();
-  pendingFiles_.clear();
   // Release the fd now rather than when the last TcpConnectionPtr goes: a
   // user may hold one long after the close, and the peer must see it.
   socket_.close();
@@ -320,8 +325,11 @@ void TcpConnection::handleWrite() {
 bool TcpConnection::writeQueued() {
   for (;;) {
     while (outputBuffer_.readableBytes() > 0) {
+      // Bytes just ahead of a file (an HTTP head) wait for its first segment
+      // instead of leaving in a small packet of their own.
+      const int flags = MSG_NOSIGNAL | (pendingFiles_.empty() ? 0 : MSG_MORE);
       const ssize_t n =
-          ::send(socket_.fd(), outputBuffer_.peek(), outputBuffer_.readableBytes(), MSG_NOSIGNAL);
+          ::send(socket_.fd(), outputBuffer_.peek(), outputBuffer_.readableBytes(), flags);
       if (n > 0) {
         outputBuffer_.retrieve(static_cast<size_t>(n));
         continue;
@@ -333,66 +341,80 @@ bool TcpConnection::writeQueued() {
       return false;
     }
     if (pendingFiles_.empty()) return true;
-    PendingFile& file = pendingFiles_.front();
-    while (file.remaining > 0) {
-      const ssize_t n = ::sendfile(socket_.fd(), file.fd.get(), &file.offset, file.remaining);
-      if (n > 0) {
-        file.remaining -= static_cast<size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-      // n == 0: the file shrank under us; the peer would wait forever for
-      // the promised bytes, so close instead.
-      if (n == 0) {
-        LOG_ERROR << name_ << ": file ended " << file.remaining << " bytes early";
-      } else {
-        LOG_SYSERR << name_ << ": sendfile";
-      }
-      handleClose();
-      return false;
-    }
-    outputBuffer_.swap(file.after);  // outputBuffer_ is empty here
-    pendingFiles_.pop_front();
+    if (sendFrontFile() != FileProgress::kDone) return false;
   }
 }
 
-void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length) {
+TcpConnection::FileProgress TcpConnection::sendFrontFile() {
+  PendingFile& file = pendingFiles_.front();
+  while (file.remaining > 0) {
+    const ssize_t n = ::sendfile(socket_.fd(), file.fd.get(), &file.offset, file.remaining);
+    if (n > 0) {
+      file.remaining -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return FileProgress::kBlocked;
+    // n == 0: the file shrank under us; the peer would wait forever for the
+    // promised bytes, so close instead.
+    if (n == 0) {
+      LOG_ERROR << name_ << ": file ended " << file.remaining << " bytes early";
+    } else {
+      LOG_SYSERR << name_ << ": sendfile";
+    }
+    handleClose();
+    return FileProgress::kFailed;
+  }
+  outputBuffer_.swap(file.after);  // outputBuffer_ is empty here
+  pendingFiles_.pop_front();
+  return FileProgress::kDone;
+}
+
+namespace {
+
+// sendfile(2) has no MSG_NOSIGNAL: on a socket the peer has reset it raises
+// SIGPIPE, whose default action kills the process. Ignore it, once, unless
+// the program installed a handler of its own (then the handler runs and
+// sendfile still fails with EPIPE, which closes the connection).
+bool ignoreSigPipeUnlessHandled() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGPIPE, &ignore, nullptr);
+  }
+  return true;
+}
+
+}  // namespace
+
+void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer* head) {
   loop_->assertInLoopThread();
+  [[maybe_unused]] static const bool sigPipeHandled = ignoreSigPipeUnlessHandled();
   const State state = state_.load();
   if (state != State::kConnected && state != State::kDisconnecting) return;
-  if (length == 0 || closeWhenDrained_) return;
-  if (uring_) {
-    // Read straight into the buffer the bytes would be copied to anyway:
-    // the one of the send in flight is busy, so the output buffer then.
-    Buffer* target = sendInFlight_ ? &outputBuffer_ : &sendingBuffer_;
-    target->ensureWritableBytes(length);
-    size_t done = 0;
-    while (done < length) {
-      const ssize_t n =
-          ::pread(file.get(), target->beginWrite() + done, length - done,
-                  offset + static_cast<off_t>(done));
-      if (n > 0) {
-        done += static_cast<size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n == 0) {
-        LOG_ERROR << name_ << ": file ended " << (length - done) << " bytes early";
-      } else {
-        LOG_SYSERR << name_ << ": pread";
-      }
-      forceClose();  // nothing of the file was queued: the peer sees a close
-      return;
-    }
-    target->hasWritten(length);
-    if (!sendInFlight_) submitSend();
+  if (closeWhenDrained_) return;
+  if (head != nullptr && head->readableBytes() > 0) {
+    // Queued, not written now, so that it leaves with MSG_MORE.
+    Buffer& queue = pendingFiles_.empty() ? outputBuffer_ : pendingFiles_.back().after;
+    queue.append(head->view());
+    head->retrieveAll();
+  }
+  if (length == 0) {
+    loop_->queueInLoop([self = shared_from_this()] {
+      self->uring_ ? self->pumpUringOutput() : self->handleWrite();
+    });
     return;
   }
   pendingFiles_.push_back(PendingFile{std::move(file), offset, length, Buffer()});
   // Start it from the loop rather than here: a write error closes the
   // connection, which must not happen inside the caller's callback.
-  loop_->queueInLoop([self = shared_from_this()] { self->handleWrite(); });
+  if (uring_) {
+    loop_->queueInLoop([self = shared_from_this()] { self->pumpUringOutput(); });
+  } else {
+    loop_->queueInLoop([self = shared_from_this()] { self->handleWrite(); });
+  }
 }
 
 void TcpConnection::onOutputDrained() {
@@ -479,7 +501,7 @@ void TcpConnection::armRecv() {
 void TcpConnection::submitSend() {
   io_uring_sqe* sqe = uring_->getSqe();
   io_uring_prep_send(sqe, socket_.fd(), sendingBuffer_.peek(), sendingBuffer_.readableBytes(),
-                     MSG_NOSIGNAL);
+                     MSG_NOSIGNAL | (pendingFiles_.empty() ? 0 : MSG_MORE));
   io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kSend, uringToken_));
   sendInFlight_ = true;
   opStarted();
@@ -491,6 +513,8 @@ void TcpConnection::onCompletion(UringOp op, int32_t res, uint32_t flags) {
     onRecv(self, res, flags);
   } else if (op == UringOp::kSend) {
     onSend(res);
+  } else if (op == UringOp::kWritable) {
+    onWritable(res);
   }
 }
 
@@ -550,12 +574,58 @@ void TcpConnection::onSend(int32_t res) {
   sendingBuffer_.retrieve(static_cast<size_t>(res));
   if (sendingBuffer_.readableBytes() > 0) {  // a short send: the rest, in order
     submitSend();
-  } else if (outputBuffer_.readableBytes() > 0) {
-    sendingBuffer_.swap(outputBuffer_);
-    submitSend();
   } else {
-    onOutputDrained();
+    pumpUringOutput();
   }
+}
+
+void TcpConnection::pumpUringOutput() {
+  // One writer at a time: a send in flight or a file waiting for POLLOUT
+  // resumes the pump when it completes.
+  if (sendInFlight_ || writableArmed_ || state_.load() == State::kDisconnected) return;
+  if (sendingBuffer_.readableBytes() > 0) {
+    submitSend();
+    return;
+  }
+  for (;;) {
+    if (outputBuffer_.readableBytes() > 0) {
+      sendingBuffer_.swap(outputBuffer_);
+      submitSend();
+      return;
+    }
+    if (pendingFiles_.empty()) {
+      onOutputDrained();
+      return;
+    }
+    // sendfile(2) straight from the page cache to the socket (non-blocking):
+    // io_uring has no sendfile op, and reading the file into a buffer to
+    // send it costs a copy that the profile showed as most of the CPU.
+    switch (sendFrontFile()) {
+      case FileProgress::kDone:
+        continue;
+      case FileProgress::kBlocked:
+        armWritable();
+        return;
+      case FileProgress::kFailed:
+        return;
+    }
+  }
+}
+
+void TcpConnection::armWritable() {
+  io_uring_sqe* sqe = uring_->getSqe();
+  io_uring_prep_poll_add(sqe, socket_.fd(), POLLOUT);
+  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kWritable, uringToken_));
+  writableArmed_ = true;
+  opStarted();
+}
+
+void TcpConnection::onWritable(int32_t res) {
+  writableArmed_ = false;
+  opFinished();
+  if (state_.load() == State::kDisconnected || res == -ECANCELED) return;
+  // POLLERR / POLLHUP come back as events too: sendfile then reports them.
+  pumpUringOutput();
 }
 
 const char* TcpConnection::stateName(State state) {

@@ -77,11 +77,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void send(Buffer* buffer);
   // Loop thread. Sends `length` bytes of `file` from `offset`, after whatever
   // was sent before and before whatever is sent after; the connection owns
-  // the fd and closes it when done (or on close). epoll: sendfile(2), no copy
-  // through user space. io_uring: the range is read into the output buffer
-  // and sent like any other bytes (no splice path yet). A file shorter than
-  // announced closes the connection (the peer was promised `length` bytes).
-  void sendFile(UniqueFd file, off_t offset, size_t length);
+  // the fd and closes it when done (or on close). Both backends use
+  // sendfile(2) on the non-blocking socket (no copy through user space); on
+  // io_uring a one-shot POLLOUT op waits when the socket is full. A file
+  // shorter than announced closes the connection (the peer was promised
+  // `length` bytes). The first call sets SIGPIPE to SIG_IGN unless the
+  // program has its own handler: sendfile(2) cannot suppress the signal a
+  // reset peer raises. `head` (optional, emptied) goes right before the file,
+  // packed with its first segment (MSG_MORE) rather than in a small packet.
+  void sendFile(UniqueFd file, off_t offset, size_t length, Buffer* head = nullptr);
 
   // Half-closes our side once the output buffer has drained. Any thread.
   void shutdown();
@@ -143,8 +147,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
            !pendingFiles_.empty();
   }
   // epoll: writes the output buffer, then each pending file with the bytes
-  // queued behind it, until EAGAIN. False if the connection was closed.
+  // queued behind it, until EAGAIN. True when everything is written.
   bool writeQueued();
+  enum class FileProgress { kDone, kBlocked, kFailed };
+  // sendfile(2)s the first pending file until done or EAGAIN; when done its
+  // trailing bytes move to the (empty) output buffer. kFailed: closed.
+  FileProgress sendFrontFile();
   // A file range waiting for sendfile(2), and the bytes sent after it.
   struct PendingFile {
     UniqueFd fd;
@@ -157,6 +165,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
   void onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t flags);
   void onSend(int32_t res);
+  // Moves queued output along: sending buffer, output buffer, files.
+  void pumpUringOutput();
+  void armWritable();
+  void onWritable(int32_t res);
   void armRecv();
   void submitSend();
   void cancelOps();
@@ -192,13 +204,14 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   Buffer outputBuffer_;
   // io_uring only: the bytes of the send in flight (stable until it completes).
   Buffer sendingBuffer_;
-  // epoll only: files queued by sendFile(), in order, after outputBuffer_.
+  // Files queued by sendFile(), in order, after outputBuffer_.
   std::deque<PendingFile> pendingFiles_;
   UringPoller* uring_;  // non-null: this connection runs on completions
   uint64_t uringToken_ = 0;
   int opsInFlight_ = 0;
   bool recvArmed_ = false;
   bool sendInFlight_ = false;
+  bool writableArmed_ = false;  // a file is waiting for POLLOUT
   bool destroyed_ = false;      // connectDestroyed() ran
   TcpConnectionPtr keepAlive_;  // set while ops are in flight
   std::any context_;

@@ -187,8 +187,7 @@ bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& reques
         return false;
       }
     } else {
-      conn->send(out);
-      conn->sendFile(std::move(file), 0, length);
+      conn->sendFile(std::move(file), 0, length, out);  // `out` (heads so far) goes first
     }
   }
   return !response.closeConnection();

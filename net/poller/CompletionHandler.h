@@ -9,7 +9,9 @@
 namespace libnet {
 
 // The kind of operation a completion belongs to (the top byte of user_data).
-enum class UringOp : uint8_t { kPoll = 1, kRecv, kSend, kAccept, kIgnore };
+// kWritable: a one-shot POLLOUT wait of a connection sending a file with
+// sendfile(2) (kPoll is the poller's own, for channels).
+enum class UringOp : uint8_t { kPoll = 1, kRecv, kSend, kAccept, kIgnore, kWritable };
 
 class CompletionHandler {
  public:
