@@ -30,7 +30,7 @@
 
 #include <any>
 #include <atomic>
-#include <deque>
+#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -204,8 +204,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   Buffer outputBuffer_;
   // io_uring only: the bytes of the send in flight (stable until it completes).
   Buffer sendingBuffer_;
-  // Files queued by sendFile(), in order, after outputBuffer_.
-  std::deque<PendingFile> pendingFiles_;
+  // Files queued by sendFile(), in order, after outputBuffer_. A list, not a
+  // deque: an empty std::deque allocates, and most connections never send a file.
+  std::list<PendingFile> pendingFiles_;
   UringPoller* uring_;  // non-null: this connection runs on completions
   uint64_t uringToken_ = 0;
   int opsInFlight_ = 0;
