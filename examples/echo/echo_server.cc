@@ -15,11 +15,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -30,6 +28,7 @@
 #include "base/AsyncLogging.h"
 #include "base/LogFile.h"
 #include "base/Logging.h"
+#include "examples/common/Flags.h"
 #include "examples/common/QuitOnSignal.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
@@ -48,7 +47,6 @@ using libnet::TcpServer;
 using libnet::Timestamp;
 
 constexpr int kExitSetupError = 1;
-constexpr int kExitUsage = 2;
 // More loops than this is a typo, not a configuration.
 constexpr int kMaxThreads = 1024;
 // A day; longer is a typo too.
@@ -77,75 +75,15 @@ struct Options {
   std::string logDir;          // empty: log to stderr
 };
 
-enum class ParseOutcome { kOk, kHelp, kUnknownOption, kBadValue };
-
-std::optional<int> parseNonNegativeInt(std::string_view text) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-// Accepts "--flag VALUE" and "--flag=VALUE". On kBadValue, *error says which
-// flag and why; an unknown option is reported here and answered with usage.
-ParseOutcome parseArgs(int argc, char* argv[], Options* options, std::string* error) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") return ParseOutcome::kHelp;
-    std::string_view flag = arg;
-    std::optional<std::string_view> value;
-    if (const size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      flag = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    if (flag != "--address" && flag != "--port" && flag != "--threads" && flag != "--log-dir" &&
-        flag != "--idle-timeout") {
-      std::cerr << "echo_server: unknown option '" << arg << "'\n";
-      return ParseOutcome::kUnknownOption;
-    }
-    if (!value) {
-      if (i + 1 >= argc) {
-        *error = "option " + std::string(flag) + " needs a value";
-        return ParseOutcome::kBadValue;
-      }
-      value = argv[++i];
-    }
-    if (flag == "--address") {
-      options->address = std::string(*value);
-    } else if (flag == "--log-dir") {
-      if (value->empty() || !std::filesystem::is_directory(std::string(*value))) {
-        *error = "log directory '" + std::string(*value) + "' is not a directory";
-        return ParseOutcome::kBadValue;
-      }
-      options->logDir = std::string(*value);
-    } else if (flag == "--port") {
-      auto port = InetAddress::parsePort(*value);
-      if (!port) {
-        *error = "invalid port '" + std::string(*value) + "' (expected 0..65535)";
-        return ParseOutcome::kBadValue;
-      }
-      options->port = *port;
-    } else if (flag == "--idle-timeout") {
-      auto seconds = parseNonNegativeInt(*value);
-      if (!seconds || *seconds > kMaxIdleTimeoutSeconds) {
-        *error = "invalid idle timeout '" + std::string(*value) + "' (expected 0.." +
-                 std::to_string(kMaxIdleTimeoutSeconds) + " seconds)";
-        return ParseOutcome::kBadValue;
-      }
-      options->idleTimeoutSeconds = *seconds;
-    } else {
-      auto threads = parseNonNegativeInt(*value);
-      if (!threads || *threads > kMaxThreads) {
-        *error = "invalid thread count '" + std::string(*value) + "' (expected 0.." +
-                 std::to_string(kMaxThreads) + ")";
-        return ParseOutcome::kBadValue;
-      }
-      options->threads = *threads;
-    }
-  }
-  return ParseOutcome::kOk;
+// nullopt: go on; otherwise the exit status (the reason is printed).
+std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
+  libnet::Flags flags("echo_server", std::string(kUsage));
+  flags.addString("--address", &options->address);
+  flags.addPort("--port", &options->port);
+  flags.addInt("--threads", &options->threads, 0, kMaxThreads);
+  flags.addInt("--idle-timeout", &options->idleTimeoutSeconds, 0, kMaxIdleTimeoutSeconds);
+  flags.addDirectory("--log-dir", &options->logDir);
+  return flags.parse(argc, argv);
 }
 
 void onConnection(const TcpConnectionPtr& conn) {
@@ -165,26 +103,12 @@ void onIdle(const TcpConnectionPtr& conn) {
 
 int main(int argc, char* argv[]) {
   Options options;
-  std::string error;
-  switch (parseArgs(argc, argv, &options, &error)) {
-    case ParseOutcome::kOk:
-      break;
-    case ParseOutcome::kHelp:
-      std::cout << kUsage;
-      return 0;
-    case ParseOutcome::kUnknownOption:
-      std::cerr << kUsage;
-      return kExitUsage;
-    case ParseOutcome::kBadValue:
-      std::cerr << "echo_server: " << error << " (see --help)\n";
-      return kExitUsage;
-  }
-
+  if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
   const std::optional<InetAddress> listenAddr = InetAddress::parse(options.address, options.port);
   if (!listenAddr) {
     std::cerr << "echo_server: invalid address '" << options.address
               << "' (expected a numeric IPv4 or IPv6 address)\n";
-    return kExitUsage;
+    return libnet::Flags::kExitUsage;
   }
 
   // Declared before the server so that it outlives it: lines logged while the
