@@ -35,7 +35,7 @@ readonly WORK
 status=0
 "$SERVER" --idle-timeout -1 >/dev/null 2>"$WORK/bad.err" || status=$?
 [[ $status -eq 2 ]] || fail "--idle-timeout -1 exited $status, wanted 2"
-grep -q "invalid idle timeout" "$WORK/bad.err" || fail "no message for a bad --idle-timeout"
+grep -q -- "--idle-timeout: invalid value" "$WORK/bad.err" || fail "no message for a bad --idle-timeout"
 
 # ---- a quiet client is disconnected ----
 
