@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
@@ -140,10 +141,11 @@ class HttpServerTest : public ::testing::TestWithParam<PollerKind> {
     std::ofstream(root_ / relative, std::ios::binary) << contents;
   }
 
-  void startServer(HttpServer::Options options = HttpServer::Options()) {
+  void startServer(HttpServer::Options options = HttpServer::Options(), int threads = 0) {
     files_ = std::make_unique<StaticFiles>((root_ / "www").string());
     runSync(loop_, [&] {
       server_ = std::make_unique<HttpServer>(loop_, InetAddress(0, true), "test", options);
+      server_->setThreadNum(threads);
       server_->setHandler([this](const HttpRequest& request, HttpResponse* response) {
         if (request.path() == "/hello") {
           response->setStatus(200);
@@ -231,6 +233,28 @@ TEST_P(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
   r = reader.next();
   EXPECT_TRUE(r.complete);
   EXPECT_EQ(r.body, "hello world\n");
+}
+
+TEST_P(HttpServerTest, ServesConnectionsSpreadOverIoThreads) {
+  HttpServer::Options options;
+  options.idleTimeout = std::chrono::seconds(30);
+  startServer(options, 3);
+  std::vector<std::thread> clients;
+  std::atomic<int> good{0};
+  for (int t = 0; t < 6; ++t) {
+    clients.emplace_back([&] {
+      BlockingClient client(address_);
+      ResponseReader reader(&client);
+      // Pipelined, with a sendfile body in the middle, on whichever loop.
+      if (!client.sendAll(get("/hello") + get("/big.bin") + get("/small.txt"))) return;
+      const bool ok = reader.next().body == "hello world\n" && reader.next().body == big_ &&
+                      reader.next().body == small_;
+      if (ok) ++good;
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(good.load(), 6);
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));  // clients closed
 }
 
 TEST_P(HttpServerTest, StaticFilesAreByteExactWithTheirType) {
