@@ -32,41 +32,9 @@ using test::randomBytes;
 using test::runSync;
 using test::waitUntil;
 
-void echo(const TcpConnectionPtr& conn, Buffer* buf, Timestamp) { conn->send(buf); }
 
-class TcpServerTest : public ::testing::TestWithParam<PollerKind> {
+class TcpServerTest : public test::EchoServerTest {
  protected:
-  void SetUp() override {
-    thread_ = std::make_unique<EventLoopThread>(nullptr, "server", GetParam());
-    loop_ = thread_->startLoop();
-  }
-
-  void TearDown() override {
-    stopServer();
-    thread_.reset();
-  }
-
-  // Starts a server on an ephemeral loopback port; `configure` runs on the
-  // loop thread before start(). The default message callback echoes.
-  void startServer(const std::function<void(TcpServer&)>& configure = {}, int threads = 0,
-                   const InetAddress& listen = InetAddress(0, true)) {
-    runSync(loop_, [&] {
-      server_ = std::make_unique<TcpServer>(loop_, listen, "test");
-      server_->setThreadNum(threads);
-      server_->setMessageCallback(echo);
-      server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
-        (conn->connected() ? ups_ : downs_).fetch_add(1);
-      });
-      if (configure) configure(*server_);
-      server_->start();
-    });
-    address_ = runSync(loop_, [&] { return server_->listenAddress(); });
-  }
-
-  void stopServer() {
-    if (server_) runSync(loop_, [&] { server_.reset(); });
-  }
-
   // Starts an echo server that hands out its first connection through
   // acceptedConnection().
   void startServerKeepingConnection() {
@@ -86,18 +54,8 @@ class TcpServerTest : public ::testing::TestWithParam<PollerKind> {
     return future.get();
   }
 
-  size_t connectionCount() {
-    return runSync(loop_, [&] { return server_->connectionCount(); });
-  }
-
-  std::unique_ptr<EventLoopThread> thread_;
-  EventLoop* loop_ = nullptr;
-  std::unique_ptr<TcpServer> server_;
-  InetAddress address_;
   std::promise<TcpConnectionPtr> firstConnection_;
   std::atomic<bool> firstConnectionSeen_{false};
-  std::atomic<int> ups_{0};
-  std::atomic<int> downs_{0};
 };
 
 TEST_P(TcpServerTest, EchoesOneConnectionByteExact) {

@@ -12,9 +12,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <future>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -22,9 +25,13 @@
 #include <thread>
 
 #include "base/UniqueFd.h"
+#include "net/Buffer.h"
 #include "net/EventLoop.h"
+#include "net/EventLoopThread.h"
 #include "net/InetAddress.h"
 #include "net/PollerKind.h"
+#include "net/TcpConnection.h"
+#include "net/TcpServer.h"
 
 namespace libnet::test {
 
@@ -169,6 +176,56 @@ class BlockingClient {
 
  private:
   UniqueFd fd_;
+};
+
+// Fixture for tests of a TcpServer on a loop thread of the backend under
+// test: startServer() runs an echo server on an ephemeral loopback port that
+// counts connections going up and down; the server is destroyed on its loop.
+class EchoServerTest : public ::testing::TestWithParam<PollerKind> {
+ protected:
+  void SetUp() override {
+    thread_ = std::make_unique<EventLoopThread>(nullptr, "server", GetParam());
+    loop_ = thread_->startLoop();
+  }
+
+  void TearDown() override {
+    stopServer();
+    thread_.reset();
+  }
+
+  // `configure` runs on the loop thread before start().
+  void startServer(const std::function<void(TcpServer&)>& configure = {}, int threads = 0,
+                   const InetAddress& listen = InetAddress(0, true)) {
+    ups_ = 0;
+    downs_ = 0;
+    runSync(loop_, [&] {
+      server_ = std::make_unique<TcpServer>(loop_, listen, "test");
+      server_->setThreadNum(threads);
+      server_->setMessageCallback(
+          [](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) { conn->send(buf); });
+      server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
+        (conn->connected() ? ups_ : downs_).fetch_add(1);
+      });
+      if (configure) configure(*server_);
+      server_->start();
+    });
+    address_ = runSync(loop_, [&] { return server_->listenAddress(); });
+  }
+
+  void stopServer() {
+    if (server_) runSync(loop_, [&] { server_.reset(); });
+  }
+
+  size_t connectionCount() {
+    return runSync(loop_, [&] { return server_->connectionCount(); });
+  }
+
+  std::unique_ptr<EventLoopThread> thread_;
+  EventLoop* loop_ = nullptr;
+  std::unique_ptr<TcpServer> server_;
+  InetAddress address_;
+  std::atomic<int> ups_{0};
+  std::atomic<int> downs_{0};
 };
 
 }  // namespace libnet::test

@@ -258,54 +258,20 @@ INSTANTIATE_TEST_SUITE_P(Backends, TimingWheelTest,
 
 // ---- through TcpServer::setIdleTimeout ----
 
-void echo(const TcpConnectionPtr& conn, Buffer* buf, Timestamp) { conn->send(buf); }
 
-class IdleTimeoutTest : public ::testing::TestWithParam<PollerKind> {
+class IdleTimeoutTest : public test::EchoServerTest {
  protected:
-  void SetUp() override {
-    thread_ = std::make_unique<EventLoopThread>(nullptr, "server", GetParam());
-    loop_ = thread_->startLoop();
-  }
-
-  void TearDown() override {
-    stopServer();
-    thread_.reset();
-  }
-
-  // An echo server on an ephemeral loopback port that closes connections idle
-  // for `timeout`; `configure` runs on the loop thread before start().
+  // An echo server that closes connections idle for `timeout`; `configure`
+  // runs on the loop thread before start().
   void startServer(Duration timeout, Duration tick, int threads = 0,
                    const std::function<void(TcpServer&)>& configure = {}) {
-    ups_ = 0;
-    downs_ = 0;
-    runSync(loop_, [&] {
-      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "idle");
-      server_->setThreadNum(threads);
-      server_->setMessageCallback(echo);
-      server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
-        (conn->connected() ? ups_ : downs_).fetch_add(1);
-      });
-      server_->setIdleTimeout(timeout, tick);
-      if (configure) configure(*server_);
-      server_->start();
-    });
-    address_ = runSync(loop_, [&] { return server_->listenAddress(); });
+    EchoServerTest::startServer(
+        [&](TcpServer& server) {
+          server.setIdleTimeout(timeout, tick);
+          if (configure) configure(server);
+        },
+        threads);
   }
-
-  void stopServer() {
-    if (server_) runSync(loop_, [&] { server_.reset(); });
-  }
-
-  size_t connectionCount() {
-    return runSync(loop_, [&] { return server_->connectionCount(); });
-  }
-
-  std::unique_ptr<EventLoopThread> thread_;
-  EventLoop* loop_ = nullptr;
-  std::unique_ptr<TcpServer> server_;
-  InetAddress address_;
-  std::atomic<int> ups_{0};
-  std::atomic<int> downs_{0};
 };
 
 TEST_P(IdleTimeoutTest, IdleConnectionIsClosedBetweenTimeoutAndTimeoutPlusTick) {
