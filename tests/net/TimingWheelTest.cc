@@ -258,7 +258,6 @@ INSTANTIATE_TEST_SUITE_P(Backends, TimingWheelTest,
 
 // ---- through TcpServer::setIdleTimeout ----
 
-
 class IdleTimeoutTest : public test::EchoServerTest {
  protected:
   // An echo server that closes connections idle for `timeout`; `configure`
