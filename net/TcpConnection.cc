@@ -221,7 +221,20 @@ void TcpConnection::startRead() {
     return;
   }
   // An edge may have come and gone while paused: look once.
-  loop_->queueInLoop([self = shared_from_this()] { self->handleRead(Timestamp::now(), false); });
+  loop_->queueInLoop([self = shared_from_this()] {
+    if (!self->reading_ || self->state_.load() == State::kDisconnected) return;
+    if (self->inputBuffer_.readableBytes() > 0) {
+      self->messageCallback_(self, &self->inputBuffer_, Timestamp::now());
+    }
+    self->handleRead(Timestamp::now(), false);
+  });
+}
+
+size_t TcpConnection::queuedOutputBytes() const {
+  loop_->assertInLoopThread();
+  size_t bytes = outputBuffer_.readableBytes() + sendingBuffer_.readableBytes();
+  for (const PendingFile& file : pendingFiles_) bytes += file.remaining + file.after.readableBytes();
+  return bytes;
 }
 
 void TcpConnection::connectEstablished() {

@@ -100,8 +100,13 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void setTcpNoDelay(bool on) { socket_.setTcpNoDelay(on); }
 
   // Pause / resume reading (e.g. while a slow consumer drains). Loop thread.
+  // startRead() first hands the message callback whatever input was already
+  // buffered (say, pipelined requests left unparsed when reading stopped).
   void stopRead();
   void startRead();
+  // Bytes queued for the peer and not yet written: buffers, files still to
+  // send, and the bytes queued behind them. Loop thread.
+  [[nodiscard]] size_t queuedOutputBytes() const;
   [[nodiscard]] bool isReading() const { return reading_; }
 
   void setContext(std::any context) { context_ = std::move(context); }

@@ -24,6 +24,7 @@ struct HttpServer::ConnectionState {
   bool closing = false;       // an answer with Connection: close is on its way
   bool continueSent = false;  // "100 Continue" already sent for this request
   bool linger = false;        // the client may still be sending: half-close, read on
+  bool paused = false;        // reading stopped until queued output drains
 };
 
 namespace {
@@ -108,6 +109,15 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
   Buffer& out = batchBuffer();
   HttpParser& parser = state->parser;
   while (!state->closing) {
+    if (buf->readableBytes() > 0 && !parser.midRequest() &&
+        conn->queuedOutputBytes() + out.readableBytes() > options_.maxQueuedOutput) {
+      // Answer no more until the client has read what it has been sent;
+      // the unparsed requests stay in the connection's input buffer.
+      state->paused = true;
+      conn->stopRead();
+      conn->setWriteCompleteCallback(resume);
+      break;
+    }
     const bool fresh = !parser.midRequest();
     const HttpParser::Result result = parser.parse(buf);
     if (result == HttpParser::Result::kNeedMore) {
@@ -155,6 +165,14 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
       conn->closeAfterOutput();  // a clean end: no wait for the client's FIN
     }
   }
+}
+
+void HttpServer::resume(const TcpConnectionPtr& conn) {
+  auto* holder = std::any_cast<std::shared_ptr<ConnectionState>>(conn->getMutableContext());
+  if (holder == nullptr || !(*holder)->paused) return;
+  (*holder)->paused = false;
+  conn->setWriteCompleteCallback(nullptr);
+  conn->startRead();  // delivers the buffered requests first
 }
 
 bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out) {

@@ -6,7 +6,9 @@
 // once per second per thread) and the Connection header, and sends a file
 // body with TcpConnection::sendFile when the handler attached one.
 //
-// Protection, all on by default: the parser's limits (414 / 431 / 413 / 400 /
+// Protection, all on by default: answers to a pipelining client that does
+// not read them are capped (maxQueuedOutput; reading pauses until they
+// drain); the parser's limits (414 / 431 / 413 / 400 /
 // 501 / 505, then close); a request whose line and headers are not complete
 // within headerTimeout after its first byte is answered 408 and closed when
 // its next bytes arrive (a client that goes silent instead is kicked by the
@@ -45,6 +47,10 @@ struct HttpServerOptions {
   // File bodies up to this size are read into the response and sent with
   // its headers in one write; larger ones go out with sendfile(2).
   size_t inlineFileMax = 64 * 1024;
+  // A client that pipelines requests without reading the answers is not
+  // answered further (nor read from) while more than this waits to be
+  // written to it; TCP flow control then holds the client back.
+  size_t maxQueuedOutput = 1024 * 1024;
 };
 
 class HttpServer {
@@ -72,6 +78,8 @@ class HttpServer {
 
   void onConnection(const TcpConnectionPtr& conn);
   void onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp receiveTime);
+  // The output of a paused connection has drained: read and answer again.
+  static void resume(const TcpConnectionPtr& conn);
   // Appends one response (and sends any file body) to `out`; false when the
   // connection is to close after it.
   bool respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <filesystem>
@@ -255,6 +256,33 @@ TEST_P(HttpServerTest, ServesConnectionsSpreadOverIoThreads) {
   for (auto& c : clients) c.join();
   EXPECT_EQ(good.load(), 6);
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));  // clients closed
+}
+
+TEST_P(HttpServerTest, APipeliningClientThatDoesNotReadIsHeldBack) {
+  HttpServer::Options options;
+  options.maxQueuedOutput = 256 * 1024;
+  startServer(options);
+  const int baseline = test::openFdCount();
+  BlockingClient client(address_, 64 * 1024);
+  constexpr int kRequests = 100;  // 30 MB of answers
+  std::string batch;
+  for (int i = 0; i < kRequests; ++i) batch += get("/big.bin");
+  ASSERT_TRUE(client.sendAll(batch));
+  // Unchecked, the server would answer all 100 at once and hold an open file
+  // (and its queue) for each. Watch it for a while: it must stay bounded.
+  int peak = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  while (std::chrono::steady_clock::now() < until) {
+    peak = std::max(peak, test::openFdCount() - baseline);
+    std::this_thread::yield();
+  }
+  EXPECT_LE(peak, 8) << "files held open for unread answers";
+  ResponseReader reader(&client);
+  for (int i = 0; i < kRequests; ++i) {
+    const Response r = reader.next();
+    ASSERT_TRUE(r.complete) << "answer " << i;
+    ASSERT_TRUE(r.body == big_) << "answer " << i;
+  }
 }
 
 TEST_P(HttpServerTest, StaticFilesAreByteExactWithTheirType) {
