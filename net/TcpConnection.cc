@@ -345,6 +345,7 @@ bool TcpConnection::writeQueued() {
           ::send(socket_.fd(), outputBuffer_.peek(), outputBuffer_.readableBytes(), flags);
       if (n > 0) {
         outputBuffer_.retrieve(static_cast<size_t>(n));
+        noteProgress();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -364,6 +365,7 @@ TcpConnection::FileProgress TcpConnection::sendFrontFile() {
     const ssize_t n = ::sendfile(socket_.fd(), file.fd.get(), &file.offset, file.remaining);
     if (n > 0) {
       file.remaining -= static_cast<size_t>(n);
+      noteProgress();
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -585,6 +587,7 @@ void TcpConnection::onSend(int32_t res) {
     return;
   }
   sendingBuffer_.retrieve(static_cast<size_t>(res));
+  noteProgress();
   if (sendingBuffer_.readableBytes() > 0) {  // a short send: the rest, in order
     submitSend();
   } else {

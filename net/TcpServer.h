@@ -10,10 +10,11 @@
 // Idle timeout (setIdleTimeout, off by default): each I/O loop gets one
 // TimingWheel, built in start() and destroyed on its own loop after the last
 // connection of that loop has left it. Every connection joins its loop's
-// wheel when established, is touched whenever bytes arrive (on either
-// backend), and leaves it when destroyed; one that receives nothing for the
-// timeout is closed (forceClose(), or the idle callback). Only received bytes
-// count: a connection that is only being written to is idle.
+// wheel when established, is touched whenever bytes arrive and whenever
+// queued output makes progress (on either backend), and leaves it when
+// destroyed; one with no progress either way for the timeout is closed
+// (forceClose(), or the idle callback). So a slow reader of a long download
+// is not idle, and a reader that has stopped reading is.
 #pragma once
 
 #include <atomic>
@@ -57,9 +58,9 @@ class TcpServer {
   void setThreadInitCallback(ThreadInitCallback cb) { threadInitCallback_ = std::move(cb); }
   // TCP_NODELAY on every accepted connection.
   void setTcpNoDelay(bool on) { tcpNoDelay_ = on; }
-  // Before start(): close a connection once it has received nothing for
-  // `timeout`; it is closed between `timeout` and `timeout + tick` after its
-  // last received byte. Zero turns it off (the default); when off, the read
+  // Before start(): close a connection once nothing has moved on it (no
+  // byte received, no queued byte written) for `timeout`; it is closed
+  // between `timeout` and `timeout + tick` after the last progress. Zero turns it off (the default); when off, the read
   // path pays one predictable branch. Throws std::invalid_argument for a
   // negative timeout, or (timeout on) a tick that is not positive or more
   // than TimingWheel::kMaxBuckets - 1 times shorter than the timeout.

@@ -1,5 +1,5 @@
-// TimingWheel: closes the connections of one loop that have received nothing
-// for a while, on one periodic timer of that loop, without a timer per
+// TimingWheel: closes the connections of one loop on which nothing has moved
+// for a while (TcpConnection touches on every read and on output progress), on one periodic timer of that loop, without a timer per
 // connection and without looking at busy connections on every tick.
 //
 // The wheel is a ring of buckets, one per tick. An entry sits in the bucket of

@@ -377,6 +377,51 @@ int64_t reportValue(const std::string& report, const std::string& key) {
   return std::strtoll(report.c_str() + at + key.size() + 1, nullptr, 10);
 }
 
+// The server sends `payload` to every client through a small send buffer,
+// then closes once it is out; clients send nothing at all. Counts closes.
+void sendPayloadSlowly(TcpServer& server, const std::string& payload, std::atomic<int>* downs) {
+  server.setConnectionCallback([&payload, downs](const TcpConnectionPtr& conn) {
+    if (!conn->connected()) {
+      ++*downs;
+      return;
+    }
+    const int sndbuf = 16 * 1024;
+    ::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    conn->send(payload);
+    conn->closeAfterOutput();
+  });
+}
+
+TEST_P(IdleTimeoutTest, ASlowReaderOfALongAnswerIsNotIdle) {
+  const std::string payload = test::randomBytes(1024 * 1024, 7);
+  startServer(300ms, 100ms, 0, [&](TcpServer& server) { sendPayloadSlowly(server, payload, &downs_); });
+  BlockingClient client(address_, 16 * 1024);
+  // About 2.5 s of reading at this pace, many idle timeouts long, while the
+  // client itself sends nothing: only the server's progress keeps it open.
+  // The pacing is the behaviour under test, not synchronisation.
+  std::string got;
+  for (;;) {
+    const std::string chunk = client.recvExactly(16 * 1024);
+    got += chunk;
+    if (chunk.size() < 16 * 1024) break;  // EOF (or an error)
+    std::this_thread::sleep_for(40ms);
+  }
+  ASSERT_EQ(got.size(), payload.size()) << "kicked while still reading";
+  EXPECT_TRUE(got == payload);
+}
+
+TEST_P(IdleTimeoutTest, AReaderThatStopsReadingIsKicked) {
+  const std::string payload = test::randomBytes(4 * 1024 * 1024, 8);
+  startServer(300ms, 100ms, 0, [&](TcpServer& server) { sendPayloadSlowly(server, payload, &downs_); });
+  BlockingClient client(address_, 16 * 1024);
+  ASSERT_EQ(client.recvExactly(64 * 1024), payload.substr(0, 64 * 1024));
+  // Stop reading: the server's queue stops moving and the wheel closes it.
+  EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; })) << "never kicked";
+  bool eof = false;
+  const std::string rest = client.recvUntilEof(&eof);  // what the kernels held
+  EXPECT_LT(64 * 1024 + rest.size(), payload.size());
+}
+
 TEST_P(IdleTimeoutTest, TenThousandIdleConnectionsAreAllClosedOnTime) {
   constexpr int kConnections = 10000;
   constexpr Duration kTimeout = 2s;
