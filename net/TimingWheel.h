@@ -1,6 +1,7 @@
 // TimingWheel: closes the connections of one loop on which nothing has moved
-// for a while (TcpConnection touches on every read and on output progress), on one periodic timer of that loop, without a timer per
-// connection and without looking at busy connections on every tick.
+// for a while (TcpConnection touches on every read and on output progress),
+// on one periodic timer of that loop, without a timer per connection and
+// without looking at busy connections on every tick.
 //
 // The wheel is a ring of buckets, one per tick. An entry sits in the bucket of
 // the tick in which it was last touched; touch() moves it to the newest
