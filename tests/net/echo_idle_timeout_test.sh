@@ -9,21 +9,9 @@ readonly STARTUP_TIMEOUT=20  # seconds for the server to print its port
 readonly IDLE_TIMEOUT=1      # seconds, the server's --idle-timeout
 readonly EOF_TIMEOUT=10      # seconds for the client to see the disconnect
 
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+# shellcheck source=tests/net/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 
-runfile() {
-  local path
-  for path in "${TEST_SRCDIR:-}/libnet/$1" "${RUNFILES_DIR:-}/libnet/$1" "$0.runfiles/libnet/$1"; do
-    if [[ -x "$path" ]]; then
-      echo "$path"
-      return 0
-    fi
-  done
-  fail "$1 not found in the runfiles"
-}
 SERVER=$(runfile examples/echo/echo_server)
 readonly SERVER
 WORK=${TEST_TMPDIR:-$(mktemp -d)}

@@ -23,10 +23,8 @@ readonly MESSAGES=$((CONNECTIONS * COUNT))
 readonly STARTUP_TIMEOUT=20  # seconds for the server to print its port
 readonly RUN_TIMEOUT=120     # seconds for a whole traced server run
 
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+# shellcheck source=tests/net/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 
 # ---- tools ----
 
@@ -42,16 +40,6 @@ command -v strace >/dev/null 2>&1 || no_strace "strace is not installed"
 strace -f -qq -o /dev/null true >/dev/null 2>&1 ||
   no_strace "strace cannot trace here ($(strace -f -qq -o /dev/null true 2>&1 | head -n 1))"
 
-runfile() {
-  local path
-  for path in "${TEST_SRCDIR:-}/libnet/$1" "${RUNFILES_DIR:-}/libnet/$1" "$0.runfiles/libnet/$1"; do
-    if [[ -x "$path" ]]; then
-      echo "$path"
-      return 0
-    fi
-  done
-  fail "$1 not found in the runfiles"
-}
 SERVER=$(runfile examples/echo/echo_server)
 CLIENT=$(runfile examples/echo/echo_client)
 readonly SERVER CLIENT
