@@ -295,7 +295,7 @@ void TcpConnection::handleRead(Timestamp receiveTime, bool shortReadDrains) {
     Buffer* buffer = inputBuffer_.readableBytes() == 0 ? loop_->scratchBuffer() : &inputBuffer_;
     const Buffer::ReadResult result = buffer->readFd(socket_.fd());
     if (result.bytes > 0) {
-      if (idleWheel_) idleWheel_->touch(idleEntry_);
+      touchIdle();
       messageCallback_(self, buffer, receiveTime);
       if (buffer != &inputBuffer_) {
         inputBuffer_.append(buffer->view());  // usually nothing
@@ -345,7 +345,7 @@ bool TcpConnection::writeQueued() {
           ::send(socket_.fd(), outputBuffer_.peek(), outputBuffer_.readableBytes(), flags);
       if (n > 0) {
         outputBuffer_.retrieve(static_cast<size_t>(n));
-        noteProgress();
+        touchIdle();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -365,7 +365,7 @@ TcpConnection::FileProgress TcpConnection::sendFrontFile() {
     const ssize_t n = ::sendfile(socket_.fd(), file.fd.get(), &file.offset, file.remaining);
     if (n > 0) {
       file.remaining -= static_cast<size_t>(n);
-      noteProgress();
+      touchIdle();
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -416,20 +416,12 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer*
     queue.append(head->view());
     head->retrieveAll();
   }
-  if (length == 0) {
-    loop_->queueInLoop([self = shared_from_this()] {
-      self->uring_ ? self->pumpUringOutput() : self->handleWrite();
-    });
-    return;
-  }
-  pendingFiles_.push_back(PendingFile{std::move(file), offset, length, Buffer()});
+  if (length > 0) pendingFiles_.push_back(PendingFile{std::move(file), offset, length, Buffer()});
   // Start it from the loop rather than here: a write error closes the
   // connection, which must not happen inside the caller's callback.
-  if (uring_) {
-    loop_->queueInLoop([self = shared_from_this()] { self->pumpUringOutput(); });
-  } else {
-    loop_->queueInLoop([self = shared_from_this()] { self->handleWrite(); });
-  }
+  loop_->queueInLoop([self = shared_from_this()] {
+    self->uring_ ? self->pumpUringOutput() : self->handleWrite();
+  });
 }
 
 void TcpConnection::onOutputDrained() {
@@ -548,7 +540,7 @@ void TcpConnection::onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t f
   }
   if (state_.load() == State::kDisconnected) return;
   if (res > 0) {
-    if (idleWheel_) idleWheel_->touch(idleEntry_);
+    touchIdle();
     if (reading_) messageCallback_(self, &inputBuffer_, loop_->pollReturnTime());
     if (!more) armRecv();  // the kernel ended the multishot (e.g. CQ overflow)
     return;
@@ -587,7 +579,7 @@ void TcpConnection::onSend(int32_t res) {
     return;
   }
   sendingBuffer_.retrieve(static_cast<size_t>(res));
-  noteProgress();
+  touchIdle();
   if (sendingBuffer_.readableBytes() > 0) {  // a short send: the rest, in order
     submitSend();
   } else {

@@ -170,8 +170,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
   void onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t flags);
   void onSend(int32_t res);
-  // Queued output moved: a slow reader is not an idle one.
-  void noteProgress() {
+  // Bytes arrived, or queued output moved (a slow reader is not an idle
+  // one): the idle timeout starts over.
+  void touchIdle() {
     if (idleWheel_) idleWheel_->touch(idleEntry_);
   }
   // Moves queued output along: sending buffer, output buffer, files.

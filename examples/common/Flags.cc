@@ -16,8 +16,12 @@ void Flags::add(std::string name, Setter set) {
   options_.push_back(Option{std::move(name), std::move(set)});
 }
 
-void Flags::addString(std::string name, std::string* target) {
+void Flags::addAddress(std::string name, std::string* target) {
   add(std::move(name), [target](std::string_view value) {
+    if (!InetAddress::parse(value, 0)) {
+      return "invalid address '" + std::string(value) +
+             "' (expected a numeric IPv4 or IPv6 address)";
+    }
     *target = std::string(value);
     return std::string();
   });

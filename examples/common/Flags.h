@@ -26,7 +26,9 @@ class Flags {
   // (to stderr).
   Flags(std::string program, std::string usage);
 
-  void addString(std::string name, std::string* target);
+  // A numeric IPv4 or IPv6 address (combine it with the port afterwards:
+  // InetAddress::parse(*target, port) then always succeeds).
+  void addAddress(std::string name, std::string* target);
   void addPort(std::string name, uint16_t* target);
   void addInt(std::string name, int* target, int min, int max);
   // An existing directory (an empty value is refused).

@@ -82,7 +82,7 @@ std::optional<double> parsePositiveSeconds(std::string_view text) {
 // nullopt: go on; otherwise the exit status (the reason is printed).
 std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
   libnet::Flags flags("echo_client", std::string(kUsage));
-  flags.addString("--address", &options->address);
+  flags.addAddress("--address", &options->address);
   flags.addCustom("--port", [options](std::string_view text) {
     const auto port = InetAddress::parsePort(text);
     if (!port || *port == 0) return "invalid port '" + std::string(text) + "' (expected 1..65535)";
@@ -236,11 +236,6 @@ int main(int argc, char* argv[]) {
   Options options;
   if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
   const std::optional<InetAddress> serverAddr = InetAddress::parse(options.address, options.port);
-  if (!serverAddr) {
-    std::cerr << "echo_client: invalid address '" << options.address
-              << "' (expected a numeric IPv4 or IPv6 address)\n";
-    return libnet::Flags::kExitUsage;
-  }
 
   EventLoop loop;
   // Declared after the loop: the clients inside are destroyed first, on this

@@ -67,7 +67,7 @@ int main(int argc, char* argv[]) {
   int headerTimeout = 10;
   int maxBody = 1024 * 1024;
   Flags flags("http_server", kUsage);
-  flags.addString("--address", &address);
+  flags.addAddress("--address", &address);
   flags.addPort("--port", &port);
   flags.addInt("--threads", &threads, 0, 1024);
   flags.addBackend("--backend", &backend);
@@ -78,11 +78,6 @@ int main(int argc, char* argv[]) {
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
 
   const std::optional<InetAddress> listenAddr = InetAddress::parse(address, port);
-  if (!listenAddr) {
-    std::cerr << "http_server: invalid address '" << address
-              << "' (expected a numeric IPv4 or IPv6 address)\n";
-    return Flags::kExitUsage;
-  }
 
   try {
     std::unique_ptr<StaticFiles> files;
@@ -104,9 +99,7 @@ int main(int argc, char* argv[]) {
       } else if (files) {
         files->serve(request, response);
       } else {
-        response->setStatus(404);
-        response->setContentType("text/plain; charset=utf-8");
-        response->setBody("404 Not Found\n");
+        response->setStatusPage(404);
       }
     });
     server.start();

@@ -138,6 +138,16 @@ void HttpResponse::addHeader(std::string_view name, std::string_view value) {
   headers_.append("\r\n");
 }
 
+void HttpResponse::setStatusPage(int code) {
+  setStatus(code);
+  setContentType("text/plain; charset=utf-8");
+  std::string page = std::to_string(code);
+  page += ' ';
+  page += reason_;
+  page += '\n';
+  setBody(std::move(page));
+}
+
 void HttpResponse::setBody(std::string body) {
   body_ = std::move(body);
   announcedLength_.reset();

@@ -31,6 +31,9 @@ class HttpResponse {
   // Status with the standard reason phrase; code must be 100..999.
   void setStatus(int code);
   void setStatus(int code, std::string reason);
+  // Status plus a short plain-text page saying it ("404 Not Found\n"): the
+  // body of error answers.
+  void setStatusPage(int code);
   [[nodiscard]] int status() const { return status_; }
   [[nodiscard]] const std::string& reason() const { return reason_; }
 

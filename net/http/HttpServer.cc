@@ -89,19 +89,17 @@ void HttpServer::onConnection(const TcpConnectionPtr& conn) {
 
 void HttpServer::appendError(int status, Buffer* out) {
   HttpResponse response(true);
-  response.setStatus(status);
-  response.setContentType("text/plain; charset=utf-8");
-  std::string body = std::to_string(status);
-  body += ' ';
-  body += HttpResponse::reasonPhrase(status);
-  body += '\n';
-  response.setBody(std::move(body));
+  response.setStatusPage(status);
   response.appendToBuffer(out, currentDate());
 }
 
-void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+HttpServer::ConnectionState* HttpServer::stateOf(const TcpConnectionPtr& conn) {
   auto* holder = std::any_cast<std::shared_ptr<ConnectionState>>(conn->getMutableContext());
-  ConnectionState* state = holder != nullptr ? holder->get() : nullptr;
+  return holder != nullptr ? holder->get() : nullptr;
+}
+
+void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+  ConnectionState* state = stateOf(conn);
   if (state == nullptr || state->closing) {  // answered already; drain until the peer goes
     buf->retrieveAll();
     return;
@@ -168,9 +166,9 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
 }
 
 void HttpServer::resume(const TcpConnectionPtr& conn) {
-  auto* holder = std::any_cast<std::shared_ptr<ConnectionState>>(conn->getMutableContext());
-  if (holder == nullptr || !(*holder)->paused) return;
-  (*holder)->paused = false;
+  ConnectionState* state = stateOf(conn);
+  if (state == nullptr || !state->paused) return;
+  state->paused = false;
   conn->setWriteCompleteCallback(nullptr);
   conn->startRead();  // delivers the buffered requests first
 }

@@ -75,6 +75,8 @@ class HttpServer {
 
  private:
   struct ConnectionState;
+  // The HTTP state kept in conn's context; null once the connection is down.
+  static ConnectionState* stateOf(const TcpConnectionPtr& conn);
 
   void onConnection(const TcpConnectionPtr& conn);
   void onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp receiveTime);

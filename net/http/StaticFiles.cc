@@ -157,18 +157,13 @@ StaticFiles::File StaticFiles::open(std::string_view rawPath) const {
 
 void StaticFiles::serve(const HttpRequest& request, HttpResponse* response) const {
   if (request.method() != Method::kGet && request.method() != Method::kHead) {
-    response->setStatus(405);
+    response->setStatusPage(405);
     response->addHeader("Allow", "GET, HEAD");
-    response->setContentType("text/plain; charset=utf-8");
-    response->setBody("405 Method Not Allowed\n");
     return;
   }
   File file = open(request.path());
   if (file.status != 200) {
-    response->setStatus(file.status);
-    response->setContentType("text/plain; charset=utf-8");
-    response->setBody(std::to_string(file.status) + " " + std::string(HttpResponse::reasonPhrase(file.status)) +
-                      "\n");
+    response->setStatusPage(file.status);
     return;
   }
   response->setStatus(200);
