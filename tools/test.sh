@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs libnet's whole test suite, installing what is missing first.
 #
-#   tools/test.sh                 the suite, then the suite again under ASan+UBSan
+#   tools/test.sh                 the suite three times: plain, ASan+UBSan, TSan
 #   tools/test.sh --config=tsan   one run with the given bazel options
 #
 # Prints one summary line per run: "tests: N passed, M failed" (test cases).
@@ -37,7 +37,9 @@ status=0
 if (($# > 0)); then
   run "$@" || status=$?
 else
+  # Every configuration runs even after one fails, so one report shows all.
   run || status=$?
   run --config=asan || status=$?
+  run --config=tsan || status=$?
 fi
 exit $status

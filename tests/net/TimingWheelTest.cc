@@ -379,22 +379,28 @@ int64_t reportValue(const std::string& report, const std::string& key) {
 
 // The server sends `payload` to every client through a small send buffer,
 // then closes once it is out; clients send nothing at all. Counts closes.
-void sendPayloadSlowly(TcpServer& server, const std::string& payload, std::atomic<int>* downs) {
-  server.setConnectionCallback([&payload, downs](const TcpConnectionPtr& conn) {
+// The callback shares the payload rather than referring to the test's copy:
+// the server thread reads it, and only the socket orders that read before
+// the test body ends and frees its string, an order ThreadSanitizer cannot
+// see (it reported the free as a race with the read).
+void sendPayloadSlowly(TcpServer& server, std::shared_ptr<const std::string> payload,
+                       std::atomic<int>* downs) {
+  server.setConnectionCallback([payload = std::move(payload), downs](const TcpConnectionPtr& conn) {
     if (!conn->connected()) {
       ++*downs;
       return;
     }
     const int sndbuf = 16 * 1024;
     ::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-    conn->send(payload);
+    conn->send(*payload);
     conn->closeAfterOutput();
   });
 }
 
 TEST_P(IdleTimeoutTest, ASlowReaderOfALongAnswerIsNotIdle) {
-  const std::string payload = test::randomBytes(1024 * 1024, 7);
-  startServer(300ms, 100ms, 0, [&](TcpServer& server) { sendPayloadSlowly(server, payload, &downs_); });
+  const auto payload = std::make_shared<const std::string>(test::randomBytes(1024 * 1024, 7));
+  startServer(300ms, 100ms, 0,
+              [&](TcpServer& server) { sendPayloadSlowly(server, payload, &downs_); });
   BlockingClient client(address_, 16 * 1024);
   // About 2.5 s of reading at this pace, many idle timeouts long, while the
   // client itself sends nothing: only the server's progress keeps it open.
@@ -406,20 +412,21 @@ TEST_P(IdleTimeoutTest, ASlowReaderOfALongAnswerIsNotIdle) {
     if (chunk.size() < 16 * 1024) break;  // EOF (or an error)
     std::this_thread::sleep_for(40ms);
   }
-  ASSERT_EQ(got.size(), payload.size()) << "kicked while still reading";
-  EXPECT_TRUE(got == payload);
+  ASSERT_EQ(got.size(), payload->size()) << "kicked while still reading";
+  EXPECT_TRUE(got == *payload);
 }
 
 TEST_P(IdleTimeoutTest, AReaderThatStopsReadingIsKicked) {
-  const std::string payload = test::randomBytes(4 * 1024 * 1024, 8);
-  startServer(300ms, 100ms, 0, [&](TcpServer& server) { sendPayloadSlowly(server, payload, &downs_); });
+  const auto payload = std::make_shared<const std::string>(test::randomBytes(4 * 1024 * 1024, 8));
+  startServer(300ms, 100ms, 0,
+              [&](TcpServer& server) { sendPayloadSlowly(server, payload, &downs_); });
   BlockingClient client(address_, 16 * 1024);
-  ASSERT_EQ(client.recvExactly(64 * 1024), payload.substr(0, 64 * 1024));
+  ASSERT_EQ(client.recvExactly(64 * 1024), payload->substr(0, 64 * 1024));
   // Stop reading: the server's queue stops moving and the wheel closes it.
   EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; })) << "never kicked";
   bool eof = false;
   const std::string rest = client.recvUntilEof(&eof);  // what the kernels held
-  EXPECT_LT(64 * 1024 + rest.size(), payload.size());
+  EXPECT_LT(64 * 1024 + rest.size(), payload->size());
 }
 
 TEST_P(IdleTimeoutTest, TenThousandIdleConnectionsAreAllClosedOnTime) {
