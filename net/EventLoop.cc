@@ -48,6 +48,7 @@ EventLoop* EventLoop::currentThreadLoop() { return t_loopInThisThread; }
 
 EventLoop::EventLoop(PollerKind kind)
     : threadId_(CurrentThread::tid()),
+      requestedKind_(kind),
       wakeupFd_(createEventfd()),
       scratch_(std::make_unique<Buffer>(Buffer::kExtraReadSize)) {
   if (t_loopInThisThread) {

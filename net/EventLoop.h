@@ -73,7 +73,13 @@ class EventLoop {
   }
   void wakeup();
 
+  // The backend this loop runs on (never kAuto).
   [[nodiscard]] PollerKind pollerKind() const { return pollerKind_; }
+  // The kind it was constructed with, which loops made for it (an
+  // EventLoopThreadPool's) ask for in turn: a kAuto loop's helpers may each
+  // end up on a different backend, and must not be forced onto io_uring
+  // because this one got it.
+  [[nodiscard]] PollerKind requestedPollerKind() const { return requestedKind_; }
   // The io_uring backend when this loop runs on it (TcpConnection and
   // Acceptor then use completions instead of readiness), else nullptr.
   [[nodiscard]] UringPoller* uring() const { return uring_; }
@@ -106,6 +112,7 @@ class EventLoop {
   bool dispatchingEvents_ = false;
   int64_t iteration_ = 0;
   Timestamp pollReturnTime_;
+  PollerKind requestedKind_;
   PollerKind pollerKind_;
   std::unique_ptr<Poller> poller_;
   UringPoller* uring_ = nullptr;

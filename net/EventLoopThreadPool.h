@@ -25,7 +25,11 @@ class EventLoopThreadPool {
   EventLoopThreadPool& operator=(const EventLoopThreadPool&) = delete;
 
   void setThreadNum(int numThreads) { numThreads_ = numThreads; }
-  // The pool's loops use the base loop's backend.
+  // The pool's loops ask for the backend the base loop asked for: the same
+  // explicit kind, or kAuto, under which a loop whose io_uring ring cannot be
+  // built (RLIMIT_MEMLOCK) runs on epoll instead of failing the start.
+  // Throws what a loop's construction threw (an explicit kIoUring that
+  // cannot be had).
   void start(const ThreadInitCallback& cb = {});
 
   // Round-robin; the base loop when the pool has no threads.

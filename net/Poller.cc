@@ -1,7 +1,9 @@
 #include "net/Poller.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <system_error>
 
 #include "base/Logging.h"
 #include "net/PollerKind.h"
@@ -46,26 +48,52 @@ std::optional<PollerKind> environmentKind() {
   return kind;
 }
 
+// Set once a loop asked for kAuto could not build its ring although the
+// probe passed (the memory-locking limit is per user, so a small probe ring
+// fits where a loop's real ring, or the rings of many loops, do not). From
+// then on kAuto means epoll in this process: later loops would most likely
+// fail the same way, and trying costs a failed ring setup each time.
+std::atomic<bool> g_autoRingFailed{false};
+
 }  // namespace
 
 PollerKind Poller::resolve(PollerKind kind) {
   if (auto env = environmentKind()) kind = *env;
   if (kind != PollerKind::kAuto) return kind;
   const UringPoller::ProbeResult& probe = UringPoller::probe();
-  static std::once_flag logged;
-  std::call_once(logged, [&] {
-    if (probe.ok) {
-      LOG_INFO << "libnet: using io_uring (" << probe.detail << ")";
-    } else {
+  if (!probe.ok) {
+    static std::once_flag logged;
+    std::call_once(logged, [&] {
       LOG_WARN << "libnet: io_uring unavailable (" << probe.detail << "); using epoll";
-    }
-  });
-  return probe.ok ? PollerKind::kIoUring : PollerKind::kEpoll;
+    });
+    return PollerKind::kEpoll;
+  }
+  return g_autoRingFailed.load(std::memory_order_acquire) ? PollerKind::kEpoll
+                                                          : PollerKind::kIoUring;
 }
 
 std::unique_ptr<Poller> Poller::create(EventLoop* loop, PollerKind kind) {
-  if (resolve(kind) == PollerKind::kIoUring) return std::make_unique<UringPoller>(loop);
-  return std::make_unique<EpollPoller>(loop);
+  const PollerKind wanted = environmentKind().value_or(kind);
+  const PollerKind resolved = resolve(kind);
+  if (resolved == PollerKind::kEpoll) return std::make_unique<EpollPoller>(loop);
+  if (wanted == PollerKind::kIoUring) return std::make_unique<UringPoller>(loop);  // may throw
+  // kAuto: the probe passed, yet this loop's own ring (of the real size, with
+  // its buffer ring) can still fail; then this loop runs on epoll rather
+  // than failing the program that asked for nothing in particular.
+  try {
+    auto poller = std::make_unique<UringPoller>(loop);
+    static std::once_flag logged;
+    std::call_once(logged, [&] {
+      LOG_INFO << "libnet: using io_uring (" << UringPoller::probe().detail << ")";
+    });
+    return poller;
+  } catch (const std::system_error& e) {
+    if (!g_autoRingFailed.exchange(true, std::memory_order_acq_rel)) {
+      LOG_WARN << "libnet: io_uring unavailable for this loop (" << e.what()
+               << "); using epoll for it and every later loop";
+    }
+    return std::make_unique<EpollPoller>(loop);
+  }
 }
 
 }  // namespace libnet

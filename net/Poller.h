@@ -37,11 +37,12 @@ class Poller {
 
   // Creates the backend for `kind`, after the LIBNET_POLLER environment
   // variable (epoll, uring, auto) has overridden it. kAuto picks io_uring if
-  // it works here and falls back to epoll with one log line saying why;
-  // kIoUring where io_uring cannot run throws std::system_error.
+  // the probe passes and this loop's ring can be built, else epoll, with one
+  // log line saying why (the first time); kIoUring where io_uring cannot run
+  // throws std::system_error naming the failed call.
   static std::unique_ptr<Poller> create(EventLoop* loop, PollerKind kind);
-  // The kind create() would build for `kind` (environment applied, kAuto
-  // resolved).
+  // The kind create() would try first for `kind` (environment applied, kAuto
+  // resolved by the probe and by earlier loops' ring failures).
   static PollerKind resolve(PollerKind kind);
 
  protected:

@@ -9,7 +9,12 @@ namespace libnet {
 enum class PollerKind {
   kEpoll,    // epoll, edge-triggered
   kIoUring,  // io_uring: multishot poll for channels, completions for TCP
-  kAuto,     // io_uring if this machine runs it, else epoll
+  // io_uring if this machine runs it, else epoll. Decided per loop: a loop
+  // whose own ring cannot be built although the probe passed (say, an
+  // unprivileged process under a small RLIMIT_MEMLOCK, or many loops under
+  // a larger one) runs on epoll, as do the process's later kAuto loops; one
+  // log line says why.
+  kAuto,
 };
 
 std::string_view pollerKindName(PollerKind kind);

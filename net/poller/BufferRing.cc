@@ -41,7 +41,11 @@ BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t count, uint32_
   if (const int rc = io_uring_register_buf_ring(ring_, &reg, 0); rc < 0) {
     ::munmap(buffers_, buffersBytes_);
     ::munmap(bufRing_, bufRingBytes_);
-    throw std::system_error(-rc, std::system_category(), "io_uring_register_buf_ring");
+    // The ring of buffer descriptors is pinned and counts against
+    // RLIMIT_MEMLOCK, like the io_uring itself.
+    throw std::system_error(-rc, std::system_category(),
+                            rc == -ENOMEM ? "io_uring_register_buf_ring (RLIMIT_MEMLOCK too low?)"
+                                          : "io_uring_register_buf_ring");
   }
   io_uring_buf_ring_init(bufRing_);
   const int mask = io_uring_buf_ring_mask(count);

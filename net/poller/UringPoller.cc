@@ -120,7 +120,12 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
   params.flags = probed.setupFlags | IORING_SETUP_CQSIZE;
   params.cq_entries = config.cqEntries;
   if (const int rc = io_uring_queue_init_params(config.sqEntries, &ring_, &params); rc < 0) {
-    throw std::system_error(-rc, std::system_category(), "io_uring_queue_init_params");
+    // The ring's memory counts against RLIMIT_MEMLOCK (per user, for
+    // processes without CAP_IPC_LOCK): the usual reason, worth naming.
+    throw std::system_error(-rc, std::system_category(),
+                            "io_uring_queue_init_params (" + std::to_string(config.sqEntries) +
+                                " SQ / " + std::to_string(config.cqEntries) + " CQ entries" +
+                                (rc == -ENOMEM ? "; RLIMIT_MEMLOCK too low?)" : ")"));
   }
   setupFlags_ = probed.setupFlags;
   // Saves the fd lookup on every io_uring_enter; optional.

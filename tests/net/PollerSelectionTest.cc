@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -267,35 +268,51 @@ class PollerFallbackTest : public ::testing::Test {
       GTEST_SKIP() << "setpriv and prlimit (util-linux) are needed; found setpriv='" << setpriv_
                    << "' prlimit='" << prlimit_ << "'";
     }
-    const std::string binary = test::testBinary("poller_probe_main");
-    ASSERT_FALSE(binary.empty()) << "poller_probe_main not found in the runfiles";
-    copy_ = std::make_unique<UnprivilegedCopy>(binary);
-    ASSERT_TRUE(copy_->error().empty()) << copy_->error();
+    for (const char* name : {"poller_probe_main", "auto_backend_echo_main"}) {
+      const std::string binary = test::testBinary(name);
+      ASSERT_FALSE(binary.empty()) << name << " not found in the runfiles";
+      copies_.push_back(std::make_unique<UnprivilegedCopy>(binary));
+      ASSERT_TRUE(copies_.back()->error().empty()) << copies_.back()->error();
+    }
   }
 
   void TearDown() override {
-    if (!copy_) return;
-    const fs::path dir = copy_->dir();
-    copy_.reset();
-    EXPECT_FALSE(fs::exists(dir)) << dir << " was not removed";
+    for (auto& copy : copies_) {
+      const fs::path dir = copy->dir();
+      copy.reset();
+      EXPECT_FALSE(fs::exists(dir)) << dir << " was not removed";
+    }
   }
 
-  // `setpriv --reuid=65534 --regid=65534 --clear-groups [prlimit --memlock=0]
-  // COPY kind`, with no LIBNET_POLLER.
-  test::ChildResult runUnprivileged(std::string_view kind, bool noLockedMemory) {
+  // `setpriv --reuid=65534 --regid=65534 --clear-groups [prlimit
+  // --memlock=BYTES] PROGRAM args...` (PROGRAM: the copy of copies_[index]),
+  // with no LIBNET_POLLER.
+  test::ChildResult runCopy(size_t index, const std::vector<std::string>& programArgs,
+                            std::optional<uint64_t> lockedMemoryLimit) {
     std::vector<std::string> args = {setpriv_, "--reuid=65534", "--regid=65534", "--clear-groups"};
-    if (noLockedMemory) {
+    if (lockedMemoryLimit) {
       args.push_back(prlimit_);
-      args.push_back("--memlock=0");
+      args.push_back("--memlock=" + std::to_string(*lockedMemoryLimit));
     }
-    args.push_back(copy_->path());
-    args.emplace_back(kind);
+    args.push_back(copies_[index]->path());
+    args.insert(args.end(), programArgs.begin(), programArgs.end());
     return test::runChild(args, childEnvironment({{"LIBNET_POLLER", std::nullopt}}));
+  }
+
+  // poller_probe_main KIND, with RLIMIT_MEMLOCK 0 when noLockedMemory.
+  test::ChildResult runUnprivileged(std::string_view kind, bool noLockedMemory) {
+    return runCopy(0, {std::string(kind)},
+                   noLockedMemory ? std::optional<uint64_t>(0) : std::nullopt);
+  }
+
+  // auto_backend_echo_main THREADS under RLIMIT_MEMLOCK `limit`.
+  test::ChildResult runAutoEcho(int threads, uint64_t limit) {
+    return runCopy(1, {std::to_string(threads)}, limit);
   }
 
   std::string setpriv_;
   std::string prlimit_;
-  std::unique_ptr<UnprivilegedCopy> copy_;
+  std::vector<std::unique_ptr<UnprivilegedCopy>> copies_;
 };
 
 TEST_F(PollerFallbackTest, AutoFallsBackToEpollWithOneLineSayingWhy) {
@@ -331,6 +348,58 @@ TEST_F(PollerFallbackTest, ExplicitUringThrowsNamingIoUring) {
   if (r.out == "backend=uring\n") {
     GTEST_SKIP() << "io_uring setup succeeded for an unprivileged process with "
                     "RLIMIT_MEMLOCK 0, so the failure cannot be provoked here";
+  }
+  EXPECT_EQ(r.exitCode, 3) << r.describe();
+  EXPECT_EQ(r.out.rfind("error=", 0), 0u) << r.describe();
+  EXPECT_NE(r.out.find("io_uring"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("Cannot allocate memory"), std::string::npos) << r.describe();
+}
+
+// "key=N" out of auto_backend_echo_main's report line, or -1.
+int reportField(const std::string& report, std::string_view key) {
+  const std::string needle = std::string(key) + "=";
+  const size_t at = report.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::atoi(report.c_str() + at + needle.size());
+}
+
+// An auto process whose every loop runs, on whatever backend it could get,
+// with exactly one line saying why when any loop fell back.
+void expectServedOnAuto(const test::ChildResult& r, int threads) {
+  const int loops = threads + 1;  // the accepting loop too
+  ASSERT_TRUE(r.started) << r.describe();
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_EQ(reportField(r.out, "loops"), loops) << r.describe();
+  EXPECT_EQ(reportField(r.out, "echoed"), 2 * std::max(threads, 1)) << r.describe();
+  const int uring = reportField(r.out, "uring");
+  const int epoll = reportField(r.out, "epoll");
+  EXPECT_EQ(uring + epoll, loops) << r.describe();
+  EXPECT_EQ(countLinesWith(r.err, {"io_uring unavailable"}), epoll > 0 ? 1 : 0) << r.describe();
+}
+
+// Between no locked memory at all (the probe fails, above) and plenty lie
+// limits under which io_uring's small probe ring fits but a loop's real ring
+// (1024 SQ / 16384 CQ entries and a buffer ring) does not: auto must not
+// take the probe's word for it and then fail every loop.
+TEST_F(PollerFallbackTest, AutoServesUnderSmallLockedMemoryLimits) {
+  for (const uint64_t limit : {16 * 1024, 64 * 1024, 1024 * 1024}) {
+    SCOPED_TRACE("RLIMIT_MEMLOCK " + std::to_string(limit));
+    expectServedOnAuto(runAutoEcho(2, limit), 2);
+  }
+}
+
+// Each loop has a ring of its own, and the limit is the user's, so many
+// loops exhaust even a limit that one ring fits in comfortably.
+TEST_F(PollerFallbackTest, SixtyFourLoopsUnderEightMiBRunOrFallBack) {
+  expectServedOnAuto(runAutoEcho(64, 8 * 1024 * 1024), 64);
+}
+
+TEST_F(PollerFallbackTest, ExplicitUringUnderASmallLimitThrowsNamingIoUring) {
+  // The probe ring fits in 64 KiB; the loop's real ring does not.
+  const test::ChildResult r = runCopy(0, {"uring"}, 64 * 1024);
+  ASSERT_TRUE(r.started) << r.describe();
+  if (r.out == "backend=uring\n") {
+    GTEST_SKIP() << "io_uring's ring fits under RLIMIT_MEMLOCK 64 KiB here";
   }
   EXPECT_EQ(r.exitCode, 3) << r.describe();
   EXPECT_EQ(r.out.rfind("error=", 0), 0u) << r.describe();
