@@ -65,7 +65,15 @@ void Acceptor::onCompletion(UringOp, int32_t res, uint32_t flags) {
   if (!(flags & IORING_CQE_F_MORE)) acceptArmed_ = false;
   if (res >= 0) {
     UniqueFd fd(res);
-    deliver(std::move(fd), Socket::peerAddress(res));
+    // Multishot accept has no per-connection address buffer: ask the socket.
+    // A peer that reset the connection in the meantime leaves none, and a
+    // dead connection is not worth handing on (nor an error line).
+    if (std::optional<InetAddress> peer = Socket::tryPeerAddress(res)) {
+      deliver(std::move(fd), *peer);
+    } else {
+      LOG_DEBUG << "accept on " << localAddress().toIpPort() << ": peer gone before getpeername ("
+                << strerrorTl(errno) << ")";
+    }
   } else if (res == -EMFILE || res == -ENFILE) {
     // Drop what is pending through the spare fd, as the epoll path does.
     while (dropOneForFdLimit()) {

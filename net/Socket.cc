@@ -94,15 +94,37 @@ InetAddress Socket::localAddress(int fd) {
 }
 
 InetAddress Socket::peerAddress(int fd) {
-  sockaddr_storage storage{};
-  socklen_t len = sizeof storage;
-  InetAddress address;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &len) == 0) {
-    address.setSockAddr(storage);
+  if (std::optional<InetAddress> address = tryPeerAddress(fd)) return *address;
+  if (errno == ENOTCONN) {
+    LOG_DEBUG << "getpeername fd=" << fd << ": the peer is gone";
   } else {
     LOG_SYSERR << "getpeername fd=" << fd;
   }
+  return InetAddress();
+}
+
+std::optional<InetAddress> Socket::tryPeerAddress(int fd) {
+  sockaddr_storage storage{};
+  socklen_t len = sizeof storage;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &len) != 0) return std::nullopt;
+  InetAddress address;
+  address.setSockAddr(storage);
   return address;
+}
+
+bool Socket::isPeerError(int err) {
+  switch (err) {
+    case ECONNRESET:
+    case EPIPE:
+    case ENOTCONN:
+    case ETIMEDOUT:
+    case ECONNABORTED:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool Socket::isSelfConnect(int fd) { return localAddress(fd) == peerAddress(fd); }

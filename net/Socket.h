@@ -4,6 +4,8 @@
 // "bind 127.0.0.1:80: Permission denied". Used on the owner's thread.
 #pragma once
 
+#include <optional>
+
 #include "base/UniqueFd.h"
 #include "net/InetAddress.h"
 
@@ -39,6 +41,13 @@ class Socket {
   [[nodiscard]] static int getSocketError(int fd);
   [[nodiscard]] static InetAddress localAddress(int fd);
   [[nodiscard]] static InetAddress peerAddress(int fd);
+  // The peer's address, or nullopt with errno set (ENOTCONN: the peer reset
+  // the connection before anyone asked). Logs nothing.
+  [[nodiscard]] static std::optional<InetAddress> tryPeerAddress(int fd);
+  // Errors a peer or the network causes on an established connection
+  // (reset, broken pipe, no longer connected, timed out, unreachable):
+  // everyday events for a server, not faults of this process.
+  [[nodiscard]] static bool isPeerError(int err);
   // A client that connects to a port in its own ephemeral range can end up
   // connected to itself; this detects it.
   [[nodiscard]] static bool isSelfConnect(int fd);

@@ -100,7 +100,9 @@ void TcpConnection::send(Buffer* buffer) {
 void TcpConnection::sendInLoop(std::string_view data) {
   loop_->assertInLoopThread();
   if (state_.load() == State::kDisconnected || closeWhenDrained_) {
-    LOG_WARN << name_ << ": disconnected, dropping " << data.size() << " bytes";
+    // Routine when the peer has just gone (a send queued from another thread
+    // meets the close), so not worth a warning.
+    LOG_DEBUG << name_ << ": disconnected, dropping " << data.size() << " bytes";
     return;
   }
   if (uring_) {
@@ -140,7 +142,7 @@ void TcpConnection::sendInLoop(std::string_view data) {
     } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
       // EPIPE / ECONNRESET: the peer is gone. Close from the loop, not from
       // inside the caller's send().
-      LOG_SYSERR << name_ << ": send";
+      logIoError("send", errno);
       loop_->queueInLoop([self = shared_from_this()] { self->handleClose(); });
       return;
     }
@@ -313,8 +315,7 @@ void TcpConnection::handleRead(Timestamp receiveTime, bool shortReadDrains) {
     }
     if (result.error == EAGAIN || result.error == EWOULDBLOCK) return;
     if (result.error == EINTR) continue;
-    errno = result.error;
-    LOG_SYSERR << name_ << ": read";
+    logIoError("read", result.error);
     handleClose();
     return;
   }
@@ -350,7 +351,7 @@ bool TcpConnection::writeQueued() {
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;  // next edge
-      LOG_SYSERR << name_ << ": send";
+      logIoError("send", errno);
       handleClose();
       return false;
     }
@@ -375,7 +376,7 @@ TcpConnection::FileProgress TcpConnection::sendFrontFile() {
     if (n == 0) {
       LOG_ERROR << name_ << ": file ended " << file.remaining << " bytes early";
     } else {
-      LOG_SYSERR << name_ << ": sendfile";
+      logIoError("sendfile", errno);
     }
     handleClose();
     return FileProgress::kFailed;
@@ -558,8 +559,7 @@ void TcpConnection::onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t f
     case ECANCELED:  // stopRead()
       return;
     default:
-      errno = -res;
-      LOG_SYSERR << name_ << ": recv";
+      logIoError("recv", -res);
       handleClose();
   }
 }
@@ -573,8 +573,7 @@ void TcpConnection::onSend(int32_t res) {
       submitSend();
       return;
     }
-    errno = -res;
-    LOG_SYSERR << name_ << ": send";
+    logIoError("send", -res);
     handleClose();
     return;
   }
@@ -634,6 +633,17 @@ void TcpConnection::onWritable(int32_t res) {
   if (state_.load() == State::kDisconnected || res == -ECANCELED) return;
   // POLLERR / POLLHUP come back as events too: sendfile then reports them.
   pumpUringOutput();
+}
+
+void TcpConnection::logIoError(const char* call, int err) const {
+  // A peer that resets, vanishes or stops acknowledging is everyday traffic
+  // for a server (a storm of resets logged ~190k ERROR lines); only errors
+  // that point at a bug or at this host are worth an ERROR.
+  if (Socket::isPeerError(err)) {
+    LOG_DEBUG << name_ << ": " << call << ": " << strerrorTl(err);
+  } else {
+    LOG_ERROR << name_ << ": " << call << ": " << strerrorTl(err) << " (errno=" << err << ")";
+  }
 }
 
 const char* TcpConnection::stateName(State state) {

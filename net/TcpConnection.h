@@ -187,6 +187,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void releaseIfIdle();
   void shutdownInLoop();
   void onOutputDrained();
+  // A failed read/write/send/recv/sendfile: DEBUG when the peer or the
+  // network caused it (Socket::isPeerError), ERROR otherwise.
+  void logIoError(const char* call, int err) const;
   [[nodiscard]] static const char* stateName(State state);
 
   EventLoop* loop_;
