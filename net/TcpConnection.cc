@@ -86,6 +86,7 @@ void TcpConnection::send(Buffer* buffer) {
     // caller gets our empty one back) instead of copying the bytes.
     sendingBuffer_.swap(*buffer);
     submitSend();
+    checkOutputLimit();
     return;
   }
   if (loop_->isInLoopThread()) {
@@ -121,10 +122,12 @@ void TcpConnection::sendInLoop(std::string_view data) {
       sendingBuffer_.append(data);
       submitSend();
     }
+    checkOutputLimit();
     return;
   }
   if (!pendingFiles_.empty()) {  // behind a file: wait for it
     pendingFiles_.back().after.append(data);
+    checkOutputLimit();
     return;
   }
   size_t written = 0;
@@ -156,6 +159,7 @@ void TcpConnection::sendInLoop(std::string_view data) {
     });
   }
   outputBuffer_.append(data.substr(written));
+  checkOutputLimit();
   // Nothing to arm: write interest is registered for good, and the socket
   // reports its next writable edge when the kernel frees send space.
 }
@@ -199,8 +203,18 @@ void TcpConnection::closeAfterOutput() {
 
 void TcpConnection::stopRead() {
   loop_->assertInLoopThread();
-  reading_ = false;
-  if (uring_ && recvArmed_) {
+  blockRead(kStoppedByUser);
+}
+
+void TcpConnection::startRead() {
+  loop_->assertInLoopThread();
+  unblockRead(kStoppedByUser);
+}
+
+void TcpConnection::blockRead(ReadBlock why) {
+  const bool wasReading = readBlocks_ == 0;
+  readBlocks_ |= why;
+  if (wasReading && uring_ && recvArmed_) {
     // Data already received meanwhile is kept in the input buffer.
     io_uring_sqe* sqe = uring_->getSqe();
     io_uring_prep_cancel64(sqe, UringPoller::userData(UringOp::kRecv, uringToken_), 0);
@@ -208,28 +222,40 @@ void TcpConnection::stopRead() {
   }
 }
 
-void TcpConnection::startRead() {
-  loop_->assertInLoopThread();
-  if (reading_) return;
-  reading_ = true;
-  if (uring_) {
-    loop_->queueInLoop([self = shared_from_this()] {
-      if (!self->reading_ || self->state_.load() == State::kDisconnected) return;
-      if (self->inputBuffer_.readableBytes() > 0) {
-        self->messageCallback_(self, &self->inputBuffer_, Timestamp::now());
-      }
-      self->armRecv();
-    });
-    return;
-  }
-  // An edge may have come and gone while paused: look once.
+void TcpConnection::unblockRead(ReadBlock why) {
+  if ((readBlocks_ & why) == 0) return;
+  readBlocks_ &= static_cast<uint8_t>(~why);
+  if (readBlocks_ != 0) return;
+  // From the loop, not here: the caller may be inside a callback of ours.
   loop_->queueInLoop([self = shared_from_this()] {
-    if (!self->reading_ || self->state_.load() == State::kDisconnected) return;
+    if (!self->isReading() || self->state_.load() == State::kDisconnected) return;
     if (self->inputBuffer_.readableBytes() > 0) {
       self->messageCallback_(self, &self->inputBuffer_, Timestamp::now());
     }
-    self->handleRead(Timestamp::now(), false);
+    if (self->uring_) {
+      self->armRecv();
+    } else {
+      // An edge may have come and gone while paused: look once.
+      self->handleRead(Timestamp::now(), false);
+    }
   });
+}
+
+size_t TcpConnection::bufferedOutputBytes() const {
+  size_t bytes = outputBuffer_.readableBytes() + sendingBuffer_.readableBytes();
+  for (const PendingFile& file : pendingFiles_) bytes += file.after.readableBytes();
+  return bytes;
+}
+
+void TcpConnection::checkOutputLimit() {
+  if (maxQueuedOutput_ == 0) return;
+  if (readBlocks_ & kOutputFull) {
+    if (bufferedOutputBytes() <= maxQueuedOutput_ / 2) unblockRead(kOutputFull);
+  } else if (bufferedOutputBytes() > maxQueuedOutput_) {
+    LOG_DEBUG << name_ << ": " << bufferedOutputBytes()
+              << " bytes of output queued; not reading until it drains";
+    blockRead(kOutputFull);
+  }
 }
 
 size_t TcpConnection::queuedOutputBytes() const {
@@ -287,7 +313,7 @@ void TcpConnection::connectDestroyed() {
 
 void TcpConnection::handleRead(Timestamp receiveTime, bool shortReadDrains) {
   loop_->assertInLoopThread();
-  if (!reading_ || peerClosed_ || state_.load() == State::kDisconnected) return;
+  if (!isReading() || peerClosed_ || state_.load() == State::kDisconnected) return;
   const TcpConnectionPtr self = shared_from_this();
   for (int i = 0; i < kMaxReadsPerEvent; ++i) {
     // With nothing left over from earlier reads, read into the loop's shared
@@ -303,7 +329,7 @@ void TcpConnection::handleRead(Timestamp receiveTime, bool shortReadDrains) {
         inputBuffer_.append(buffer->view());  // usually nothing
         buffer->retrieveAll();
       }
-      if (!reading_ || state_.load() == State::kDisconnected) return;
+      if (!isReading() || state_.load() == State::kDisconnected) return;
       // A short read means the socket is drained, unless the edge said more
       // (a FIN) is waiting behind the data or we are resuming without an edge.
       if (!result.filled && shortReadDrains) return;
@@ -333,7 +359,11 @@ void TcpConnection::handleWrite() {
   loop_->assertInLoopThread();
   // A writable edge with nothing queued (it also comes with read edges): no-op.
   if (state_.load() == State::kDisconnected || !outputPending()) return;
-  if (writeQueued()) onOutputDrained();
+  if (writeQueued()) {
+    onOutputDrained();
+  } else {
+    checkOutputLimit();
+  }
 }
 
 bool TcpConnection::writeQueued() {
@@ -416,6 +446,7 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer*
     Buffer& queue = pendingFiles_.empty() ? outputBuffer_ : pendingFiles_.back().after;
     queue.append(head->view());
     head->retrieveAll();
+    checkOutputLimit();
   }
   if (length > 0) pendingFiles_.push_back(PendingFile{std::move(file), offset, length, Buffer()});
   // Start it from the loop rather than here: a write error closes the
@@ -430,6 +461,7 @@ void TcpConnection::onOutputDrained() {
   // buffer for reuse.
   if (outputBuffer_.capacity() > kShrinkAbove) outputBuffer_.shrink(0);
   if (sendingBuffer_.capacity() > kShrinkAbove) sendingBuffer_.shrink(0);
+  checkOutputLimit();
   if (writeCompleteCallback_) {
     loop_->queueInLoop([self = shared_from_this()] { self->writeCompleteCallback_(self); });
   }
@@ -496,7 +528,7 @@ void TcpConnection::cancelOps() {
 }
 
 void TcpConnection::armRecv() {
-  if (recvArmed_ || !reading_ || peerClosed_ || state_.load() == State::kDisconnected) return;
+  if (recvArmed_ || !isReading() || peerClosed_ || state_.load() == State::kDisconnected) return;
   io_uring_sqe* sqe = uring_->getSqe();
   io_uring_prep_recv_multishot(sqe, socket_.fd(), nullptr, 0, 0);
   sqe->flags |= IOSQE_BUFFER_SELECT;
@@ -542,7 +574,7 @@ void TcpConnection::onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t f
   if (state_.load() == State::kDisconnected) return;
   if (res > 0) {
     touchIdle();
-    if (reading_) messageCallback_(self, &inputBuffer_, loop_->pollReturnTime());
+    if (isReading()) messageCallback_(self, &inputBuffer_, loop_->pollReturnTime());
     if (!more) armRecv();  // the kernel ended the multishot (e.g. CQ overflow)
     return;
   }
@@ -556,7 +588,11 @@ void TcpConnection::onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t f
     case EAGAIN:
       armRecv();
       return;
-    case ECANCELED:  // stopRead()
+    case ECANCELED:
+      // stopRead() or back-pressure cancelled it; if reading was turned
+      // back on before the cancel landed, the re-arm then found the old
+      // recv still armed and did nothing, so arm now (a no-op if paused).
+      armRecv();
       return;
     default:
       logIoError("recv", -res);
@@ -584,6 +620,7 @@ void TcpConnection::onSend(int32_t res) {
   } else {
     pumpUringOutput();
   }
+  checkOutputLimit();
 }
 
 void TcpConnection::pumpUringOutput() {

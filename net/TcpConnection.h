@@ -53,6 +53,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
                       private CompletionHandler {
  public:
   static constexpr size_t kDefaultHighWaterMark = 64 * 1024 * 1024;
+  // See setMaxQueuedOutput().
+  static constexpr size_t kDefaultMaxQueuedOutput = 64 * 1024 * 1024;
 
   TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd, const InetAddress& localAddr,
                 const InetAddress& peerAddr);
@@ -107,7 +109,21 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   // Bytes queued for the peer and not yet written: buffers, files still to
   // send, and the bytes queued behind them. Loop thread.
   [[nodiscard]] size_t queuedOutputBytes() const;
-  [[nodiscard]] bool isReading() const { return reading_; }
+  // Reading is on: not stopped by stopRead() nor paused by back-pressure.
+  [[nodiscard]] bool isReading() const { return readBlocks_ == 0; }
+
+  // Back-pressure: while more than `bytes` of output sit in this
+  // connection's buffers (file ranges from sendFile() are not counted: they
+  // take no memory), reading from the peer pauses, so TCP flow control holds
+  // back a peer that sends without reading what it is sent (an echo or
+  // request-response server would otherwise buffer all it sends); reading
+  // resumes once the buffered output has drained to half of it. 0 turns it
+  // off. Default kDefaultMaxQueuedOutput. Independent of stopRead(): reading
+  // runs only when neither holds it. Output produced by other means (a
+  // broadcast) is not bounded by this: see setHighWaterMarkCallback.
+  // Before connectEstablished(), or on the loop thread.
+  void setMaxQueuedOutput(size_t bytes) { maxQueuedOutput_ = bytes; }
+  [[nodiscard]] size_t maxQueuedOutput() const { return maxQueuedOutput_; }
 
   void setContext(std::any context) { context_ = std::move(context); }
   [[nodiscard]] const std::any& getContext() const { return context_; }
@@ -136,6 +152,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
 
  private:
   enum class State { kConnecting, kConnected, kDisconnecting, kDisconnected };
+  // Why reading is off (bits of readBlocks_).
+  enum ReadBlock : uint8_t { kStoppedByUser = 1, kOutputFull = 2 };
   static constexpr int kMaxReadsPerEvent = 16;
   static constexpr size_t kShrinkAbove = 1024 * 1024;
 
@@ -147,6 +165,14 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void handleError();
   void handlePeerClosed();
   void sendInLoop(std::string_view data);
+  // Reading stops when the first reason appears and resumes (buffered input
+  // first) when the last goes away.
+  void blockRead(ReadBlock why);
+  void unblockRead(ReadBlock why);
+  // Output memory: the buffers, not the file ranges.
+  [[nodiscard]] size_t bufferedOutputBytes() const;
+  // After output was queued / written: apply or lift back-pressure.
+  void checkOutputLimit();
   [[nodiscard]] bool outputPending() const {
     return outputBuffer_.readableBytes() > 0 || sendingBuffer_.readableBytes() > 0 ||
            !pendingFiles_.empty();
@@ -195,7 +221,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   EventLoop* loop_;
   const std::string name_;
   std::atomic<State> state_{State::kConnecting};
-  bool reading_ = true;
+  uint8_t readBlocks_ = 0;  // ReadBlock bits; 0: reading
   bool peerClosed_ = false;     // we read EOF
   bool writeShutdown_ = false;  // shutdown(SHUT_WR) done
   bool closeWhenDrained_ = false;  // closeAfterOutput()
@@ -209,6 +235,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   HighWaterMarkCallback highWaterMarkCallback_;
   CloseCallback closeCallback_;
   size_t highWaterMark_ = kDefaultHighWaterMark;
+  size_t maxQueuedOutput_ = kDefaultMaxQueuedOutput;
   // Touched on every read when set (TcpServer's idle timeout); one branch
   // when not.
   TimingWheel* idleWheel_ = nullptr;

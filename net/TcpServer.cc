@@ -109,6 +109,7 @@ void TcpServer::newConnection(UniqueFd sockfd, const InetAddress& peerAddr) {
   auto conn = std::make_shared<TcpConnection>(ioLoop, std::move(connName), std::move(sockfd),
                                               localAddr, peerAddr);
   if (tcpNoDelay_ && !noDelayInherited_) conn->setTcpNoDelay(true);
+  if (maxQueuedOutput_) conn->setMaxQueuedOutput(*maxQueuedOutput_);
   if (!idleWheels_.empty()) conn->setIdleWheel(idleWheels_.at(ioLoop).get());
   conn->setConnectionCallback(connectionCallback_);
   conn->setMessageCallback(messageCallback_);

@@ -58,6 +58,11 @@ class TcpServer {
   void setThreadInitCallback(ThreadInitCallback cb) { threadInitCallback_ = std::move(cb); }
   // TCP_NODELAY on every accepted connection.
   void setTcpNoDelay(bool on) { tcpNoDelay_ = on; }
+  // Back-pressure for every connection (TcpConnection::setMaxQueuedOutput):
+  // reading from a peer pauses while more than `bytes` of output wait for
+  // it, and resumes once half has drained; 0 turns it off. Default:
+  // TcpConnection::kDefaultMaxQueuedOutput (64 MiB).
+  void setMaxQueuedOutput(size_t bytes) { maxQueuedOutput_ = bytes; }
   // Before start(): close a connection once nothing has moved on it (no
   // byte received, no queued byte written) for `timeout`; it is closed
   // between `timeout` and `timeout + tick` after the last progress. Zero turns it off (the default); when off, the read
@@ -96,6 +101,7 @@ class TcpServer {
   WriteCompleteCallback writeCompleteCallback_;
   ThreadInitCallback threadInitCallback_;
   bool tcpNoDelay_ = false;
+  std::optional<size_t> maxQueuedOutput_;  // unset: the connection's default
   bool noDelayInherited_ = false;             // set on the listening socket
   std::optional<InetAddress> fixedLocalAddr_;  // listening on one address, not a wildcard
   Duration idleTimeout_{};

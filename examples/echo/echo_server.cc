@@ -2,7 +2,11 @@
 // back to it unchanged. Connections are accepted on the main thread's loop
 // and served there (--threads 0) or spread round-robin over I/O loop threads.
 // With --idle-timeout, a client that sends nothing for that long is
-// disconnected, with a line logged at INFO.
+// disconnected, with a line logged at INFO. A client that sends without
+// reading its echo is held back: once more than --max-queued-output bytes
+// wait for it, the server stops reading from it (TCP flow control then stops
+// the client) until half of them have been written, so such a client costs
+// the server a bounded amount of memory, not everything it sends.
 //
 // SIGINT / SIGTERM stop it cleanly (exit 0). They are taken through a
 // signalfd read on the main loop rather than an async signal handler, so the
@@ -19,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,17 +56,24 @@ constexpr int kExitSetupError = 1;
 constexpr int kMaxThreads = 1024;
 // A day; longer is a typo too.
 constexpr int kMaxIdleTimeoutSeconds = 86400;
+constexpr int kDefaultMaxQueuedOutput = 1024 * 1024;
 
 constexpr std::string_view kUsage =
-    "usage: echo_server [--address ADDR] [--port N] [--threads N] [--idle-timeout SECONDS]\n"
-    "                   [--log-dir DIR]\n"
+    "usage: echo_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
+    "                   [--idle-timeout SECONDS] [--max-queued-output BYTES] [--log-dir DIR]\n"
     "\n"
     "  --address ADDR  numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N        TCP port, 0..65535; 0 picks a free one (default 2007)\n"
     "  --threads N     I/O loop threads; 0 serves everything on the main thread (default 0)\n"
+    "  --backend B     epoll, uring or auto (default auto: io_uring if it works here);\n"
+    "                  the LIBNET_POLLER environment variable overrides it\n"
     "  --idle-timeout SECONDS\n"
     "                  disconnect a client that sends nothing for SECONDS (checked every\n"
     "                  second); 0 turns it off (default 0)\n"
+    "  --max-queued-output BYTES\n"
+    "                  stop reading from a client while more than BYTES of its echo wait\n"
+    "                  to be sent to it, resume when half are out; 0 turns it off\n"
+    "                  (default 1048576)\n"
     "  --log-dir DIR   log asynchronously to files in DIR instead of stderr\n"
     "  --help          print this help and exit\n"
     "\n"
@@ -72,6 +84,8 @@ struct Options {
   uint16_t port = 2007;
   int threads = 0;
   int idleTimeoutSeconds = 0;  // 0: off
+  int maxQueuedOutput = kDefaultMaxQueuedOutput;  // 0: off
+  libnet::PollerKind backend = libnet::PollerKind::kAuto;
   std::string logDir;          // empty: log to stderr
 };
 
@@ -81,7 +95,10 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
   flags.addAddress("--address", &options->address);
   flags.addPort("--port", &options->port);
   flags.addInt("--threads", &options->threads, 0, kMaxThreads);
+  flags.addBackend("--backend", &options->backend);
   flags.addInt("--idle-timeout", &options->idleTimeoutSeconds, 0, kMaxIdleTimeoutSeconds);
+  flags.addInt("--max-queued-output", &options->maxQueuedOutput, 0,
+               std::numeric_limits<int>::max());
   flags.addDirectory("--log-dir", &options->logDir);
   return flags.parse(argc, argv);
 }
@@ -120,9 +137,10 @@ int main(int argc, char* argv[]) {
     // Blocked before any thread exists, so every I/O thread inherits the mask
     // and the signals stay pending for the signalfd instead of killing us.
     QuitOnSignal::blockStopSignals();
-    EventLoop loop;
+    EventLoop loop(options.backend);
     TcpServer server(&loop, *listenAddr, "echo");
     server.setThreadNum(options.threads);
+    server.setMaxQueuedOutput(static_cast<size_t>(options.maxQueuedOutput));
     server.setConnectionCallback(onConnection);
     server.setMessageCallback(onMessage);
     if (options.idleTimeoutSeconds > 0) {

@@ -1,12 +1,15 @@
 // TcpServer + TcpConnection on real loopback sockets, on every backend.
 #include <gtest/gtest.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -147,6 +150,109 @@ TEST_P(TcpServerTest, LargeMessageFiresHighWaterMarkAndOneWriteComplete) {
   EXPECT_GE(highWaterSize.load(), kMark);
   EXPECT_EQ(writeCompletes.load(), 1);
 }
+
+// Byte i of an endless test stream (not periodic over any small length).
+char streamByte(size_t i) {
+  const uint64_t x = (i * 0x9E3779B97F4A7C15ull) ^ (i >> 13);
+  return static_cast<char>(x >> 56);
+}
+
+// What a client that sends without reading gets to push into an echo server
+// before it can send no more, and what the server holds for it then.
+struct Flood {
+  size_t sent = 0;           // bytes the client got into its socket
+  bool blocked = false;      // it could send no more for a while
+  size_t serverBuffered = 0;  // the server's output queue plus input buffer
+};
+
+class BackPressureTest : public TcpServerTest {
+ protected:
+  // An echo server whose connections pause reading above `maxQueuedOutput`
+  // (0: never); its one connection is kept in conn_.
+  void startEcho(size_t maxQueuedOutput) {
+    startServer([this, maxQueuedOutput](TcpServer& server) {
+      server.setMaxQueuedOutput(maxQueuedOutput);
+      server.setConnectionCallback([this](const TcpConnectionPtr& conn) {
+        if (conn->connected()) conn_ = conn;
+      });
+    });
+  }
+
+  // Sends the test stream from `fd` (non-blocking) without reading, until
+  // `limit` bytes are out or no byte could go for a whole second.
+  Flood flood(int fd, size_t limit) {
+    Flood result;
+    char chunk[64 * 1024];
+    while (result.sent < limit) {
+      const size_t n = std::min(sizeof chunk, limit - result.sent);
+      for (size_t i = 0; i < n; ++i) chunk[i] = streamByte(result.sent + i);
+      const ssize_t got = ::send(fd, chunk, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (got > 0) {
+        result.sent += static_cast<size_t>(got);
+        continue;
+      }
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        pollfd pfd{fd, POLLOUT, 0};
+        if (::poll(&pfd, 1, 1000) == 0) {
+          result.blocked = true;
+          break;
+        }
+        continue;
+      }
+      ADD_FAILURE() << "send: " << std::strerror(errno);
+      break;
+    }
+    result.serverBuffered = runSync(loop_, [this] {
+      return conn_ ? conn_->queuedOutputBytes() + conn_->inputBuffer()->readableBytes() : 0;
+    });
+    return result;
+  }
+
+  TcpConnectionPtr conn_;  // loop thread only
+};
+
+TEST_P(BackPressureTest, ANonReadingSenderCannotGrowTheServerPastTheLimit) {
+  constexpr size_t kLimit = 256 * 1024;
+  // Slack over the limit: what one read can add after the last check (64 KiB
+  // on epoll; io_uring completions already in flight when reading stops).
+  constexpr size_t kSlack = 1024 * 1024;
+  startEcho(kLimit);
+  BlockingClient client(address_, 64 * 1024);
+  const Flood flood = this->flood(client.fd(), 256 * 1024 * 1024);
+  ASSERT_TRUE(flood.blocked) << "sent " << flood.sent << " bytes without being held back";
+  EXPECT_LE(flood.serverBuffered, kLimit + kSlack) << "after " << flood.sent << " bytes sent";
+  EXPECT_TRUE(runSync(loop_, [this] { return conn_ && !conn_->isReading(); }));
+
+  // Once the client reads, everything comes back, in order, and the server
+  // reads again: nothing was lost while it was paused.
+  std::string got = client.recvExactly(flood.sent);
+  ASSERT_EQ(got.size(), flood.sent);
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != streamByte(i)) FAIL() << "echo differs at byte " << i;
+  }
+  EXPECT_TRUE(waitUntil([&] { return runSync(loop_, [this] { return conn_->isReading(); }); }));
+  ASSERT_TRUE(client.sendAll("and more"));
+  EXPECT_EQ(client.recvExactly(8), "and more");
+}
+
+TEST_P(BackPressureTest, WithoutALimitTheServerBuffersWhatTheSenderSends) {
+  // The control: the flood above is what fills a server that does not push
+  // back, so the bound there is the limit's doing.
+  constexpr size_t kFlood = 32 * 1024 * 1024;
+  startEcho(0);
+  BlockingClient client(address_, 64 * 1024);
+  const Flood flood = this->flood(client.fd(), kFlood);
+  EXPECT_EQ(flood.sent, kFlood);
+  EXPECT_TRUE(waitUntil([&] {
+    return runSync(loop_, [this] { return conn_ && conn_->queuedOutputBytes() > kFlood / 2; });
+  }));
+  runSync(loop_, [this] { conn_->forceClose(); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackPressureTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
+                         test::pollerName);
 
 TEST_P(TcpServerTest, PeerHalfCloseStillGetsEverythingQueued) {
   startServer();
