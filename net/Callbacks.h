@@ -26,6 +26,9 @@ using HighWaterMarkCallback = std::function<void(const TcpConnectionPtr&, size_t
 // kept for the next call). The Buffer* is valid for this call only: it may be
 // a per-loop scratch buffer rather than conn->inputBuffer().
 using MessageCallback = std::function<void(const TcpConnectionPtr&, Buffer*, Timestamp)>;
+// A client's connect attempt failed; `error` is its errno (ECONNREFUSED,
+// ETIMEDOUT, ENETUNREACH, ...).
+using ConnectErrorCallback = std::function<void(int error)>;
 
 void defaultConnectionCallback(const TcpConnectionPtr& conn);
 void defaultMessageCallback(const TcpConnectionPtr& conn, Buffer* buffer, Timestamp receiveTime);

@@ -26,7 +26,10 @@ Connector::~Connector() {
 
 void Connector::start() {
   connect_ = true;
-  loop_->runInLoop([self = shared_from_this()] { self->startInLoop(); });
+  // Queued even on the loop thread: start() called from inside one of our
+  // callbacks (a connect error, say) must not recurse into the next attempt,
+  // which may fail at once and call back again.
+  loop_->queueInLoop([self = shared_from_this()] { self->startInLoop(); });
 }
 
 void Connector::restart() {
@@ -59,14 +62,21 @@ void Connector::stopInLoop() {
 }
 
 void Connector::connect() {
+  // One chain of retries: an attempt started by start() or restart() while a
+  // retry timer is pending replaces that retry.
+  loop_->cancel(retryTimer_);
+  retryTimer_ = TimerId();
   attempts_.fetch_add(1);
   UniqueFd fd;
   try {
     fd = Socket::createNonblocking(serverAddr_.family()).releaseFd();
   } catch (const std::system_error& e) {
-    // EMFILE and friends: transient, worth retrying.
-    LOG_ERROR << "Connector to " << serverAddr_.toIpPort() << ": " << e.what();
-    retry(UniqueFd());
+    const int err = e.code().value();
+    // Out of fds or memory may pass; a family the kernel lacks will not.
+    const bool transient = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+    LOG_ERROR << "Connector to " << serverAddr_.toIpPort() << ": " << e.what()
+              << (transient ? "" : " (giving up)");
+    failed(UniqueFd(), err, !transient);
     return;
   }
   const int rc = ::connect(fd.get(), serverAddr_.getSockAddr(), serverAddr_.sockLen());
@@ -85,14 +95,14 @@ void Connector::connect() {
     case ENETUNREACH:
     case EHOSTUNREACH:
     case ETIMEDOUT:
-      retry(std::move(fd));
+      LOG_DEBUG << "connect to " << serverAddr_.toIpPort() << ": " << strerrorTl(err);
+      failed(std::move(fd), err, false);
       break;
     default:
-      // EACCES, EPERM, EAFNOSUPPORT, EBADF, ...: retrying cannot help.
+      // EACCES, EPERM, EINVAL, EAFNOSUPPORT, ...: retrying cannot help.
       errno = err;
       LOG_SYSERR << "connect to " << serverAddr_.toIpPort() << " failed for good";
-      state_ = State::kDisconnected;
-      connect_ = false;
+      failed(std::move(fd), err, true);
       break;
   }
 }
@@ -124,10 +134,13 @@ void Connector::handleWrite() {
   const int err = Socket::getSocketError(fd.get());
   if (err != 0) {
     LOG_DEBUG << "connect to " << serverAddr_.toIpPort() << ": " << strerrorTl(err);
-    retry(std::move(fd));
+    failed(std::move(fd), err, false);
   } else if (Socket::isSelfConnect(fd.get())) {
+    // Only possible when nothing listens on the port (a listener would hold
+    // it, and the kernel would not pick it as our ephemeral port): to the
+    // user that is a refusal.
     LOG_WARN << "connect to " << serverAddr_.toIpPort() << " connected to itself; retrying";
-    retry(std::move(fd));
+    failed(std::move(fd), ECONNREFUSED, false);
   } else {
     state_ = State::kConnected;
     if (connect_ && callback_) {
@@ -139,14 +152,33 @@ void Connector::handleWrite() {
 void Connector::handleError() {
   if (state_ != State::kConnecting) return;
   UniqueFd fd = removeAndResetChannel();
-  const int err = Socket::getSocketError(fd.get());
+  int err = Socket::getSocketError(fd.get());
   LOG_DEBUG << "connect to " << serverAddr_.toIpPort() << " error: " << strerrorTl(err);
-  retry(std::move(fd));
+  // EPOLLERR with SO_ERROR already cleared should not happen; the user still
+  // needs a non-zero reason.
+  if (err == 0) err = EIO;
+  failed(std::move(fd), err, false);
 }
 
-void Connector::retry(UniqueFd fd) {
+void Connector::failed(UniqueFd fd, int error, bool permanent) {
+  // Closed before anyone hears of the failure: a user that stops here leaves
+  // no socket behind.
   fd.reset();
   state_ = State::kDisconnected;
+  if (!connect_) return;  // stopped meanwhile: nobody is waiting for news
+  if (permanent) connect_ = false;
+  if (errorCallback_) {
+    // Our owner may let go of us from inside the callback; the lines below
+    // still read our members.
+    auto self = shared_from_this();
+    errorCallback_(error);
+  }
+  // The callback may have called stop() (connect_ is now false: no timer) or
+  // started a new attempt (one is in progress: it schedules its own retry).
+  if (!permanent && state_ == State::kDisconnected) retry();
+}
+
+void Connector::retry() {
   if (!connect_) return;
   LOG_DEBUG << "retrying connect to " << serverAddr_.toIpPort() << " in "
             << std::chrono::duration_cast<std::chrono::milliseconds>(retryDelay_).count() << " ms";

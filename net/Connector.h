@@ -2,9 +2,15 @@
 // the connected fd to a callback; on failure it retries after a delay that
 // doubles from initialRetryDelay up to maxRetryDelay. Used by TcpClient.
 //
+// Every failed attempt is also reported to the connect-error callback with
+// its errno, before the retry is scheduled; an error that retrying cannot
+// cure (EACCES, EINVAL, EAFNOSUPPORT, ...) is reported the same way and ends
+// the attempts, as stop() would.
+//
 // Held by std::shared_ptr: retry timers hold only a weak_ptr to it.
-// start(), stop() and restart() may be called from any thread; the callback
-// runs on the loop thread.
+// start() and stop() may be called from any thread, restart() from the loop
+// thread; the callbacks run on the loop thread. Set the callbacks before
+// start().
 #pragma once
 
 #include <atomic>
@@ -13,6 +19,7 @@
 
 #include "base/Timestamp.h"
 #include "base/UniqueFd.h"
+#include "net/Callbacks.h"
 #include "net/InetAddress.h"
 #include "net/TimerId.h"
 
@@ -34,13 +41,18 @@ class Connector : public std::enable_shared_from_this<Connector> {
   Connector& operator=(const Connector&) = delete;
 
   void setNewConnectionCallback(NewConnectionCallback cb) { callback_ = std::move(cb); }
+  // Called on the loop thread after each failed attempt, once its socket is
+  // closed and before the next attempt is scheduled; not once stop() has
+  // taken effect on the loop thread. The callback may call stop() (no attempt
+  // follows) or start() (the next attempt starts once it has returned).
+  void setConnectErrorCallback(ConnectErrorCallback cb) { errorCallback_ = std::move(cb); }
   void setRetryDelays(Duration initial, Duration max) {
     initialRetryDelay_ = initial;
     maxRetryDelay_ = max;
     retryDelay_ = initial;
   }
 
-  void start();    // any thread
+  void start();    // any thread; the attempt starts from the loop's queue
   void restart();  // loop thread: start over with the initial delay
   void stop();     // any thread: no more attempts; abandons one in progress
 
@@ -57,7 +69,8 @@ class Connector : public std::enable_shared_from_this<Connector> {
   void connecting(UniqueFd fd);
   void handleWrite();
   void handleError();
-  void retry(UniqueFd fd);
+  void failed(UniqueFd fd, int error, bool permanent);
+  void retry();
   UniqueFd removeAndResetChannel();
 
   EventLoop* loop_;
@@ -67,6 +80,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   UniqueFd connectingFd_;
   std::unique_ptr<Channel> channel_;
   NewConnectionCallback callback_;
+  ConnectErrorCallback errorCallback_;
   Duration initialRetryDelay_ = kInitialRetryDelay;
   Duration maxRetryDelay_ = kMaxRetryDelay;
   Duration retryDelay_ = kInitialRetryDelay;

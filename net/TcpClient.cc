@@ -53,6 +53,11 @@ void TcpClient::stop() {
   connector_->stop();
 }
 
+void TcpClient::setConnectErrorCallback(ConnectErrorCallback cb) {
+  // Held by the connector itself, which outlives any call it makes.
+  connector_->setConnectErrorCallback(std::move(cb));
+}
+
 void TcpClient::setRetryDelays(Duration initial, Duration max) {
   connector_->setRetryDelays(initial, max);
 }

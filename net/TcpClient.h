@@ -1,6 +1,8 @@
 // TcpClient: one outgoing connection to one server, made by a Connector
 // (non-blocking connect, retried with capped exponential backoff). With
-// enableRetry(), a connection that closes is re-established.
+// enableRetry(), a connection that closes is re-established. A failed connect
+// attempt is reported to the connect-error callback, if one is set; without
+// one, failures are only logged and retried.
 //
 // Construct and destroy it on its loop's thread. connect(), disconnect(),
 // stop() and connection() may be called from any thread. Callbacks run on the
@@ -51,6 +53,16 @@ class TcpClient {
   void setWriteCompleteCallback(WriteCompleteCallback cb) {
     writeCompleteCallback_ = std::move(cb);
   }
+  // Called on the loop thread after every failed connect attempt, with its
+  // errno (ECONNREFUSED, ETIMEDOUT, ENETUNREACH, EACCES, ...), once the
+  // attempt's socket is closed and before the retry is scheduled; not once
+  // stop() has taken effect on the loop thread. Retrying goes on as without
+  // the callback unless it calls stop(), which cancels the retry. An error
+  // that retrying cannot cure (EACCES, EINVAL, EAFNOSUPPORT, ...) is reported
+  // the same way and ends the attempts by itself. Do not destroy the client
+  // from inside the callback; stop() it there and destroy it afterwards (e.g.
+  // from a queueInLoop() functor). Set it before connect().
+  void setConnectErrorCallback(ConnectErrorCallback cb);
 
  private:
   void newConnection(UniqueFd sockfd);

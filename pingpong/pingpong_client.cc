@@ -11,6 +11,11 @@
 // callbacks; mibps = bytes / seconds / 2^20. Lines "START" and "STOP" mark the
 // window as it opens and closes.
 //
+// A session whose connect attempt fails (refused, unreachable, ...) ends the
+// run at once: every session is closed, "pingpong_client: connect to
+// ADDR:PORT: REASON" goes to stderr and the exit status is 1. So does a run
+// whose sessions are not all connected within 60 s.
+//
 //   pingpong_client [--backend epoll|uring|auto] <address> <port> <threads>
 //                   <blocksize> <sessions> <time>
 
@@ -19,6 +24,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -41,6 +47,7 @@ constexpr const char* kUsage =
     "                       <blocksize> <sessions> <time>\n"
     "  <sessions> connections over <threads> loop threads ping-pong <blocksize>-byte\n"
     "  messages for <time> seconds, then one RESULT line is printed.\n"
+    "  A failed connect ends the run at once with exit status 1.\n"
     "  The LIBNET_POLLER environment variable overrides --backend.\n";
 
 class Client;
@@ -104,7 +111,26 @@ class Client {
   void onDisconnected() {
     if (++disconnected_ == sessionCount_) loop_->queueInLoop([this] { loop_->quit(); });
   }
-  void onConnectFailed() { failed_ = true; }
+  // A session thread's connect attempt failed. Safe to queue: the main loop
+  // quits only once every session is down, and a stopped session reports no
+  // more errors.
+  void onConnectFailed(int error) {
+    loop_->queueInLoop([this, error] {
+      fail("connect to " + server_.toIpPort() + ": " + std::generic_category().message(error));
+    });
+  }
+
+  // Main loop thread: ends the run as failed, with `message` on stderr. Every
+  // session is stopped and closed on its own thread; the main loop quits when
+  // the last is down, so no connection outlives the sessions' teardown.
+  void fail(std::string_view message) {
+    if (stopping_) return;
+    stopping_ = true;
+    failed_ = true;
+    std::cerr << "pingpong_client: " << message << std::endl;
+    stopSessions();
+  }
+  [[nodiscard]] bool failed() const { return failed_; }
 
   void report(const char* impl) {
     uint64_t bytes = 0;
@@ -141,6 +167,7 @@ class Client {
 
  private:
   void startClock() {
+    if (stopping_) return;  // failed (timed out) just as the last one connected
     // Markers for a runner that samples the server's CPU time over exactly
     // the measured window.
     std::printf("START\n");
@@ -154,9 +181,16 @@ class Client {
   }
 
   void stopAll() {
+    if (stopping_) return;
+    stopping_ = true;
     stop_ = MonoClock::now();
     std::printf("STOP\n");
     std::fflush(stdout);
+    stopSessions();
+  }
+
+  void stopSessions() {
+    // Queued behind each session's creation on the same loop: never null.
     for (size_t i = 0; i < sessions_.size(); ++i) {
       loops_[i]->runInLoop([this, i] { sessions_[i]->stop(); });
     }
@@ -172,7 +206,8 @@ class Client {
   std::vector<EventLoop*> loops_;
   std::atomic<int> connected_{0};
   std::atomic<int> disconnected_{0};
-  std::atomic<bool> failed_{false};
+  bool stopping_ = false;  // main loop thread only
+  bool failed_ = false;    // main loop thread only
   MonoTime start_{};
   MonoTime stop_{};
 };
@@ -183,6 +218,12 @@ Session::Session(EventLoop* loop, const InetAddress& server, Client* owner, int 
   client_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   client_.setMessageCallback(
       [this](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) { onMessage(conn, buffer); });
+  client_.setConnectErrorCallback([this](int error) {
+    // No retry: a benchmark against a server that refuses is over. The
+    // owner then stops every session, this one included.
+    client_.stop();
+    owner_->onConnectFailed(error);
+  });
 }
 
 void Session::start(const std::string& message) {
@@ -253,19 +294,17 @@ int main(int argc, char* argv[]) {
     Client client(&loop, *address, static_cast<int>(*threads), static_cast<size_t>(*blocksize),
                   static_cast<int>(*sessions), static_cast<double>(*seconds));
     // Connecting many sessions can take a while; give up if it takes far too long.
-    bool connectTimedOut = false;
     loop.runAfter(std::chrono::seconds(60), [&] {
       if (!client.connectedAll()) {
-        connectTimedOut = true;
-        loop.quit();
+        client.fail("only " + std::to_string(client.connectedCount()) + " of " +
+                    std::to_string(*sessions) + " sessions connected within 60 s");
       }
     });
     client.connectAll();
     loop.loop();
-    if (connectTimedOut) {
-      std::cerr << "pingpong_client: only " << client.connectedCount() << " of " << *sessions
-                << " sessions connected within 60 s\n";
-      std::_Exit(1);
+    if (client.failed()) {
+      client.destroySessions();
+      return 1;
     }
     const std::string impl = "libnet-" + std::string(pollerKindName(loop.pollerKind()));
     client.report(impl.c_str());

@@ -3,12 +3,14 @@
 // --count times; all connections run at once on one EventLoop (main thread).
 //
 // Prints "echoed COUNT x SIZE bytes OK" per connection and exits 0 when every
-// connection has verified all its echoes. A mismatch, a connection the server
-// closes early, or --timeout expiring exits 1 with the reason on stderr; bad
-// arguments exit 2.
+// connection has verified all its echoes. A failed connect attempt, a
+// mismatch, a connection the server closes early, or --timeout expiring exits
+// 1 with the reason on stderr; bad arguments exit 2.
 //
-// TcpClient retries a refused connect with backoff and reports nothing, so a
-// missing server is detected by the timeout alone.
+// A connect attempt that fails (refused, unreachable, ...) ends the run at
+// once, e.g. "echo_client: connect to 127.0.0.1:2007: Connection refused":
+// TcpClient would retry it with backoff, but a checker is pointed at a server
+// that is already up, so waiting out --timeout would only hide the reason.
 
 #include <algorithm>
 #include <charconv>
@@ -20,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "base/Logging.h"
@@ -55,8 +58,11 @@ constexpr std::string_view kUsage =
     "  --timeout SECONDS   give up after this long, fractions allowed (default 5)\n"
     "  --help              print this help and exit\n"
     "\n"
-    "Exit status: 0 all echoes verified, 1 mismatch / connection failure / timeout,\n"
-    "2 bad arguments.\n";
+    "A connect attempt that fails (refused, unreachable) ends the run at once;\n"
+    "--timeout bounds the rest, a connect that gets no answer included.\n"
+    "\n"
+    "Exit status: 0 all echoes verified, 1 connect failure / mismatch / connection\n"
+    "closed early / timeout, 2 bad arguments.\n";
 
 struct Options {
   std::string address = "127.0.0.1";
@@ -253,6 +259,12 @@ int main(int argc, char* argv[]) {
         [&run, session](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
           onMessage(&run, session, conn, buffer);
         });
+    // fail() stops every client, this one included, from inside its own
+    // callback; TcpClient then schedules no retry.
+    session->client->setConnectErrorCallback([&run, address = *serverAddr](int error) {
+      fail(&run,
+           "connect to " + address.toIpPort() + ": " + std::generic_category().message(error));
+    });
   }
 
   const auto timeout = std::chrono::duration_cast<libnet::Duration>(

@@ -1,11 +1,16 @@
 // TcpClient + Connector against a TcpServer on loopback, on every backend.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
@@ -28,6 +33,25 @@ uint16_t unusedPort() {
   Socket socket = Socket::createNonblocking(AF_INET);
   socket.bindAddress(InetAddress(0, true));
   return Socket::localAddress(socket.fd()).port();
+}
+
+// A loopback port that refuses connections for as long as `holder` lives:
+// bound, so that no one else can take the port, but not listening, so that
+// the kernel answers a SYN with a reset.
+struct RefusingPort {
+  RefusingPort() : holder(Socket::createNonblocking(AF_INET)) {
+    holder.bindAddress(InetAddress(0, true));
+    address = Socket::localAddress(holder.fd());
+  }
+  Socket holder;
+  InetAddress address;
+};
+
+// Waits for `period` through `loop`'s own timers (no sleep), bounded by kWait.
+bool letTimePass(EventLoop* loop, Duration period) {
+  auto later = std::make_shared<std::promise<void>>();
+  loop->runAfter(period, [later] { later->set_value(); });
+  return later->get_future().wait_for(test::kWait) == std::future_status::ready;
 }
 
 class TcpClientTest : public ::testing::TestWithParam<PollerKind> {
@@ -81,9 +105,35 @@ class TcpClientTest : public ::testing::TestWithParam<PollerKind> {
     });
   }
 
+  // Records every connect error the client reports, with the attempt count
+  // seen at that moment; with stopOnError the callback stops the client.
+  void recordConnectErrors(bool stopOnError) {
+    runSync(loop_, [&] {
+      client_->setConnectErrorCallback([this, stopOnError](int error) {
+        if (!loop_->isInLoopThread()) offLoopThread_ = true;
+        {
+          std::lock_guard lock(mutex_);
+          errors_.push_back(error);
+          attemptsAtError_.push_back(client_->connectAttempts());
+        }
+        if (stopOnError) client_->stop();
+      });
+    });
+  }
+
   std::string received() {
     std::lock_guard lock(mutex_);
     return received_;
+  }
+
+  std::vector<int> errors() {
+    std::lock_guard lock(mutex_);
+    return errors_;
+  }
+
+  std::vector<int> attemptsAtError() {
+    std::lock_guard lock(mutex_);
+    return attemptsAtError_;
   }
 
   std::unique_ptr<EventLoopThread> thread_;
@@ -93,8 +143,11 @@ class TcpClientTest : public ::testing::TestWithParam<PollerKind> {
   std::atomic<int> ups_{0};
   std::atomic<int> downs_{0};
   std::atomic<int> serverDowns_{0};
+  std::atomic<bool> offLoopThread_{false};
   std::mutex mutex_;
   std::string received_;
+  std::vector<int> errors_;
+  std::vector<int> attemptsAtError_;
 };
 
 TEST_P(TcpClientTest, ConnectsEchoesAndDisconnects) {
@@ -152,9 +205,7 @@ TEST_P(TcpClientTest, StopEndsRetrying) {
   const int attempts = runSync(loop_, [&] { return client_->connectAttempts(); });
   // A retry timer would fire within 100 ms; give it several periods through
   // the loop itself (timers, not sleeps) and check nothing more happened.
-  std::promise<void> later;
-  loop_->runAfter(400ms, [&] { later.set_value(); });
-  ASSERT_EQ(later.get_future().wait_for(test::kWait), std::future_status::ready);
+  ASSERT_TRUE(letTimePass(loop_, 400ms));
   EXPECT_EQ(client_->connectAttempts(), attempts);
   EXPECT_EQ(ups_.load(), 0);
 }
@@ -192,6 +243,68 @@ TEST_P(TcpClientTest, DestroyedAfterItsLoopStoppedWithTheConnectionOpen) {
     client.reset();
   }
   EXPECT_TRUE(waitUntil([&] { return serverDowns_.load() == 1; }));
+}
+
+TEST_P(TcpClientTest, ReportsEveryRefusedAttemptAndKeepsRetrying) {
+  auto refusing = std::make_unique<RefusingPort>();
+  const InetAddress address = refusing->address;
+  makeClient(address, false);
+  recordConnectErrors(false);
+  client_->connect();
+  ASSERT_TRUE(waitUntil([&] { return errors().size() >= 3; })) << errors().size();
+  for (const int error : errors()) {
+    EXPECT_EQ(error, ECONNREFUSED) << std::strerror(error);
+  }
+  EXPECT_FALSE(offLoopThread_.load());
+  // Each report comes before the next attempt is made: the n-th report saw
+  // exactly n attempts.
+  const std::vector<int> attempts = attemptsAtError();
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    EXPECT_EQ(attempts[i], static_cast<int>(i + 1));
+  }
+  EXPECT_EQ(ups_.load(), 0);
+  // Being told does not end the retrying: a server that appears is reached.
+  refusing.reset();
+  startServer(address);
+  EXPECT_TRUE(waitUntil([&] { return received() == "hello"; })) << received();
+  EXPECT_EQ(ups_.load(), 1);
+}
+
+TEST_P(TcpClientTest, StopFromTheConnectErrorCallbackEndsTheAttempts) {
+  const RefusingPort refusing;
+  makeClient(refusing.address, false);
+  recordConnectErrors(true);
+  const int fdsBefore = test::openFdCount();
+  client_->connect();
+  ASSERT_TRUE(waitUntil([&] { return !errors().empty(); }));
+  // The retry delay is 10 ms: a retry that survived stop() would show up
+  // many times over in this window.
+  ASSERT_TRUE(letTimePass(loop_, 300ms));
+  EXPECT_EQ(client_->connectAttempts(), 1);
+  EXPECT_EQ(errors(), std::vector<int>{ECONNREFUSED});
+  EXPECT_EQ(ups_.load(), 0);
+  // The refused attempt's socket was closed.
+  EXPECT_EQ(test::openFdCount(), fdsBefore);
+}
+
+TEST_P(TcpClientTest, PermanentConnectFailureIsReportedOnceAndEndsTheAttempts) {
+  {
+    // Needs IPv6 in the kernel; without it this would test EAFNOSUPPORT.
+    const int probe = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe < 0) GTEST_SKIP() << "no IPv6 sockets here: " << std::strerror(errno);
+    ::close(probe);
+  }
+  // Linux refuses a link-local destination without a scope (no interface to
+  // send on) with EINVAL, straight from connect(): retrying cannot help.
+  makeClient(InetAddress("fe80::1", 9), false);
+  recordConnectErrors(false);
+  const int fdsBefore = test::openFdCount();
+  client_->connect();
+  ASSERT_TRUE(waitUntil([&] { return !errors().empty(); }));
+  ASSERT_TRUE(letTimePass(loop_, 300ms));
+  EXPECT_EQ(errors(), std::vector<int>{EINVAL});
+  EXPECT_EQ(client_->connectAttempts(), 1);
+  EXPECT_EQ(test::openFdCount(), fdsBefore);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TcpClientTest,
