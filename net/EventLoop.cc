@@ -10,6 +10,7 @@
 #include "base/CurrentThread.h"
 #include "base/Logging.h"
 #include "net/Buffer.h"
+#include "net/BufferPool.h"
 #include "net/Poller.h"
 #include "net/TimerQueue.h"
 #include "net/poller/UringPoller.h"
@@ -50,7 +51,8 @@ EventLoop::EventLoop(PollerKind kind)
     : threadId_(CurrentThread::tid()),
       requestedKind_(kind),
       wakeupFd_(createEventfd()),
-      scratch_(std::make_unique<Buffer>(Buffer::kExtraReadSize)) {
+      scratch_(std::make_unique<Buffer>(Buffer::kExtraReadSize)),
+      bufferPool_(std::make_unique<BufferPool>()) {
   if (t_loopInThisThread) {
     LOG_FATAL << "thread " << threadId_ << " already has an EventLoop (" << t_loopInThisThread
               << ")";

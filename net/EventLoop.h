@@ -30,6 +30,7 @@
 namespace libnet {
 
 class Buffer;
+class BufferPool;
 class Poller;
 class TimerQueue;
 class UringPoller;
@@ -95,6 +96,9 @@ class EventLoop {
   // buffered (see TcpConnection::handleRead). Loop thread only; empty between
   // uses.
   [[nodiscard]] Buffer* scratchBuffer() { return scratch_.get(); }
+  // Spare buffer storage for this loop's connections (see BufferPool).
+  // Loop thread only.
+  [[nodiscard]] BufferPool& bufferPool() { return *bufferPool_; }
 
   // The loop of the calling thread, or nullptr.
   static EventLoop* currentThreadLoop();
@@ -121,6 +125,7 @@ class EventLoop {
   std::unique_ptr<Channel> wakeupChannel_;
   std::vector<Channel*> activeChannels_;
   std::unique_ptr<Buffer> scratch_;
+  std::unique_ptr<BufferPool> bufferPool_;
 
   std::atomic<bool> wakeupPending_{false};
   std::atomic<uint64_t> wakeupCount_{0};

@@ -12,6 +12,7 @@
 #include <cerrno>
 
 #include "base/Logging.h"
+#include "net/BufferPool.h"
 #include "net/EventLoop.h"
 #include "net/poller/UringPoller.h"
 
@@ -83,8 +84,11 @@ void TcpConnection::send(Buffer* buffer) {
       buffer->readableBytes() > 0 && buffer->readableBytes() < highWaterMark_ &&
       state_.load() != State::kDisconnected && !closeWhenDrained_) {
     // Nothing in flight: hand the caller's buffer itself to the kernel (the
-    // caller gets our empty one back) instead of copying the bytes.
+    // caller gets our empty one back) instead of copying the bytes. A
+    // buffer of the caller's own (not our input) gets spare storage back,
+    // so that it does not grow anew for every message.
     sendingBuffer_.swap(*buffer);
+    if (buffer != &inputBuffer_) loop_->bufferPool().lend(buffer);
     submitSend();
     checkOutputLimit();
     return;
@@ -117,8 +121,10 @@ void TcpConnection::sendInLoop(std::string_view data) {
     if (!pendingFiles_.empty()) {  // behind a file: wait for it
       pendingFiles_.back().after.append(data);
     } else if (sendInFlight_) {
+      loop_->bufferPool().lend(&outputBuffer_);
       outputBuffer_.append(data);
     } else {
+      loop_->bufferPool().lend(&sendingBuffer_);
       sendingBuffer_.append(data);
       submitSend();
     }
@@ -158,6 +164,7 @@ void TcpConnection::sendInLoop(std::string_view data) {
       self->highWaterMarkCallback_(self, size);
     });
   }
+  loop_->bufferPool().lend(&outputBuffer_);
   outputBuffer_.append(data.substr(written));
   checkOutputLimit();
   // Nothing to arm: write interest is registered for good, and the socket
@@ -239,6 +246,13 @@ void TcpConnection::unblockRead(ReadBlock why) {
       self->handleRead(Timestamp::now(), false);
     }
   });
+}
+
+size_t TcpConnection::bufferCapacity() const {
+  loop_->assertInLoopThread();
+  size_t bytes = inputBuffer_.capacity() + outputBuffer_.capacity() + sendingBuffer_.capacity();
+  for (const PendingFile& file : pendingFiles_) bytes += file.after.capacity();
+  return bytes;
 }
 
 size_t TcpConnection::bufferedOutputBytes() const {
@@ -328,6 +342,8 @@ void TcpConnection::handleRead(Timestamp receiveTime, bool shortReadDrains) {
       if (buffer != &inputBuffer_) {
         inputBuffer_.append(buffer->view());  // usually nothing
         buffer->retrieveAll();
+      } else {
+        loop_->bufferPool().reclaim(&inputBuffer_);  // if the callback took everything
       }
       if (!isReading() || state_.load() == State::kDisconnected) return;
       // A short read means the socket is drained, unless the edge said more
@@ -457,10 +473,10 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer*
 }
 
 void TcpConnection::onOutputDrained() {
-  // Give back the memory of a burst (say an 8 MiB reply), but keep a small
-  // buffer for reuse.
-  if (outputBuffer_.capacity() > kShrinkAbove) outputBuffer_.shrink(0);
-  if (sendingBuffer_.capacity() > kShrinkAbove) sendingBuffer_.shrink(0);
+  // An idle connection keeps small buffers only; the storage of a burst
+  // goes back to the loop's pool (or, if huge, to the allocator).
+  loop_->bufferPool().reclaim(&outputBuffer_);
+  loop_->bufferPool().reclaim(&sendingBuffer_);
   checkOutputLimit();
   if (writeCompleteCallback_) {
     loop_->queueInLoop([self = shared_from_this()] { self->writeCompleteCallback_(self); });
@@ -562,6 +578,7 @@ void TcpConnection::onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t f
   if (flags & IORING_CQE_F_BUFFER) {
     const auto bufferId = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
     if (res > 0) {
+      loop_->bufferPool().lend(&inputBuffer_);
       inputBuffer_.append(uring_->buffers().data(bufferId, static_cast<size_t>(res)));
     }
     uring_->buffers().recycle(bufferId);
@@ -575,6 +592,7 @@ void TcpConnection::onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t f
   if (res > 0) {
     touchIdle();
     if (isReading()) messageCallback_(self, &inputBuffer_, loop_->pollReturnTime());
+    loop_->bufferPool().reclaim(&inputBuffer_);  // if the callback took everything
     if (!more) armRecv();  // the kernel ended the multishot (e.g. CQ overflow)
     return;
   }
@@ -631,6 +649,9 @@ void TcpConnection::pumpUringOutput() {
     submitSend();
     return;
   }
+  // Sent: its storage can serve another connection (the swap below hands
+  // this one's queued bytes over in their own buffer).
+  loop_->bufferPool().reclaim(&sendingBuffer_);
   for (;;) {
     if (outputBuffer_.readableBytes() > 0) {
       sendingBuffer_.swap(outputBuffer_);

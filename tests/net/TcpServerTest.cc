@@ -24,6 +24,7 @@
 #include "base/CountDownLatch.h"
 #include "base/Logging.h"
 #include "net/Buffer.h"
+#include "net/BufferPool.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 #include "net/TcpConnection.h"
@@ -253,6 +254,40 @@ TEST_P(BackPressureTest, WithoutALimitTheServerBuffersWhatTheSenderSends) {
 INSTANTIATE_TEST_SUITE_P(Backends, BackPressureTest,
                          ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
                          test::pollerName);
+
+TEST_P(TcpServerTest, AnIdleConnectionGivesBackItsBufferMemory) {
+  // A 4 MiB echo to a client that reads late grows the server's buffers
+  // (its output queue, its receive and send buffers on io_uring); once it
+  // is over, the connection keeps small buffers only and the storage waits
+  // in the loop's bounded pool for the next busy connection.
+  startServer([this](TcpServer& server) {
+    server.setConnectionCallback([this](const TcpConnectionPtr& conn) {
+      if (!conn->connected() || firstConnectionSeen_.exchange(true)) return;
+      // A small socket buffer: the kernel must not absorb the whole echo.
+      const int sndbuf = 16 * 1024;
+      ::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+      firstConnection_.set_value(conn);
+    });
+  });
+  BlockingClient client(address_, 16 * 1024);
+  const std::string payload = randomBytes(4 * 1024 * 1024, 21);
+  // All of it is sent before any is read: the echo piles up in the server.
+  ASSERT_TRUE(client.sendAll(payload));
+  const std::string got = client.recvExactly(payload.size());
+  ASSERT_TRUE(got == payload);
+  const TcpConnectionPtr conn = acceptedConnection();
+  ASSERT_NE(conn, nullptr);
+  size_t capacity = 0;
+  EXPECT_TRUE(waitUntil([&] {
+    capacity = runSync(loop_, [&] { return conn->bufferCapacity(); });
+    return capacity <= 3 * BufferPool::kSmallCapacity;
+  })) << "an idle connection still holds " << capacity << " bytes of buffers";
+  EXPECT_LE(runSync(loop_, [&] { return loop_->bufferPool().spareCount(); }),
+            BufferPool::kMaxSpare);
+  // And it still works.
+  ASSERT_TRUE(client.sendAll("again"));
+  EXPECT_EQ(client.recvExactly(5), "again");
+}
 
 TEST_P(TcpServerTest, PeerHalfCloseStillGetsEverythingQueued) {
   startServer();

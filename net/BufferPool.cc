@@ -1,0 +1,29 @@
+#include "net/BufferPool.h"
+
+#include <utility>
+
+namespace libnet {
+
+void BufferPool::lend(Buffer* buffer) {
+  if (buffer->readableBytes() > 0 || buffer->capacity() > kSmallCapacity || spare_.empty()) return;
+  buffer->retrieveAll();
+  buffer->swap(spare_.back());
+  // Kept for the next reclaim, which then needs no allocation; bounded, as a
+  // connection that dies holding a lent buffer never trades it back.
+  if (small_.size() < 2 * kMaxSpare) small_.push_back(std::move(spare_.back()));
+  spare_.pop_back();
+}
+
+void BufferPool::reclaim(Buffer* buffer) {
+  if (buffer->readableBytes() > 0 || buffer->capacity() <= kSmallCapacity) return;
+  buffer->retrieveAll();
+  if (small_.empty()) small_.emplace_back(0);
+  buffer->swap(small_.back());
+  Buffer large = std::move(small_.back());
+  small_.pop_back();
+  if (spare_.size() < kMaxSpare && large.capacity() <= kMaxSpareCapacity) {
+    spare_.push_back(std::move(large));
+  }  // else freed here
+}
+
+}  // namespace libnet
