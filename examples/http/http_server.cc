@@ -2,16 +2,19 @@
 // "hello world\n"; every other GET or HEAD is a file under --root (MIME type
 // by extension, sendfile(2) on epoll for large files; 404 when missing, 403
 // for anything that would leave the root). Keep-alive, pipelining, and the
-// request limits of HttpServer (4xx and a close on bad requests).
+// request limits of HttpServer (4xx and a close on bad requests, 503 when the
+// bodies being uploaded would pass --max-body-memory).
 //
 // SIGINT / SIGTERM stop it cleanly (exit 0). Exit status 1 if it cannot be
 // set up (port in use, root unreadable), 2 for bad arguments.
 
+#include <charconv>
 #include <chrono>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "base/Logging.h"
@@ -39,6 +42,7 @@ constexpr int kExitSetupError = 1;
 constexpr const char* kUsage =
     "usage: http_server [--address ADDR] [--port N] [--threads N] [--backend B] [--root DIR]\n"
     "                   [--idle-timeout S] [--header-timeout S] [--max-body BYTES]\n"
+    "                   [--max-body-memory BYTES]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -46,8 +50,13 @@ constexpr const char* kUsage =
     "  --backend B           epoll, uring or auto (default auto: io_uring if it works here)\n"
     "  --root DIR            serve files under DIR (default: none, only /hello)\n"
     "  --idle-timeout S      close keep-alive connections idle for S seconds; 0 never (default 60)\n"
-    "  --header-timeout S    a request's headers must be complete within S seconds (default 10)\n"
+    "  --header-timeout S    a request's line and headers must be complete within S seconds of\n"
+    "                        its first byte, or it gets 408 (default 10)\n"
     "  --max-body BYTES      larger request bodies are refused with 413 (default 1048576)\n"
+    "  --max-body-memory BYTES\n"
+    "                        request bodies still arriving, over all connections, may take at\n"
+    "                        most BYTES; a body that does not fit gets 503; 0 no bound\n"
+    "                        (default 67108864)\n"
     "  --help                print this help and exit\n"
     "\n"
     "GET /hello answers \"hello world\\n\". Prints \"http_server listening on IP:PORT\" once\n"
@@ -66,6 +75,7 @@ int main(int argc, char* argv[]) {
   int idleTimeout = 60;
   int headerTimeout = 10;
   int maxBody = 1024 * 1024;
+  size_t maxBodyMemory = HttpServer::Options().maxBufferedBodyBytes;
   Flags flags("http_server", kUsage);
   flags.addAddress("--address", &address);
   flags.addPort("--port", &port);
@@ -75,6 +85,16 @@ int main(int argc, char* argv[]) {
   flags.addInt("--idle-timeout", &idleTimeout, 0, 86400);
   flags.addInt("--header-timeout", &headerTimeout, 1, 86400);
   flags.addInt("--max-body", &maxBody, 0, 1 << 30);
+  // A byte count, not an int: a budget of several GiB is reasonable.
+  flags.addCustom("--max-body-memory", [&maxBodyMemory](std::string_view value) {
+    size_t parsed = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+    if (value.empty() || ec != std::errc() || end != value.data() + value.size()) {
+      return "invalid value '" + std::string(value) + "' (expected a byte count, 0 for no bound)";
+    }
+    maxBodyMemory = parsed;
+    return std::string();
+  });
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
 
   const std::optional<InetAddress> listenAddr = InetAddress::parse(address, port);
@@ -89,6 +109,7 @@ int main(int argc, char* argv[]) {
     options.idleTimeout = std::chrono::seconds(idleTimeout);
     options.headerTimeout = std::chrono::seconds(headerTimeout);
     options.limits.maxBodyBytes = static_cast<size_t>(maxBody);
+    options.maxBufferedBodyBytes = maxBodyMemory;
     HttpServer server(&loop, *listenAddr, "http", options);
     server.setThreadNum(threads);
     server.setHandler([&files](const HttpRequest& request, HttpResponse* response) {

@@ -83,6 +83,11 @@ class HttpParser {
   [[nodiscard]] bool inHeaderPhase() const {
     return state_ == State::kRequestLine || state_ == State::kHeaders;
   }
+  // Body bytes of the current request that the parser holds or has been told
+  // to expect: the whole Content-Length once the headers are done; for a
+  // chunked body, the chunks announced so far (the one arriving included).
+  // What a server has to find room for before the bytes come.
+  [[nodiscard]] size_t bodyBytesCommitted() const { return request_.body_.size() + remaining_; }
 
   [[nodiscard]] const Limits& limits() const { return limits_; }
 

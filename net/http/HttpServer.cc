@@ -6,6 +6,8 @@
 #include <any>
 #include <cerrno>
 #include <exception>
+#include <string>
+#include <utility>
 
 #include "base/Logging.h"
 #include "net/Buffer.h"
@@ -17,14 +19,20 @@
 namespace libnet::http {
 
 struct HttpServer::ConnectionState {
-  explicit ConnectionState(const HttpParser::Limits& limits) : parser(limits) {}
+  ConnectionState(const HttpParser::Limits& limits, std::shared_ptr<BodyBudget> budget)
+      : parser(limits), body(std::move(budget)) {}
 
   HttpParser parser;
-  MonoTime requestStart{};
-  bool closing = false;       // an answer with Connection: close is on its way
-  bool continueSent = false;  // "100 Continue" already sent for this request
-  bool linger = false;        // the client may still be sending: half-close, read on
-  bool paused = false;        // reading stopped until queued output drains
+  // The budget the body of the request being received holds; empty between
+  // requests and for a body that arrived whole.
+  BodyBudget::Reservation body;
+  MonoTime requestStart{};     // of the request whose line or headers are incomplete
+  TimerId headerTimer;         // valid while that request's deadline is armed
+  bool headerStarted = false;  // requestStart is set (the headers are not done)
+  bool closing = false;        // an answer with Connection: close is on its way
+  bool continueSent = false;   // "100 Continue" already sent for this request
+  bool linger = false;         // the client may still be sending: half-close, read on
+  bool paused = false;         // reading stopped until queued output drains
 };
 
 namespace {
@@ -63,7 +71,14 @@ bool appendFileContents(int fd, size_t size, Buffer* out) {
 
 HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
                        Options options)
-    : server_(loop, listenAddr, std::move(name)), options_(options) {
+    : server_(loop, listenAddr, std::move(name)),
+      options_(options),
+      bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)) {
+  if (!bodyBudget_->unlimited() && bodyBudget_->limit() < options_.limits.maxBodyBytes) {
+    LOG_WARN << "HttpServer " << server_.name() << ": maxBufferedBodyBytes ("
+             << bodyBudget_->limit() << ") is below maxBodyBytes (" << options_.limits.maxBodyBytes
+             << "): the largest bodies will always get 503";
+  }
   server_.setTcpNoDelay(true);  // a response is one write; never let Nagle hold its tail
   if (options_.idleTimeout > Duration::zero()) {
     // Ticks of a second (a quarter of the timeout if that is shorter) keep
@@ -81,11 +96,17 @@ HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::stri
 
 void HttpServer::onConnection(const TcpConnectionPtr& conn) {
   if (conn->connected()) {
-    conn->setContext(std::make_shared<ConnectionState>(options_.limits));
+    conn->setContext(std::make_shared<ConnectionState>(options_.limits, bodyBudget_));
   } else {
+    // May run after the server is gone (its connections are torn down on
+    // their loops later): touch nothing of it. The state takes its budget
+    // reservation with it.
+    if (ConnectionState* state = stateOf(conn)) endHeaderDeadline(conn, state);
     conn->setContext(std::any());
   }
 }
+
+size_t HttpServer::bufferedBodyBytes() const { return bodyBudget_->used(); }
 
 void HttpServer::appendError(int status, Buffer* out) {
   HttpResponse response(true);
@@ -116,29 +137,12 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
       conn->setWriteCompleteCallback(resume);
       break;
     }
-    const bool fresh = !parser.midRequest();
     const HttpParser::Result result = parser.parse(buf);
     if (result == HttpParser::Result::kNeedMore) {
-      if (!parser.midRequest()) break;
-      const MonoTime now = MonoClock::now();
-      if (fresh) state->requestStart = now;
-      if (parser.inHeaderPhase()) {
-        if (now - state->requestStart > options_.headerTimeout) {
-          LOG_DEBUG << conn->name() << ": headers not complete in time";
-          appendError(408, &out);
-          state->closing = true;
-          state->linger = true;
-        }
-      } else if (!state->continueSent && parser.request().version() == Version::kHttp11) {
-        // The client waits for a go-ahead before sending a large body.
-        const auto expect = parser.request().header("Expect");
-        if (expect && detail::equalsIgnoreCase(*expect, "100-continue")) {
-          out.append("HTTP/1.1 100 Continue\r\n\r\n");
-          state->continueSent = true;
-        }
-      }
+      if (parser.midRequest()) onIncomplete(conn, state, buf, &out);
       break;
     }
+    endHeaderDeadline(conn, state);  // the headers are complete, or broken
     if (result == HttpParser::Result::kError) {
       LOG_DEBUG << conn->name() << ": bad request, " << parser.errorStatus() << " "
                 << parser.errorMessage();
@@ -150,18 +154,113 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
     state->closing = !respond(conn, parser.request(), &out);
     state->continueSent = false;
     parser.reset();
+    state->body.release();
   }
   if (out.readableBytes() > 0) conn->send(&out);
-  if (state->closing) {
-    if (state->linger || buf->readableBytes() > 0) {
-      // Closing with unread input would send a reset that can destroy the
-      // answer before the client reads it: half-close once it is out, and
-      // discard what still comes until the client closes (or idles out).
-      buf->retrieveAll();
-      conn->shutdown();
-    } else {
-      conn->closeAfterOutput();  // a clean end: no wait for the client's FIN
+  if (state->closing) finishClosing(conn, state, buf);
+}
+
+void HttpServer::onIncomplete(const TcpConnectionPtr& conn, ConnectionState* state,
+                              const Buffer* buf, Buffer* out) {
+  HttpParser& parser = state->parser;
+  if (parser.inHeaderPhase()) {
+    const MonoTime now = MonoClock::now();
+    if (!state->headerStarted) {
+      // Blank lines alone (the parser consumed them and left nothing, and no
+      // request line has been read) do not start a request: some clients
+      // send a stray CRLF after a body, then idle on the keep-alive
+      // connection, and that is for the idle timeout to judge.
+      if (buf->readableBytes() == 0 && parser.request().target().empty()) return;
+      state->headerStarted = true;
+      state->requestStart = now;
     }
+    if (now - state->requestStart > options_.headerTimeout) {
+      // Bytes that arrive after the deadline, before the timer has had its
+      // turn in this loop iteration.
+      LOG_DEBUG << conn->name() << ": headers not complete in time";
+      appendError(408, out);
+      state->closing = true;
+      state->linger = true;
+    } else if (!state->headerTimer.valid()) {
+      startHeaderDeadline(conn, state);
+    }
+    return;
+  }
+  endHeaderDeadline(conn, state);
+  if (!state->body.cover(parser.bodyBytesCommitted())) {
+    LOG_DEBUG << conn->name() << ": no room for a body of " << parser.bodyBytesCommitted()
+              << " bytes (" << bodyBudget_->used() << " of " << bodyBudget_->limit()
+              << " buffered)";
+    appendError(503, out);
+    state->closing = true;
+    state->linger = true;
+    return;
+  }
+  if (!state->continueSent && parser.request().version() == Version::kHttp11) {
+    // The client waits for a go-ahead before sending a large body; it gets
+    // one only once the body has its room (else the 503 above).
+    const auto expect = parser.request().header("Expect");
+    if (expect && detail::equalsIgnoreCase(*expect, "100-continue")) {
+      out->append("HTTP/1.1 100 Continue\r\n\r\n");
+      state->continueSent = true;
+    }
+  }
+}
+
+void HttpServer::startHeaderDeadline(const TcpConnectionPtr& conn, ConnectionState* state) const {
+  // A one-shot timer per incomplete request rather than a per-loop wheel: a
+  // request that arrives whole (nearly all) never gets here, so the cost is
+  // paid by slow or partial requests only, each one O(log n) insert into the
+  // loop's timer queue and one cancel; the deadline is exact (a wheel would
+  // add up to a tick); and there is no periodic tick to run when no request
+  // is slow. The timer holds a weak_ptr only: it never keeps a closed
+  // connection alive, and finding it gone is the normal case after a close.
+  state->headerTimer = conn->getLoop()->runAt(
+      state->requestStart + options_.headerTimeout,
+      [weakConn = std::weak_ptr<TcpConnection>(conn)] { onHeaderDeadline(weakConn); });
+}
+
+void HttpServer::endHeaderDeadline(const TcpConnectionPtr& conn, ConnectionState* state) {
+  state->headerStarted = false;
+  if (!state->headerTimer.valid()) return;
+  conn->getLoop()->cancel(state->headerTimer);  // on the loop thread: at once
+  state->headerTimer = TimerId();
+}
+
+void HttpServer::onHeaderDeadline(const std::weak_ptr<TcpConnection>& weakConn) {
+  const TcpConnectionPtr conn = weakConn.lock();
+  if (!conn || !conn->connected()) return;
+  ConnectionState* state = stateOf(conn);
+  if (state == nullptr) return;
+  state->headerTimer = TimerId();  // fired: nothing left to cancel
+  // Completing the headers cancels the timer, so this holds; checked anyway,
+  // as a 408 to a request that is fine would be worse than none.
+  if (state->closing || !state->headerStarted || !state->parser.inHeaderPhase()) return;
+  LOG_DEBUG << conn->name() << ": headers not complete at the deadline";
+  Buffer& out = batchBuffer();  // empty outside onMessage
+  appendError(408, &out);
+  conn->send(&out);
+  state->closing = true;
+  state->linger = true;
+  finishClosing(conn, state, conn->inputBuffer());
+}
+
+void HttpServer::finishClosing(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf) {
+  endHeaderDeadline(conn, state);
+  // Nothing more is parsed here: give the budget and the body memory back
+  // now, not when the client leaves (after an error, maybe an idle timeout
+  // later). reset() alone would keep up to 64 KiB of body capacity.
+  state->body.release();
+  state->parser.reset();
+  std::string().swap(state->parser.request().body());
+  if (state->linger || buf->readableBytes() > 0) {
+    // Closing with unread input would send a reset that can destroy the
+    // answer before the client reads it: half-close once it is out, and
+    // discard what still comes until the client closes (or idles out).
+    buf->retrieveAll();
+    conn->shutdown();
+  } else {
+    conn->closeAfterOutput();  // a clean end: no wait for the client's FIN
   }
 }
 

@@ -10,12 +10,20 @@
 // not read them are capped (maxQueuedOutput; reading pauses until they
 // drain); the parser's limits (414 / 431 / 413 / 400 /
 // 501 / 505, then close); a request whose line and headers are not complete
-// within headerTimeout after its first byte is answered 408 and closed when
-// its next bytes arrive (a client that goes silent instead is kicked by the
-// idle timeout); keep-alive connections idle for idleTimeout are closed by the
-// TcpServer's timing wheel. After an error response the server half-closes
-// and discards whatever else the client sends, so the response is not lost
-// to a reset.
+// within headerTimeout after its first byte is answered 408 and closed at
+// that deadline, whether the client has gone silent or keeps trickling bytes,
+// and whatever the idle timeout; the bodies of requests still arriving share
+// one server-wide budget (maxBufferedBodyBytes), and a request whose body
+// does not fit is answered 503 and closed; keep-alive connections idle for
+// idleTimeout are closed by the TcpServer's timing wheel. After an error
+// response the server half-closes and discards whatever else the client
+// sends, so the response is not lost to a reset.
+//
+// The header deadline is a one-shot timer of the connection's loop, armed
+// only when a read leaves a request incomplete in its line or headers (a
+// request that arrives whole costs no timer), cancelled when the headers
+// complete or the connection closes; the timer holds a weak_ptr to the
+// connection, never the connection itself.
 //
 // Construct, start() and destroy on the base loop's thread (as TcpServer).
 #pragma once
@@ -29,6 +37,7 @@
 #include "net/Callbacks.h"
 #include "net/InetAddress.h"
 #include "net/TcpServer.h"
+#include "net/http/BodyBudget.h"
 #include "net/http/HttpParser.h"
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
@@ -51,6 +60,17 @@ struct HttpServerOptions {
   // answered further (nor read from) while more than this waits to be
   // written to it; TCP flow control then holds the client back.
   size_t maxQueuedOutput = 1024 * 1024;
+  // Request bodies still arriving, summed over every connection and loop
+  // thread, may take at most this much; a request whose body would not fit
+  // is answered 503 (before "100 Continue" when the client asked for one).
+  // A body is counted from the end of its headers at its full Content-Length,
+  // a chunked one chunk by chunk as chunk sizes arrive, until its request has
+  // been answered or its connection closes. A chunked body may overshoot by
+  // the bytes of the read that pushed it over (at most a socket read, about
+  // 64 KiB) before its 503; a body that arrives whole with its headers is
+  // answered at once and never counted. Keep it at least limits.maxBodyBytes,
+  // or the largest bodies are always refused. 0: no bound.
+  size_t maxBufferedBodyBytes = 64 * 1024 * 1024;
 };
 
 class HttpServer {
@@ -72,6 +92,9 @@ class HttpServer {
 
   [[nodiscard]] InetAddress listenAddress() const { return server_.listenAddress(); }
   [[nodiscard]] TcpServer& tcpServer() { return server_; }
+  // Bytes of request bodies counted against maxBufferedBodyBytes right now,
+  // over all loop threads. Any thread.
+  [[nodiscard]] size_t bufferedBodyBytes() const;
 
  private:
   struct ConnectionState;
@@ -82,6 +105,19 @@ class HttpServer {
   void onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp receiveTime);
   // The output of a paused connection has drained: read and answer again.
   static void resume(const TcpConnectionPtr& conn);
+  // A read left a request incomplete (`buf` holds what is left of it): the
+  // header deadline, the body's budget, "100 Continue". May queue an error.
+  void onIncomplete(const TcpConnectionPtr& conn, ConnectionState* state, const Buffer* buf,
+                    Buffer* out);
+  // The header deadline. Only arming runs with the server at hand (inside
+  // onMessage); the rest is static, as a timer may fire, and a connection
+  // close, after the server has been destroyed.
+  void startHeaderDeadline(const TcpConnectionPtr& conn, ConnectionState* state) const;
+  static void endHeaderDeadline(const TcpConnectionPtr& conn, ConnectionState* state);
+  static void onHeaderDeadline(const std::weak_ptr<TcpConnection>& weakConn);
+  // After an error answer (or Connection: close) has been queued: frees what
+  // the request held, then half-closes or closes (see the file comment).
+  static void finishClosing(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf);
   // Appends one response (and sends any file body) to `out`; false when the
   // connection is to close after it.
   bool respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out);
@@ -90,6 +126,8 @@ class HttpServer {
   TcpServer server_;
   Options options_;
   Handler handler_;
+  // Shared with every connection's reservation, which may outlive the server.
+  std::shared_ptr<BodyBudget> bodyBudget_;
 };
 
 }  // namespace libnet::http

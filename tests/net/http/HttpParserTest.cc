@@ -861,6 +861,44 @@ TEST(HttpParserTest, BodiesAreConsumedIncrementally) {
   }
 }
 
+// What a server budgets for a body: the whole Content-Length as soon as the
+// headers end, a chunked body chunk by chunk as each size line arrives.
+TEST(HttpParserTest, BodyBytesCommittedAsTheBodyBecomesKnown) {
+  HttpParser parser;
+  Buffer buf;
+  buf.append("POST /submit HTTP/1.1\r\nHost: h\r\nContent-Length: 200000\r\n");
+  EXPECT_EQ(parser.parse(&buf), Result::kNeedMore);
+  EXPECT_EQ(parser.bodyBytesCommitted(), 0u);  // headers not done yet
+  buf.append("\r\n" + std::string(10, 'x'));
+  EXPECT_EQ(parser.parse(&buf), Result::kNeedMore);
+  EXPECT_EQ(parser.bodyBytesCommitted(), 200000u);
+  for (size_t sent = 10; sent < 200000; sent += 10000) {
+    buf.append(std::string(std::min<size_t>(10000, 200000 - sent), 'x'));
+    (void)parser.parse(&buf);
+    EXPECT_EQ(parser.bodyBytesCommitted(), 200000u);
+  }
+  ASSERT_EQ(parser.request().body().size(), 200000u);
+  // Grown toward the announced length, not past it: doubling from the
+  // initial 64 KiB would have reached 256 KiB.
+  EXPECT_LT(parser.request().body().capacity(), 256u * 1024);
+
+  parser.reset();
+  EXPECT_EQ(parser.bodyBytesCommitted(), 0u);
+  buf.append(post("Transfer-Encoding: chunked\r\n"));
+  EXPECT_EQ(parser.parse(&buf), Result::kNeedMore);
+  EXPECT_EQ(parser.bodyBytesCommitted(), 0u);
+  buf.append("400\r\n" + std::string(100, 'c'));
+  EXPECT_EQ(parser.parse(&buf), Result::kNeedMore);
+  EXPECT_EQ(parser.bodyBytesCommitted(), 1024u);  // the announced chunk, not the bytes so far
+  buf.append(std::string(924, 'c') + "\r\n10\r\n");
+  EXPECT_EQ(parser.parse(&buf), Result::kNeedMore);
+  EXPECT_EQ(parser.bodyBytesCommitted(), 1040u);
+  buf.append(std::string(16, 'd') + "\r\n0\r\n\r\n");
+  EXPECT_EQ(parser.parse(&buf), Result::kComplete);
+  EXPECT_EQ(parser.bodyBytesCommitted(), 1040u);
+  EXPECT_EQ(parser.request().body().size(), 1040u);
+}
+
 TEST(HttpParserTest, ResetKeepsStringCapacity) {
   HttpParser parser;
   Buffer buf;

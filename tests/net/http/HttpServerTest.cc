@@ -1,6 +1,7 @@
 // HttpServer + StaticFiles over real loopback sockets, on every backend:
 // keep-alive, pipelining, files byte-exact, HEAD, every request limit, path
-// traversal, idle and slow clients.
+// traversal, idle and slow clients, the header deadline of silent and
+// trickling clients, and the server-wide budget for bodies being uploaded.
 #include "net/http/HttpServer.h"
 
 #include <gtest/gtest.h>
@@ -10,11 +11,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -461,6 +466,273 @@ TEST_P(HttpServerTest, SlowHeadersAreAnswered408) {
   ResponseReader reader(&client);
   EXPECT_EQ(reader.next().status, 408);
   EXPECT_TRUE(reader.closedByServer());
+}
+
+// True if `fd` turns readable (data or end of file) within `timeout`.
+bool readableWithin(int fd, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd pfd{fd, POLLIN, 0};
+    const int n = ::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+    if (n > 0) return true;
+    if (n == 0 || errno != EINTR) return false;
+  }
+}
+
+std::string postHead(size_t contentLength, bool expectContinue) {
+  return "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(contentLength) +
+         "\r\n" + (expectContinue ? "Expect: 100-continue\r\n" : "") + "\r\n";
+}
+
+std::string chunk(std::string_view data) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return size + std::string(data) + "\r\n";
+}
+
+// The start of a request, then silence: the header deadline alone must end
+// it, with no idle timeout to fall back on.
+void expect408AtTheDeadline(const InetAddress& server, const std::string& partial,
+                            std::chrono::milliseconds headerTimeout) {
+  BlockingClient client(server);  // recv gives up after 5 s: a missing 408 fails
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(client.sendAll(partial));
+  ResponseReader reader(&client);
+  const Response r = reader.next();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(r.complete) << "no answer to " << testing::PrintToString(partial);
+  EXPECT_EQ(r.status, 408);
+  EXPECT_EQ(r.header("connection"), "close");
+  EXPECT_GE(elapsed, headerTimeout);
+  EXPECT_LT(elapsed, headerTimeout + std::chrono::seconds(3));
+  EXPECT_TRUE(reader.closedByServer());
+}
+
+TEST_P(HttpServerTest, ASilentPartialRequestLineIsAnswered408AtTheDeadline) {
+  HttpServer::Options options;
+  options.idleTimeout = Duration::zero();
+  options.headerTimeout = std::chrono::milliseconds(250);
+  startServer(options);
+  expect408AtTheDeadline(address_, "GET /hel", std::chrono::milliseconds(250));
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+TEST_P(HttpServerTest, SilentPartialHeadersAreAnswered408AtTheDeadline) {
+  HttpServer::Options options;
+  options.idleTimeout = Duration::zero();
+  options.headerTimeout = std::chrono::milliseconds(250);
+  startServer(options);
+  expect408AtTheDeadline(address_, "GET /hello HTTP/1.1\r\nHost: t\r\nX-Half: val",
+                         std::chrono::milliseconds(250));
+  expect408AtTheDeadline(address_, "GET /hello HTTP/1.1\r\nHost: t\r\n",
+                         std::chrono::milliseconds(250));
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+TEST_P(HttpServerTest, ARequestCompletedAfterAPartialReadIsNotTimedOutLater) {
+  HttpServer::Options options;
+  options.idleTimeout = Duration::zero();
+  options.headerTimeout = std::chrono::milliseconds(300);
+  startServer(options);
+  BlockingClient client(address_);
+  ResponseReader reader(&client);
+  // One write: a whole request and the start of the next. The answer to the
+  // first shows that the server has read both, so the second's deadline is
+  // armed by the time the rest of it goes out.
+  ASSERT_TRUE(client.sendAll(get("/hello") + "GET /hello HTTP/1.1\r\nHo"));
+  Response r = reader.next();
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 200);
+  ASSERT_TRUE(client.sendAll("st: t\r\n\r\n"));
+  r = reader.next();
+  ASSERT_TRUE(r.complete);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "hello world\n");
+  // Well past the second request's deadline: neither a 408 nor a close.
+  EXPECT_FALSE(readableWithin(client.fd(), std::chrono::milliseconds(900)))
+      << "the deadline of an answered request fired";
+  ASSERT_TRUE(client.sendAll(get("/hello")));
+  r = reader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "hello world\n");
+}
+
+TEST_P(HttpServerTest, StrayBlankLinesAfterARequestDoNotStartTheHeaderDeadline) {
+  HttpServer::Options options;
+  options.idleTimeout = Duration::zero();
+  options.headerTimeout = std::chrono::milliseconds(300);
+  startServer(options);
+  BlockingClient client(address_);
+  ResponseReader reader(&client);
+  // Some clients end a body with an extra CRLF (RFC 9112 2.2), then idle.
+  ASSERT_TRUE(client.sendAll(postHead(3, false) + "abc\r\n"));
+  Response r = reader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "abc");
+  EXPECT_FALSE(readableWithin(client.fd(), std::chrono::milliseconds(900)))
+      << "a keep-alive connection was timed out for a blank line";
+  ASSERT_TRUE(client.sendAll(get("/hello")));
+  r = reader.next();
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST_P(HttpServerTest, ATricklingClientGets408AtTheDeadlineNotAtItsNextByte) {
+  // A byte every 800 ms, a deadline at 1 s: without a timer the 408 would
+  // wait for the byte at 1.6 s. The pacing is the behaviour under test.
+  constexpr auto kTimeout = std::chrono::milliseconds(1000);
+  constexpr auto kInterval = std::chrono::milliseconds(800);
+  HttpServer::Options options;
+  options.idleTimeout = Duration::zero();
+  options.headerTimeout = kTimeout;
+  startServer(options);
+  BlockingClient client(address_);
+  const std::string request = get("/hello", "X-Slow: " + std::string(100, 's') + "\r\n");
+  const auto start = std::chrono::steady_clock::now();
+  size_t sent = 0;
+  bool answered = false;
+  while (sent < 6 && !answered) {
+    ASSERT_TRUE(client.sendAll(request.substr(sent, 1)));
+    ++sent;
+    const auto next = start + static_cast<int>(sent) * kInterval;
+    answered = readableWithin(client.fd(), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               next - std::chrono::steady_clock::now()));
+  }
+  ASSERT_TRUE(answered) << "no answer to a trickling client";
+  EXPECT_EQ(sent, 2u) << "answered after byte " << sent << " (bytes at 0, 0.8, 1.6 s...)";
+  ResponseReader reader(&client);
+  const Response r = reader.next();
+  EXPECT_EQ(r.status, 408);
+  EXPECT_TRUE(reader.closedByServer());
+}
+
+TEST_P(HttpServerTest, BodiesBeyondTheBudgetAre503AndTheBudgetComesBack) {
+  constexpr size_t kMiB = 1024 * 1024;
+  constexpr size_t kPart = 300 * 1024;
+  HttpServer::Options options;
+  options.limits.maxBodyBytes = kMiB;
+  options.maxBufferedBodyBytes = 4 * kMiB;
+  startServer(options, 2);  // two loops share the budget
+  std::vector<std::string> bodies;
+  std::vector<std::unique_ptr<BlockingClient>> uploads;
+  std::vector<std::unique_ptr<ResponseReader>> readers;
+  for (uint32_t i = 0; i < 4; ++i) {
+    bodies.push_back(randomBytes(kMiB, 10 + i));
+    uploads.push_back(std::make_unique<BlockingClient>(address_));
+    readers.push_back(std::make_unique<ResponseReader>(uploads.back().get()));
+    // "100 Continue" comes once the body has its room: the order is known.
+    ASSERT_TRUE(uploads[i]->sendAll(postHead(kMiB, true)));
+    ASSERT_EQ(readers[i]->next().status, 100) << "upload " << i;
+    ASSERT_TRUE(uploads[i]->sendAll(std::string_view(bodies[i]).substr(0, kPart)));
+  }
+  EXPECT_EQ(server_->bufferedBodyBytes(), 4 * kMiB);
+  {  // the attack: a body announced, partly sent, no Expect
+    BlockingClient client(address_);
+    ASSERT_TRUE(client.sendAll(postHead(kMiB, false) + randomBytes(kPart, 20)));
+    ResponseReader reader(&client);
+    const Response r = reader.next();
+    EXPECT_TRUE(r.complete);
+    EXPECT_EQ(r.status, 503);
+    EXPECT_EQ(r.header("connection"), "close");
+    EXPECT_TRUE(reader.closedByServer());
+  }
+  {  // a client that asks first is refused before it sends its body
+    BlockingClient client(address_);
+    ASSERT_TRUE(client.sendAll(postHead(kMiB, true)));
+    ResponseReader reader(&client);
+    EXPECT_EQ(reader.next().status, 503);
+    EXPECT_TRUE(reader.closedByServer());
+  }
+  EXPECT_EQ(server_->bufferedBodyBytes(), 4 * kMiB);  // the refused took nothing
+
+  // One upload finishes: its bytes arrive whole at the handler, and its room
+  // is free again for a new upload, which succeeds.
+  ASSERT_TRUE(uploads[0]->sendAll(std::string_view(bodies[0]).substr(kPart)));
+  Response r = readers[0]->next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.body == bodies[0]) << "echoed " << r.body.size() << " bytes";
+  EXPECT_TRUE(waitUntil([&] { return server_->bufferedBodyBytes() == 3 * kMiB; }));
+  {
+    const std::string body = randomBytes(kMiB, 30);
+    BlockingClient client(address_);
+    ResponseReader reader(&client);
+    ASSERT_TRUE(client.sendAll(postHead(kMiB, true)));
+    ASSERT_EQ(reader.next().status, 100);
+    ASSERT_TRUE(client.sendAll(body));
+    r = reader.next();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_TRUE(r.body == body) << "echoed " << r.body.size() << " bytes";
+  }
+
+  // One upload is abandoned: closing gives its room back too.
+  uploads[1]->close();
+  EXPECT_TRUE(waitUntil([&] { return server_->bufferedBodyBytes() == 2 * kMiB; }));
+  {
+    BlockingClient client(address_);
+    ResponseReader reader(&client);
+    ASSERT_TRUE(client.sendAll(postHead(kMiB, true)));
+    EXPECT_EQ(reader.next().status, 100);
+  }  // and abandoned at once
+
+  for (size_t i = 2; i < 4; ++i) {
+    ASSERT_TRUE(uploads[i]->sendAll(std::string_view(bodies[i]).substr(kPart)));
+    r = readers[i]->next();
+    EXPECT_EQ(r.status, 200) << "upload " << i;
+    EXPECT_TRUE(r.body == bodies[i]) << "upload " << i << " echoed " << r.body.size();
+  }
+  EXPECT_TRUE(waitUntil([&] { return server_->bufferedBodyBytes() == 0; }));
+}
+
+TEST_P(HttpServerTest, AChunkedBodyBeyondTheBudgetIs503) {
+  constexpr size_t kKiB = 1024;
+  HttpServer::Options options;
+  options.limits.maxBodyBytes = 1024 * kKiB;
+  options.maxBufferedBodyBytes = 1024 * kKiB;
+  startServer(options);
+  // Half the budget held by an upload in progress.
+  const std::string held = randomBytes(512 * kKiB, 40);
+  BlockingClient holder(address_);
+  ResponseReader holderReader(&holder);
+  ASSERT_TRUE(holder.sendAll(postHead(held.size(), true)));
+  ASSERT_EQ(holderReader.next().status, 100);
+  ASSERT_TRUE(holder.sendAll(std::string_view(held).substr(0, 100 * kKiB)));
+  EXPECT_EQ(server_->bufferedBodyBytes(), 512 * kKiB);
+
+  // 768 KiB in three chunks: counted as they come, refused once past the rest.
+  const std::string chunkedHead =
+      "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::vector<std::string> pieces;
+  for (uint32_t i = 0; i < 3; ++i) pieces.push_back(randomBytes(256 * kKiB, 50 + i));
+  {
+    BlockingClient client(address_);
+    ResponseReader reader(&client);
+    ASSERT_TRUE(client.sendAll(chunkedHead));
+    for (const std::string& piece : pieces) ASSERT_TRUE(client.sendAll(chunk(piece)));
+    const Response r = reader.next();
+    EXPECT_TRUE(r.complete);
+    EXPECT_EQ(r.status, 503);
+    EXPECT_EQ(r.header("connection"), "close");
+    EXPECT_TRUE(reader.closedByServer());
+  }
+  EXPECT_TRUE(waitUntil([&] { return server_->bufferedBodyBytes() == 512 * kKiB; }));
+
+  ASSERT_TRUE(holder.sendAll(std::string_view(held).substr(100 * kKiB)));
+  Response r = holderReader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.body == held);
+  EXPECT_TRUE(waitUntil([&] { return server_->bufferedBodyBytes() == 0; }));
+
+  // With the room back the same chunked upload goes through, byte for byte.
+  BlockingClient client(address_);
+  ResponseReader reader(&client);
+  ASSERT_TRUE(client.sendAll(chunkedHead));
+  for (const std::string& piece : pieces) ASSERT_TRUE(client.sendAll(chunk(piece)));
+  ASSERT_TRUE(client.sendAll("0\r\n\r\n"));
+  r = reader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.body == pieces[0] + pieces[1] + pieces[2]) << "echoed " << r.body.size();
+  EXPECT_TRUE(waitUntil([&] { return server_->bufferedBodyBytes() == 0; }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, HttpServerTest,
