@@ -15,7 +15,7 @@ namespace libnet::http::detail {
 enum CharClass : uint8_t {
   kTokenChar = 1,   // tchar (RFC 9110 5.6.2)
   kFieldChar = 2,   // allowed in a field value: VCHAR, SP, HTAB, obs-text
-  kTargetChar = 4,  // allowed in a request-target: VCHAR and obs-text (no SP, CTL, DEL)
+  kTargetChar = 4,  // allowed in a request-target: VCHAR only (no SP, CTL, DEL, 0x80-0xFF)
   kHexDigit = 8,
 };
 
@@ -29,10 +29,13 @@ constexpr std::array<uint8_t, 256> makeCharTable() {
     for (char s : std::string_view("!#$%&'*+-.^_`|~")) {
       if (c == static_cast<unsigned char>(s)) bits |= kTokenChar;
     }
-    // Clients send raw UTF-8 in paths and values often enough that refusing
-    // obs-text (0x80-0xFF) would turn away real traffic; RFC 9110 allows it in
-    // values and the server percent-decodes the target itself.
-    if ((c > 0x20 && c < 0x7f) || c >= 0x80) bits |= kFieldChar | kTargetChar;
+    // obs-text (0x80-0xFF) is allowed in field values (RFC 9110 5.5), where
+    // clients do send raw UTF-8. A request-target is ASCII (RFC 9112 3.2,
+    // RFC 3986 2.1): anything else must be percent-encoded. Letting raw bytes
+    // through would give the target two spellings, raw and encoded, that the
+    // server and a proxy or cache in front of it may not agree are one path.
+    if (c > 0x20 && c < 0x7f) bits |= kFieldChar | kTargetChar;
+    if (c >= 0x80) bits |= kFieldChar;
     if (c == ' ' || c == '\t') bits |= kFieldChar;
     if (digit || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')) bits |= kHexDigit;
     t[static_cast<size_t>(c)] = bits;

@@ -273,8 +273,9 @@ TEST(HttpParserTest, Targets) {
   r = parseOne(get("/a?"));
   EXPECT_EQ(r.path, "/a");
   EXPECT_EQ(r.query, "");
-  r = parseOne(get("/caf\xc3\xa9"));  // raw UTF-8 is let through
-  EXPECT_EQ(r.path, "/caf\xc3\xa9");
+  r = parseOne(get("/caf%C3%A9?q=%E2%82%AC"));  // non-ASCII arrives percent-encoded
+  EXPECT_EQ(r.path, "/caf%C3%A9");
+  EXPECT_EQ(r.query, "q=%E2%82%AC");
   r = parseOne("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n");
   EXPECT_EQ(r.method, Method::kOptions);
   EXPECT_EQ(r.path, "*");
@@ -301,6 +302,43 @@ TEST(HttpParserTest, InvalidTargetsAre400) {
   EXPECT_EQ(errorOf("GET * HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
   EXPECT_EQ(errorOf("CONNECT /x HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
   EXPECT_EQ(errorOf("CONNECT example.com HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+}
+
+// A request-target is ASCII (RFC 9112 3.2, RFC 3986 2.1): a byte of 0x80 or
+// more must arrive percent-encoded. Raw ones are refused wherever they sit
+// (path, query, absolute-form, CONNECT authority) and however the bytes
+// were split; parseAllWays feeds every input whole and byte by byte too.
+TEST(HttpParserTest, RawNonAsciiTargetBytesAre400) {
+  const std::string targets[] = {
+      "/\x80",                  // the lowest non-ASCII byte
+      "/\xff",                  // the highest
+      "/a\x80/b",               // between ASCII bytes
+      "/caf\xc3\xa9",           // UTF-8 in the path
+      "/\xe2\x82\xac/x",        // a three-byte sequence first in the path
+      "/search?q=caf\xc3\xa9",  // UTF-8 in the query
+      "/s?\xff",                //
+      "http://h/caf\xc3\xa9",   // absolute-form path
+      "http://h\xc3\xa9/",      // absolute-form authority
+  };
+  for (const std::string& t : targets) {
+    SCOPED_TRACE(testing::PrintToString(t));
+    const Outcome o = parseAllWays(get(t));
+    EXPECT_TRUE(o.error);
+    EXPECT_EQ(o.status, 400);
+    EXPECT_EQ(o.message, "invalid request target");
+    EXPECT_TRUE(o.requests.empty());
+  }
+  const Outcome connect = parseAllWays("CONNECT h\xc3\xa9:443 HTTP/1.1\r\nHost: h\r\n\r\n");
+  EXPECT_EQ(connect.status, 400);
+  EXPECT_EQ(connect.message, "invalid request target");
+}
+
+// The same bytes stay legal in field values (obs-text, RFC 9110 5.5): only
+// the target is ASCII-only.
+TEST(HttpParserTest, NonAsciiStaysAllowedInFieldValues) {
+  const Parsed r = parseOne(get("/caf%C3%A9", "X-Name: caf\xc3\xa9\r\nX-Raw: \x80\xff\r\n"));
+  EXPECT_EQ(r.path, "/caf%C3%A9");
+  EXPECT_EQ(r.headers, (Headers{{"Host", "h"}, {"X-Name", "caf\xc3\xa9"}, {"X-Raw", "\x80\xff"}}));
 }
 
 TEST(HttpParserTest, BareLineFeedsAndMixedLineEnds) {
