@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs libnet's whole test suite, installing what is missing first.
 #
-#   tools/test.sh                 the suite three times: plain, ASan+UBSan, TSan
+#   tools/test.sh                 the suite three times: plain, ASan+UBSan, TSan;
+#                                 then the HttpParser fuzzer for a minute
 #   tools/test.sh --config=tsan   one run with the given bazel options
+#
+# LIBNET_FUZZ_SECONDS sets the fuzzing time (0 skips it); without clang++
+# (tools/setup.sh installs it) the fuzzing is skipped with a notice.
 #
 # Prints one summary line per run: "tests: N passed, M failed" (test cases).
 set -euo pipefail
@@ -41,5 +45,14 @@ else
   run || status=$?
   run --config=asan || status=$?
   run --config=tsan || status=$?
+  fuzz_seconds=${LIBNET_FUZZ_SECONDS:-60}
+  if ((fuzz_seconds > 0)); then
+    if command -v "${CLANG_CXX:-clang++}" >/dev/null 2>&1; then
+      echo "== tools/fuzz.sh $fuzz_seconds" >&2
+      tools/fuzz.sh "$fuzz_seconds" || status=$?
+    else
+      echo "== fuzzing skipped: no clang++ (tools/setup.sh installs it)" >&2
+    fi
+  fi
 fi
 exit $status
