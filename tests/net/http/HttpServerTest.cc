@@ -147,6 +147,14 @@ class HttpServerTest : public ::testing::TestWithParam<PollerKind> {
     std::ofstream(root_ / relative, std::ios::binary) << contents;
   }
 
+  // A server whose only clock is the header deadline (no idle timeout).
+  void startServerWithHeaderTimeoutOnly(Duration headerTimeout) {
+    HttpServer::Options options;
+    options.idleTimeout = Duration::zero();
+    options.headerTimeout = headerTimeout;
+    startServer(options);
+  }
+
   void startServer(HttpServer::Options options = HttpServer::Options(), int threads = 0) {
     files_ = std::make_unique<StaticFiles>((root_ / "www").string());
     runSync(loop_, [&] {
@@ -511,19 +519,13 @@ void expect408AtTheDeadline(const InetAddress& server, const std::string& partia
 }
 
 TEST_P(HttpServerTest, ASilentPartialRequestLineIsAnswered408AtTheDeadline) {
-  HttpServer::Options options;
-  options.idleTimeout = Duration::zero();
-  options.headerTimeout = std::chrono::milliseconds(250);
-  startServer(options);
+  startServerWithHeaderTimeoutOnly(std::chrono::milliseconds(250));
   expect408AtTheDeadline(address_, "GET /hel", std::chrono::milliseconds(250));
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
 }
 
 TEST_P(HttpServerTest, SilentPartialHeadersAreAnswered408AtTheDeadline) {
-  HttpServer::Options options;
-  options.idleTimeout = Duration::zero();
-  options.headerTimeout = std::chrono::milliseconds(250);
-  startServer(options);
+  startServerWithHeaderTimeoutOnly(std::chrono::milliseconds(250));
   expect408AtTheDeadline(address_, "GET /hello HTTP/1.1\r\nHost: t\r\nX-Half: val",
                          std::chrono::milliseconds(250));
   expect408AtTheDeadline(address_, "GET /hello HTTP/1.1\r\nHost: t\r\n",
@@ -532,10 +534,7 @@ TEST_P(HttpServerTest, SilentPartialHeadersAreAnswered408AtTheDeadline) {
 }
 
 TEST_P(HttpServerTest, ARequestCompletedAfterAPartialReadIsNotTimedOutLater) {
-  HttpServer::Options options;
-  options.idleTimeout = Duration::zero();
-  options.headerTimeout = std::chrono::milliseconds(300);
-  startServer(options);
+  startServerWithHeaderTimeoutOnly(std::chrono::milliseconds(300));
   BlockingClient client(address_);
   ResponseReader reader(&client);
   // One write: a whole request and the start of the next. The answer to the
@@ -560,10 +559,7 @@ TEST_P(HttpServerTest, ARequestCompletedAfterAPartialReadIsNotTimedOutLater) {
 }
 
 TEST_P(HttpServerTest, StrayBlankLinesAfterARequestDoNotStartTheHeaderDeadline) {
-  HttpServer::Options options;
-  options.idleTimeout = Duration::zero();
-  options.headerTimeout = std::chrono::milliseconds(300);
-  startServer(options);
+  startServerWithHeaderTimeoutOnly(std::chrono::milliseconds(300));
   BlockingClient client(address_);
   ResponseReader reader(&client);
   // Some clients end a body with an extra CRLF (RFC 9112 2.2), then idle.
@@ -583,10 +579,7 @@ TEST_P(HttpServerTest, ATricklingClientGets408AtTheDeadlineNotAtItsNextByte) {
   // wait for the byte at 1.6 s. The pacing is the behaviour under test.
   constexpr auto kTimeout = std::chrono::milliseconds(1000);
   constexpr auto kInterval = std::chrono::milliseconds(800);
-  HttpServer::Options options;
-  options.idleTimeout = Duration::zero();
-  options.headerTimeout = kTimeout;
-  startServer(options);
+  startServerWithHeaderTimeoutOnly(kTimeout);
   BlockingClient client(address_);
   const std::string request = get("/hello", "X-Slow: " + std::string(100, 's') + "\r\n");
   const auto start = std::chrono::steady_clock::now();
