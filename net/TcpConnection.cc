@@ -80,9 +80,9 @@ void TcpConnection::send(std::string&& message) {
 
 void TcpConnection::send(Buffer* buffer) {
   if (uring_ && loop_->isInLoopThread() && !sendInFlight_ && sendingBuffer_.readableBytes() == 0 &&
-      pendingFiles_.empty() &&
-      buffer->readableBytes() > 0 && buffer->readableBytes() < highWaterMark_ &&
-      state_.load() != State::kDisconnected && !closeWhenDrained_) {
+      pendingFiles_.empty() && buffer->readableBytes() > 0 &&
+      buffer->readableBytes() < highWaterMark_ && state_.load() != State::kDisconnected &&
+      !closeWhenDrained_) {
     // Nothing in flight: hand the caller's buffer itself to the kernel (the
     // caller gets our empty one back) instead of copying the bytes. A
     // buffer of the caller's own (not our input) gets spare storage back,
@@ -275,7 +275,8 @@ void TcpConnection::checkOutputLimit() {
 size_t TcpConnection::queuedOutputBytes() const {
   loop_->assertInLoopThread();
   size_t bytes = outputBuffer_.readableBytes() + sendingBuffer_.readableBytes();
-  for (const PendingFile& file : pendingFiles_) bytes += file.remaining + file.after.readableBytes();
+  for (const PendingFile& file : pendingFiles_)
+    bytes += file.remaining + file.after.readableBytes();
   return bytes;
 }
 

@@ -224,9 +224,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   EventLoop* loop_;
   const std::string name_;
   std::atomic<State> state_{State::kConnecting};
-  uint8_t readBlocks_ = 0;  // ReadBlock bits; 0: reading
-  bool peerClosed_ = false;     // we read EOF
-  bool writeShutdown_ = false;  // shutdown(SHUT_WR) done
+  uint8_t readBlocks_ = 0;         // ReadBlock bits; 0: reading
+  bool peerClosed_ = false;        // we read EOF
+  bool writeShutdown_ = false;     // shutdown(SHUT_WR) done
   bool closeWhenDrained_ = false;  // closeAfterOutput()
   Socket socket_;
   Channel channel_;

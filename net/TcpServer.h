@@ -65,10 +65,10 @@ class TcpServer {
   void setMaxQueuedOutput(size_t bytes) { maxQueuedOutput_ = bytes; }
   // Before start(): close a connection once nothing has moved on it (no
   // byte received, no queued byte written) for `timeout`; it is closed
-  // between `timeout` and `timeout + tick` after the last progress. Zero turns it off (the default); when off, the read
-  // path pays one predictable branch. Throws std::invalid_argument for a
-  // negative timeout, or (timeout on) a tick that is not positive or more
-  // than TimingWheel::kMaxBuckets - 1 times shorter than the timeout.
+  // between `timeout` and `timeout + tick` after the last progress. Zero turns it off (the
+  // default); when off, the read path pays one predictable branch. Throws std::invalid_argument for
+  // a negative timeout, or (timeout on) a tick that is not positive or more than
+  // TimingWheel::kMaxBuckets - 1 times shorter than the timeout.
   void setIdleTimeout(Duration timeout, Duration tick = std::chrono::seconds(1));
   // Before start(): called on the connection's loop for an idle connection,
   // instead of conn->forceClose() (say, to log, or to send a goodbye and
@@ -101,8 +101,8 @@ class TcpServer {
   WriteCompleteCallback writeCompleteCallback_;
   ThreadInitCallback threadInitCallback_;
   bool tcpNoDelay_ = false;
-  std::optional<size_t> maxQueuedOutput_;  // unset: the connection's default
-  bool noDelayInherited_ = false;             // set on the listening socket
+  std::optional<size_t> maxQueuedOutput_;      // unset: the connection's default
+  bool noDelayInherited_ = false;              // set on the listening socket
   std::optional<InetAddress> fixedLocalAddr_;  // listening on one address, not a wildcard
   Duration idleTimeout_{};
   Duration idleTick_{};

@@ -83,10 +83,10 @@ struct Options {
   std::string address = "0.0.0.0";
   uint16_t port = 2007;
   int threads = 0;
-  int idleTimeoutSeconds = 0;  // 0: off
+  int idleTimeoutSeconds = 0;                     // 0: off
   int maxQueuedOutput = kDefaultMaxQueuedOutput;  // 0: off
   libnet::PollerKind backend = libnet::PollerKind::kAuto;
-  std::string logDir;          // empty: log to stderr
+  std::string logDir;  // empty: log to stderr
 };
 
 // nullopt: go on; otherwise the exit status (the reason is printed).

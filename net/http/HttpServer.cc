@@ -83,15 +83,14 @@ HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::stri
   if (options_.idleTimeout > Duration::zero()) {
     // Ticks of a second (a quarter of the timeout if that is shorter) keep
     // the kick within a few percent of the timeout at a tick cost of nothing.
-    const Duration tick = std::min<Duration>(std::chrono::seconds(1),
-                                             std::max<Duration>(options_.idleTimeout / 4,
-                                                                std::chrono::milliseconds(1)));
+    const Duration tick = std::min<Duration>(
+        std::chrono::seconds(1),
+        std::max<Duration>(options_.idleTimeout / 4, std::chrono::milliseconds(1)));
     server_.setIdleTimeout(options_.idleTimeout, tick);
   }
   server_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
-  server_.setMessageCallback([this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp t) {
-    onMessage(conn, buf, t);
-  });
+  server_.setMessageCallback(
+      [this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp t) { onMessage(conn, buf, t); });
 }
 
 void HttpServer::onConnection(const TcpConnectionPtr& conn) {

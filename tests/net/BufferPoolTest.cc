@@ -1,14 +1,13 @@
 // BufferPool (net/BufferPool.h): storage changes hands between buffers,
 // buffers holding bytes are never touched, and what the pool keeps is
 // bounded in count and size.
-#include "net/BufferPool.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "net/Buffer.h"
+#include "net/BufferPool.h"
 
 namespace libnet {
 namespace {

@@ -39,7 +39,6 @@ using test::randomBytes;
 using test::runSync;
 using test::waitUntil;
 
-
 class TcpServerTest : public test::EchoServerTest {
  protected:
   // Starts an echo server that hands out its first connection through
@@ -161,8 +160,8 @@ char streamByte(size_t i) {
 // What a client that sends without reading gets to push into an echo server
 // before it can send no more, and what the server holds for it then.
 struct Flood {
-  size_t sent = 0;           // bytes the client got into its socket
-  bool blocked = false;      // it could send no more for a while
+  size_t sent = 0;            // bytes the client got into its socket
+  bool blocked = false;       // it could send no more for a while
   size_t serverBuffered = 0;  // the server's output queue plus input buffer
 };
 
@@ -281,7 +280,8 @@ TEST_P(TcpServerTest, AnIdleConnectionGivesBackItsBufferMemory) {
   EXPECT_TRUE(waitUntil([&] {
     capacity = runSync(loop_, [&] { return conn->bufferCapacity(); });
     return capacity <= 3 * BufferPool::kSmallCapacity;
-  })) << "an idle connection still holds " << capacity << " bytes of buffers";
+  })) << "an idle connection still holds "
+      << capacity << " bytes of buffers";
   EXPECT_LE(runSync(loop_, [&] { return loop_->bufferPool().spareCount(); }),
             BufferPool::kMaxSpare);
   // And it still works.
@@ -690,12 +690,11 @@ TEST_P(PeerResetLoggingTest, AResetStormLogsNoErrorsAndTheServerServesOn) {
 
   for (const char* level : {" ERROR ", " WARN "}) {
     const std::vector<std::string> found = linesWith(level);
-    EXPECT_TRUE(found.empty()) << found.size() << " lines with" << level << ", first: "
-                               << found.front();
+    EXPECT_TRUE(found.empty()) << found.size() << " lines with" << level
+                               << ", first: " << found.front();
   }
   // The storm did reach the reset paths: they just log at DEBUG.
-  EXPECT_FALSE(linesWith("Connection reset by peer").empty() &&
-               linesWith("Broken pipe").empty())
+  EXPECT_FALSE(linesWith("Connection reset by peer").empty() && linesWith("Broken pipe").empty())
       << "no reset was seen by the server; the test proves nothing";
 }
 

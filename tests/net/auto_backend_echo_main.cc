@@ -108,10 +108,8 @@ int main(int argc, char* argv[]) {
       std::lock_guard lock(mutex);
       kinds.push_back(ioLoop->pollerKind());
     });
-    server.setMessageCallback(
-        [](const libnet::TcpConnectionPtr& conn, libnet::Buffer* buf, libnet::Timestamp) {
-          conn->send(buf);
-        });
+    server.setMessageCallback([](const libnet::TcpConnectionPtr& conn, libnet::Buffer* buf,
+                                 libnet::Timestamp) { conn->send(buf); });
     server.start();  // with 0 threads, the init callback gets this loop
     if (threads > 0) kinds.push_back(loop.pollerKind());
     const InetAddress address = server.listenAddress();

@@ -2,8 +2,6 @@
 // grow, fail without losing what they hold, and give everything back when
 // released, moved from or destroyed, also after the budget's owner let go,
 // and a limit that holds under concurrent use.
-#include "net/http/BodyBudget.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,6 +9,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "net/http/BodyBudget.h"
 
 namespace libnet::http {
 namespace {

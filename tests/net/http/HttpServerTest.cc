@@ -2,8 +2,6 @@
 // keep-alive, pipelining, files byte-exact, HEAD, every request limit, path
 // traversal, idle and slow clients, the header deadline of silent and
 // trickling clients, and the server-wide budget for bodies being uploaded.
-#include "net/http/HttpServer.h"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,6 +23,7 @@
 
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
+#include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
 #include "tests/net/TestUtil.h"
 
@@ -70,8 +69,8 @@ class ResponseReader {
     while (lineEnd != std::string::npos) {
       const size_t start = lineEnd + 2;
       lineEnd = head.find("\r\n", start);
-      const std::string line = head.substr(start, lineEnd == std::string::npos ? std::string::npos
-                                                                               : lineEnd - start);
+      const std::string line =
+          head.substr(start, lineEnd == std::string::npos ? std::string::npos : lineEnd - start);
       const size_t colon = line.find(':');
       if (colon == std::string::npos) return r;
       std::string name = line.substr(0, colon);
@@ -353,9 +352,10 @@ TEST_P(HttpServerTest, EachLimitAnswersItsStatusAndCloses) {
   expectStatusAndClose("GET /hello HTTP/1.1\r\n\r\n", 400);  // 1.1 without Host
   expectStatusAndClose("BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n", 501);
   expectStatusAndClose("GET /hello HTTP/2.0\r\nHost: t\r\n\r\n", 505);
-  expectStatusAndClose("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
-                       "Transfer-Encoding: chunked\r\n\r\n",
-                       400);
+  expectStatusAndClose(
+      "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n",
+      400);
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
 }
 
@@ -383,8 +383,9 @@ TEST_P(HttpServerTest, ChunkedBodyIsDecodedAndOtherMethodsOnFilesAre405) {
   startServer();
   BlockingClient client(address_);
   ResponseReader reader(&client);
-  ASSERT_TRUE(client.sendAll("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                             "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n"));
+  ASSERT_TRUE(
+      client.sendAll("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n"));
   Response r = reader.next();
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "hello, world");
@@ -398,8 +399,9 @@ TEST_P(HttpServerTest, ExpectContinueGetsAnInterimResponse) {
   startServer();
   BlockingClient client(address_);
   ResponseReader reader(&client);
-  ASSERT_TRUE(client.sendAll("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n"
-                             "Expect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      client.sendAll("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n"
+                     "Expect: 100-continue\r\n\r\n"));
   const Response interim = reader.next();
   EXPECT_EQ(interim.status, 100);
   ASSERT_TRUE(client.sendAll("body"));
