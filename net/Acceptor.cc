@@ -1,13 +1,12 @@
 #include "net/Acceptor.h"
 
 #include <fcntl.h>
-#include <liburing.h>
 
 #include <cerrno>
 
 #include "base/Logging.h"
 #include "net/EventLoop.h"
-#include "net/poller/UringPoller.h"
+#include "net/Poller.h"
 
 namespace libnet {
 
@@ -18,103 +17,35 @@ UniqueFd openSpareFd() { return UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXE
 Acceptor::Acceptor(EventLoop* loop, const InetAddress& listenAddr, bool reusePort)
     : loop_(loop),
       socket_(Socket::createNonblocking(listenAddr.family())),
-      channel_(loop, socket_.fd()),
-      spareFd_(openSpareFd()),
-      uring_(loop->uring()) {
+      spareFd_(openSpareFd()) {
   socket_.setReuseAddr(true);
   if (reusePort) socket_.setReusePort(true);
   socket_.bindAddress(listenAddr);
-  channel_.setReadCallback([this](Timestamp) { handleRead(); });
+  io_ = loop_->poller().newAcceptorIo(this, socket_.fd());
 }
 
-Acceptor::~Acceptor() {
-  if (uringToken_ != 0) {
-    if (acceptArmed_) {
-      io_uring_sqe* sqe = uring_->getSqe();
-      io_uring_prep_cancel64(sqe, UringPoller::userData(UringOp::kAccept, uringToken_), 0);
-      io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
-    }
-    // A connection accepted before the cancel lands is closed by the poller.
-    uring_->unregisterHandler(uringToken_);
-  }
-  channel_.disableAll();
-  channel_.remove();
-}
+Acceptor::~Acceptor() = default;
 
 void Acceptor::listen() {
   loop_->assertInLoopThread();
   if (listening_) return;
   socket_.listen();
   listening_ = true;
-  if (uring_) {
-    uringToken_ = uring_->registerHandler(this);
-    armAccept();
-  } else {
-    channel_.enableReading();
-  }
+  io_->start();
 }
 
-void Acceptor::armAccept() {
-  io_uring_sqe* sqe = uring_->getSqe();
-  io_uring_prep_multishot_accept(sqe, socket_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kAccept, uringToken_));
-  acceptArmed_ = true;
-}
-
-void Acceptor::onCompletion(UringOp, int32_t res, uint32_t flags) {
-  if (!(flags & IORING_CQE_F_MORE)) acceptArmed_ = false;
-  if (res >= 0) {
-    UniqueFd fd(res);
-    // Multishot accept has no per-connection address buffer: ask the socket.
-    // A peer that reset the connection in the meantime leaves none, and a
-    // dead connection is not worth handing on (nor an error line).
-    if (std::optional<InetAddress> peer = Socket::tryPeerAddress(res)) {
-      deliver(std::move(fd), *peer);
-    } else {
-      LOG_DEBUG << "accept on " << localAddress().toIpPort() << ": peer gone before getpeername ("
-                << strerrorTl(errno) << ")";
-    }
-  } else if (res == -EMFILE || res == -ENFILE) {
-    // Drop what is pending through the spare fd, as the epoll path does.
-    while (dropOneForFdLimit()) {
-    }
-    // io_uring's accept takes an fd before it looks at the queue, so while the
-    // table is full a re-armed accept fails at once, forever. Wait for the
-    // next connection by readiness instead; handleRead() goes back to the
-    // multishot accept once an accept succeeds.
-    if (!acceptArmed_) {
-      channel_.enableReading();
-      return;
-    }
-  } else if (res == -ECANCELED) {
-    return;
-  } else if (res != -EAGAIN && res != -EINTR && res != -ECONNABORTED && res != -EPROTO) {
-    errno = -res;
-    LOG_SYSERR << "accept on " << localAddress().toIpPort();
-  }
-  if (!acceptArmed_) armAccept();
-}
-
-void Acceptor::deliver(UniqueFd fd, const InetAddress& peer) {
+void Acceptor::onAccepted(UniqueFd fd, const InetAddress& peer) {
   if (callback_) callback_(std::move(fd), peer);
 }
 
-void Acceptor::handleRead() {
+bool Acceptor::acceptPending() {
   loop_->assertInLoopThread();
-  const bool acceptedAny = drainAccepts();
-  if (uring_ && acceptedAny && !acceptArmed_) {
-    channel_.disableAll();  // fds are available again
-    armAccept();
-  }
-}
-
-bool Acceptor::drainAccepts() {
   bool acceptedAny = false;
   for (;;) {
     InetAddress peer;
     UniqueFd fd = socket_.accept(&peer);
     if (fd) {
-      deliver(std::move(fd), peer);
+      onAccepted(std::move(fd), peer);
       acceptedAny = true;
       continue;
     }

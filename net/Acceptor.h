@@ -1,8 +1,8 @@
-// Acceptor: a listening socket on a loop; accepts every pending connection
-// when it becomes readable (edge-triggered: until EAGAIN) and hands each fd to
-// the new-connection callback. On an io_uring loop it uses one multishot
-// accept instead, re-armed whenever a completion comes without F_MORE.
-// Owned by TcpServer; loop thread only.
+// Acceptor: a listening socket on a loop; hands each accepted connection's fd
+// to the new-connection callback. How connections are taken depends on the
+// loop's backend (its AcceptorIo: readable edges then accept4(2) until
+// EAGAIN on epoll, one multishot accept on io_uring); the rest is here, the
+// same for both. Owned by TcpServer; loop thread only.
 //
 // Running out of fds (EMFILE/ENFILE) must not wedge the listener: with
 // edge-triggered polling an unaccepted connection would never be reported
@@ -14,19 +14,18 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "base/UniqueFd.h"
-#include "net/Channel.h"
+#include "net/AcceptorIo.h"
 #include "net/InetAddress.h"
 #include "net/Socket.h"
-#include "net/poller/CompletionHandler.h"
 
 namespace libnet {
 
 class EventLoop;
-class UringPoller;
 
-class Acceptor : private CompletionHandler {
+class Acceptor : private AcceptorIo::Owner {
  public:
   using NewConnectionCallback = std::function<void(UniqueFd sockfd, const InetAddress& peer)>;
 
@@ -41,34 +40,28 @@ class Acceptor : private CompletionHandler {
   // Starts listening; throws std::system_error on failure.
   void listen();
   [[nodiscard]] bool listening() const { return listening_; }
-  // The bound address, with the real port when port 0 was asked for.
   // Before listen(): TCP_NODELAY on the listening socket, which Linux copies
   // to every socket accepted from it (one setsockopt instead of one per
   // connection).
   void setTcpNoDelay(bool on) { socket_.setTcpNoDelay(on); }
+  // The bound address, with the real port when port 0 was asked for.
   [[nodiscard]] InetAddress localAddress() const { return Socket::localAddress(socket_.fd()); }
   // Connections closed at once because the process was out of fds.
   [[nodiscard]] uint64_t droppedForFdLimit() const { return droppedForFdLimit_; }
 
  private:
-  void handleRead();
-  // accept4() until EAGAIN; returns whether any connection was delivered.
-  bool drainAccepts();
-  void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
-  void armAccept();
-  void deliver(UniqueFd fd, const InetAddress& peer);
-  // Returns false if the spare fd could not be used (stop accepting for now).
-  bool dropOneForFdLimit();
+  // AcceptorIo::Owner
+  void onAccepted(UniqueFd fd, const InetAddress& peer) override;
+  bool acceptPending() override;
+  bool dropOneForFdLimit() override;
+  [[nodiscard]] InetAddress listenAddress() const override { return localAddress(); }
 
   EventLoop* loop_;
   Socket socket_;
-  Channel channel_;
   NewConnectionCallback callback_;
   bool listening_ = false;
   UniqueFd spareFd_;
-  UringPoller* uring_;
-  uint64_t uringToken_ = 0;
-  bool acceptArmed_ = false;
+  std::unique_ptr<AcceptorIo> io_;
   uint64_t droppedForFdLimit_ = 0;
 };
 

@@ -13,7 +13,6 @@
 #include "net/BufferPool.h"
 #include "net/Poller.h"
 #include "net/TimerQueue.h"
-#include "net/poller/UringPoller.h"
 
 namespace libnet {
 
@@ -59,7 +58,6 @@ EventLoop::EventLoop(PollerKind kind)
   }
   poller_ = Poller::create(this, kind);
   pollerKind_ = poller_->kind();
-  if (pollerKind_ == PollerKind::kIoUring) uring_ = static_cast<UringPoller*>(poller_.get());
   timerQueue_ = std::make_unique<TimerQueue>(this);
   wakeupChannel_ = std::make_unique<Channel>(this, wakeupFd_.get());
   wakeupChannel_->setReadCallback([this](Timestamp) { handleWakeup(); });
@@ -74,7 +72,7 @@ EventLoop::~EventLoop() {
   // connection closed by its owner's destructor, still runs while the poller
   // exists, so nothing it owns dies registered.
   drainPendingFunctors();
-  if (uring_) drainUring();
+  drainOperationsInFlight();
   wakeupChannel_->disableAll();
   wakeupChannel_->remove();
   wakeupChannel_.reset();
@@ -187,13 +185,13 @@ void EventLoop::handleWakeup() {
   }
 }
 
-void EventLoop::drainUring() {
-  // Connections closed during shutdown cancel their io_uring ops and close
-  // their fds only when the last completion arrives, which needs a few more
-  // turns of the ring. Bounded: a connection its owner never closed would
-  // keep its handler registered forever.
+void EventLoop::drainOperationsInFlight() {
+  // Connections closed during shutdown may have operations in flight (on
+  // io_uring: they cancel them, and close their fds only when the last
+  // completion arrives), which needs a few more turns of the poller.
+  // Bounded: a connection its owner never closed would stay forever.
   const auto deadline = MonoClock::now() + std::chrono::seconds(2);
-  while (uring_->handlerCount() > 0 && MonoClock::now() < deadline) {
+  while (poller_->ownersInFlight() > 0 && MonoClock::now() < deadline) {
     activeChannels_.clear();
     pollReturnTime_ = poller_->poll(std::chrono::milliseconds(10), &activeChannels_);
     activeChannels_.clear();  // readiness is of no interest any more
@@ -202,9 +200,9 @@ void EventLoop::drainUring() {
     dispatchingEvents_ = false;
     drainPendingFunctors();
   }
-  if (uring_->handlerCount() > 0) {
-    LOG_WARN << "EventLoop " << this << " destroyed with " << uring_->handlerCount()
-             << " io_uring owners still registered";
+  if (poller_->ownersInFlight() > 0) {
+    LOG_WARN << "EventLoop " << this << " destroyed with " << poller_->ownersInFlight()
+             << " I/O owners still registered with its poller";
   }
 }
 

@@ -33,7 +33,6 @@ class Buffer;
 class BufferPool;
 class Poller;
 class TimerQueue;
-class UringPoller;
 
 class EventLoop {
  public:
@@ -81,9 +80,9 @@ class EventLoop {
   // end up on a different backend, and must not be forced onto io_uring
   // because this one got it.
   [[nodiscard]] PollerKind requestedPollerKind() const { return requestedKind_; }
-  // The io_uring backend when this loop runs on it (TcpConnection and
-  // Acceptor then use completions instead of readiness), else nullptr.
-  [[nodiscard]] UringPoller* uring() const { return uring_; }
+  // The backend, for the library's I/O classes (TcpConnection and Acceptor
+  // get their I/O strategies from it) and for the backends' own tests.
+  [[nodiscard]] Poller& poller() { return *poller_; }
   [[nodiscard]] pid_t threadId() const { return threadId_; }
   [[nodiscard]] Timestamp pollReturnTime() const { return pollReturnTime_; }
   [[nodiscard]] int64_t iteration() const { return iteration_; }
@@ -108,7 +107,7 @@ class EventLoop {
   void handleWakeup();
   void doPendingFunctors();
   void drainPendingFunctors();
-  void drainUring();
+  void drainOperationsInFlight();
 
   const pid_t threadId_;
   std::atomic<bool> looping_{false};
@@ -119,7 +118,6 @@ class EventLoop {
   PollerKind requestedKind_;
   PollerKind pollerKind_;
   std::unique_ptr<Poller> poller_;
-  UringPoller* uring_ = nullptr;
   std::unique_ptr<TimerQueue> timerQueue_;
   UniqueFd wakeupFd_;
   std::unique_ptr<Channel> wakeupChannel_;

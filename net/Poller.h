@@ -1,12 +1,20 @@
-// Poller: the readiness backend of one EventLoop. Edge-triggered semantics:
-// a channel is reported when its fd becomes ready, and its handler drains it.
-// Owned by the EventLoop (unique_ptr); loop thread only.
+// Poller: the I/O backend of one EventLoop. It reports readiness of Channels
+// with edge-triggered semantics (a channel is reported when its fd becomes
+// ready, and its handler drains it), and it makes the I/O strategies through
+// which connections and acceptors of its loop move bytes
+// (newConnectionIo / newAcceptorIo). A backend is one Poller, one
+// ConnectionIo and one AcceptorIo under net/poller/; nothing else in net/
+// knows which one runs. Owned by the EventLoop (unique_ptr); loop thread
+// only.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
 #include "base/Timestamp.h"
+#include "net/AcceptorIo.h"
+#include "net/ConnectionIo.h"
 #include "net/PollerKind.h"
 
 namespace libnet {
@@ -26,12 +34,25 @@ class Poller {
   // Waits at most `timeout` for events; fills `active` with the channels that
   // are ready (their returned events set) and returns the wake-up time.
   virtual Timestamp poll(Duration timeout, ChannelList* active) = 0;
+  // Runs what else the last poll() brought (completions), in the same phase
+  // as the channel callbacks. Readiness backends have nothing to do here.
+  virtual void dispatchCompletions() {}
   // Adds or modifies the registration of `channel` to match its events().
   virtual void updateChannel(Channel* channel) = 0;
   // Removes `channel`; it must have no interest left.
   virtual void removeChannel(Channel* channel) = 0;
-  // Runs the completion handlers of the last poll() (io_uring only).
-  virtual void dispatchCompletions() {}
+
+  // The strategy of a new connection on this loop (see ConnectionIo).
+  [[nodiscard]] virtual std::unique_ptr<ConnectionIo> newConnectionIo(
+      const ConnectionIo::Parts& parts) = 0;
+  // The strategy of a listening socket on this loop (see AcceptorIo).
+  [[nodiscard]] virtual std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
+                                                                  int listenFd) = 0;
+  // Owners (connections, acceptors) that still have operations in flight:
+  // a loop being destroyed turns the poller until none is left (bounded),
+  // so that closed connections release their fds. Readiness backends have
+  // none.
+  [[nodiscard]] virtual size_t ownersInFlight() const { return 0; }
 
   [[nodiscard]] virtual PollerKind kind() const = 0;
 
@@ -39,7 +60,8 @@ class Poller {
   // variable (epoll, uring, auto) has overridden it. kAuto picks io_uring if
   // the probe passes and this loop's ring can be built, else epoll, with one
   // log line saying why (the first time); kIoUring where io_uring cannot run
-  // throws std::system_error naming the failed call.
+  // throws std::system_error naming the failed call. Defined with the
+  // backends, in net/poller/DefaultPoller.cc.
   static std::unique_ptr<Poller> create(EventLoop* loop, PollerKind kind);
   // The kind create() would try first for `kind` (environment applied, kAuto
   // resolved by the probe and by earlier loops' ring failures).

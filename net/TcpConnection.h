@@ -1,36 +1,29 @@
 // TcpConnection: one established TCP connection, on one loop. Always held by
-// std::shared_ptr (TcpConnectionPtr); its Channel is tied to it through a
-// weak_ptr, so a connection outlives any event handler that is dispatching it.
-// TcpServer / TcpClient create it, own the map entry, and tear it down.
+// std::shared_ptr (TcpConnectionPtr); its I/O keeps it alive while an event
+// handler or an operation in flight needs it. TcpServer / TcpClient create
+// it, own the map entry, and tear it down.
 //
 // Thread safety: send(), shutdown(), forceClose(), connected() and the getters
 // may be called from any thread; sends from one thread go out in the order
 // they were made. Everything else, and every callback, runs on getLoop()'s
 // thread.
 //
-// Delivery is edge-triggered: on each readable edge the socket is read until a
-// read comes back short (up to a fairness cap, after which reading resumes at
-// the end of the loop iteration); the output buffer is written until EAGAIN.
-// Read and write interest is registered once and never toggled.
-//
-// On an io_uring loop the same API runs on completions instead: one multishot
-// recv into the loop's provided-buffer ring (each buffer copied into the
-// input Buffer and handed back at once), and at most one send in flight
-// (several in flight on one socket may reorder), whose bytes sit still in a
-// second buffer until it completes while later sends queue in the output
-// Buffer. Every op in flight keeps the connection alive; closing cancels them
-// and the fd is closed only when none is left.
+// The connection holds the state machine, the callbacks, the input buffer and
+// the OutputQueue; how bytes move is its loop's backend's business, through
+// a ConnectionIo made once by the loop's Poller (net/poller/: on epoll, reads
+// until a short read on each edge and writes straight to the socket; on
+// io_uring, a multishot recv and one send in flight). The API is the same on
+// both.
 //
 // Closing: if the peer half-closes (FIN), everything already queued for it is
 // still written before the connection closes. shutdown() half-closes our side
-// only once the output buffer is empty. forceClose() drops queued output.
+// only once the output queue is empty. forceClose() drops queued output.
 #pragma once
 
 #include <sys/types.h>
 
 #include <any>
 #include <atomic>
-#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,19 +31,18 @@
 #include "base/Timestamp.h"
 #include "net/Buffer.h"
 #include "net/Callbacks.h"
-#include "net/Channel.h"
+#include "net/ConnectionIo.h"
 #include "net/InetAddress.h"
+#include "net/OutputQueue.h"
 #include "net/Socket.h"
 #include "net/TimingWheel.h"
-#include "net/poller/CompletionHandler.h"
 
 namespace libnet {
 
 class EventLoop;
-class UringPoller;
 
 class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
-                      private CompletionHandler {
+                      private ConnectionIo::Owner {
  public:
   static constexpr size_t kDefaultHighWaterMark = 64 * 1024 * 1024;
   // See setMaxQueuedOutput().
@@ -80,16 +72,16 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   // Loop thread. Sends `length` bytes of `file` from `offset`, after whatever
   // was sent before and before whatever is sent after; the connection owns
   // the fd and closes it when done (or on close). Both backends use
-  // sendfile(2) on the non-blocking socket (no copy through user space); on
-  // io_uring a one-shot POLLOUT op waits when the socket is full. A file
-  // shorter than announced closes the connection (the peer was promised
-  // `length` bytes). The first call sets SIGPIPE to SIG_IGN unless the
-  // program has its own handler: sendfile(2) cannot suppress the signal a
-  // reset peer raises. `head` (optional, emptied) goes right before the file,
-  // packed with its first segment (MSG_MORE) rather than in a small packet.
+  // sendfile(2) on the non-blocking socket (no copy through user space). A
+  // file shorter than announced closes the connection (the peer was promised
+  // `length` bytes). A reset peer makes sendfile(2) raise SIGPIPE: it is
+  // blocked in the loop's thread around the call and taken back, so the
+  // process's SIGPIPE disposition is left as the program set it. `head`
+  // (optional, emptied) goes right before the file, packed with its first
+  // segment (MSG_MORE) rather than in a small packet.
   void sendFile(UniqueFd file, off_t offset, size_t length, Buffer* head = nullptr);
 
-  // Half-closes our side once the output buffer has drained. Any thread.
+  // Half-closes our side once the output queue has drained. Any thread.
   void shutdown();
   // Closes now, dropping queued output. Any thread.
   void forceClose();
@@ -144,7 +136,6 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   [[nodiscard]] size_t bufferCapacity() const;
 
   [[nodiscard]] Buffer* inputBuffer() { return &inputBuffer_; }
-  [[nodiscard]] Buffer* outputBuffer() { return &outputBuffer_; }
 
   // For TcpServer / TcpClient only.
   void setCloseCallback(CloseCallback cb) { closeCallback_ = std::move(cb); }
@@ -158,66 +149,38 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   enum class State { kConnecting, kConnected, kDisconnecting, kDisconnected };
   // Why reading is off (bits of readBlocks_).
   enum ReadBlock : uint8_t { kStoppedByUser = 1, kOutputFull = 2 };
-  static constexpr int kMaxReadsPerEvent = 16;
 
-  // shortReadDrains: a read that returns less than offered proves the socket
-  // empty (saves the read that would return EAGAIN).
-  void handleRead(Timestamp receiveTime, bool shortReadDrains);
-  void handleWrite();
-  void handleClose();
-  void handleError();
-  void handlePeerClosed();
+  // ConnectionIo::Owner: what the I/O strategy reports.
+  void onInput(Buffer* buffer, Timestamp receiveTime) override;
+  void onOutputProgress() override;
+  void onOutputDrained() override;
+  void onPeerClosed() override;
+  void onIoError(const char* call, int err) override;
+  [[nodiscard]] bool wantsInput() const override;
+  [[nodiscard]] std::shared_ptr<void> keepAlive() override { return shared_from_this(); }
+  void onReleased() override { socket_.close(); }
+
   void sendInLoop(std::string_view data);
+  void sendInLoop(Buffer* buffer);
+  [[nodiscard]] bool acceptsOutput() const;
+  // After bytes were handed to the strategy: report a failed write, fire
+  // the high-water mark or write-complete callbacks, apply back-pressure.
+  void afterWrite(int err, size_t bufferedBefore);
+  void handleClose();
+  void shutdownInLoop();
   // Reading stops when the first reason appears and resumes (buffered input
   // first) when the last goes away.
   void blockRead(ReadBlock why);
   void unblockRead(ReadBlock why);
-  // Output memory: the buffers, not the file ranges.
-  [[nodiscard]] size_t bufferedOutputBytes() const;
   // After output was queued / written: apply or lift back-pressure.
   void checkOutputLimit();
-  [[nodiscard]] bool outputPending() const {
-    return outputBuffer_.readableBytes() > 0 || sendingBuffer_.readableBytes() > 0 ||
-           !pendingFiles_.empty();
-  }
-  // epoll: writes the output buffer, then each pending file with the bytes
-  // queued behind it, until EAGAIN. True when everything is written.
-  bool writeQueued();
-  enum class FileProgress { kDone, kBlocked, kFailed };
-  // sendfile(2)s the first pending file until done or EAGAIN; when done its
-  // trailing bytes move to the (empty) output buffer. kFailed: closed.
-  FileProgress sendFrontFile();
-  // A file range waiting for sendfile(2), and the bytes sent after it.
-  struct PendingFile {
-    UniqueFd fd;
-    off_t offset;
-    size_t remaining;
-    Buffer after;
-  };
-
-  // io_uring completion path.
-  void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
-  void onRecv(const TcpConnectionPtr& self, int32_t res, uint32_t flags);
-  void onSend(int32_t res);
   // Bytes arrived, or queued output moved (a slow reader is not an idle
   // one): the idle timeout starts over.
   void touchIdle() {
     if (idleWheel_) idleWheel_->touch(idleEntry_);
   }
-  // Moves queued output along: sending buffer, output buffer, files.
-  void pumpUringOutput();
-  void armWritable();
-  void onWritable(int32_t res);
-  void armRecv();
-  void submitSend();
-  void cancelOps();
-  void opStarted();
-  void opFinished();
-  void releaseIfIdle();
-  void shutdownInLoop();
-  void onOutputDrained();
-  // A failed read/write/send/recv/sendfile: DEBUG when the peer or the
-  // network caused it (Socket::isPeerError), ERROR otherwise.
+  // A failed call: DEBUG when the peer or the network caused it
+  // (Socket::isPeerError), ERROR otherwise.
   void logIoError(const char* call, int err) const;
   [[nodiscard]] static const char* stateName(State state);
 
@@ -229,7 +192,6 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   bool writeShutdown_ = false;     // shutdown(SHUT_WR) done
   bool closeWhenDrained_ = false;  // closeAfterOutput()
   Socket socket_;
-  Channel channel_;
   const InetAddress localAddr_;
   const InetAddress peerAddr_;
   ConnectionCallback connectionCallback_;
@@ -245,23 +207,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   TimingWheel::Entry idleEntry_ = TimingWheel::kNoEntry;
   // Empty until used: most connections read through the loop's scratch
   // buffer, write straight to the socket, and borrow storage from the loop's
-  // BufferPool while they hold bytes, so an idle one costs no buffer memory
-  // (three 1 KiB buffers were most of an idle connection's ~4 KiB).
+  // BufferPool while they hold bytes, so an idle one costs no buffer memory.
   Buffer inputBuffer_{0};
-  Buffer outputBuffer_{0};
-  // io_uring only: the bytes of the send in flight (stable until it completes).
-  Buffer sendingBuffer_{0};
-  // Files queued by sendFile(), in order, after outputBuffer_. A list, not a
-  // deque: an empty std::deque allocates, and most connections never send a file.
-  std::list<PendingFile> pendingFiles_;
-  UringPoller* uring_;  // non-null: this connection runs on completions
-  uint64_t uringToken_ = 0;
-  int opsInFlight_ = 0;
-  bool recvArmed_ = false;
-  bool sendInFlight_ = false;
-  bool writableArmed_ = false;  // a file is waiting for POLLOUT
-  bool destroyed_ = false;      // connectDestroyed() ran
-  TcpConnectionPtr keepAlive_;  // set while ops are in flight
+  OutputQueue output_;
+  std::unique_ptr<ConnectionIo> io_;  // after the buffers it works on
   std::any context_;
 };
 

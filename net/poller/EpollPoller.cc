@@ -6,6 +6,8 @@
 #include "base/Logging.h"
 #include "net/Channel.h"
 #include "net/EventLoop.h"
+#include "net/poller/EpollAcceptorIo.h"
+#include "net/poller/EpollConnectionIo.h"
 
 namespace libnet {
 
@@ -82,6 +84,14 @@ void EpollPoller::control(int op, Channel* channel) {
                    << " fd=" << channel->fd();
     }
   }
+}
+
+std::unique_ptr<ConnectionIo> EpollPoller::newConnectionIo(const ConnectionIo::Parts& parts) {
+  return std::make_unique<EpollConnectionIo>(ownerLoop_, parts);
+}
+
+std::unique_ptr<AcceptorIo> EpollPoller::newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) {
+  return std::make_unique<EpollAcceptorIo>(ownerLoop_, owner, listenFd);
 }
 
 }  // namespace libnet

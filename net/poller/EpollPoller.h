@@ -1,7 +1,8 @@
 // EpollPoller: the Poller backend on epoll with EPOLLET. Each Channel is added
 // once with the interest it has and modified only when that interest changes;
-// TcpConnection registers read and write together once, so the hot path makes
-// no epoll_ctl calls. Owned by the EventLoop; loop thread only.
+// a connection (EpollConnectionIo) registers read and write together once, so
+// the hot path makes no epoll_ctl calls. Owned by the EventLoop; loop thread
+// only.
 #pragma once
 
 #include <sys/epoll.h>
@@ -21,6 +22,10 @@ class EpollPoller final : public Poller {
   Timestamp poll(Duration timeout, ChannelList* active) override;
   void updateChannel(Channel* channel) override;
   void removeChannel(Channel* channel) override;
+  [[nodiscard]] std::unique_ptr<ConnectionIo> newConnectionIo(
+      const ConnectionIo::Parts& parts) override;
+  [[nodiscard]] std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
+                                                          int listenFd) override;
   [[nodiscard]] PollerKind kind() const override { return PollerKind::kEpoll; }
 
  private:

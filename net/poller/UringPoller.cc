@@ -11,6 +11,8 @@
 #include "base/Logging.h"
 #include "net/Channel.h"
 #include "net/EventLoop.h"
+#include "net/poller/UringAcceptorIo.h"
+#include "net/poller/UringConnectionIo.h"
 
 namespace libnet {
 
@@ -324,6 +326,14 @@ void UringPoller::dispatchCompletions() {
     }
   }
   completions_.clear();
+}
+
+std::unique_ptr<ConnectionIo> UringPoller::newConnectionIo(const ConnectionIo::Parts& parts) {
+  return std::make_unique<UringConnectionIo>(this, ownerLoop_, parts);
+}
+
+std::unique_ptr<AcceptorIo> UringPoller::newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) {
+  return std::make_unique<UringAcceptorIo>(this, ownerLoop_, owner, listenFd);
 }
 
 }  // namespace libnet

@@ -1,5 +1,6 @@
 // UringPoller: the Poller backend on io_uring, plus the completion interface
-// that TcpConnection and Acceptor use on an io_uring loop.
+// that its connection and acceptor strategies (UringConnectionIo,
+// UringAcceptorIo) use.
 //
 // Readiness (Channels: timerfd, eventfd, connecting sockets, user fds): one
 // multishot POLL_ADD per Channel, re-armed when a completion comes without
@@ -72,6 +73,11 @@ class UringPoller final : public Poller {
   void dispatchCompletions() override;
   void updateChannel(Channel* channel) override;
   void removeChannel(Channel* channel) override;
+  [[nodiscard]] std::unique_ptr<ConnectionIo> newConnectionIo(
+      const ConnectionIo::Parts& parts) override;
+  [[nodiscard]] std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
+                                                          int listenFd) override;
+  [[nodiscard]] size_t ownersInFlight() const override { return handlerCount_; }
   [[nodiscard]] PollerKind kind() const override { return PollerKind::kIoUring; }
 
   // Completion interface (loop thread only).

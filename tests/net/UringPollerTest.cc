@@ -112,7 +112,7 @@ class UringEchoServer {
   // Registered completion owners on the accepting loop (its acceptor and the
   // connections served there).
   size_t handlerCount() {
-    return runSync(loop_, [&] { return loop_->uring()->handlerCount(); });
+    return runSync(loop_, [&] { return loop_->poller().ownersInFlight(); });
   }
 
   std::atomic<int> ups_{0};
@@ -149,7 +149,7 @@ TEST_F(UringPollerTest, TinyBufferRingLosesAndReordersNothing) {
   UringEchoServer server;
   ASSERT_EQ(server.loop()->pollerKind(), PollerKind::kIoUring);
   const auto [count, size] = runSync(server.loop(), [&] {
-    const BufferRing& ring = server.loop()->uring()->buffers();
+    const BufferRing& ring = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
     return std::pair{ring.count(), ring.bufferSize()};
   });
   ASSERT_EQ(count, 2u) << "the loop's ring was not built from the configuration";
@@ -235,11 +235,11 @@ TEST_P(UringCloseTest, CloseWithRecvAndSendInFlightFreesEverything) {
     {
       TcpConnectionPtr conn = weak.lock();
       ASSERT_TRUE(conn);
-      // On io_uring, output waits in outputBuffer() only behind a send in
-      // flight; the multishot recv stays armed while the connection reads.
+      // The echo is queued (a send in flight, more behind it); the
+      // multishot recv stays armed while the connection reads.
       const auto [queued, reading, onRing] = runSync(server.loop(), [&] {
-        return std::tuple{conn->outputBuffer()->readableBytes(), conn->isReading(),
-                          conn->getLoop()->uring() != nullptr};
+        return std::tuple{conn->queuedOutputBytes(), conn->isReading(),
+                          conn->getLoop()->pollerKind() == PollerKind::kIoUring};
       });
       ASSERT_TRUE(onRing);
       ASSERT_GT(queued, 0u) << "no output queued behind a send in flight";
@@ -328,7 +328,7 @@ TEST_F(UringManyConnectionsTest, ThousandConcurrentConnectionsOnTwoIoLoopsEchoEv
       server.ups_.fetch_add(1);
       std::lock_guard lock(mutex);
       ++perLoop[conn->getLoop()];
-      if (conn->getLoop()->uring() == nullptr) ++notOnRing;
+      if (conn->getLoop()->pollerKind() != PollerKind::kIoUring) ++notOnRing;
     });
   });
 
@@ -377,7 +377,7 @@ TEST_F(UringPollerTest, LargeSendToSlowReaderKeepsOrderAndFiresHighWaterMarkOnce
   UringEchoServer server(0, [&](TcpServer& s) {
     s.setConnectionCallback([&](const TcpConnectionPtr& conn) {
       if (!conn->connected()) return;
-      onRing = conn->getLoop()->uring() != nullptr;
+      onRing = conn->getLoop()->pollerKind() == PollerKind::kIoUring;
       conn->setHighWaterMarkCallback(
           [&](const TcpConnectionPtr&, size_t size) {
             highWaterMarks.fetch_add(1);

@@ -1,35 +1,19 @@
-#include "net/Poller.h"
-
+// The backend factory: Poller::create and Poller::resolve (declared in
+// net/Poller.h). The one place outside the backends themselves that names
+// them, as muduo's DefaultPoller.cc is.
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <system_error>
 
 #include "base/Logging.h"
+#include "net/Poller.h"
 #include "net/PollerKind.h"
 #include "net/poller/EpollPoller.h"
 #include "net/poller/UringPoller.h"
 
 namespace libnet {
-
-std::string_view pollerKindName(PollerKind kind) {
-  switch (kind) {
-    case PollerKind::kEpoll:
-      return "epoll";
-    case PollerKind::kIoUring:
-      return "uring";
-    case PollerKind::kAuto:
-      return "auto";
-  }
-  return "?";
-}
-
-std::optional<PollerKind> parsePollerKind(std::string_view name) {
-  if (name == "epoll") return PollerKind::kEpoll;
-  if (name == "uring" || name == "io_uring") return PollerKind::kIoUring;
-  if (name == "auto") return PollerKind::kAuto;
-  return std::nullopt;
-}
 
 namespace {
 

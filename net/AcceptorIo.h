@@ -1,0 +1,45 @@
+// AcceptorIo: how a listening socket's connections are taken on the loop's
+// backend, the Acceptor's I/O strategy, made by the loop's Poller
+// (Poller::newAcceptorIo). The epoll strategy waits for readable edges and
+// lets the Acceptor drain accept4(2); the io_uring strategy keeps one
+// multishot accept in flight. The Acceptor keeps the socket, the callback
+// and the spare fd for running out of fds, in one place for both.
+//
+// Owned by its Acceptor (which outlives it); loop thread only. Part of the
+// library's inside, not of its API.
+#pragma once
+
+#include "base/UniqueFd.h"
+#include "net/InetAddress.h"
+
+namespace libnet {
+
+class AcceptorIo {
+ public:
+  class Owner {
+   public:
+    // A connection was accepted (non-blocking, close-on-exec).
+    virtual void onAccepted(UniqueFd fd, const InetAddress& peer) = 0;
+    // accept4(2) until the backlog is empty (dropping connections through the
+    // spare fd while out of fds); true if any connection was accepted.
+    virtual bool acceptPending() = 0;
+    // Out of fds: accept one pending connection through the spare fd and
+    // close it; false if there was none or the spare is gone.
+    virtual bool dropOneForFdLimit() = 0;
+    // The listening address, for log lines.
+    [[nodiscard]] virtual InetAddress listenAddress() const = 0;
+
+   protected:
+    ~Owner() = default;
+  };
+
+  AcceptorIo() = default;
+  virtual ~AcceptorIo() = default;
+  AcceptorIo(const AcceptorIo&) = delete;
+  AcceptorIo& operator=(const AcceptorIo&) = delete;
+
+  // The socket is listening: start taking connections.
+  virtual void start() = 0;
+};
+
+}  // namespace libnet

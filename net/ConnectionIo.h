@@ -1,0 +1,92 @@
+// ConnectionIo: how one TcpConnection's bytes move on its loop's backend, the
+// connection's I/O strategy. The loop's Poller makes one per connection
+// (Poller::newConnectionIo) when the connection is created, so the backend is
+// chosen once: the epoll strategy (net/poller/EpollConnectionIo) drives a
+// Channel with EPOLLET and read/send/sendfile calls; the io_uring strategy
+// (net/poller/UringConnectionIo) keeps one multishot recv and at most one send
+// in flight. TcpConnection keeps the state machine, the callbacks, the input
+// buffer and the OutputQueue, and knows the backend only through this
+// interface; the strategy reports back through Owner.
+//
+// Owned by its TcpConnection (which outlives it); loop thread only. Part of
+// the library's inside, not of its API.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "base/Timestamp.h"
+
+namespace libnet {
+
+class Buffer;
+class OutputQueue;
+
+class ConnectionIo {
+ public:
+  // What a strategy tells its connection. Every call comes on the loop
+  // thread, from the strategy's own event or completion handling (never from
+  // inside one of the connection's calls into the strategy).
+  class Owner {
+   public:
+    // Bytes arrived in `buffer`: the connection's input buffer, or the loop's
+    // scratch buffer holding only the new bytes (what the connection leaves
+    // unread there it moves to its input buffer).
+    virtual void onInput(Buffer* buffer, Timestamp receiveTime) = 0;
+    // Some queued output was written.
+    virtual void onOutputProgress() = 0;
+    // Everything queued has been written.
+    virtual void onOutputDrained() = 0;
+    // The peer closed its side (end of file).
+    virtual void onPeerClosed() = 0;
+    // `call` failed with `err` (errno), or the peer hung up: the connection
+    // cannot go on.
+    virtual void onIoError(const char* call, int err) = 0;
+    // Whether to read now: not paused, the peer has not closed, still open.
+    [[nodiscard]] virtual bool wantsInput() const = 0;
+    // A reference that keeps the connection, and so its strategy, alive:
+    // held across callbacks and while an operation is in flight.
+    [[nodiscard]] virtual std::shared_ptr<void> keepAlive() = 0;
+    // After release(), once nothing is in flight: the fd may be closed.
+    virtual void onReleased() = 0;
+
+   protected:
+    ~Owner() = default;
+  };
+
+  // What a strategy works on; all of it belongs to the owner.
+  struct Parts {
+    Owner* owner;
+    int fd;
+    Buffer* input;
+    OutputQueue* output;
+  };
+
+  ConnectionIo() = default;
+  virtual ~ConnectionIo() = default;
+  ConnectionIo(const ConnectionIo&) = delete;
+  ConnectionIo& operator=(const ConnectionIo&) = delete;
+
+  // The connection is established: start reading (and writing when asked).
+  virtual void start() = 0;
+  // Stop reading; bytes already received stay in the input buffer.
+  virtual void pauseRead() = 0;
+  // Read again (the owner has delivered what was buffered meanwhile).
+  virtual void resumeRead() = 0;
+  // `data` goes out after everything queued. Returns 0, or the errno of a
+  // write that failed at once (the owner closes the connection, from the
+  // loop: the caller may be inside a callback).
+  [[nodiscard]] virtual int write(std::string_view data) = 0;
+  // The same for all readable bytes of `buffer`, which is left empty; the
+  // strategy may take the buffer's storage instead of copying its bytes.
+  [[nodiscard]] virtual int write(Buffer* buffer) = 0;
+  // Something was queued on the OutputQueue directly (a file): move it.
+  virtual void flush() = 0;
+  // Stop all I/O now: the connection is closed and its output dropped.
+  virtual void close() = 0;
+  // The owner is done with the fd: onReleased() follows as soon as no
+  // operation is in flight (perhaps from inside this call).
+  virtual void release() = 0;
+};
+
+}  // namespace libnet

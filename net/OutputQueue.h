@@ -1,0 +1,101 @@
+// OutputQueue: the bytes a connection has yet to write, in order. First the
+// bytes of a send in flight (io_uring: they must stay put until it
+// completes), then the bytes waiting, then files queued by sendFile(), each
+// followed by the bytes queued after it. Both I/O strategies move bytes out
+// of it, so the ordering rules and the byte counts (high-water mark,
+// back-pressure, queuedOutputBytes()) exist once. Buffer storage is borrowed
+// from the loop's BufferPool while it holds bytes and given back when empty.
+//
+// Owned by a TcpConnection; loop thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <list>
+#include <string_view>
+
+#include "base/UniqueFd.h"
+#include "net/Buffer.h"
+
+namespace libnet {
+
+class BufferPool;
+
+class OutputQueue {
+ public:
+  explicit OutputQueue(BufferPool* pool) : pool_(pool) {}
+  OutputQueue(const OutputQueue&) = delete;
+  OutputQueue& operator=(const OutputQueue&) = delete;
+
+  // After everything queued.
+  void append(std::string_view data);
+  // All of `buffer`'s bytes, after everything queued, leaving it empty. When
+  // nothing is queued its storage is taken instead of copied, and `buffer`
+  // gets the queue's empty storage, or spare storage from the pool if
+  // `lendBack` (a buffer its owner will fill again soon).
+  void append(Buffer* buffer, bool lendBack);
+  // `length` bytes of `file` from `offset`, after everything queued; the
+  // queue owns the fd until the file is sent or the queue cleared.
+  void appendFile(UniqueFd file, off_t offset, size_t length);
+
+  // The bytes to write next (none of them in flight), ahead of any file.
+  [[nodiscard]] Buffer& waiting() { return waiting_; }
+  [[nodiscard]] bool hasFile() const { return !files_.empty(); }
+
+  struct FileResult {
+    enum Status { kDone, kBlocked, kFailed } status;
+    int error;         // kFailed: errno (ENODATA: the file ended early)
+    const char* call;  // kFailed: what failed, for the log line
+  };
+  // sendfile(2)s the first file to the non-blocking `socketFd` until it is
+  // all sent (kDone: the bytes queued after it become waiting()) or the
+  // socket is full (kBlocked). `*progressed` is set if any byte went. A
+  // reset peer makes sendfile(2) raise SIGPIPE, which has no MSG_NOSIGNAL:
+  // it is blocked for this thread during the call and a SIGPIPE raised by
+  // it taken back, so the process's signal disposition is left alone.
+  FileResult sendFile(int socketFd, bool* progressed);
+
+  // io_uring's one send in flight: its bytes, untouched until it completes.
+  [[nodiscard]] Buffer& inFlight() { return inFlight_; }
+  // Moves the waiting bytes into the (empty) in-flight buffer, without
+  // copying; false if none are waiting.
+  bool startSend();
+
+  // Bytes in buffers: the memory the queue holds for the peer.
+  [[nodiscard]] size_t bufferedBytes() const;
+  // Everything still to write: buffered bytes and file bytes.
+  [[nodiscard]] size_t queuedBytes() const;
+  [[nodiscard]] bool empty() const {
+    return inFlight_.readableBytes() == 0 && waiting_.readableBytes() == 0 && files_.empty();
+  }
+  // Storage held (capacity, not content).
+  [[nodiscard]] size_t capacity() const;
+
+  // Gives the storage of empty buffers back to the pool. Not while a send is
+  // in flight.
+  void reclaim();
+  // Drops what is not in flight (closing the files): the connection closed.
+  void clear();
+
+ private:
+  // A file range waiting for sendfile(2), and the bytes queued after it.
+  struct PendingFile {
+    UniqueFd fd;
+    off_t offset;
+    size_t remaining;
+    Buffer after{0};
+  };
+
+  // Where appended bytes go: behind the last file, or waiting.
+  Buffer& tail() { return files_.empty() ? waiting_ : files_.back().after; }
+
+  BufferPool* pool_;
+  Buffer inFlight_{0};
+  Buffer waiting_{0};
+  // A list, not a deque: an empty std::deque allocates, and most connections
+  // never send a file.
+  std::list<PendingFile> files_;
+};
+
+}  // namespace libnet

@@ -1,0 +1,15 @@
+#include "net/poller/EpollAcceptorIo.h"
+
+namespace libnet {
+
+EpollAcceptorIo::EpollAcceptorIo(EventLoop* loop, Owner* owner, int listenFd)
+    : channel_(loop, listenFd) {
+  channel_.setReadCallback([owner](Timestamp) { owner->acceptPending(); });
+}
+
+EpollAcceptorIo::~EpollAcceptorIo() {
+  channel_.disableAll();
+  channel_.remove();
+}
+
+}  // namespace libnet

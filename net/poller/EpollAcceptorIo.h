@@ -1,0 +1,27 @@
+// EpollAcceptorIo: a listening socket on an epoll loop. Its Channel is
+// registered for readable edges; on each, the Acceptor drains accept4(2)
+// until EAGAIN (with edge-triggered polling a connection left in the backlog
+// would not be reported again).
+//
+// Owned by its Acceptor; loop thread only.
+#pragma once
+
+#include "net/AcceptorIo.h"
+#include "net/Channel.h"
+
+namespace libnet {
+
+class EventLoop;
+
+class EpollAcceptorIo final : public AcceptorIo {
+ public:
+  EpollAcceptorIo(EventLoop* loop, Owner* owner, int listenFd);
+  ~EpollAcceptorIo() override;
+
+  void start() override { channel_.enableReading(); }
+
+ private:
+  Channel channel_;
+};
+
+}  // namespace libnet

@@ -1,0 +1,164 @@
+#include "net/poller/EpollConnectionIo.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "net/Buffer.h"
+#include "net/EventLoop.h"
+#include "net/OutputQueue.h"
+#include "net/Socket.h"
+
+namespace libnet {
+
+EpollConnectionIo::EpollConnectionIo(EventLoop* loop, const Parts& parts)
+    : loop_(loop),
+      owner_(parts.owner),
+      fd_(parts.fd),
+      input_(parts.input),
+      output_(parts.output),
+      channel_(loop, parts.fd) {
+  channel_.setReadCallback([this](Timestamp t) {
+    // A FIN that was already queued when epoll reported the edge brings no
+    // new edge: with EPOLLRDHUP set, read on past a short read to see it.
+    handleRead(t, (channel_.returnedEvents() & EPOLLRDHUP) == 0);
+  });
+  channel_.setWriteCallback([this] { handleWrite(); });
+  // A hang-up with nothing left to read: the peer is gone both ways.
+  channel_.setCloseCallback([this] { owner_->onIoError("hang-up", ECONNRESET); });
+  channel_.setErrorCallback([this] { handleError(); });
+}
+
+void EpollConnectionIo::start() {
+  // The channel's callbacks run only while the connection lives (a late
+  // event after it is gone is dropped).
+  channel_.tie(owner_->keepAlive());
+  channel_.enableReadWrite();
+}
+
+void EpollConnectionIo::resumeRead() {
+  // An edge may have come and gone while paused: look once.
+  handleRead(Timestamp::now(), false);
+}
+
+int EpollConnectionIo::write(std::string_view data) {
+  size_t written = 0;
+  // Straight to the socket only if nothing is queued, or bytes would reorder.
+  if (output_->empty() && !data.empty()) {
+    ssize_t n;
+    do {
+      n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n >= 0) {
+      written = static_cast<size_t>(n);
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      return errno;
+    }
+  }
+  // The rest waits for the socket's next writable edge: interest is
+  // registered for good, nothing to arm.
+  output_->append(data.substr(written));
+  return 0;
+}
+
+int EpollConnectionIo::write(Buffer* buffer) {
+  // The caller's buffer is usually the loop's scratch buffer: copy what the
+  // socket does not take at once rather than take its storage.
+  const int err = write(buffer->view());
+  buffer->retrieveAll();
+  return err;
+}
+
+void EpollConnectionIo::close() {
+  closed_ = true;
+  channel_.disableAll();
+}
+
+void EpollConnectionIo::release() {
+  closed_ = true;
+  channel_.disableAll();
+  channel_.remove();
+  owner_->onReleased();  // nothing is ever in flight here
+}
+
+void EpollConnectionIo::handleRead(Timestamp receiveTime, bool shortReadDrains) {
+  if (closed_ || !owner_->wantsInput()) return;
+  const std::shared_ptr<void> guard = owner_->keepAlive();
+  for (int i = 0; i < kMaxReadsPerEvent; ++i) {
+    // With nothing left over from earlier reads, read into the loop's shared
+    // scratch buffer, which stays in cache, rather than into this
+    // connection's own (with 1000 connections, their buffers are megabytes of
+    // cold memory); whatever the callback leaves unconsumed moves over after.
+    Buffer* buffer = input_->readableBytes() == 0 ? loop_->scratchBuffer() : input_;
+    const Buffer::ReadResult result = buffer->readFd(fd_);
+    if (result.bytes > 0) {
+      owner_->onInput(buffer, receiveTime);
+      if (closed_ || !owner_->wantsInput()) return;
+      // A short read means the socket is drained, unless the edge said more
+      // (a FIN) is waiting behind the data or we are resuming without an edge.
+      if (!result.filled && shortReadDrains) return;
+      continue;
+    }
+    if (result.bytes == 0) {
+      owner_->onPeerClosed();
+      return;
+    }
+    if (result.error == EAGAIN || result.error == EWOULDBLOCK) return;
+    if (result.error == EINTR) continue;
+    owner_->onIoError("read", result.error);
+    return;
+  }
+  // Still more to read: let the other ready channels have a turn first.
+  loop_->queueInLoop([this, guard, receiveTime] { handleRead(receiveTime, false); });
+}
+
+void EpollConnectionIo::handleWrite() {
+  // A writable edge with nothing queued (it also comes with read edges): no-op.
+  if (closed_ || output_->empty()) return;
+  const std::shared_ptr<void> guard = owner_->keepAlive();
+  bool progressed = false;
+  const WriteResult result = writeQueued(&progressed);
+  if (result == WriteResult::kFailed) return;
+  if (progressed) owner_->onOutputProgress();
+  if (result == WriteResult::kDrained && !closed_) owner_->onOutputDrained();
+}
+
+EpollConnectionIo::WriteResult EpollConnectionIo::writeQueued(bool* progressed) {
+  for (;;) {
+    Buffer& waiting = output_->waiting();
+    while (waiting.readableBytes() > 0) {
+      // Bytes just ahead of a file (an HTTP head) wait for its first segment
+      // instead of leaving in a small packet of their own.
+      const int flags = MSG_NOSIGNAL | (output_->hasFile() ? MSG_MORE : 0);
+      const ssize_t n = ::send(fd_, waiting.peek(), waiting.readableBytes(), flags);
+      if (n > 0) {
+        waiting.retrieve(static_cast<size_t>(n));
+        *progressed = true;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return WriteResult::kBlocked;
+      owner_->onIoError("send", errno);
+      return WriteResult::kFailed;
+    }
+    if (!output_->hasFile()) return WriteResult::kDrained;
+    const OutputQueue::FileResult file = output_->sendFile(fd_, progressed);
+    if (file.status == OutputQueue::FileResult::kBlocked) return WriteResult::kBlocked;
+    if (file.status == OutputQueue::FileResult::kFailed) {
+      owner_->onIoError(file.call, file.error);
+      return WriteResult::kFailed;
+    }
+  }
+}
+
+void EpollConnectionIo::handleError() {
+  const int err = Socket::getSocketError(fd_);
+  if (err == 0) return;
+  // A pending error on a connected TCP socket is fatal to it (reset,
+  // timeout, unreachable); with edge-triggered polling it would not be
+  // reported again.
+  owner_->onIoError("socket", err);
+}
+
+}  // namespace libnet

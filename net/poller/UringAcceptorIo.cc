@@ -1,0 +1,84 @@
+#include "net/poller/UringAcceptorIo.h"
+
+#include <liburing.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <optional>
+
+#include "base/Logging.h"
+#include "net/Socket.h"
+#include "net/poller/UringPoller.h"
+
+namespace libnet {
+
+UringAcceptorIo::UringAcceptorIo(UringPoller* poller, EventLoop* loop, Owner* owner,
+                                 int listenFd)
+    : poller_(poller), owner_(owner), listenFd_(listenFd), channel_(loop, listenFd) {
+  channel_.setReadCallback([this](Timestamp) { onReadable(); });
+}
+
+UringAcceptorIo::~UringAcceptorIo() {
+  if (token_ != 0) {
+    if (acceptArmed_) {
+      io_uring_sqe* sqe = poller_->getSqe();
+      io_uring_prep_cancel64(sqe, UringPoller::userData(UringOp::kAccept, token_), 0);
+      io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
+    }
+    // A connection accepted before the cancel lands is closed by the poller,
+    // which finds its owner gone.
+    poller_->unregisterHandler(token_);
+  }
+  channel_.disableAll();
+  channel_.remove();
+}
+
+void UringAcceptorIo::start() {
+  token_ = poller_->registerHandler(this);
+  armAccept();
+}
+
+void UringAcceptorIo::armAccept() {
+  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_prep_multishot_accept(sqe, listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kAccept, token_));
+  acceptArmed_ = true;
+}
+
+void UringAcceptorIo::onCompletion(UringOp, int32_t res, uint32_t flags) {
+  if (!(flags & IORING_CQE_F_MORE)) acceptArmed_ = false;
+  if (res >= 0) {
+    UniqueFd fd(res);
+    // Multishot accept has no per-connection address buffer: ask the socket.
+    // A peer that reset the connection in the meantime leaves none, and a
+    // dead connection is not worth handing on (nor an error line).
+    if (std::optional<InetAddress> peer = Socket::tryPeerAddress(res)) {
+      owner_->onAccepted(std::move(fd), *peer);
+    } else {
+      LOG_DEBUG << "accept on " << owner_->listenAddress().toIpPort()
+                << ": peer gone before getpeername (" << strerrorTl(errno) << ")";
+    }
+  } else if (res == -EMFILE || res == -ENFILE) {
+    while (owner_->dropOneForFdLimit()) {
+    }
+    if (!acceptArmed_) {
+      channel_.enableReading();  // onReadable() goes back to the multishot accept
+      return;
+    }
+  } else if (res == -ECANCELED) {
+    return;
+  } else if (res != -EAGAIN && res != -EINTR && res != -ECONNABORTED && res != -EPROTO) {
+    errno = -res;
+    LOG_SYSERR << "accept on " << owner_->listenAddress().toIpPort();
+  }
+  if (!acceptArmed_) armAccept();
+}
+
+void UringAcceptorIo::onReadable() {
+  if (owner_->acceptPending() && !acceptArmed_) {
+    channel_.disableAll();  // fds are available again
+    armAccept();
+  }
+}
+
+}  // namespace libnet

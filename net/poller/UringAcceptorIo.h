@@ -1,0 +1,44 @@
+// UringAcceptorIo: a listening socket on an io_uring loop: one multishot
+// accept, re-armed whenever a completion comes without IORING_CQE_F_MORE.
+//
+// Out of fds, io_uring's accept fails at once and forever: it reserves an fd
+// before it looks at the backlog. So on EMFILE/ENFILE the pending
+// connections are dropped through the Acceptor's spare fd, as on epoll, and
+// the acceptor waits by readiness (a Channel on the listening socket) until
+// an accept4(2) succeeds again, then goes back to the multishot accept.
+//
+// Owned by its Acceptor; loop thread only.
+#pragma once
+
+#include <cstdint>
+
+#include "net/AcceptorIo.h"
+#include "net/Channel.h"
+#include "net/poller/CompletionHandler.h"
+
+namespace libnet {
+
+class EventLoop;
+class UringPoller;
+
+class UringAcceptorIo final : public AcceptorIo, private CompletionHandler {
+ public:
+  UringAcceptorIo(UringPoller* poller, EventLoop* loop, Owner* owner, int listenFd);
+  ~UringAcceptorIo() override;
+
+  void start() override;
+
+ private:
+  void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
+  void onReadable();
+  void armAccept();
+
+  UringPoller* poller_;
+  Owner* owner_;
+  int listenFd_;
+  Channel channel_;  // the readiness fallback while out of fds
+  uint64_t token_ = 0;
+  bool acceptArmed_ = false;
+};
+
+}  // namespace libnet

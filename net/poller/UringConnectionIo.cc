@@ -1,0 +1,241 @@
+#include "net/poller/UringConnectionIo.h"
+
+#include <liburing.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "base/Logging.h"
+#include "net/Buffer.h"
+#include "net/BufferPool.h"
+#include "net/EventLoop.h"
+#include "net/OutputQueue.h"
+#include "net/poller/UringPoller.h"
+
+namespace libnet {
+
+UringConnectionIo::UringConnectionIo(UringPoller* poller, EventLoop* loop, const Parts& parts)
+    : poller_(poller),
+      loop_(loop),
+      owner_(parts.owner),
+      fd_(parts.fd),
+      input_(parts.input),
+      output_(parts.output) {}
+
+UringConnectionIo::~UringConnectionIo() {
+  // An op in flight holds the owner, and so this, alive: only a connection
+  // that was never released can get here registered.
+  if (token_ != 0) {
+    LOG_ERROR << "io_uring connection strategy destroyed without release (fd=" << fd_ << ")";
+    poller_->unregisterHandler(token_);
+  }
+}
+
+void UringConnectionIo::start() {
+  token_ = poller_->registerHandler(this);
+  armRecv();
+}
+
+void UringConnectionIo::pauseRead() {
+  if (!recvArmed_) return;
+  // Data received before the cancel lands is kept in the input buffer.
+  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_prep_cancel64(sqe, UringPoller::userData(UringOp::kRecv, token_), 0);
+  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
+}
+
+int UringConnectionIo::write(std::string_view data) {
+  output_->append(data);
+  // Behind a file the bytes wait for it: its sendfile(2) runs from the loop
+  // (flush) or from its POLLOUT completion, never inside the caller's send.
+  if (!output_->hasFile()) pump();
+  return 0;
+}
+
+int UringConnectionIo::write(Buffer* buffer) {
+  // With nothing queued the caller's buffer itself goes to the kernel (no
+  // copy); a buffer of the caller's own, not the input buffer it reads into,
+  // gets spare storage back so that it does not grow anew for every message.
+  output_->append(buffer, buffer != input_);
+  if (!output_->hasFile()) pump();
+  return 0;
+}
+
+void UringConnectionIo::close() {
+  closed_ = true;
+  if (opsInFlight_ == 0) return;
+  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_prep_cancel_fd(sqe, fd_, IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
+}
+
+void UringConnectionIo::release() {
+  closed_ = true;
+  released_ = true;
+  releaseIfIdle();  // or when the last op in flight completes
+}
+
+void UringConnectionIo::opStarted() {
+  if (opsInFlight_++ == 0) keepAlive_ = owner_->keepAlive();
+}
+
+void UringConnectionIo::opFinished() {
+  // Called from onCompletion(), whose own reference keeps the owner (and
+  // this) alive past the reset below.
+  if (--opsInFlight_ == 0) {
+    keepAlive_.reset();
+    releaseIfIdle();
+  }
+}
+
+void UringConnectionIo::releaseIfIdle() {
+  if (!released_ || opsInFlight_ > 0) return;
+  if (token_ != 0) {
+    poller_->unregisterHandler(token_);
+    token_ = 0;
+  }
+  owner_->onReleased();
+}
+
+void UringConnectionIo::armRecv() {
+  if (recvArmed_ || closed_ || !owner_->wantsInput()) return;
+  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_prep_recv_multishot(sqe, fd_, nullptr, 0, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = poller_->buffers().groupId();
+  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kRecv, token_));
+  recvArmed_ = true;
+  opStarted();
+}
+
+void UringConnectionIo::submitSend() {
+  Buffer& bytes = output_->inFlight();
+  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_prep_send(sqe, fd_, bytes.peek(), bytes.readableBytes(),
+                     MSG_NOSIGNAL | (output_->hasFile() ? MSG_MORE : 0));
+  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kSend, token_));
+  sendInFlight_ = true;
+  opStarted();
+}
+
+void UringConnectionIo::armWritable() {
+  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_prep_poll_add(sqe, fd_, POLLOUT);
+  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kWritable, token_));
+  writableArmed_ = true;
+  opStarted();
+}
+
+void UringConnectionIo::onCompletion(UringOp op, int32_t res, uint32_t flags) {
+  const std::shared_ptr<void> guard = owner_->keepAlive();
+  if (op == UringOp::kRecv) {
+    onRecv(res, flags);
+  } else if (op == UringOp::kSend) {
+    onSend(res);
+  } else if (op == UringOp::kWritable) {
+    onWritable(res);
+  }
+}
+
+void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
+  if (flags & IORING_CQE_F_BUFFER) {
+    const auto bufferId = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
+    if (res > 0) {
+      loop_->bufferPool().lend(input_);
+      input_->append(poller_->buffers().data(bufferId, static_cast<size_t>(res)));
+    }
+    poller_->buffers().recycle(bufferId);
+  }
+  const bool more = flags & IORING_CQE_F_MORE;
+  if (!more) {
+    recvArmed_ = false;
+    opFinished();
+  }
+  if (closed_) return;
+  if (res > 0) {
+    if (owner_->wantsInput()) owner_->onInput(input_, loop_->pollReturnTime());
+    if (!more) armRecv();  // the kernel ended the multishot (e.g. CQ overflow)
+    return;
+  }
+  if (res == 0) {
+    owner_->onPeerClosed();
+    return;
+  }
+  switch (-res) {
+    case ENOBUFS:  // the ring ran dry; the data is still in the socket
+    case EINTR:
+    case EAGAIN:
+      armRecv();
+      return;
+    case ECANCELED:
+      // pauseRead() cancelled it. If reading was turned back on before the
+      // cancel landed, the re-arm then found this recv still armed and did
+      // nothing: arm now (a no-op while still paused).
+      armRecv();
+      return;
+    default:
+      owner_->onIoError("recv", -res);
+  }
+}
+
+void UringConnectionIo::onSend(int32_t res) {
+  sendInFlight_ = false;
+  opFinished();
+  if (closed_) return;
+  if (res < 0) {
+    if (res == -EINTR || res == -EAGAIN) {
+      submitSend();
+      return;
+    }
+    owner_->onIoError("send", -res);
+    return;
+  }
+  output_->inFlight().retrieve(static_cast<size_t>(res));
+  owner_->onOutputProgress();
+  pump();  // the rest of a short send first, in order
+}
+
+void UringConnectionIo::onWritable(int32_t res) {
+  writableArmed_ = false;
+  opFinished();
+  if (closed_ || res == -ECANCELED) return;
+  // POLLERR / POLLHUP come back as events too: sendfile then reports them.
+  pump();
+}
+
+void UringConnectionIo::pump() {
+  if (sendInFlight_ || writableArmed_ || closed_) return;
+  if (output_->inFlight().readableBytes() > 0) {
+    submitSend();
+    return;
+  }
+  // Sent: the storage can serve another connection (the waiting bytes move
+  // into the in-flight buffer in their own storage).
+  output_->reclaim();
+  for (;;) {
+    if (output_->startSend()) {
+      submitSend();
+      return;
+    }
+    if (!output_->hasFile()) {
+      owner_->onOutputDrained();
+      return;
+    }
+    bool progressed = false;
+    const OutputQueue::FileResult file = output_->sendFile(fd_, &progressed);
+    if (progressed) owner_->onOutputProgress();
+    switch (file.status) {
+      case OutputQueue::FileResult::kDone:
+        continue;
+      case OutputQueue::FileResult::kBlocked:
+        armWritable();
+        return;
+      case OutputQueue::FileResult::kFailed:
+        owner_->onIoError(file.call, file.error);
+        return;
+    }
+  }
+}
+
+}  // namespace libnet

@@ -1,0 +1,77 @@
+// UringConnectionIo: a connection's I/O on an io_uring loop, on completions
+// instead of readiness: no read/write/send/recv system calls.
+//
+// Reads: one multishot recv into the loop's provided-buffer ring; each
+// buffer is copied into the connection's input buffer and handed back to the
+// kernel at once, so the ring stays full. Writes: at most one send in flight
+// (several in flight on one socket may reorder); its bytes sit still in the
+// OutputQueue's in-flight buffer until it completes, while later bytes queue
+// behind. Files: sendfile(2) on the non-blocking socket (io_uring has no
+// sendfile op, and reading the file into a buffer to send it costs a copy
+// that profiled as most of the CPU), with a one-shot POLLOUT op while the
+// socket is full.
+//
+// Every op in flight keeps the connection alive (Owner::keepAlive); closing
+// cancels them, and release() reports the fd free only when none is left.
+//
+// Owned by its TcpConnection; loop thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "net/ConnectionIo.h"
+#include "net/poller/CompletionHandler.h"
+
+namespace libnet {
+
+class EventLoop;
+class UringPoller;
+
+class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
+ public:
+  UringConnectionIo(UringPoller* poller, EventLoop* loop, const Parts& parts);
+  ~UringConnectionIo() override;
+
+  void start() override;
+  void pauseRead() override;
+  void resumeRead() override { armRecv(); }
+  [[nodiscard]] int write(std::string_view data) override;
+  [[nodiscard]] int write(Buffer* buffer) override;
+  void flush() override { pump(); }
+  void close() override;
+  void release() override;
+
+ private:
+  void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
+  void onRecv(int32_t res, uint32_t flags);
+  void onSend(int32_t res);
+  void onWritable(int32_t res);
+  // Moves queued output along: the in-flight buffer, the waiting bytes,
+  // files. One writer at a time: a send in flight or a file waiting for
+  // POLLOUT resumes it when it completes.
+  void pump();
+  void armRecv();
+  void submitSend();
+  void armWritable();
+  void opStarted();
+  void opFinished();
+  void releaseIfIdle();
+
+  UringPoller* poller_;
+  EventLoop* loop_;
+  Owner* owner_;
+  int fd_;
+  Buffer* input_;
+  OutputQueue* output_;
+  uint64_t token_ = 0;  // registered with the poller: from start() to release
+  int opsInFlight_ = 0;
+  bool recvArmed_ = false;
+  bool sendInFlight_ = false;
+  bool writableArmed_ = false;  // a file is waiting for POLLOUT
+  bool closed_ = false;
+  bool released_ = false;  // release() was called
+  std::shared_ptr<void> keepAlive_;  // the owner, while ops are in flight
+};
+
+}  // namespace libnet
