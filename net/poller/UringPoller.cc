@@ -1,14 +1,19 @@
 #include "net/poller/UringPoller.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <system_error>
 
 #include "base/Logging.h"
+#include "base/UniqueFd.h"
 #include "net/Channel.h"
 #include "net/EventLoop.h"
 #include "net/poller/UringAcceptorIo.h"
@@ -26,8 +31,104 @@ UringPoller::Config g_config;
 
 std::string errnoText(int err) { return std::string(strerrorTl(err)); }
 
+// A probe stage that failed: the errno and why.
+struct ProbeFailure {
+  int error;
+  std::string detail;
+};
+
+std::atomic<UringPoller::ProbeStage> g_simulatedFailure{UringPoller::ProbeStage::kNone};
+
+std::optional<ProbeFailure> simulated(UringPoller::ProbeStage stage, std::string_view what) {
+  if (g_simulatedFailure.load(std::memory_order_relaxed) != stage) return std::nullopt;
+  return ProbeFailure{ENOSYS, std::string(what) + " (simulated)"};
+}
+
+std::optional<ProbeFailure> checkOpcodes(io_uring* ring) {
+  if (auto failure = simulated(UringPoller::ProbeStage::kOpcodes, "kernel lacks IORING_OP_RECV")) {
+    return failure;
+  }
+  struct Needed {
+    int op;
+    const char* name;
+  };
+  const Needed needed[] = {
+      {IORING_OP_POLL_ADD, "POLL_ADD"}, {IORING_OP_POLL_REMOVE, "POLL_REMOVE"},
+      {IORING_OP_RECV, "RECV"},         {IORING_OP_SEND, "SEND"},
+      {IORING_OP_ACCEPT, "ACCEPT"},     {IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"},
+  };
+  io_uring_probe* probe = io_uring_get_probe_ring(ring);
+  if (!probe) return ProbeFailure{ENOSYS, "io_uring_get_probe_ring failed"};
+  std::optional<ProbeFailure> failure;
+  for (const Needed& n : needed) {
+    if (!io_uring_opcode_supported(probe, n.op)) {
+      failure = ProbeFailure{ENOSYS, std::string("kernel lacks IORING_OP_") + n.name};
+      break;
+    }
+  }
+  io_uring_free_probe(probe);
+  return failure;
+}
+
+// What the completion path needs beyond opcodes: a buffer ring, and a
+// multishot recv selecting from it (6.0+; older kernels answer EINVAL), seen
+// to deliver a byte written into a socketpair.
+std::optional<ProbeFailure> checkMultishotRecv(io_uring* ring) {
+  if (auto failure = simulated(UringPoller::ProbeStage::kBufferRing,
+                               "io_uring_register_buf_ring: kernel lacks buffer rings")) {
+    return failure;
+  }
+  std::optional<BufferRing> buffers;
+  try {
+    buffers.emplace(ring, kBufferGroup, 2, 4096);
+  } catch (const std::system_error& e) {
+    return ProbeFailure{e.code().value(), e.what()};
+  }
+  if (auto failure = simulated(UringPoller::ProbeStage::kMultishotRecv,
+                               "kernel lacks multishot recv (IORING_RECV_MULTISHOT)")) {
+    return failure;
+  }
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) {
+    return ProbeFailure{errno, "socketpair: " + errnoText(errno)};
+  }
+  const UniqueFd ours(pair[0]);
+  const UniqueFd theirs(pair[1]);
+  io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  io_uring_prep_recv_multishot(sqe, ours.get(), nullptr, 0, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = kBufferGroup;
+  io_uring_sqe_set_data64(sqe, 1);
+  if (::write(theirs.get(), "x", 1) != 1) return ProbeFailure{errno, "write: " + errnoText(errno)};
+  __kernel_timespec timeout{};
+  timeout.tv_sec = 1;
+  io_uring_cqe* cqe = nullptr;
+  if (const int rc = io_uring_submit_and_wait_timeout(ring, &cqe, 1, &timeout, nullptr);
+      rc < 0 || cqe == nullptr) {
+    const int err = rc < 0 ? -rc : ETIME;
+    return ProbeFailure{err, "multishot recv test: " + errnoText(err)};
+  }
+  const int res = cqe->res;
+  const unsigned flags = cqe->flags;
+  io_uring_cqe_seen(ring, cqe);
+  if (res == -EINVAL) {
+    return ProbeFailure{EINVAL, "kernel lacks multishot recv (IORING_RECV_MULTISHOT)"};
+  }
+  if (res != 1 || !(flags & IORING_CQE_F_BUFFER)) {
+    const int err = res < 0 ? -res : EPROTO;
+    return ProbeFailure{err, "multishot recv into a buffer ring returned " + std::to_string(res)};
+  }
+  return std::nullopt;  // the recv still armed goes with the ring
+}
+
 UringPoller::ProbeResult runProbe() {
   UringPoller::ProbeResult result;
+  if (auto failure = simulated(UringPoller::ProbeStage::kSetup,
+                               "io_uring_queue_init: Function not implemented")) {
+    result.error = failure->error;
+    result.detail = failure->detail;
+    return result;
+  }
   // Best first. DEFER_TASKRUN (6.1+) runs completion work only when this
   // thread enters the kernel to wait, which is what a loop wants; it needs
   // SINGLE_ISSUER. Older kernels refuse unknown flags with EINVAL.
@@ -52,39 +153,14 @@ UringPoller::ProbeResult runProbe() {
     result.detail = "io_uring_queue_init: " + errnoText(-rc);
     return result;
   }
-  struct Needed {
-    int op;
-    const char* name;
-  };
-  const Needed needed[] = {
-      {IORING_OP_POLL_ADD, "POLL_ADD"}, {IORING_OP_POLL_REMOVE, "POLL_REMOVE"},
-      {IORING_OP_RECV, "RECV"},         {IORING_OP_SEND, "SEND"},
-      {IORING_OP_ACCEPT, "ACCEPT"},     {IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL"},
-  };
-  io_uring_probe* probe = io_uring_get_probe_ring(&ring);
-  if (!probe) {
-    result.error = ENOSYS;
-    result.detail = "io_uring_get_probe_ring failed";
-  } else {
-    for (const Needed& n : needed) {
-      if (!io_uring_opcode_supported(probe, n.op)) {
-        result.error = ENOSYS;
-        result.detail = std::string("kernel lacks IORING_OP_") + n.name;
-        break;
-      }
-    }
-    io_uring_free_probe(probe);
-  }
-  if (result.detail.empty()) {
-    try {
-      BufferRing check(&ring, kBufferGroup, 2, 4096);
-    } catch (const std::system_error& e) {
-      result.error = e.code().value();
-      result.detail = e.what();
-    }
-  }
+  std::optional<ProbeFailure> failure = checkOpcodes(&ring);
+  if (!failure) failure = checkMultishotRecv(&ring);
   io_uring_queue_exit(&ring);
-  if (!result.detail.empty()) return result;
+  if (failure) {
+    result.error = failure->error;
+    result.detail = std::move(failure->detail);
+    return result;
+  }
   result.ok = true;
   result.setupFlags = flags;
   result.detail = (flags & IORING_SETUP_DEFER_TASKRUN)   ? "SINGLE_ISSUER|DEFER_TASKRUN"
@@ -104,6 +180,10 @@ void UringPoller::setDefaultConfig(const Config& config) {
 UringPoller::Config UringPoller::defaultConfig() {
   std::lock_guard lock(g_configMutex);
   return g_config;
+}
+
+void UringPoller::simulateProbeFailure(ProbeStage stage) {
+  g_simulatedFailure.store(stage, std::memory_order_relaxed);
 }
 
 const UringPoller::ProbeResult& UringPoller::probe() {

@@ -57,7 +57,9 @@ class UringPoller final : public Poller {
 
   // Whether io_uring can run here, probed once per process: ring setup with
   // SINGLE_ISSUER|DEFER_TASKRUN (fewer flags if refused), the opcodes libnet
-  // needs, and buffer-ring registration.
+  // needs, buffer-ring registration, and a multishot recv into a buffer ring
+  // actually receiving a byte over a socketpair (kernels before 6.0 know the
+  // opcodes but refuse multishot recv, which the completion path relies on).
   struct ProbeResult {
     bool ok = false;
     unsigned setupFlags = 0;
@@ -65,6 +67,13 @@ class UringPoller final : public Poller {
     std::string detail;  // why it failed, or which flags it runs with
   };
   static const ProbeResult& probe();
+
+  // The probe's stages, for simulating a kernel that fails one of them.
+  enum class ProbeStage { kNone, kSetup, kOpcodes, kBufferRing, kMultishotRecv };
+  // Tests only, before the first probe() of the process: the probe reports
+  // `stage` as missing (ENOSYS, "(simulated)" in the detail) without asking
+  // the kernel about it.
+  static void simulateProbeFailure(ProbeStage stage);
 
   explicit UringPoller(EventLoop* loop);  // throws std::system_error
   ~UringPoller() override;

@@ -201,6 +201,41 @@ TEST_F(PollerOverrideTest, BogusEnvironmentIsReportedAndTheProgramsChoiceUsed) {
   }
 }
 
+// ---- a kernel that lacks what the completion path needs (simulated) ----
+
+// Each stage of the probe failing, as on a kernel without it: kAuto settles
+// on epoll with one line naming what is missing; an explicit io_uring
+// request fails, naming it too.
+TEST_F(PollerOverrideTest, AProbeStageMissingMeansEpollOnAutoAndAnErrorOnUring) {
+  const struct {
+    const char* stage;
+    const char* named;  // what the log line and the error must mention
+  } cases[] = {
+      {"setup", "io_uring_queue_init"},
+      {"opcodes", "IORING_OP_"},
+      {"buffer-ring", "buffer ring"},
+      {"multishot-recv", "multishot recv"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.stage);
+    const std::vector<std::string> env = childEnvironment({{"LIBNET_POLLER", std::nullopt}});
+    const test::ChildResult onAuto =
+        test::runChild({binary_, "auto", "--simulate-missing", c.stage}, env);
+    ASSERT_EQ(onAuto.exitCode, 0) << onAuto.describe();
+    EXPECT_EQ(onAuto.out, "backend=epoll\n") << onAuto.describe();
+    EXPECT_EQ(countLinesWith(onAuto.err, {"io_uring unavailable", c.named, "(simulated)"}), 1)
+        << onAuto.describe();
+    EXPECT_EQ(countLinesWith(onAuto.err, {"io_uring"}), 1) << onAuto.describe();
+
+    const test::ChildResult onUring =
+        test::runChild({binary_, "uring", "--simulate-missing", c.stage}, env);
+    EXPECT_EQ(onUring.exitCode, 3) << onUring.describe();
+    EXPECT_EQ(onUring.out.rfind("error=", 0), 0u) << onUring.describe();
+    EXPECT_NE(onUring.out.find("io_uring unavailable"), std::string::npos) << onUring.describe();
+    EXPECT_NE(onUring.out.find(c.named), std::string::npos) << onUring.describe();
+  }
+}
+
 // ---- the real fallback: ENOMEM from io_uring_queue_init ----
 
 std::string findExecutable(std::string_view name) {

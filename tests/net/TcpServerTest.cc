@@ -36,6 +36,7 @@ namespace {
 
 using test::BlockingClient;
 using test::randomBytes;
+using test::temporaryFile;
 using test::runSync;
 using test::waitUntil;
 
@@ -407,18 +408,6 @@ TEST_P(TcpServerTest, NoDelayIsOffUnlessAsked) {
 }
 
 // An unlinked temporary file holding `contents`.
-UniqueFd temporaryFile(const std::string& contents) {
-  char path[] = "/tmp/libnet-sendfile-XXXXXX";
-  UniqueFd fd(::mkstemp(path));
-  if (!fd) return fd;
-  ::unlink(path);
-  if (::write(fd.get(), contents.data(), contents.size()) !=
-      static_cast<ssize_t>(contents.size())) {
-    fd.reset();
-  }
-  return fd;
-}
-
 TEST_P(TcpServerTest, SendFileKeepsOrderWithSendsAroundIt) {
   const std::string big = randomBytes(3 * 1024 * 1024, 31);
   const std::string small = randomBytes(5000, 32);

@@ -82,6 +82,20 @@ inline std::string randomBytes(size_t n, uint32_t seed) {
   return s;
 }
 
+// An unlinked temporary file holding `contents` (invalid if it could not be
+// made), for sendFile tests.
+inline UniqueFd temporaryFile(const std::string& contents) {
+  char path[] = "/tmp/libnet-sendfile-XXXXXX";
+  UniqueFd fd(::mkstemp(path));
+  if (!fd) return fd;
+  ::unlink(path);
+  if (::write(fd.get(), contents.data(), contents.size()) !=
+      static_cast<ssize_t>(contents.size())) {
+    fd.reset();
+  }
+  return fd;
+}
+
 // Fixture over the backends for tests that run a loop on the test thread:
 // armWatchdog() quits the loop and records the failure if the test is still
 // running after kWait, so a lost wake-up or timer fails instead of hanging.

@@ -4,7 +4,10 @@
 // are read once per process, and the ENOMEM fallback needs an unprivileged
 // process with RLIMIT_MEMLOCK 0.
 //
-//   poller_probe_main epoll|uring|io_uring|auto
+//   poller_probe_main epoll|uring|io_uring|auto [--simulate-missing STAGE]
+//
+// STAGE (setup, opcodes, buffer-ring, multishot-recv): the io_uring probe
+// reports that stage as missing, as a kernel without it would.
 //
 // stdout: "backend=<name>" and exit 0; "error=<what()>" and exit 3 if the
 // loop could not be created (std::system_error); exit 2 for bad arguments.
@@ -12,22 +15,47 @@
 
 #include <iostream>
 #include <optional>
+#include <string_view>
 #include <system_error>
 
 #include "net/EventLoop.h"
 #include "net/PollerKind.h"
+#include "net/poller/UringPoller.h"
+
+namespace {
+
+std::optional<libnet::UringPoller::ProbeStage> parseStage(std::string_view name) {
+  using Stage = libnet::UringPoller::ProbeStage;
+  if (name == "setup") return Stage::kSetup;
+  if (name == "opcodes") return Stage::kOpcodes;
+  if (name == "buffer-ring") return Stage::kBufferRing;
+  if (name == "multishot-recv") return Stage::kMultishotRecv;
+  return std::nullopt;
+}
+
+}  // namespace
 
 int main(int argc, char* argv[]) {
   constexpr int kExitUsage = 2;
   constexpr int kExitLoopError = 3;
-  if (argc != 2) {
-    std::cerr << "usage: poller_probe_main epoll|uring|io_uring|auto\n";
+  constexpr std::string_view kUsage =
+      "usage: poller_probe_main epoll|uring|io_uring|auto [--simulate-missing STAGE]\n";
+  if (argc != 2 && !(argc == 4 && std::string_view(argv[2]) == "--simulate-missing")) {
+    std::cerr << kUsage;
     return kExitUsage;
   }
   const std::optional<libnet::PollerKind> kind = libnet::parsePollerKind(argv[1]);
   if (!kind) {
     std::cerr << "poller_probe_main: unknown backend '" << argv[1] << "'\n";
     return kExitUsage;
+  }
+  if (argc == 4) {
+    const auto stage = parseStage(argv[3]);
+    if (!stage) {
+      std::cerr << "poller_probe_main: unknown stage '" << argv[3] << "'\n";
+      return kExitUsage;
+    }
+    libnet::UringPoller::simulateProbeFailure(*stage);
   }
   try {
     libnet::EventLoop loop(*kind);
