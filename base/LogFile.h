@@ -52,7 +52,6 @@ class LogFile {
   [[nodiscard]] static std::string fileNameFor(std::string_view basename, Timestamp when);
 
   [[nodiscard]] const std::string& currentPath() const { return path_; }
-  [[nodiscard]] int64_t writtenBytes() const { return written_; }
   [[nodiscard]] uint64_t droppedBytes() const { return dropped_; }
   [[nodiscard]] int filesOpened() const { return filesOpened_; }
 

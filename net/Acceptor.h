@@ -39,15 +39,12 @@ class Acceptor : private AcceptorIo::Owner {
   void setNewConnectionCallback(NewConnectionCallback cb) { callback_ = std::move(cb); }
   // Starts listening; throws std::system_error on failure.
   void listen();
-  [[nodiscard]] bool listening() const { return listening_; }
   // Before listen(): TCP_NODELAY on the listening socket, which Linux copies
   // to every socket accepted from it (one setsockopt instead of one per
   // connection).
   void setTcpNoDelay(bool on) { socket_.setTcpNoDelay(on); }
   // The bound address, with the real port when port 0 was asked for.
   [[nodiscard]] InetAddress localAddress() const { return Socket::localAddress(socket_.fd()); }
-  // Connections closed at once because the process was out of fds.
-  [[nodiscard]] uint64_t droppedForFdLimit() const { return droppedForFdLimit_; }
 
  private:
   // AcceptorIo::Owner
@@ -62,7 +59,7 @@ class Acceptor : private AcceptorIo::Owner {
   bool listening_ = false;
   UniqueFd spareFd_;
   std::unique_ptr<AcceptorIo> io_;
-  uint64_t droppedForFdLimit_ = 0;
+  uint64_t droppedForFdLimit_ = 0;  // connections closed for want of fds
 };
 
 }  // namespace libnet

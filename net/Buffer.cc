@@ -116,26 +116,24 @@ Buffer::ReadResult Buffer::readFd(int fd) {
     writerIndex_ += static_cast<size_t>(n);
     return {n, 0, static_cast<size_t>(n) == room};
   }
+  // Less room than a burst: the rest goes to a stack buffer, copied in
+  // after, so one call still takes up to 64 KiB more.
   char extra[kExtraReadSize];
   struct iovec vec[2];
-  const size_t writable = writableBytes();
   vec[0].iov_base = beginWrite();
-  vec[0].iov_len = writable;
+  vec[0].iov_len = room;
   vec[1].iov_base = extra;
   vec[1].iov_len = sizeof extra;
-  // With plenty of room already, skip the stack buffer (and its copy).
-  const int iovcnt = writable < sizeof extra ? 2 : 1;
-  const size_t offered = iovcnt == 2 ? writable + sizeof extra : writable;
-  const ssize_t n = ::readv(fd, vec, iovcnt);
+  const ssize_t n = ::readv(fd, vec, 2);
   if (n < 0) return {n, errno, false};
   const auto got = static_cast<size_t>(n);
-  if (got <= writable) {
+  if (got <= room) {
     writerIndex_ += got;
   } else {
     writerIndex_ = buffer_.size();
-    append(std::string_view(extra, got - writable));
+    append(std::string_view(extra, got - room));
   }
-  return {n, 0, got == offered};
+  return {n, 0, got == room + sizeof extra};
 }
 
 }  // namespace libnet

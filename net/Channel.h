@@ -49,13 +49,9 @@ class Channel {
   // The events of the dispatch in progress.
   [[nodiscard]] uint32_t returnedEvents() const { return revents_; }
   [[nodiscard]] bool isNoneEvent() const { return events_ == kNoneEvent; }
-  [[nodiscard]] bool isReading() const { return events_ & kReadEvent; }
-  [[nodiscard]] bool isWriting() const { return events_ & kWriteEvent; }
 
   void enableReading() { setInterest(events_ | kReadEvent); }
-  void disableReading() { setInterest(events_ & ~kReadEvent); }
   void enableWriting() { setInterest(events_ | kWriteEvent); }
-  void disableWriting() { setInterest(events_ & ~kWriteEvent); }
   // Both directions in one registration; with edge-triggered delivery this is
   // set once per connection and never toggled.
   void enableReadWrite() { setInterest(kReadEvent | kWriteEvent); }
@@ -68,7 +64,6 @@ class Channel {
   // Bookkeeping owned by the Poller backend.
   [[nodiscard]] int pollerState() const { return pollerState_; }
   void setPollerState(int state) { pollerState_ = state; }
-  [[nodiscard]] EventLoop* ownerLoop() const { return loop_; }
 
   static constexpr uint32_t kNoneEvent = 0;
   static const uint32_t kReadEvent;

@@ -99,7 +99,6 @@ class UringPoller final : public Poller {
   }
   [[nodiscard]] BufferRing& buffers() { return *buffers_; }
   // Registered completion owners (connections, acceptors) right now.
-  [[nodiscard]] size_t handlerCount() const { return handlerCount_; }
   [[nodiscard]] unsigned setupFlags() const { return setupFlags_; }
 
  private:
