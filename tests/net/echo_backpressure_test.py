@@ -26,6 +26,9 @@ FLOOD_LIMIT = 400 * 1024 * 1024  # what the attack sent
 BOUND = 64 * 1024 * 1024  # RSS growth allowed while stuck (1 MiB queue, rings, buffers)
 CONTROL_BYTES = 128 * 1024 * 1024
 STALL_SECONDS = 1.0  # no byte could go for this long: the client is held back
+# Without a limit the server never holds the client back, but a slow build of
+# it (a sanitizer) can take a while to read: the control waits that long.
+CONTROL_STALL_SECONDS = 15.0
 STARTUP_TIMEOUT = 20
 CHUNK = 64 * 1024
 # The servers' log lines, kept for a failure's post-mortem.
@@ -90,8 +93,9 @@ def connect(port):
     return sock
 
 
-def flood(sock, limit):
-    """Sends the stream without reading; returns (bytes sent, held back)."""
+def flood(sock, limit, stall=STALL_SECONDS):
+    """Sends the stream without reading; returns (bytes sent, held back): held
+    back when no byte could go for `stall` seconds."""
     sent = 0
     while sent < limit:
         try:
@@ -100,7 +104,7 @@ def flood(sock, limit):
             continue
         except BlockingIOError:
             pass
-        _, writable, _ = select.select([], [sock], [], STALL_SECONDS)
+        _, writable, _ = select.select([], [sock], [], stall)
         if not writable:
             return sent, True
     return sent, False
@@ -162,7 +166,7 @@ def check_control(binary):
     try:
         before = rss_bytes(server.proc.pid)
         sock = connect(server.port)
-        sent, held = flood(sock, CONTROL_BYTES)
+        sent, held = flood(sock, CONTROL_BYTES, CONTROL_STALL_SECONDS)
         grown = rss_bytes(server.proc.pid) - before
         if held or sent != CONTROL_BYTES:
             fail("control: held back after %d bytes without a limit" % sent)
