@@ -12,11 +12,33 @@ per table in --out.
   pingpong/run_tables.py                  # quick mode (about 5 minutes)
   pingpong/run_tables.py --mode full      # the full tables (10 s cells, 5 runs, 10000 sessions)
   pingpong/run_tables.py --tables backends
+
+Comparing two builds: with --baseline-bindir DIR, every libnet implementation
+in the selected tables (libnet-epoll, libnet-uring, server-epoll,
+server-uring) gets a twin, NAME@base, that runs DIR's pingpong_server and
+pingpong_client (the whole earlier build, client included) in the same cell
+and repetition, right next to NAME. The tables gain, per libnet
+implementation, the ratios now/base of the median MiB/s and of the median
+server CPU s/GiB; the CSV has the @base rows; the charts draw the twins
+dashed. DIR has the layout --bindir has: the binaries side by side under
+their target names. Only pingpong_server and pingpong_client are read from
+it, so the bazel-bin/pingpong of an optimized build will do; both are copied
+away at the start, so a later build there cannot swap them mid-run:
+
+  git worktree add /tmp/base REV
+  (cd /tmp/base && bazel build --config=opt //pingpong:all)
+  pingpong/run_tables.py --tables backends --reps 4 \\
+      --baseline-bindir /tmp/base/bazel-bin/pingpong
+  git worktree remove /tmp/base
+
+Use an even --reps: the twins' order alternates between repetitions.
 """
 
 import argparse
+import atexit
 import csv
 import datetime
+import filecmp
 import os
 import platform
 import resource
@@ -60,6 +82,12 @@ IMPLS = {
     "server-epoll": (["pingpong_server", "--backend", "epoll"], LIBNET_EPOLL_CLIENT),
     "server-uring": (["pingpong_server", "--backend", "uring"], LIBNET_EPOLL_CLIENT),
 }
+
+# --baseline-bindir: these implementations get a twin, named with the
+# suffix, that runs the baseline build's binaries.
+BASE_SUFFIX = "@base"
+TWINNED = ["libnet-epoll", "libnet-uring", "server-epoll", "server-uring"]
+BASELINE_BINARIES = sorted({argv[0] for impl in TWINNED for argv in IMPLS[impl]})
 
 NCPU = os.cpu_count() or 1
 
@@ -119,6 +147,50 @@ def build(bindir):
         shutil.copy2(os.path.join(out, pkg, binary), os.path.join(bindir, name))
 
 
+def copy_baseline(src):
+    """Copies the binaries the @base twins run from src into a temp dir (the
+    same reason as build(): src is often a bazel-bin that a build in the
+    baseline tree can re-point mid-run). Returns the temp dir, or an error."""
+    missing = [n for n in BASELINE_BINARIES if not os.access(os.path.join(src, n), os.X_OK)]
+    if missing:
+        return None, ("--baseline-bindir %s has no executable %s (it takes --bindir's layout: "
+                      "the binaries side by side, as in bazel-bin/pingpong)" %
+                      (src, " or ".join(missing)))
+    dst = tempfile.mkdtemp(prefix="libnet-pingpong-base-")
+    for name in BASELINE_BINARIES:
+        shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
+    return dst, None
+
+
+def with_twins(impls):
+    """impls with NAME@base right after every twinned NAME."""
+    out = []
+    for impl in impls:
+        out.append(impl)
+        if impl in TWINNED:
+            out.append(impl + BASE_SUFFIX)
+    return out
+
+
+def run_order(impls, rep):
+    """The order of repetition rep (from 0): impls as listed, each twin pair
+    together, the pair's order alternating (now, base in even repetitions;
+    base, now in odd ones). Over an even number of repetitions each build
+    goes first equally often, so what runs just before a pair, and drift
+    within it, fall on both alike. Alternating rather than random keeps a
+    run reproducible and balances the order exactly, not only on average."""
+    order = []
+    for impl in impls:
+        stem = impl.removesuffix(BASE_SUFFIX)
+        if stem != impl and stem in impls:
+            continue  # placed with its twin
+        pair = [impl]
+        if impl + BASE_SUFFIX in impls:
+            pair.append(impl + BASE_SUFFIX)
+        order += pair[::-1] if rep % 2 else pair
+    return order
+
+
 def cpu_ns(pid):
     """CPU time of every thread of pid, in ns (schedstat: time on CPU)."""
     total = 0
@@ -145,7 +217,7 @@ class CellError(RuntimeError):
 
 
 def run_once(bindir, impl, blocksize, sessions, threads, seconds, pinned, port):
-    server_argv, client_argv = IMPLS[impl]
+    server_argv, client_argv = IMPLS[impl.removesuffix(BASE_SUFFIX)]
     server_threads = 0 if threads == 1 and impl.startswith(("libnet", "server")) else threads
     server = [os.path.join(bindir, server_argv[0])] + server_argv[1:] + [
         "127.0.0.1", str(port), str(server_threads)]
@@ -214,7 +286,8 @@ def median_range(values):
 
 
 def svg_chart(path, title, series, xs, xlabel, ylabel):
-    """A small line chart: one line per implementation, x as categories."""
+    """A small line chart: one line per implementation, x as categories; a
+    NAME@base twin is drawn dashed in NAME's color."""
     w, h, left, right, top, bottom = 720, 420, 70, 160, 40, 50
     ymax = max([v for vals in series.values() for v in vals if v == v] + [1]) * 1.1
     colors = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"]
@@ -243,17 +316,23 @@ def svg_chart(path, title, series, xs, xlabel, ylabel):
                  (left + pw / 2, h - 8, xlabel))
     parts.append('<text x="16" y="%d" transform="rotate(-90 16 %d)" text-anchor="middle">%s'
                  '</text>' % (top + ph / 2, top + ph / 2, ylabel))
+    color_of = {}
+    for name in series:
+        if not name.endswith(BASE_SUFFIX):
+            color_of[name] = colors[len(color_of) % len(colors)]
     for n, (name, vals) in enumerate(series.items()):
-        color = colors[n % len(colors)]
+        twin = name.removesuffix(BASE_SUFFIX)
+        color = color_of.get(twin, colors[n % len(colors)])
+        dash = ' stroke-dasharray="6,4"' if twin != name else ""
         pts = " ".join("%.1f,%.1f" % (px(i), py(v)) for i, v in enumerate(vals) if v == v)
-        parts.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>' %
-                     (color, pts))
+        parts.append('<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>' %
+                     (color, dash, pts))
         for i, v in enumerate(vals):
             if v == v:
                 parts.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (px(i), py(v), color))
         ly = top + 16 * n + 10
-        parts.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"/>' %
-                     (left + pw + 12, left + pw + 32, ly, ly, color))
+        parts.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>' %
+                     (left + pw + 12, left + pw + 32, ly, ly, color, dash))
         parts.append('<text x="%d" y="%d">%s</text>' % (left + pw + 38, ly + 4, name))
     parts.append("</svg>")
     with open(path, "w") as f:
@@ -262,6 +341,11 @@ def svg_chart(path, title, series, xs, xlabel, ylabel):
 
 def ratio(a, b):
     return "%.2f" % (a / b) if a == a and b == b and b > 0 else "-"
+
+
+def short_name(impl):
+    """'epoll' for libnet-epoll or server-epoll: a table has one of each."""
+    return impl.split("-", 1)[1]
 
 
 def markdown(name, spec, cells, mode, reps, seconds):
@@ -289,7 +373,10 @@ def markdown(name, spec, cells, mode, reps, seconds):
         if "server-uring" in impls:
             ratios.append(("server-uring", "server-epoll"))
         header += ["%s/%s" % r for r in ratios]
+        twins = [i for i in impls if i + BASE_SUFFIX in impls]
+        header += ["%s MiB/s now/base" % short_name(i) for i in twins]
         header += ["server CPU s/GiB: " + ", ".join(impls)]
+        header += ["%s CPU now/base" % short_name(i) for i in twins]
         if name == "backends":
             header += ["server µs/msg: " + ", ".join(impls), "uring/epoll CPU per msg"]
         lines.append("| " + " | ".join(header) + " |")
@@ -311,7 +398,13 @@ def markdown(name, spec, cells, mode, reps, seconds):
                     row.append("%.0f (%.0f–%.0f)" % (m, lo, hi) if len(runs) > 1 else "%.0f" % m)
                 for a, b in ratios:
                     row.append(ratio(med[a]["mibps"], med[b]["mibps"]) if med[a] and med[b] else "-")
+                for i in twins:
+                    now, base = med[i], med[i + BASE_SUFFIX]
+                    row.append(ratio(now["mibps"], base["mibps"]) if now and base else "-")
                 row.append(", ".join("%.2f" % med[i]["cpu"] if med[i] else "-" for i in impls))
+                for i in twins:
+                    now, base = med[i], med[i + BASE_SUFFIX]
+                    row.append(ratio(now["cpu"], base["cpu"]) if now and base else "-")
                 if name == "backends":
                     row.append(", ".join("%.2f" % med[i]["us"] if med[i] else "-" for i in impls))
                     e, u = med.get("server-epoll"), med.get("server-uring")
@@ -322,6 +415,11 @@ def markdown(name, spec, cells, mode, reps, seconds):
                  "interleaved; %s." % (mode, seconds, reps,
                                        "server on CPU 0, client on CPU 1" if spec["pinned"]
                                        else "unpinned"))
+    if any(i.endswith(BASE_SUFFIX) for i in impls):
+        lines.append("NAME@base: the same implementation built from --baseline-bindir (its "
+                     "server and client), run next to NAME in every repetition, the pair's "
+                     "order alternating between repetitions. now/base: ratio of the medians "
+                     "(MiB/s above 1 and CPU below 1: the current build is better).")
     lines.append("")
     return "\n".join(lines)
 
@@ -353,6 +451,11 @@ def main():
                     help="directory for the CSV and SVG files")
     ap.add_argument("--no-build", action="store_true", help="use binaries already in --bindir")
     ap.add_argument("--bindir", help="where the binaries are (default: a fresh temp dir)")
+    ap.add_argument("--baseline-bindir", metavar="DIR",
+                    help="binaries of an earlier build, laid out as in --bindir (only "
+                    "pingpong_server and pingpong_client are used, e.g. a bazel-bin/pingpong): "
+                    "adds a NAME@base twin next to every libnet implementation and now/base "
+                    "ratios; see above")
     args = ap.parse_args()
 
     seconds = args.seconds or (10 if args.mode == "full" else 2)
@@ -363,6 +466,14 @@ def main():
         if n not in specs:
             ap.error("unknown table %r" % n)
 
+    basedir = None
+    if args.baseline_bindir:
+        basedir, error = copy_baseline(args.baseline_bindir)
+        if error:
+            ap.error(error)
+        atexit.register(shutil.rmtree, basedir, True)
+        specs = {n: dict(spec, impls=with_twins(spec["impls"])) for n, spec in specs.items()}
+
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 20000 if hard == resource.RLIM_INFINITY else min(20000, hard)
     if soft < want:
@@ -372,6 +483,11 @@ def main():
     if not args.no_build:
         build(bindir)
     os.makedirs(args.out, exist_ok=True)
+    if basedir and all(os.path.isfile(os.path.join(bindir, n)) and
+                       filecmp.cmp(os.path.join(bindir, n), os.path.join(basedir, n),
+                                   shallow=False) for n in BASELINE_BINARIES):
+        log("note: the baseline's %s are identical to --bindir's: the @base columns "
+            "measure noise only" % " and ".join(BASELINE_BINARIES))
 
     plan = []
     for name in names:
@@ -394,7 +510,8 @@ def main():
     for index, (name, blocksize, sessions, threads, impls) in enumerate(plan, 1):
         spec = specs[name]
         for rep in range(reps):
-            for impl in impls:  # interleaved: A B C A B C
+            # Interleaved: A A@base B B@base C, then A@base A B@base B C, ...
+            for impl in run_order(impls, rep):
                 port = 20000 + (port - 19999) % 12000
                 elapsed = time.time() - t0
                 eta = (elapsed / done * (total_runs - done)) if done else total_runs * est_run
@@ -402,8 +519,8 @@ def main():
                     "about %s left" % (index, len(plan), name, blocksize, sessions, threads, impl,
                                        rep + 1, reps, fmt_dur(elapsed), fmt_dur(eta)))
                 try:
-                    r = run_once(bindir, impl, blocksize, sessions, threads, seconds,
-                                 spec["pinned"], port)
+                    r = run_once(basedir if impl.endswith(BASE_SUFFIX) else bindir, impl,
+                                 blocksize, sessions, threads, seconds, spec["pinned"], port)
                     results[name].setdefault((impl, blocksize, sessions, threads), []).append(r)
                 except CellError as e:
                     log("  failed: %s" % e)
@@ -412,6 +529,9 @@ def main():
     print("## libnet ping-pong results\n")
     print("Machine: %s.  " % machine_line())
     print("Command: `%s`\n" % " ".join(["pingpong/run_tables.py"] + sys.argv[1:]))
+    if basedir:
+        print("Baseline (@base): %s from `%s`.\n" % (" and ".join(BASELINE_BINARIES),
+                                                     os.path.abspath(args.baseline_bindir)))
     for name in names:
         spec = specs[name]
         cells = results[name]

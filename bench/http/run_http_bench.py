@@ -17,6 +17,19 @@ Output: progress on stderr; markdown tables on stdout; one CSV row per run in
   bench/http/run_http_bench.py --servers nginx --scenarios hello,close
   bench/http/run_http_bench.py --binary path/to/http_server
 
+Comparing two builds: --baseline-binary PATH (an http_server built from an
+earlier commit) adds a twin, libnet-epoll@base / libnet-uring@base, for each
+selected libnet server; it runs next to its current twin in every
+repetition, the pair's order alternating between repetitions (use an even
+--reps), and the tables gain the ratios now/base of req/s and of server CPU
+per 100k requests:
+
+  git worktree add /tmp/base REV
+  (cd /tmp/base && bazel build --config=opt //examples/http:http_server)
+  bench/http/run_http_bench.py --servers libnet-epoll,libnet-uring --reps 4 \\
+      --baseline-binary /tmp/base/bazel-bin/examples/http/http_server
+  git worktree remove /tmp/base
+
 Needs nginx (Debian's nginx-light) and wrk: `apt-get install -y nginx-light wrk`
 or tools/setup.sh.
 """
@@ -25,6 +38,7 @@ import argparse
 import csv
 import datetime
 import fcntl
+import filecmp
 import http.client
 import os
 import platform
@@ -56,6 +70,9 @@ FILES = {"1k.bin": 1024, "148k.bin": 148 * 1024}
 
 ALL_SERVERS = ["nginx", "libnet-epoll", "libnet-uring"]
 SHORT = {"nginx": "nginx", "libnet-epoll": "epoll", "libnet-uring": "uring"}
+# --baseline-binary: each libnet server gets a twin, named with the suffix,
+# that runs the baseline build.
+BASE_SUFFIX = "@base"
 
 GROUPS = {
     "hello": "Keep-alive GET /hello (12-byte body)",
@@ -138,6 +155,41 @@ def raise_nofile():
 
 def pinned(cpu, argv):
     return ["taskset", "-c", str(cpu)] + argv
+
+
+def short(name):
+    """The name in table headers: epoll, epoll@base, nginx."""
+    stem = name.removesuffix(BASE_SUFFIX)
+    return SHORT[stem] + name[len(stem):]
+
+
+def with_twins(servers):
+    """servers with NAME@base right after every libnet NAME."""
+    out = []
+    for name in servers:
+        out.append(name)
+        if name.startswith("libnet"):
+            out.append(name + BASE_SUFFIX)
+    return out
+
+
+def run_order(servers, rep):
+    """The order of repetition rep (from 0): servers as listed, each twin
+    pair together, the pair's order alternating (now, base in even
+    repetitions; base, now in odd ones). Over an even number of repetitions
+    each build goes first equally often, so what runs just before a pair,
+    and drift within it, fall on both alike. Alternating rather than random
+    keeps a run reproducible and balances the order exactly."""
+    order = []
+    for name in servers:
+        stem = name.removesuffix(BASE_SUFFIX)
+        if stem != name and stem in servers:
+            continue  # placed with its twin
+        pair = [name]
+        if name + BASE_SUFFIX in servers:
+            pair.append(name + BASE_SUFFIX)
+        order += pair[::-1] if rep % 2 else pair
+    return order
 
 
 # ------------------------------------------------------------- /proc sampling
@@ -295,9 +347,10 @@ class Server:
                         .replace("@NOFILE@", str(NOFILE)))
             argv = [ctx["nginx"], "-p", ctx["nginx_dir"], "-c", conf]
         else:
-            backend = self.name.split("-", 1)[1]
-            argv = [ctx["binary"], "--port", str(self.port), "--threads", str(ctx["threads"]),
-                    "--backend", backend, "--root", ctx["www"]]
+            stem = self.name.removesuffix(BASE_SUFFIX)
+            binary = ctx["binary"] if stem == self.name else ctx["baseline"]
+            argv = [binary, "--port", str(self.port), "--threads", str(ctx["threads"]),
+                    "--backend", stem.split("-", 1)[1], "--root", ctx["www"]]
         # Output goes to a file, not a pipe: a chatty server can never block on
         # a full pipe, and the file is there to quote when something fails.
         with open(self.logpath, "w") as out:
@@ -583,14 +636,17 @@ def load_text(r):
 def markdown_table(group, scenarios, servers, results):
     lines = ["### %s" % GROUPS[group], ""]
     others = [s for s in servers if s != "nginx"] if "nginx" in servers else []
+    twins = [s for s in servers if s + BASE_SUFFIX in servers]
     header = ["scenario", "conns"]
     header += ["%s req/s" % s for s in servers]
-    header += ["%s/nginx" % SHORT[s] for s in others]
+    header += ["%s/nginx" % short(s) for s in others]
+    header += ["%s now/base" % short(s) for s in twins]
     header += ["p99 ms %s" % s for s in servers]
     header += ["server CPU s/100k %s" % s for s in servers]
-    header += ["CPU %s/nginx" % SHORT[s] for s in others]
-    header += ["conn/req (%s)" % ", ".join(SHORT[s] for s in servers),
-               "errors (%s)" % ", ".join(SHORT[s] for s in servers)]
+    header += ["CPU %s/nginx" % short(s) for s in others]
+    header += ["CPU %s now/base" % short(s) for s in twins]
+    header += ["conn/req (%s)" % ", ".join(short(s) for s in servers),
+               "errors (%s)" % ", ".join(short(s) for s in servers)]
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     failed = []
@@ -605,10 +661,12 @@ def markdown_table(group, scenarios, servers, results):
         row = ["%s `%s`" % (sc, path), str(conns)]
         row += [med_cell([r["rps"] for r in ok[s]], fmt_rps) for s in servers]
         row += [ratio(med[s], med["nginx"]) for s in others]
+        row += [ratio(med[s], med[s + BASE_SUFFIX]) for s in twins]
         row += [med_cell([r["p99_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
         row += [med_cell([r["cpu_per_100k"] for r in ok[s]], lambda v: "%.2f" % v)
                 for s in servers]
         row += [ratio(cpu[s], cpu["nginx"]) for s in others]
+        row += [ratio(cpu[s], cpu[s + BASE_SUFFIX]) for s in twins]
         row.append(", ".join("%.3f" % statistics.median([r["conn_per_req"] for r in ok[s]])
                              if ok[s] else "-" for s in servers))
         errs = []
@@ -714,6 +772,10 @@ def main():
                     help="comma-separated scenarios (%s) or groups (%s)" %
                     (", ".join(SCENARIOS), ", ".join(GROUPS)))
     ap.add_argument("--binary", help="a prebuilt http_server (default: build it with Bazel)")
+    ap.add_argument("--baseline-binary", metavar="PATH",
+                    help="an http_server of an earlier build: adds libnet-epoll@base / "
+                    "libnet-uring@base next to each selected libnet server, and now/base "
+                    "ratios (see above)")
     ap.add_argument("--threads", type=int, default=0,
                     help="http_server --threads (default 0: one loop thread accepts and serves, "
                     "as nginx's single worker does)")
@@ -759,11 +821,20 @@ def main():
     libnet = [s for s in servers if s.startswith("libnet")]
     if libnet and args.binary and not os.access(args.binary, os.X_OK):
         sys.exit("run_http_bench: --binary %s is not an executable file" % args.binary)
+    if args.baseline_binary:
+        if not libnet:
+            sys.exit("run_http_bench: --baseline-binary needs libnet-epoll or libnet-uring "
+                     "in --servers")
+        if not os.access(args.baseline_binary, os.X_OK):
+            sys.exit("run_http_bench: --baseline-binary %s is not an executable file" %
+                     args.baseline_binary)
+        servers = with_twins(servers)
 
     if NETNS_ENV in os.environ:
         # The second half of run_in_netns: the parent made the temp dir and
-        # the binary, and removes them.
+        # the binaries, and removes them.
         ctx["tmp"], ctx["binary"] = os.environ[NETNS_ENV].split(":", 1)
+        ctx["baseline"] = os.environ.get(NETNS_BASELINE_ENV)
         ctx["netns"] = True
         loopback_up()
         return bench(args, ctx, servers, scenarios, seconds, reps)
@@ -772,6 +843,14 @@ def main():
     try:
         if libnet:
             ctx["binary"] = os.path.abspath(args.binary) if args.binary else build(ctx)
+        if args.baseline_binary:
+            # A copy, as build() makes: the path is often a baseline tree's
+            # bazel-bin, which a build there can re-point during the run.
+            ctx["baseline"] = os.path.join(ctx["tmp"], "http_server-base")
+            shutil.copy2(args.baseline_binary, ctx["baseline"])
+            if filecmp.cmp(ctx["binary"], ctx["baseline"], shallow=False):
+                log("note: --baseline-binary is identical to the current http_server: the "
+                    "@base columns measure noise only")
         if not args.shared_netns:
             if netns_available():
                 return run_in_netns(ctx)
@@ -788,6 +867,7 @@ def main():
 # those of whatever else runs on the machine. Its TCP sysctls start from the
 # kernel's defaults, the same values a stock Debian host has.
 NETNS_ENV = "LIBNET_HTTPBENCH_NETNS"
+NETNS_BASELINE_ENV = "LIBNET_HTTPBENCH_NETNS_BASELINE"
 
 
 def netns_available():
@@ -800,9 +880,12 @@ def netns_available():
 
 def run_in_netns(ctx):
     """Runs this script again, with the same arguments, in a new network
-    namespace; it finds the temp dir and the binary in NETNS_ENV."""
+    namespace; it finds the temp dir and the binary in NETNS_ENV, and the
+    baseline's copy in NETNS_BASELINE_ENV."""
     env = dict(os.environ)
     env[NETNS_ENV] = "%s:%s" % (ctx["tmp"], ctx.get("binary", ""))
+    if ctx.get("baseline"):
+        env[NETNS_BASELINE_ENV] = ctx["baseline"]
     child = subprocess.Popen(["unshare", "--net", "--", sys.executable,
                               os.path.abspath(__file__)] + sys.argv[1:], env=env)
     # Ctrl-C reaches the child too (same process group): let it stop its
@@ -894,7 +977,8 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
         for sc in scenarios:
             group, path, conns, close = SCENARIOS[sc]
             for rep in range(1, reps + 1):
-                for name in active:  # interleaved: A B C A B C
+                # Interleaved: A B B@base C C@base, then A B@base B C@base C, ...
+                for name in run_order(active, rep - 1):
                     elapsed = time.time() - t0
                     left = (elapsed / done * (total - done)) if done else total * per_run
                     log("[run %d/%d] %s %s rep %d/%d — elapsed %s, about %s left" %
@@ -931,6 +1015,8 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
     if libnet:
         print("- libnet: `%s --threads %d --backend epoll|uring`" %
               (args.binary or "//examples/http:http_server (--config=opt)", args.threads))
+    if args.baseline_binary:
+        print("- Baseline (@base): `%s`, same flags" % args.baseline_binary)
     print("- Command: `%s`" % command)
     print("- Network: %s" % ("a private network namespace (its own loopback; conn/req counts "
                               "this benchmark's connections only)" if ctx["netns"] else
@@ -947,6 +1033,11 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
           "the hypervisor took more than %.0f%% of the CPUs are listed under the tables." %
           (seconds, "median of %d (min–max)" % reps if reps > 1 else "1 run", SERVER_CPU,
            CLIENT_CPU, 100 * OTHER_LOAD_NOTE))
+    if args.baseline_binary:
+        print("- Baseline: NAME@base is NAME run from the baseline binary, next to NAME in "
+              "every repetition, the pair's order alternating between repetitions. now/base = "
+              "ratio of the medians (req/s above 1 and CPU below 1: the current build is "
+              "better).")
     print()
     for group in GROUPS:
         in_group = [s for s in scenarios if SCENARIOS[s][0] == group]
