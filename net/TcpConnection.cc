@@ -74,12 +74,10 @@ void TcpConnection::send(Buffer* buffer) {
   }
 }
 
-bool TcpConnection::acceptsOutput() const {
-  if (state_.load() != State::kDisconnected && !closeWhenDrained_) return true;
+void TcpConnection::logDroppedOutput() const {
   // Routine when the peer has just gone (a send queued from another thread
   // meets the close), so not worth a warning.
   LOG_DEBUG << name_ << ": disconnected, dropping output";
-  return false;
 }
 
 void TcpConnection::sendInLoop(std::string_view data) {

@@ -162,7 +162,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
 
   void sendInLoop(std::string_view data);
   void sendInLoop(Buffer* buffer);
-  [[nodiscard]] bool acceptsOutput() const;
+  [[nodiscard]] bool acceptsOutput() const {
+    if (state_.load() != State::kDisconnected && !closeWhenDrained_) return true;
+    logDroppedOutput();
+    return false;
+  }
+  void logDroppedOutput() const;
   // After bytes were handed to the strategy: report a failed write, fire
   // the high-water mark or write-complete callbacks, apply back-pressure.
   void afterWrite(int err, size_t bufferedBefore);

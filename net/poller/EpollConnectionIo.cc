@@ -82,9 +82,11 @@ void EpollConnectionIo::release() {
   owner_->onReleased();  // nothing is ever in flight here
 }
 
+// The connection outlives both handlers while they run: the Channel's tie
+// holds it during an event, and the functors that call them (resumeRead,
+// flush, the re-queued read below) hold it too.
 void EpollConnectionIo::handleRead(Timestamp receiveTime, bool shortReadDrains) {
   if (closed_ || !owner_->wantsInput()) return;
-  const std::shared_ptr<void> guard = owner_->keepAlive();
   for (int i = 0; i < kMaxReadsPerEvent; ++i) {
     // With nothing left over from earlier reads, read into the loop's shared
     // scratch buffer, which stays in cache, rather than into this
@@ -110,13 +112,14 @@ void EpollConnectionIo::handleRead(Timestamp receiveTime, bool shortReadDrains) 
     return;
   }
   // Still more to read: let the other ready channels have a turn first.
-  loop_->queueInLoop([this, guard, receiveTime] { handleRead(receiveTime, false); });
+  loop_->queueInLoop([this, guard = owner_->keepAlive(), receiveTime] {
+    handleRead(receiveTime, false);
+  });
 }
 
 void EpollConnectionIo::handleWrite() {
   // A writable edge with nothing queued (it also comes with read edges): no-op.
   if (closed_ || output_->empty()) return;
-  const std::shared_ptr<void> guard = owner_->keepAlive();
   bool progressed = false;
   const WriteResult result = writeQueued(&progressed);
   if (result == WriteResult::kFailed) return;
