@@ -21,11 +21,16 @@ class SigPipeSuppressor {
     sigset_t pipe;
     ::sigemptyset(&pipe);
     ::sigaddset(&pipe, SIGPIPE);
-    sigset_t pending;
-    ::sigemptyset(&pending);
-    ::sigpending(&pending);
-    wasPending_ = ::sigismember(&pending, SIGPIPE) == 1;
     ::pthread_sigmask(SIG_BLOCK, &pipe, &saved_);
+    // Only a SIGPIPE the thread had blocked already can be pending now (an
+    // unblocked one would have been delivered): ask only then, so the usual
+    // case costs the two mask changes and nothing more.
+    if (::sigismember(&saved_, SIGPIPE) == 1) {
+      sigset_t pending;
+      ::sigemptyset(&pending);
+      ::sigpending(&pending);
+      wasPending_ = ::sigismember(&pending, SIGPIPE) == 1;
+    }
   }
   ~SigPipeSuppressor() {
     if (raised_ && !wasPending_) {
