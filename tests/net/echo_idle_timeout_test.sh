@@ -8,6 +8,7 @@ set -euo pipefail
 readonly STARTUP_TIMEOUT=20  # seconds for the server to print its port
 readonly IDLE_TIMEOUT=1      # seconds, the server's --idle-timeout
 readonly EOF_TIMEOUT=10      # seconds for the client to see the disconnect
+readonly EXIT_TIMEOUT=20     # seconds for the server to exit after SIGTERM (sanitizers are slow)
 
 # shellcheck source=tests/net/test_lib.sh
 source "$(dirname "$0")/test_lib.sh"
@@ -35,7 +36,7 @@ check_backend() {
   local err="$WORK/server.$backend.err"
   rm -f "$fifo"
   mkfifo "$fifo"
-  LIBNET_LOG_LEVEL=INFO LIBNET_POLLER=$backend timeout -k 5 120 \
+  LIBNET_LOG_LEVEL=INFO LIBNET_POLLER=$backend timeout -k "$EXIT_TIMEOUT" 120 \
     "$SERVER" --address 127.0.0.1 --port 0 --idle-timeout "$IDLE_TIMEOUT" >"$fifo" 2>"$err" &
   local server=$!
   exec 3<"$fifo"
@@ -74,10 +75,24 @@ check_backend() {
   exec 4<&-
 
   kill -TERM "$server"
+  # A server that has not exited by then is stuck: show where before the
+  # timeout's SIGKILL ends it.
+  local waited=0
+  while pgrep -P "$server" >/dev/null && ((waited < EXIT_TIMEOUT * 10 - 10)); do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  if child=$(pgrep -P "$server"); then
+    echo "echo_server (pid $child) still running $((waited / 10)) s after SIGTERM:" >&2
+    gdb -p "$child" -batch -ex "thread apply all bt" 2>&1 | grep -E "^(#|Thread)" >&2 || true
+  fi
   status=0
   wait "$server" || status=$?
   exec 3<&-
-  [[ $status -eq 0 ]] || fail "$backend: echo_server exited $status after SIGTERM"
+  if [[ $status -ne 0 ]]; then
+    cat "$err" >&2
+    fail "$backend: echo_server exited $status after SIGTERM"
+  fi
   grep -q "connection echo#1 from 127.0.0.1:[0-9]* idle too long, disconnecting" "$err" || {
     cat "$err" >&2
     fail "$backend: no INFO line naming the idle connection"
