@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# bazel_consumer_test: depends on libnet from a new Bazel workspace outside the
+# repository, exactly as the README tells a user to: a WORKSPACE with
+# local_repository + libnet_dependencies(), a .bazelrc with the README's lines
+# (C++20), a BUILD with one cc_binary on @libnet//:libnet, and plain `bazel`
+# (Debian's wrapper, which runs bazel-4 when the workspace has no
+# .bazelversion). Builds tests/consumers/echo_roundtrip.cc there with
+# downloads disabled, checks that Bazel set up only local repositories, and
+# runs the program (it must print OK and exit 0).
+#
+# The workspace and its Bazel output base live in one temporary directory,
+# with a Bazel server of their own; both are removed at the end, whatever
+# happens. Prints one "ok: ..." line on success.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd -P)
+started=$SECONDS
+
+fail() {
+  echo "FAIL: bazel_consumer_test: $*" >&2
+  exit 1
+}
+
+command -v bazel >/dev/null ||
+  fail "no 'bazel' on PATH (Debian 12: apt-get install bazel-bootstrap)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/libnet-bazel-consumer.XXXXXX")
+tmp=$(cd "$tmp" && pwd -P)
+workspace=$tmp/workspace
+output_base=$tmp/output_base
+log=$tmp/bazel.log
+# The server shuts itself down if this script is killed before its trap runs.
+# The user's ~/.bazelrc is skipped, so that the test checks the lines the README
+# gives; the system one stays (Debian's sets Bazel's install base).
+startup=(--output_base="$output_base" --max_idle_secs=60 --nohome_rc)
+
+cleanup() {
+  if [[ -d "$workspace" ]]; then
+    (cd "$workspace" && timeout 60 bazel "${startup[@]}" shutdown) >/dev/null 2>&1 || true
+  fi
+  # Bazel leaves its output base read-only.
+  chmod -R u+w "$tmp" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+case "$tmp/" in
+  "$repo"/*) fail "the temporary directory $tmp is inside the repository; set TMPDIR elsewhere" ;;
+esac
+
+mkdir "$workspace"
+cp "$repo/tests/consumers/echo_roundtrip.cc" "$workspace/"
+cat >"$workspace/WORKSPACE" <<EOF
+local_repository(
+    name = "libnet",
+    path = "$repo",
+)
+
+load("@libnet//:deps.bzl", "libnet_dependencies")
+
+libnet_dependencies()
+EOF
+cat >"$workspace/.bazelrc" <<'EOF'
+# libnet's headers need C++20; Bazel's auto-configured toolchain says -std=c++0x.
+build --cxxopt=-std=c++20
+# Debian's /etc/bazel/bazelrc turns on --sandbox_debug, which prints the
+# sandbox's trace for every action that writes to stderr (a warning, an error).
+build --nosandbox_debug
+EOF
+cat >"$workspace/BUILD" <<'EOF'
+cc_binary(
+    name = "echo_roundtrip",
+    srcs = ["echo_roundtrip.cc"],
+    deps = ["@libnet//:libnet"],
+)
+EOF
+
+# --experimental_repository_disable_download makes any download fail, network
+# or not, and an empty repository cache of its own means that nothing fetched
+# earlier on this machine can stand in for one.
+cd "$workspace"
+if ! timeout 900 bazel "${startup[@]}" build \
+  --experimental_repository_disable_download \
+  --repository_cache="$tmp/repository_cache" \
+  //:echo_roundtrip >"$log" 2>&1; then
+  grep -m 20 -E '^ERROR|error:' "$log" >&2 || true
+  tail -n 5 "$log" >&2
+  fail "bazel build //:echo_roundtrip failed in a workspace that depends on @libnet (log above)"
+fi
+
+# What Bazel set up under external/: the built-in tools, the auto-configured
+# toolchain and platform (made on this machine), libnet itself, and libnet's
+# stand-ins, which must be links into this checkout.
+allowed=" bazel_tools platforms local_config_cc local_config_cc_toolchains local_config_platform local_config_sh libnet rules_cc rules_java "
+for entry in "$output_base"/external/*; do
+  name=${entry##*/}
+  [[ "$name" == *.marker ]] && continue
+  [[ "$allowed" == *" $name "* ]] || fail "the build set up external/$name, which is not a local repository"
+done
+for name in rules_cc rules_java; do
+  target=$(readlink -f "$output_base/external/$name/WORKSPACE" || true)
+  [[ "$target" == "$repo/third_party/$name/WORKSPACE" ]] ||
+    fail "@$name is not libnet's stand-in (external/$name/WORKSPACE -> '${target}')"
+done
+
+binary="$workspace/bazel-bin/echo_roundtrip"
+status=0
+output=$(timeout 30 "$binary" 2>&1) || status=$?
+if ((status != 0)) || [[ "$output" != *"echo_roundtrip: OK"* ]]; then
+  printf '%s\n' "$output" >&2
+  fail "echo_roundtrip built in the consumer workspace exited $status without printing OK"
+fi
+
+echo "ok: a workspace outside the repository built and ran echo_roundtrip against @libnet with downloads disabled ($((SECONDS - started)) s)"
