@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# A CMake project outside the repository builds echo_roundtrip.cc against an
+# installed libnet with find_package(libnet 0.1) and nothing else: no C++
+# standard of its own, so the build only works if libnet::libnet carries
+# cxx_std_20. Checks both targets (libnet::libnet, the static library, and
+# libnet::libnet_shared), that the installed tree still works after it is
+# moved (the package computes its paths from its own location), and which
+# find_package version requests the installed version satisfies.
+#
+# Needs cmake and g++; prints "ok: ..." and exits 0, or says what failed.
+source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
+
+command -v cmake >/dev/null || fail "cmake is not installed (apt-get install cmake)"
+version=$(tr -d '[:space:]' <"$repo/VERSION")
+
+install_libnet --prefix "$tmp/prefix"
+
+# A copy, so that no header can come from the checkout next to the source.
+mkdir project
+cp "$repo/tests/consumers/echo_roundtrip.cc" project/
+cat >project/CMakeLists.txt <<'EOF'
+cmake_minimum_required(VERSION 3.16)
+project(libnet_consumer CXX)
+find_package(libnet 0.1 REQUIRED)
+add_executable(echo_roundtrip echo_roundtrip.cc)
+target_link_libraries(echo_roundtrip PRIVATE libnet::libnet)
+add_executable(echo_roundtrip_shared echo_roundtrip.cc)
+target_link_libraries(echo_roundtrip_shared PRIVATE libnet::libnet_shared)
+EOF
+
+# $1: the build directory, $2: the prefix CMake is told about.
+build_project() {
+  bounded 120 "cmake configure ($2)" cmake -S project -B "$1" -DCMAKE_PREFIX_PATH="$2"
+  bounded 300 "cmake build ($2)" cmake --build "$1" --parallel 2
+}
+
+build_project build "$tmp/prefix"
+grep -q -- '-std=gnu++20\|-std=c++20' build/CMakeFiles/echo_roundtrip.dir/flags.make ||
+  fail "the consumer was not compiled as C++20 (libnet::libnet's cxx_std_20 did not reach it)"
+run_echo build/echo_roundtrip
+run_echo build/echo_roundtrip_shared
+needs_library build/echo_roundtrip 'libnet\.so.*' &&
+  fail "echo_roundtrip (libnet::libnet) needs libnet.so; the static library was expected"
+needs_library build/echo_roundtrip_shared "libnet\.so\.${version%%.*}" ||
+  fail "echo_roundtrip_shared (libnet::libnet_shared) does not need libnet.so.${version%%.*}"
+
+# Moved: nothing in the installed package may name the old prefix.
+mv prefix moved-prefix
+build_project build-moved "$tmp/moved-prefix"
+run_echo build-moved/echo_roundtrip
+run_echo build-moved/echo_roundtrip_shared
+grep -q "$tmp/moved-prefix/lib/libnet.a" build-moved/CMakeFiles/echo_roundtrip.dir/link.txt ||
+  fail "after the move, echo_roundtrip did not link $tmp/moved-prefix/lib/libnet.a"
+
+# Version requests: the same MAJOR and not newer than installed (0.1.0).
+mkdir versions
+cat >versions/CMakeLists.txt <<'EOF'
+cmake_minimum_required(VERSION 3.19)
+project(libnet_versions CXX)
+foreach(request IN LISTS ACCEPT REJECT)
+  unset(libnet_DIR CACHE)
+  find_package(libnet ${request} QUIET)
+  if(request IN_LIST ACCEPT AND NOT libnet_FOUND)
+    message(SEND_ERROR "find_package(libnet ${request}) did not accept ${libnet_VERSION}")
+  elseif(request IN_LIST REJECT AND libnet_FOUND)
+    message(SEND_ERROR "find_package(libnet ${request}) accepted ${libnet_VERSION}")
+  endif()
+endforeach()
+EOF
+[[ $version == 0.1.0 ]] || fail "update the version requests here for VERSION $version"
+bounded 120 "find_package version requests" cmake -S versions -B build-versions \
+  -DCMAKE_PREFIX_PATH="$tmp/moved-prefix" \
+  "-DACCEPT=0;0.1;0.1.0;0.0.9;0.1...<1;0...0.1.0" \
+  "-DREJECT=0.1.1;0.2;1;1.0;0.2...<1;1...<2;0.0.1...<0.1"
+
+echo "ok: cmake consumer: find_package(libnet 0.1), libnet::libnet and libnet::libnet_shared" \
+  "built and echoed, also from a moved prefix; version checks hold ($(elapsed) s)"

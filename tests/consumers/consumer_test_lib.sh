@@ -1,0 +1,65 @@
+# Sourced by the consumer tests (tests/consumers/*_test.sh), which check
+# libnet the way a program outside this repository uses it: installed by
+# tools/install.sh into a temporary prefix, then built from a temporary
+# directory with CMake, pkg-config or a plain compiler command line.
+#
+# Gives them: $repo (the checkout), $tmp (their scratch directory, outside
+# the checkout, removed on exit, and the current directory), fail MESSAGE,
+# bounded SECONDS WHAT COMMAND... (runs COMMAND with a time limit, its output
+# in $tmp/log, shown when it fails), install_libnet ARGS... (tools/install.sh
+# under a limit), run_echo PROGRAM (runs an echo_roundtrip build, checks it
+# says OK), needs_library PROGRAM REGEX (whether PROGRAM's dynamic section
+# has a NEEDED entry matching REGEX) and elapsed (seconds since the test
+# started).
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+test_name=$(basename "$0" .sh)
+started=$SECONDS
+
+fail() {
+  echo "FAIL: $test_name: $*" >&2
+  exit 1
+}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/libnet-$test_name.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+case "$(realpath "$tmp")/" in
+  "$(realpath "$repo")"/*) fail "the scratch directory $tmp is inside the checkout; set TMPDIR elsewhere" ;;
+esac
+cd "$tmp"
+
+bounded() {
+  local seconds=$1 what=$2 status=0
+  shift 2
+  timeout --kill-after=10 "$seconds" "$@" >"$tmp/log" 2>&1 || status=$?
+  if ((status != 0)); then
+    tail -n 40 "$tmp/log" >&2
+    if ((status == 124 || status == 137)); then
+      fail "$what: no result within ${seconds}s"
+    fi
+    fail "$what: exit status $status (output above)"
+  fi
+}
+
+# The first install on a fresh machine starts Bazel and compiles libnet with
+# --config=opt: minutes on two cores. Later ones take seconds.
+install_libnet() {
+  bounded "${LIBNET_INSTALL_TIMEOUT:-1200}" "tools/install.sh $*" "$repo/tools/install.sh" "$@"
+}
+
+# echo_roundtrip stops itself after 10 s without an echo.
+run_echo() {
+  bounded 30 "running $1" "$1"
+  grep -q '^echo_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'echo_roundtrip: OK'"
+}
+
+needs_library() {
+  local dynamic
+  dynamic=$(readelf -d "$1" 2>&1) || fail "readelf -d $1: $dynamic"
+  grep -q "(NEEDED).*\[$2\]" <<<"$dynamic"
+}
+
+elapsed() {
+  echo $((SECONDS - started))
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# tools/install.sh as a packager uses it: DESTDIR staging with prefix /usr
+# (the tree, what it must and must not contain, the installed files naming
+# /usr rather than the staging directory), installing twice, uninstalling
+# (exactly the installed files and the directories the install created go;
+# a file and a directory that were there before stay), refusals, the
+# Debian package (inspected with dpkg-deb, not installed), and that none of
+# it leaves a file in the checkout.
+#
+# Prints "ok: ..." and exits 0, or says what failed.
+source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
+
+version=$(tr -d '[:space:]' <"$repo/VERSION")
+soversion=${version%%.*}
+checkout_before=$(git -C "$repo" status --porcelain --ignored=no)
+
+# Something of someone else's in the staging root, which must survive.
+stage=$tmp/stage
+mkdir -p "$stage/usr/include" "$stage/usr/lib"
+echo '/* not libnet */' >"$stage/usr/include/other.h"
+
+DESTDIR=$stage install_libnet --prefix /usr
+root=$stage/usr
+
+# --- the tree ---
+for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClient.h \
+  include/net/http/HttpServer.h include/base/Timestamp.h include/base/Logging.h \
+  lib/libnet.a "lib/libnet.so.$version" lib/pkgconfig/libnet.pc \
+  lib/cmake/libnet/libnetConfig.cmake lib/cmake/libnet/libnetConfigVersion.cmake \
+  share/libnet/install_manifest.txt; do
+  [[ -f $root/$file ]] || fail "$file was not installed"
+done
+[[ $(readlink "$root/lib/libnet.so.$soversion") == "libnet.so.$version" ]] ||
+  fail "lib/libnet.so.$soversion is not a link to libnet.so.$version"
+[[ $(readlink "$root/lib/libnet.so") == "libnet.so.$soversion" ]] ||
+  fail "lib/libnet.so is not a link to libnet.so.$soversion"
+[[ ! -e $root/include/net/poller ]] || fail "net/poller/ headers were installed"
+unexpected=$(find "$root/include" -type f ! -name '*.h' ! -path "$root/include/other.h")
+[[ -z $unexpected ]] || fail "not headers: $unexpected"
+if grep -rlE '#[[:space:]]*include[[:space:]]*[<"](net/poller/|liburing)' "$root/include"; then
+  fail "an installed header (above) includes a backend header or liburing"
+fi
+
+members=$(ar t "$root/lib/libnet.a")
+for member in Timestamp.o EventLoop.o DefaultPoller.o UringPoller.o TcpServer.o HttpServer.o; do
+  grep -qx "$member" <<<"$members" || fail "libnet.a has no $member"
+done
+soname=$(readelf -d "$root/lib/libnet.so.$version")
+grep -q "(SONAME).*\[libnet\.so\.$soversion\]" <<<"$soname" || fail "libnet.so's soname is not libnet.so.$soversion"
+symbols=$(nm -DC --defined-only "$root/lib/libnet.so.$version")
+for symbol in 'libnet::TcpServer::start()' 'libnet::http::HttpServer::HttpServer(' 'libnet::Poller::create('; do
+  grep -qF "$symbol" <<<"$symbols" || fail "libnet.so does not define $symbol"
+done
+
+# Installed files name the final prefix, never the staging directory.
+if grep -rlF "$stage" "$root"; then fail "the files above name the staging directory"; fi
+grep -qx 'prefix=/usr' "$root/lib/pkgconfig/libnet.pc" || fail "libnet.pc's prefix is not /usr"
+grep -qx "/usr/include/net/EventLoop.h" "$root/share/libnet/install_manifest.txt" ||
+  fail "the manifest does not list /usr/include/net/EventLoop.h"
+
+# --- again, with the option instead of the environment: nothing changes ---
+install_libnet --prefix /usr --destdir "$stage"
+grep -q ' 0 files written' "$tmp/log" || fail "a second install rewrote files: $(tail -n 1 "$tmp/log")"
+
+# --- refusals ---
+status=0
+timeout 60 "$repo/tools/install.sh" --no-such-option >"$tmp/log" 2>&1 || status=$?
+((status != 0)) || fail "tools/install.sh accepted --no-such-option"
+status=0
+timeout 60 "$repo/tools/install.sh" --uninstall --prefix "$tmp/nothing-here" >"$tmp/log" 2>&1 ||
+  status=$?
+((status != 0)) && grep -q 'no libnet manifest' "$tmp/log" ||
+  fail "uninstalling from an empty prefix did not fail with 'no libnet manifest'"
+
+# --- uninstall: back to what was there before ---
+bounded 60 "tools/install.sh --uninstall" \
+  env DESTDIR="$stage" "$repo/tools/install.sh" --uninstall --prefix /usr
+left=$(cd "$stage" && find . -mindepth 1 | sort | tr '\n' ' ')
+[[ $left == "./usr ./usr/include ./usr/include/other.h ./usr/lib " ]] ||
+  fail "after --uninstall the staging root holds: $left"
+
+# --- the Debian package ---
+install_libnet --deb "$tmp/deb"
+deb=$tmp/deb/libnet-dev_${version}_$(dpkg --print-architecture).deb
+[[ -f $deb ]] || fail "no $deb"
+info=$(dpkg-deb --field "$deb" Package Version Depends)
+grep -qx 'Package: libnet-dev' <<<"$info" || fail "package name: $info"
+grep -qx "Version: $version" <<<"$info" || fail "package version: $info"
+grep -q '^Depends: .*liburing-dev (>= 2.3).*liburing2' <<<"$info" || fail "package dependencies: $info"
+contents=$(dpkg-deb --contents "$deb" | awk '{ print $6 }')
+for file in ./usr/include/net/EventLoop.h ./usr/lib/libnet.a "./usr/lib/libnet.so.$version" \
+  ./usr/lib/pkgconfig/libnet.pc ./usr/lib/cmake/libnet/libnetConfig.cmake; do
+  grep -qx "$file" <<<"$contents" || fail "the package lacks $file"
+done
+grep -q 'net/poller\|install_manifest' <<<"$contents" &&
+  fail "the package holds backend headers or an install manifest"
+
+checkout_after=$(git -C "$repo" status --porcelain --ignored=no)
+[[ $checkout_after == "$checkout_before" ]] ||
+  fail "the checkout changed: $(diff <(echo "$checkout_before") <(echo "$checkout_after"))"
+
+echo "ok: install staging: DESTDIR tree, reinstall, uninstall and libnet-dev_${version} package" \
+  "as expected, checkout untouched ($(elapsed) s)"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds echo_roundtrip.cc against an installed libnet with pkg-config, as a
+# Makefile would, three ways:
+#   $(pkg-config --cflags --libs libnet)            -lnet: the linker takes
+#                                                   libnet.so (run with an RPATH)
+#   -static $(pkg-config --cflags --libs --static libnet)
+#                                                   everything static: proves
+#                                                   Libs.private/Requires.private
+#   -std=c++20 -IPREFIX/include PREFIX/lib/libnet.a -luring -pthread
+#                                                   the archive named, system
+#                                                   libraries shared (no pkg-config)
+# and runs each. Needs pkg-config (pkgconf) and g++; prints "ok: ..." and
+# exits 0, or says what failed.
+source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
+
+command -v pkg-config >/dev/null || fail "pkg-config is not installed (apt-get install pkgconf)"
+version=$(tr -d '[:space:]' <"$repo/VERSION")
+prefix=$tmp/prefix
+# A copy, so that no header can come from the checkout next to the source.
+cp "$repo/tests/consumers/echo_roundtrip.cc" .
+source_file=echo_roundtrip.cc
+
+install_libnet --prefix "$prefix"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+
+installed=$(pkg-config --modversion libnet) || fail "pkg-config does not find libnet in $PKG_CONFIG_PATH"
+[[ $installed == "$version" ]] || fail "pkg-config says libnet $installed, VERSION says $version"
+read -r -a flags <<<"$(pkg-config --cflags --libs libnet)"
+read -r -a static_flags <<<"$(pkg-config --cflags --libs --static libnet)"
+
+bounded 300 "g++ with pkg-config --libs libnet" \
+  g++ "$source_file" "${flags[@]}" -Wl,-rpath,"$prefix/lib" -o echo_shared
+needs_library echo_shared "libnet\.so\.${version%%.*}" ||
+  fail "echo_shared does not need libnet.so.${version%%.*}"
+run_echo ./echo_shared
+
+# glibc warns that getaddrinfo (InetAddress::resolve) in a static program
+# needs glibc's shared NSS modules at run time; this program resolves nothing.
+bounded 300 "g++ -static with pkg-config --libs --static libnet" \
+  g++ -static "$source_file" "${static_flags[@]}" -o echo_static
+dynamic=$(readelf -d echo_static 2>&1) || true
+grep -q 'no dynamic section' <<<"$dynamic" || fail "echo_static is not static: $dynamic"
+run_echo ./echo_static
+
+bounded 300 "g++ with libnet.a named" \
+  g++ -std=c++20 -I"$prefix/include" "$source_file" "$prefix/lib/libnet.a" -luring -pthread \
+  -o echo_archive
+needs_library echo_archive 'libnet\.so.*' && fail "echo_archive needs libnet.so"
+run_echo ./echo_archive
+
+echo "ok: pkg-config consumer: libnet $version linked shared (-lnet), fully static (--static)" \
+  "and from libnet.a, each echoed ($(elapsed) s)"

@@ -1,0 +1,385 @@
+#!/usr/bin/env bash
+# Installs libnet for programs built outside this repository (with CMake,
+# pkg-config or a plain compiler command line), or removes it again.
+#
+#   tools/install.sh [--prefix DIR] [--destdir DIR]    build with --config=opt and install
+#   tools/install.sh --uninstall [--prefix DIR] [--destdir DIR]
+#   tools/install.sh --deb OUTDIR                      build libnet-dev_VERSION_ARCH.deb
+#
+# What lands under PREFIX (default /usr/local):
+#   include/{base,net,net/http}/*.h   the public headers (the hdrs of the
+#                                     libraries in dist/BUILD and below them;
+#                                     nothing of net/poller/, no liburing)
+#   lib/libnet.a                      every libnet archive merged into one
+#   lib/libnet.so.VERSION (+ .so.MAJOR, .so links), soname libnet.so.MAJOR
+#   lib/pkgconfig/libnet.pc
+#   lib/cmake/libnet/libnetConfig.cmake, libnetConfigVersion.cmake
+#   share/libnet/install_manifest.txt what --uninstall removes
+#
+# DESTDIR (the option or the environment variable, as packagers set it)
+# stages the tree under DIR/PREFIX; the installed files still name PREFIX.
+# Installing again is safe: unchanged files are left alone, files an earlier
+# install of this prefix had and this one has not are removed. The version
+# is the one in ./VERSION. Needs Bazel and a C++ toolchain; no network.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: tools/install.sh [--prefix DIR] [--destdir DIR] [--uninstall]
+       tools/install.sh --deb OUTDIR
+
+  --prefix DIR    where libnet goes (default /usr/local)
+  --destdir DIR   stage under DIR/PREFIX (default: $DESTDIR, else nothing)
+  --uninstall     remove what the install under PREFIX put there, as its
+                  manifest (PREFIX/share/libnet/install_manifest.txt) lists,
+                  and the directories it created if they are empty
+  --deb OUTDIR    build the Debian package libnet-dev (prefix /usr) into
+                  OUTDIR instead of installing
+  -h, --help      this text
+EOF
+}
+
+die() {
+  echo "install.sh: $*" >&2
+  exit 1
+}
+
+prefix=/usr/local
+destdir=${DESTDIR:-}
+action=install
+deb_dir=
+while (($# > 0)); do
+  case "$1" in
+    --prefix | --destdir | --deb)
+      (($# >= 2)) || die "$1 needs a directory (see --help)"
+      case "$1" in
+        --prefix) prefix=$2 ;;
+        --destdir) destdir=$2 ;;
+        --deb) deb_dir=$2 action=deb ;;
+      esac
+      shift 2
+      ;;
+    --prefix=*) prefix=${1#*=}; shift ;;
+    --destdir=*) destdir=${1#*=}; shift ;;
+    --deb=*) deb_dir=${1#*=} action=deb; shift ;;
+    --uninstall) action=uninstall; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument '$1'" ;;
+  esac
+done
+[[ $action == deb ]] && [[ -z $deb_dir ]] && die "--deb needs a directory"
+[[ -n $prefix ]] || die "--prefix is empty"
+
+# Absolute paths, taken before leaving the caller's directory. The prefix is
+# written into libnet.pc, so it is normalized but not resolved through links.
+prefix=$(realpath -m -s -- "$prefix")
+[[ -n $destdir ]] && destdir=$(realpath -m -s -- "$destdir")
+[[ $destdir == / ]] && destdir=
+[[ -n $deb_dir ]] && deb_dir=$(realpath -m -s -- "$deb_dir")
+p=${prefix%/}   # the prefix to join paths to ("" for /)
+
+# The prefix is written into libnet.pc, where a blank would split it, and
+# substituted with sed.
+unsupported='[[:space:]|&\\]'
+for dir in "$prefix" "$destdir" "$deb_dir"; do
+  if [[ $dir =~ $unsupported ]]; then
+    die "'$dir': paths with blanks, '|', '&' or '\\' are not supported"
+  fi
+done
+
+cd "$(dirname "$0")/.."
+version=$(tr -d '[:space:]' <VERSION)
+[[ $version =~ ^([0-9]+)\.[0-9]+\.[0-9]+$ ]] || die "VERSION '$version' is not MAJOR.MINOR.PATCH"
+soversion=${BASH_REMATCH[1]}
+
+manifest_name=share/libnet/install_manifest.txt
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/libnet-install.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# --- build: the tree of one installation, under $1, for prefix $2 ----------
+
+# The public headers: the hdrs of every library in dist's libraries' closure,
+# as repository paths.
+public_headers() {
+  local labels
+  labels=$(bazel query --noimplicit_deps \
+    'labels(hdrs, kind("cc_library", deps(//dist:static)))' 2>"$work/query.log") || {
+    cat "$work/query.log" >&2
+    die "bazel query for the public headers failed"
+  }
+  sed -n 's|^//\([^:]*\):\(.*\)$|\1/\2|p' <<<"$labels" | sed 's|^/||' | sort
+}
+
+# Fails unless the headers are self-contained within the set: none of them
+# is a backend's, none includes a backend's or liburing, and every header of
+# this repository that one includes is in the set too.
+check_headers() {
+  local header included bad=()
+  declare -A installed=()
+  for header in "$@"; do installed[$header]=1; done
+  for header in "$@"; do
+    [[ -f $header ]] || bad+=("$header: not a source file (generated headers are not installed)")
+    [[ $header == net/poller/* ]] && bad+=("$header: a backend header is listed as public")
+    while IFS= read -r included; do
+      case "$included" in
+        net/poller/* | liburing* | liburing/*)
+          bad+=("$header includes $included, which no application may need") ;;
+        base/* | net/* | examples/* | tests/* | pingpong/* | bench/*)
+          [[ -n ${installed[$included]:-} ]] ||
+            bad+=("$header includes $included, which is not installed") ;;
+      esac
+    done < <(sed -n 's|^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]\([^>"]*\)[>"].*|\1|p' "$header")
+  done
+  if ((${#bad[@]} > 0)); then
+    printf 'install.sh: %s\n' "${bad[@]}" >&2
+    die "the public headers are not fit to install"
+  fi
+}
+
+build_tree() {
+  local root=$1 tree_prefix=$2 bin header
+  echo "install.sh: building libnet $version (bazel build --config=opt)" >&2
+  # --symlink_prefix=/ leaves the bazel-* links of the checkout as they were.
+  bazel build --config=opt --symlink_prefix=/ //dist:static //dist:shared >&2 ||
+    die "the Bazel build failed"
+  bin=$(bazel info --config=opt bazel-bin 2>/dev/null) || die "bazel info bazel-bin failed"
+
+  local headers=()
+  mapfile -t headers < <(public_headers)
+  ((${#headers[@]} > 0)) || die "bazel query found no public headers"
+  check_headers "${headers[@]}"
+  for header in "${headers[@]}"; do
+    install -D -m 0644 "$header" "$root/include/$header"
+  done
+
+  install -D -m 0644 "$bin/dist/libnet.a" "$root/lib/libnet.a"
+  install -D -m 0644 "$bin/dist/libnet.so" "$root/lib/libnet.so.$version"
+  local soname
+  soname=$(readelf -d "$root/lib/libnet.so.$version" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+  [[ $soname == "libnet.so.$soversion" ]] ||
+    die "libnet.so has soname '$soname', expected libnet.so.$soversion"
+  ln -s "libnet.so.$version" "$root/lib/libnet.so.$soversion"
+  ln -s "libnet.so.$soversion" "$root/lib/libnet.so"
+
+  local substitute=(-e "s|@PREFIX@|$tree_prefix|g" -e "s|@VERSION@|$version|g"
+    -e "s|@SOVERSION@|$soversion|g")
+  mkdir -p "$root/lib/pkgconfig" "$root/lib/cmake/libnet"
+  sed "${substitute[@]}" dist/libnet.pc.in >"$root/lib/pkgconfig/libnet.pc"
+  sed "${substitute[@]}" dist/libnetConfig.cmake.in >"$root/lib/cmake/libnet/libnetConfig.cmake"
+  sed "${substitute[@]}" dist/libnetConfigVersion.cmake.in \
+    >"$root/lib/cmake/libnet/libnetConfigVersion.cmake"
+  chmod 0644 "$root/lib/pkgconfig/libnet.pc" "$root/lib/cmake/libnet/"*.cmake
+}
+
+# --- install / uninstall ---------------------------------------------------
+
+# The loader finds a new libnet.so.MAJOR in /usr/local/lib or /usr/lib only
+# once its cache is rebuilt; elsewhere a program needs an RPATH (CMake gives
+# one in the build tree) or LD_LIBRARY_PATH.
+refresh_loader_cache() {
+  if [[ -z $destdir && $EUID -eq 0 && ($p == /usr || $p == /usr/local) ]] &&
+    command -v ldconfig >/dev/null; then
+    echo "install.sh: ldconfig" >&2
+    ldconfig
+  fi
+}
+
+# The entries of a manifest, without its comments.
+manifest_entries() {
+  [[ -f $1 ]] && grep -v '^#' "$1" || true
+}
+
+# A manifest entry must be a normalized absolute path; a file must be under
+# the prefix, a directory (trailing /) under it, the prefix, or above it.
+check_entry() {
+  local entry=$1 path=${1%/}
+  [[ $path == /* && $(realpath -m -s -- "$path") == "$path" ]] ||
+    die "manifest entry '$entry' is not a plain absolute path"
+  if [[ $entry == */ ]]; then
+    [[ $path == "$p"/* || $path == "$prefix" || $p/ == "$path"/* ]] ||
+      die "manifest entry '$entry' is no directory of prefix $prefix"
+  else
+    [[ $path == "$p"/* ]] || die "manifest entry '$entry' is not under prefix $prefix"
+  fi
+}
+
+do_install() {
+  local stage=$work/stage
+  build_tree "$stage" "$prefix"
+
+  local target=$destdir$p manifest=$destdir$p/$manifest_name
+  [[ -z $destdir ]] || mkdir -p -- "$destdir"
+  local files=() rel
+  mapfile -t files < <(cd "$stage" && find . \( -type f -o -type l \) -printf '%P\n' | sort)
+  files+=("$manifest_name")
+
+  # Directories: the ones an earlier install created stay recorded as ours.
+  declare -A created=() wanted=()
+  local entry dir
+  while IFS= read -r entry; do
+    [[ -z $entry ]] && continue
+    check_entry "$entry"
+    [[ $entry == */ && -d $destdir${entry%/} ]] && created[${entry%/}]=1
+  done < <(manifest_entries "$manifest")
+  for rel in "${files[@]}"; do
+    dir=$(dirname "$p/$rel")
+    while [[ $dir != / && -z ${wanted[$dir]:-} ]]; do
+      wanted[$dir]=1
+      dir=$(dirname "$dir")
+    done
+  done
+  while IFS= read -r dir; do
+    if [[ ! -d $destdir$dir ]]; then
+      mkdir -m 0755 -- "$destdir$dir"
+      created[$dir]=1
+    fi
+  done < <(printf '%s\n' "${!wanted[@]}" | awk '{ print length($0) "\t" $0 }' | sort -n | cut -f2-)
+
+  # Files of an earlier install that this one no longer has.
+  declare -A new=()
+  for rel in "${files[@]}"; do new[$p/$rel]=1; done
+  while IFS= read -r entry; do
+    [[ -z $entry || $entry == */ || -n ${new[$entry]:-} ]] && continue
+    if [[ -e $destdir$entry || -L $destdir$entry ]]; then
+      rm -f -- "$destdir$entry"
+      echo "removed (no longer installed): $destdir$entry"
+    fi
+  done < <(manifest_entries "$manifest")
+
+  # The manifest goes first, so that --uninstall also cleans up after an
+  # install that stopped half-way.
+  {
+    echo "# libnet $version under $prefix. 'tools/install.sh --uninstall --prefix $prefix'"
+    echo "# removes these files, then the directories (trailing /) if they are empty."
+    for rel in "${files[@]}"; do echo "$p/$rel"; done
+    for dir in "${!created[@]}"; do echo "$dir/"; done | sort
+  } >"$manifest"
+  chmod 0644 "$manifest"
+
+  local installed=0 unchanged=0 src dst
+  for rel in "${files[@]}"; do
+    [[ $rel == "$manifest_name" ]] && continue
+    src=$stage/$rel dst=$target/$rel
+    if [[ -L $src ]]; then
+      if [[ -L $dst && $(readlink "$dst") == "$(readlink "$src")" ]]; then
+        unchanged=$((unchanged + 1))
+        echo "up to date: $dst"
+        continue
+      fi
+      rm -f -- "$dst"
+      ln -s "$(readlink "$src")" "$dst"
+    else
+      if [[ -f $dst && ! -L $dst ]] && cmp -s "$src" "$dst"; then
+        unchanged=$((unchanged + 1))
+        echo "up to date: $dst"
+        continue
+      fi
+      rm -f -- "$dst"
+      install -m 0644 "$src" "$dst"
+    fi
+    installed=$((installed + 1))
+    echo "installed: $dst"
+  done
+
+
+  refresh_loader_cache
+  echo "install.sh: libnet $version in $target: $installed files written," \
+    "$unchanged unchanged; manifest $manifest"
+}
+
+do_uninstall() {
+  local manifest=$destdir$p/$manifest_name entry
+  [[ -f $manifest ]] || die "no libnet manifest at $manifest: nothing was installed under $prefix${destdir:+ (DESTDIR $destdir)}"
+  local entries=() dirs=()
+  mapfile -t entries < <(manifest_entries "$manifest")
+  for entry in "${entries[@]}"; do [[ -n $entry ]] && check_entry "$entry"; done
+
+  local removed=0
+  for entry in "${entries[@]}"; do
+    [[ -z $entry || $entry == */ || $entry == "$p/$manifest_name" ]] && continue
+    if [[ -e $destdir$entry || -L $destdir$entry ]]; then
+      rm -f -- "$destdir$entry"
+      echo "removed: $destdir$entry"
+      removed=$((removed + 1))
+    fi
+  done
+  rm -f -- "$manifest"
+  echo "removed: $manifest"
+
+  # Deepest first, so that a directory's subdirectories go before it.
+  mapfile -t dirs < <(printf '%s\n' "${entries[@]}" | sed -n 's|/$||p' |
+    awk '{ print length($0) "\t" $0 }' | sort -rn | cut -f2-)
+  for entry in "${dirs[@]}"; do
+    [[ -d $destdir$entry ]] || continue
+    if rmdir -- "$destdir$entry" 2>/dev/null; then
+      echo "removed: $destdir$entry/"
+    else
+      echo "kept (not empty): $destdir$entry/"
+    fi
+  done
+  refresh_loader_cache
+  echo "install.sh: libnet uninstalled from $destdir$p ($((removed + 1)) files)"
+}
+
+# --- Debian package --------------------------------------------------------
+
+do_deb() {
+  command -v dpkg-deb >/dev/null || die "--deb needs dpkg-deb (dpkg)"
+  command -v dpkg-shlibdeps >/dev/null || die "--deb needs dpkg-shlibdeps (apt-get install dpkg-dev)"
+  local root=$work/deb arch shlibs deb
+  mkdir -p "$root/DEBIAN"
+  chmod 0755 "$root" "$root/DEBIAN"
+  build_tree "$root/usr" /usr
+  find "$root" -type d -exec chmod 0755 {} +
+  arch=$(dpkg --print-architecture)
+
+  # The shared library's runtime dependencies, as dpkg-shlibdeps finds them
+  # (it wants a debian/control to read, and says nothing useful without one).
+  mkdir -p "$work/shlibs/debian"
+  printf 'Source: libnet\n\nPackage: libnet-dev\nArchitecture: any\n' >"$work/shlibs/debian/control"
+  shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$root/usr/lib/libnet.so.$version" 2>/dev/null |
+    sed -n 's/^shlibs:Depends=//p') || true
+  [[ -n $shlibs ]] || die "dpkg-shlibdeps found no dependencies of libnet.so"
+
+  # Whoever builds the package maintains it: DEBFULLNAME/DEBEMAIL as the
+  # Debian tools use them, else the author of the checked-out commit.
+  local maintainer
+  if [[ -n ${DEBEMAIL:-} ]]; then
+    maintainer="${DEBFULLNAME:-libnet} <$DEBEMAIL>"
+  else
+    maintainer=$(git log -1 --format='%an <%ae>') || die "set DEBEMAIL (and DEBFULLNAME) for the package's Maintainer"
+  fi
+
+  # One package with both libraries, as a -dev package for building programs.
+  # Debian's libnet1-dev (the packet construction library) also ships
+  # libnet.so and libnet.a, and provides the name libnet-dev: the two cannot
+  # share a system, which the Conflicts says.
+  cat >"$root/DEBIAN/control" <<EOF
+Package: libnet-dev
+Version: $version
+Architecture: $arch
+Maintainer: $maintainer
+Section: libdevel
+Priority: optional
+Depends: liburing-dev (>= 2.3), $shlibs
+Conflicts: libnet1-dev
+Description: one-loop-per-thread C++20 network library for Linux
+ libnet runs non-blocking TCP servers and clients (and an HTTP/1.1 server)
+ on an event loop per thread, over epoll or io_uring, chosen at run time.
+ .
+ This package has the headers, the static and the shared library, and the
+ files that let CMake (find_package(libnet), target libnet::libnet) and
+ pkg-config (libnet) find them.
+EOF
+  mkdir -p "$deb_dir"
+  deb=$deb_dir/libnet-dev_${version}_${arch}.deb
+  dpkg-deb --root-owner-group --build "$root" "$deb" >/dev/null
+  echo "install.sh: built $deb"
+}
+
+case "$action" in
+  install) do_install ;;
+  uninstall) do_uninstall ;;
+  deb) do_deb ;;
+esac
