@@ -20,6 +20,9 @@ PACKAGES=(
   clang            # clang++ 14, builds the libFuzzer target (tools/fuzz.sh)
   libclang-rt-14-dev  # libclang_rt.fuzzer/asan/ubsan for clang 14 (only recommended by clang)
   llvm             # llvm-symbolizer, for readable stacks in fuzzer crash reports
+  cmake            # the CMake consumer test (tests/consumers/cmake_consumer_test.sh)
+  pkgconf          # pkg-config, for the pkg-config consumer test
+  dpkg-dev         # dpkg-shlibdeps, for tools/install.sh --deb (install_staging_test.sh)
 )
 
 missing=()

@@ -2,7 +2,9 @@
 # Runs libnet's whole test suite, installing what is missing first.
 #
 #   tools/test.sh                 the suite three times: plain, ASan+UBSan, TSan;
-#                                 then the HttpParser fuzzer for a minute
+#                                 the consumer tests (libnet used from another
+#                                 Bazel workspace, installed for CMake and
+#                                 pkg-config); the HttpParser fuzzer for a minute
 #   tools/test.sh --config=tsan   one run with the given bazel options
 #
 # LIBNET_FUZZ_SECONDS sets the fuzzing time (0 skips it); without clang++
@@ -45,6 +47,15 @@ else
   run || status=$?
   run --config=asan || status=$?
   run --config=tsan || status=$?
+  # Built and run from outside the repository, as an application would:
+  # another Bazel workspace, an installed tree found by CMake, pkg-config.
+  for consumer_test in tests/consumers/bazel_consumer_test.sh \
+                       tests/consumers/cmake_consumer_test.sh \
+                       tests/consumers/pkgconfig_consumer_test.sh \
+                       tests/consumers/install_staging_test.sh; do
+    echo "== $consumer_test" >&2
+    "$consumer_test" || status=$?
+  done
   fuzz_seconds=${LIBNET_FUZZ_SECONDS:-60}
   if ((fuzz_seconds > 0)); then
     if command -v "${CLANG_CXX:-clang++}" >/dev/null 2>&1; then
