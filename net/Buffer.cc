@@ -14,17 +14,39 @@ namespace {
 constexpr char kCRLF[] = "\r\n";
 }
 
+Buffer::Buffer(Buffer&& other) noexcept
+    : buffer_(std::move(other.buffer_)),
+      data_(other.data_),
+      readerIndex_(other.readerIndex_),
+      writerIndex_(other.writerIndex_),
+      lender_(other.lender_),
+      token_(other.token_) {
+  other.lender_ = nullptr;
+  other.data_ = other.buffer_.data();
+  other.readerIndex_ = kCheapPrepend;
+  other.writerIndex_ = kCheapPrepend;
+}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    releaseBorrowed();
+    Buffer moved(std::move(other));
+    exchange(moved);
+  }
+  return *this;
+}
+
 const char* Buffer::findCRLF(const char* from) const {
   const char* start = from ? from : peek();
-  assert(start >= peek() && start <= beginWrite());
-  const char* crlf = std::search(start, beginWrite(), kCRLF, kCRLF + 2);
-  return crlf == beginWrite() ? nullptr : crlf;
+  assert(start >= peek() && start <= end());
+  const char* crlf = std::search(start, end(), kCRLF, kCRLF + 2);
+  return crlf == end() ? nullptr : crlf;
 }
 
 const char* Buffer::findEOL(const char* from) const {
   const char* start = from ? from : peek();
-  assert(start >= peek() && start <= beginWrite());
-  const void* eol = std::memchr(start, '\n', static_cast<size_t>(beginWrite() - start));
+  assert(start >= peek() && start <= end());
+  const void* eol = std::memchr(start, '\n', static_cast<size_t>(end() - start));
   return static_cast<const char*>(eol);
 }
 
@@ -46,14 +68,15 @@ std::string Buffer::retrieveAsString(size_t len) {
 
 void Buffer::append(std::string_view data) {
   ensureWritableBytes(data.size());
-  if (!data.empty()) std::memcpy(beginWrite(), data.data(), data.size());
+  if (!data.empty()) std::memcpy(data_ + writerIndex_, data.data(), data.size());
   hasWritten(data.size());
 }
 
 void Buffer::prepend(std::string_view data) {
+  if (lender_) own();
   assert(data.size() <= prependableBytes());
   readerIndex_ -= data.size();
-  if (!data.empty()) std::memcpy(begin() + readerIndex_, data.data(), data.size());
+  if (!data.empty()) std::memcpy(data_ + readerIndex_, data.data(), data.size());
 }
 
 void Buffer::appendInt32(int32_t x) {
@@ -86,9 +109,50 @@ void Buffer::shrink(size_t reserve) {
 }
 
 void Buffer::swap(Buffer& other) noexcept {
+  if (lender_) own();
+  if (other.lender_) other.own();
+  exchange(other);
+}
+
+void Buffer::exchange(Buffer& other) noexcept {
   buffer_.swap(other.buffer_);
+  std::swap(data_, other.data_);
   std::swap(readerIndex_, other.readerIndex_);
   std::swap(writerIndex_, other.writerIndex_);
+  std::swap(lender_, other.lender_);
+  std::swap(token_, other.token_);
+}
+
+void Buffer::borrow(std::string_view bytes, Lender* lender, uint32_t token) {
+  assert(readableBytes() == 0);
+  releaseBorrowed();
+  // Viewed bytes are never written through: every writer calls own() first.
+  data_ = const_cast<char*>(bytes.data());
+  readerIndex_ = 0;
+  writerIndex_ = bytes.size();
+  lender_ = lender;
+  token_ = token;
+}
+
+void Buffer::releaseBorrowed() {
+  if (!lender_) return;
+  Lender* lender = lender_;
+  lender_ = nullptr;
+  data_ = buffer_.data();
+  readerIndex_ = kCheapPrepend;
+  writerIndex_ = kCheapPrepend;
+  lender->release(token_);
+}
+
+void Buffer::own() {
+  const std::string_view bytes = view();
+  Lender* lender = lender_;
+  lender_ = nullptr;
+  data_ = buffer_.data();
+  readerIndex_ = kCheapPrepend;
+  writerIndex_ = kCheapPrepend;
+  append(bytes);  // the view is still intact: released only now
+  lender->release(token_);
 }
 
 void Buffer::makeSpace(size_t len) {
@@ -96,22 +160,24 @@ void Buffer::makeSpace(size_t len) {
     // Grow geometrically so a stream of appends costs amortised O(1).
     const size_t needed = writerIndex_ + len;
     buffer_.resize(std::max(needed, buffer_.size() * 2));
+    data_ = buffer_.data();
   } else {
     // Enough room in total: slide the readable bytes to the front.
     const size_t readable = readableBytes();
-    std::memmove(begin() + kCheapPrepend, peek(), readable);
+    std::memmove(data_ + kCheapPrepend, peek(), readable);
     readerIndex_ = kCheapPrepend;
     writerIndex_ = readerIndex_ + readable;
   }
 }
 
 Buffer::ReadResult Buffer::readFd(int fd) {
+  if (lender_) own();
   const size_t room = writableBytes();
   if (room >= kExtraReadSize) {
     // Plenty of room (e.g. the loop's scratch buffer): a plain read(). readv
     // copies and verifies its iovec array in the kernel on every call, which
     // profiled at ~10% of an echo server's CPU with one connection.
-    const ssize_t n = ::read(fd, beginWrite(), room);
+    const ssize_t n = ::read(fd, data_ + writerIndex_, room);
     if (n < 0) return {n, errno, false};
     writerIndex_ += static_cast<size_t>(n);
     return {n, 0, static_cast<size_t>(n) == room};
@@ -120,7 +186,7 @@ Buffer::ReadResult Buffer::readFd(int fd) {
   // after, so one call still takes up to 64 KiB more.
   char extra[kExtraReadSize];
   struct iovec vec[2];
-  vec[0].iov_base = beginWrite();
+  vec[0].iov_base = data_ + writerIndex_;
   vec[0].iov_len = room;
   vec[1].iov_base = extra;
   vec[1].iov_len = sizeof extra;

@@ -71,7 +71,10 @@ void OutputQueue::append(Buffer* buffer, bool lendBack) {
     buffer->retrieveAll();
     return;
   }
-  waiting_.swap(*buffer);  // nothing queued: `buffer` gets our empty storage
+  // Nothing queued: take the bytes as they are (a view of received bytes
+  // included: they go out from where the kernel put them), and give
+  // `buffer` our empty storage.
+  waiting_.exchange(*buffer);
   if (lendBack) pool_->lend(buffer);
 }
 
@@ -108,8 +111,19 @@ OutputQueue::FileResult OutputQueue::sendFile(int socketFd, bool* progressed) {
 
 bool OutputQueue::startSend() {
   if (waiting_.readableBytes() == 0) return false;
-  inFlight_.swap(waiting_);
+  inFlight_.exchange(waiting_);
   return true;
+}
+
+void OutputQueue::sent(size_t bytes) {
+  inFlight_.retrieve(bytes);
+  // Viewed bytes (a receive buffer) go back as soon as they are out.
+  if (inFlight_.readableBytes() == 0) inFlight_.releaseBorrowed();
+}
+
+void OutputQueue::releaseViews() {
+  inFlight_.releaseBorrowed();
+  waiting_.releaseBorrowed();
 }
 
 size_t OutputQueue::bufferedBytes() const {

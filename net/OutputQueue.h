@@ -31,9 +31,9 @@ class OutputQueue {
   // After everything queued.
   void append(std::string_view data);
   // All of `buffer`'s bytes, after everything queued, leaving it empty. When
-  // nothing is queued its storage is taken instead of copied, and `buffer`
-  // gets the queue's empty storage, or spare storage from the pool if
-  // `lendBack` (a buffer its owner will fill again soon).
+  // nothing is queued its storage (or the bytes it views) is taken instead of
+  // copied, and `buffer` gets the queue's empty storage, or spare storage
+  // from the pool if `lendBack` (a buffer its owner will fill again soon).
   void append(Buffer* buffer, bool lendBack);
   // `length` bytes of `file` from `offset`, after everything queued; the
   // queue owns the fd until the file is sent or the queue cleared.
@@ -61,6 +61,11 @@ class OutputQueue {
   // Moves the waiting bytes into the (empty) in-flight buffer, without
   // copying; false if none are waiting.
   bool startSend();
+  // A send took `bytes` of the in-flight buffer.
+  void sent(size_t bytes);
+  // Hands back memory the queue views but does not own (received bytes
+  // queued without a copy): the connection is gone and nothing will be sent.
+  void releaseViews();
 
   // Bytes in buffers: the memory the queue holds for the peer.
   [[nodiscard]] size_t bufferedBytes() const;

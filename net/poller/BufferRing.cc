@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+
 #include <cerrno>
 #include <system_error>
 
@@ -17,17 +19,20 @@ void* mapAnonymous(size_t bytes, const char* what) {
 
 }  // namespace
 
-BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t count, uint32_t size)
-    : ring_(ring), groupId_(groupId), count_(count), size_(size) {
-  if (count == 0 || (count & (count - 1)) != 0 || count > 32768) {
+BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t capacity, uint32_t size,
+                       uint32_t initial)
+    : ring_(ring), groupId_(groupId), capacity_(capacity), size_(size) {
+  if (capacity == 0 || (capacity & (capacity - 1)) != 0 || capacity > 32768) {
     throw std::system_error(EINVAL, std::system_category(),
                             "buffer ring size must be a power of two up to 32768");
   }
   // liburing 2.3 has no io_uring_setup_buf_ring(): map and register by hand.
-  // The ring must be page-aligned, which mmap guarantees.
-  bufRingBytes_ = count * sizeof(io_uring_buf);
+  // The ring must be page-aligned, which mmap guarantees. The buffers'
+  // memory is only reserved here: a page becomes resident when the kernel
+  // first writes into it, so buffers never provided cost nothing.
+  bufRingBytes_ = capacity * sizeof(io_uring_buf);
   bufRing_ = static_cast<io_uring_buf_ring*>(mapAnonymous(bufRingBytes_, "mmap buffer ring"));
-  buffersBytes_ = static_cast<size_t>(count) * size;
+  buffersBytes_ = static_cast<size_t>(capacity) * size;
   try {
     buffers_ = static_cast<char*>(mapAnonymous(buffersBytes_, "mmap ring buffers"));
   } catch (...) {
@@ -36,7 +41,7 @@ BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t count, uint32_
   }
   io_uring_buf_reg reg{};
   reg.ring_addr = reinterpret_cast<uint64_t>(bufRing_);
-  reg.ring_entries = count;
+  reg.ring_entries = capacity;
   reg.bgid = groupId;
   if (const int rc = io_uring_register_buf_ring(ring_, &reg, 0); rc < 0) {
     ::munmap(buffers_, buffersBytes_);
@@ -48,12 +53,7 @@ BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t count, uint32_
                                           : "io_uring_register_buf_ring");
   }
   io_uring_buf_ring_init(bufRing_);
-  const int mask = io_uring_buf_ring_mask(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    io_uring_buf_ring_add(bufRing_, buffers_ + static_cast<size_t>(i) * size, size,
-                          static_cast<uint16_t>(i), mask, static_cast<int>(i));
-  }
-  io_uring_buf_ring_advance(bufRing_, static_cast<int>(count));
+  provide(0, std::max<uint32_t>(1, std::min(initial, capacity)));
 }
 
 BufferRing::~BufferRing() {
@@ -62,9 +62,25 @@ BufferRing::~BufferRing() {
   ::munmap(bufRing_, bufRingBytes_);
 }
 
+void BufferRing::provide(uint32_t from, uint32_t to) {
+  const int mask = io_uring_buf_ring_mask(capacity_);
+  for (uint32_t i = from; i < to; ++i) {
+    io_uring_buf_ring_add(bufRing_, buffers_ + static_cast<size_t>(i) * size_, size_,
+                          static_cast<uint16_t>(i), mask, static_cast<int>(i - from));
+  }
+  io_uring_buf_ring_advance(bufRing_, static_cast<int>(to - from));
+  provided_ = to;
+}
+
+bool BufferRing::grow() {
+  if (provided_ >= capacity_) return false;
+  provide(provided_, std::min(capacity_, provided_ * 2));
+  return true;
+}
+
 void BufferRing::recycle(uint16_t bufferId) {
   io_uring_buf_ring_add(bufRing_, buffers_ + static_cast<size_t>(bufferId) * size_, size_, bufferId,
-                        io_uring_buf_ring_mask(count_), 0);
+                        io_uring_buf_ring_mask(capacity_), 0);
   io_uring_buf_ring_advance(bufRing_, 1);
 }
 

@@ -11,6 +11,7 @@
 #include "net/BufferPool.h"
 #include "net/EventLoop.h"
 #include "net/OutputQueue.h"
+#include "net/poller/BufferRing.h"
 #include "net/poller/UringPoller.h"
 
 namespace libnet {
@@ -57,7 +58,7 @@ int UringConnectionIo::write(Buffer* buffer) {
   // With nothing queued the caller's buffer itself goes to the kernel (no
   // copy); a buffer of the caller's own, not the input buffer it reads into,
   // gets spare storage back so that it does not grow anew for every message.
-  output_->append(buffer, buffer != input_);
+  output_->append(buffer, buffer != input_ && buffer != &received_);
   if (!output_->hasFile()) pump();
   return 0;
 }
@@ -95,6 +96,9 @@ void UringConnectionIo::releaseIfIdle() {
     poller_->unregisterHandler(token_);
     token_ = 0;
   }
+  // Nothing will be sent any more: received bytes queued in place go back
+  // to the ring now, while it exists (the connection may outlive the loop).
+  output_->releaseViews();
   owner_->onReleased();
 }
 
@@ -139,22 +143,36 @@ void UringConnectionIo::onCompletion(UringOp op, int32_t res, uint32_t flags) {
 }
 
 void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
-  if (flags & IORING_CQE_F_BUFFER) {
-    const auto bufferId = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
-    if (res > 0) {
-      loop_->bufferPool().lend(input_);
-      input_->append(poller_->buffers().data(bufferId, static_cast<size_t>(res)));
-    }
-    poller_->buffers().recycle(bufferId);
-  }
   const bool more = flags & IORING_CQE_F_MORE;
   if (!more) {
     recvArmed_ = false;
     opFinished();
   }
+  if (flags & IORING_CQE_F_BUFFER) {
+    const auto bufferId = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
+    BufferRing& ring = poller_->buffers();
+    if (res <= 0 || closed_) {
+      ring.recycle(bufferId);
+    } else if (input_->readableBytes() == 0 && owner_->wantsInput() && ring.canLend()) {
+      // The bytes go to the callback where the kernel put them: no copy. What
+      // the callback leaves the connection copies; what it sends straight
+      // back (an echo) goes out from here too, and the buffer returns to the
+      // ring when that send is done (else now). With half the ring lent out
+      // already (sends stuck behind peers that do not read), copy instead.
+      ring.lend(&received_, bufferId, static_cast<size_t>(res));
+      owner_->onInput(&received_, loop_->pollReturnTime());
+      received_.releaseBorrowed();
+    } else {
+      // Behind bytes left over from before (or while reading is paused):
+      // they must stay in order, in the input buffer.
+      loop_->bufferPool().lend(input_);
+      input_->append(ring.data(bufferId, static_cast<size_t>(res)));
+      ring.recycle(bufferId);
+      if (owner_->wantsInput()) owner_->onInput(input_, loop_->pollReturnTime());
+    }
+  }
   if (closed_) return;
   if (res > 0) {
-    if (owner_->wantsInput()) owner_->onInput(input_, loop_->pollReturnTime());
     if (!more) armRecv();  // the kernel ended the multishot (e.g. CQ overflow)
     return;
   }
@@ -164,6 +182,9 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
   }
   switch (-res) {
     case ENOBUFS:  // the ring ran dry; the data is still in the socket
+      poller_->buffers().grow();
+      armRecv();
+      return;
     case EINTR:
     case EAGAIN:
       armRecv();
@@ -191,7 +212,7 @@ void UringConnectionIo::onSend(int32_t res) {
     owner_->onIoError("send", -res);
     return;
   }
-  output_->inFlight().retrieve(static_cast<size_t>(res));
+  output_->sent(static_cast<size_t>(res));
   owner_->onOutputProgress();
   pump();  // the rest of a short send first, in order
 }

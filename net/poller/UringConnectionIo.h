@@ -1,9 +1,12 @@
 // UringConnectionIo: a connection's I/O on an io_uring loop, on completions
 // instead of readiness: no read/write/send/recv system calls.
 //
-// Reads: one multishot recv into the loop's provided-buffer ring; each
-// buffer is copied into the connection's input buffer and handed back to the
-// kernel at once, so the ring stays full. Writes: at most one send in flight
+// Reads: one multishot recv into the loop's provided-buffer ring. With
+// nothing left over from before, the message callback gets the bytes where
+// the kernel put them (a Buffer viewing the provided buffer): no copy, and
+// what it sends straight back (an echo) goes out from there too, the buffer
+// returning to the ring once that send completes. Otherwise the bytes are
+// copied behind the leftovers and the buffer handed back at once. Writes: at most one send in flight
 // (several in flight on one socket may reorder); its bytes sit still in the
 // OutputQueue's in-flight buffer until it completes, while later bytes queue
 // behind. Files: sendfile(2) on the non-blocking socket (io_uring has no
@@ -20,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "net/Buffer.h"
 #include "net/ConnectionIo.h"
 #include "net/poller/CompletionHandler.h"
 
@@ -72,6 +76,8 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   bool closed_ = false;
   bool released_ = false;  // release() was called
   std::shared_ptr<void> keepAlive_;  // the owner, while ops are in flight
+  // Views a received provided buffer for the length of a callback.
+  Buffer received_{0};
 };
 
 }  // namespace libnet

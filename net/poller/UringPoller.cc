@@ -80,7 +80,7 @@ std::optional<ProbeFailure> checkMultishotRecv(io_uring* ring) {
   }
   std::optional<BufferRing> buffers;
   try {
-    buffers.emplace(ring, kBufferGroup, 2, 4096);
+    buffers.emplace(ring, kBufferGroup, 2, 4096, 2);
   } catch (const std::system_error& e) {
     return ProbeFailure{e.code().value(), e.what()};
   }
@@ -213,8 +213,8 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
   // Saves the fd lookup on every io_uring_enter; optional.
   io_uring_register_ring_fd(&ring_);
   try {
-    buffers_ =
-        std::make_unique<BufferRing>(&ring_, kBufferGroup, config.bufferCount, config.bufferSize);
+    buffers_ = std::make_unique<BufferRing>(&ring_, kBufferGroup, config.bufferCount,
+                                            config.bufferSize, config.initialBufferCount);
   } catch (...) {
     io_uring_queue_exit(&ring_);
     throw;

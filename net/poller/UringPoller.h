@@ -49,8 +49,11 @@ class UringPoller final : public Poller {
   struct Config {
     uint32_t sqEntries = 1024;
     uint32_t cqEntries = 16384;
-    uint32_t bufferCount = 2048;  // power of two
+    uint32_t bufferCount = 2048;  // the most provided buffers; power of two
     uint32_t bufferSize = 16384;
+    // Buffers provided at first; more as receives find the ring empty (see
+    // BufferRing: a small ring stays in cache).
+    uint32_t initialBufferCount = 64;
   };
   static void setDefaultConfig(const Config& config);
   static Config defaultConfig();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/UniqueFd.h"
 #include "net/Buffer.h"
@@ -380,6 +381,88 @@ TEST(BufferReadFdErrorTest, BadFdGivesEbadf) {
   const Buffer::ReadResult r = buf.readFd(-1);
   EXPECT_LT(r.bytes, 0);
   EXPECT_EQ(r.error, EBADF);
+}
+
+// A lender that records what was handed back.
+class RecordingLender : public Buffer::Lender {
+ public:
+  void release(uint32_t token) override { released.push_back(token); }
+  std::vector<uint32_t> released;
+};
+
+TEST(BufferViewTest, ReadsTheViewedBytesAndReleasesOnce) {
+  RecordingLender lender;
+  std::string storage = "GET / HTTP/1.1\r\n\r\n";
+  {
+    Buffer buf(0);
+    buf.borrow(storage, &lender, 7);
+    EXPECT_TRUE(buf.borrowed());
+    EXPECT_EQ(buf.peek(), storage.data());  // no copy
+    EXPECT_EQ(buf.readableBytes(), storage.size());
+    EXPECT_EQ(buf.writableBytes(), 0u);
+    EXPECT_EQ(buf.prependableBytes(), 0u);
+    ASSERT_NE(buf.findCRLF(), nullptr);
+    EXPECT_EQ(buf.retrieveAsString(4), "GET ");
+    buf.retrieveAll();
+    EXPECT_TRUE(lender.released.empty());  // still viewed until released
+  }
+  EXPECT_EQ(lender.released, std::vector<uint32_t>{7});  // the destructor
+}
+
+TEST(BufferViewTest, WritingCopiesFirstAndLeavesTheViewedBytesAlone) {
+  RecordingLender lender;
+  std::string storage = "abcdef";
+  Buffer buf(0);
+  buf.borrow(storage, &lender, 3);
+  buf.retrieve(2);
+  buf.append("XY");
+  EXPECT_FALSE(buf.borrowed());
+  EXPECT_EQ(buf.view(), "cdefXY");
+  EXPECT_EQ(storage, "abcdef");
+  EXPECT_EQ(lender.released, std::vector<uint32_t>{3});
+  buf.prepend("<");
+  EXPECT_EQ(buf.view(), "<cdefXY");
+  EXPECT_EQ(lender.released.size(), 1u);  // never twice
+}
+
+TEST(BufferViewTest, ExchangeMovesTheViewButSwapCopiesIt) {
+  RecordingLender lender;
+  std::string storage = "payload";
+  Buffer viewing(0);
+  viewing.borrow(storage, &lender, 1);
+  Buffer queue;
+  queue.exchange(viewing);  // the send queue takes the view along
+  EXPECT_TRUE(queue.borrowed());
+  EXPECT_FALSE(viewing.borrowed());
+  EXPECT_EQ(queue.peek(), storage.data());
+  EXPECT_EQ(viewing.readableBytes(), 0u);
+  EXPECT_TRUE(lender.released.empty());
+  queue.releaseBorrowed();
+  EXPECT_EQ(lender.released, std::vector<uint32_t>{1});
+  EXPECT_EQ(queue.readableBytes(), 0u);
+
+  Buffer user;
+  Buffer other(0);
+  other.borrow(storage, &lender, 2);
+  user.swap(other);  // a user's swap must not carry the view out of the callback
+  EXPECT_FALSE(user.borrowed());
+  EXPECT_NE(user.peek(), storage.data());
+  EXPECT_EQ(user.view(), "payload");
+  EXPECT_EQ(lender.released, (std::vector<uint32_t>{1, 2}));
+}
+
+TEST(BufferViewTest, MoveCarriesTheView) {
+  RecordingLender lender;
+  std::string storage = "xyz";
+  Buffer a(0);
+  a.borrow(storage, &lender, 9);
+  Buffer b(std::move(a));
+  EXPECT_TRUE(b.borrowed());
+  EXPECT_EQ(b.view(), "xyz");
+  b = Buffer();
+  EXPECT_EQ(lender.released, std::vector<uint32_t>{9});
+  b.append("ok");
+  EXPECT_EQ(b.view(), "ok");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // a large send to a slow reader. Every byte is checked. Skipped where
 // io_uring cannot run (UringPoller::probe()).
 #include <gtest/gtest.h>
+#include <liburing.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -30,6 +31,7 @@
 #include "net/Poller.h"
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
+#include "net/poller/BufferRing.h"
 #include "net/poller/UringPoller.h"
 #include "tests/net/TestUtil.h"
 
@@ -143,6 +145,7 @@ TEST_F(UringPollerTest, TinyBufferRingLosesAndReordersNothing) {
   UringPoller::Config tiny = UringPoller::defaultConfig();
   tiny.bufferCount = 2;
   tiny.bufferSize = 512;
+  tiny.initialBufferCount = 2;
   // Process-wide, for rings created from now on: before the server's loop.
   UringPoller::setDefaultConfig(tiny);
 
@@ -150,7 +153,7 @@ TEST_F(UringPollerTest, TinyBufferRingLosesAndReordersNothing) {
   ASSERT_EQ(server.loop()->pollerKind(), PollerKind::kIoUring);
   const auto [count, size] = runSync(server.loop(), [&] {
     const BufferRing& ring = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
-    return std::pair{ring.count(), ring.bufferSize()};
+    return std::pair{ring.capacity(), ring.bufferSize()};
   });
   ASSERT_EQ(count, 2u) << "the loop's ring was not built from the configuration";
   ASSERT_EQ(size, 512u);
@@ -406,6 +409,105 @@ TEST_F(UringPollerTest, LargeSendToSlowReaderKeepsOrderAndFiresHighWaterMarkOnce
   EXPECT_EQ(highWaterMarks.load(), 1);
   EXPECT_GE(highWaterSize.load(), kMark);
   EXPECT_EQ(writeCompletes.load(), 1);
+}
+
+// ---- e. received bytes are handed over in place; peers that do not read lose nothing ----
+
+TEST_F(UringPollerTest, ReceivedBytesAreHandedOverInPlaceAndSlowReadersLoseNothing) {
+  constexpr int kStuck = 12;
+  constexpr size_t kStuckBytes = 256 * 1024;
+  UringPoller::Config small = UringPoller::defaultConfig();
+  small.bufferCount = 8;
+  small.bufferSize = 4096;
+  small.initialBufferCount = 8;
+  UringPoller::setDefaultConfig(small);
+
+  std::atomic<int> inPlace{0};
+  std::atomic<int> copied{0};
+  UringEchoServer server(0, [&](TcpServer& s) {
+    s.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+      const BufferRing& ring = dynamic_cast<UringPoller&>(conn->getLoop()->poller()).buffers();
+      const std::string_view all = ring.data(0, size_t{ring.capacity()} * ring.bufferSize());
+      const bool inRing = buf->peek() >= all.data() && buf->peek() < all.data() + all.size();
+      (inRing ? inPlace : copied).fetch_add(1);
+      server.bytesIn_.fetch_add(buf->readableBytes());
+      conn->send(buf);
+    });
+    // A small send buffer, so that echoes to a peer that does not read get
+    // stuck early, in sends that stay in flight.
+    s.setConnectionCallback([](const TcpConnectionPtr& conn) {
+      const int sndbuf = 4096;
+      if (conn->connected()) ::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    });
+  });
+  auto lent = [&] {
+    return runSync(server.loop(), [&] {
+      const BufferRing& ring = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
+      return std::pair{ring.lent(), ring.provided()};
+    });
+  };
+
+  // Peers that send and never read: their echoes sit in sends that cannot
+  // complete, some of them still viewing ring buffers.
+  std::vector<std::unique_ptr<BlockingClient>> stuck;
+  std::vector<std::string> payloads;
+  for (int i = 0; i < kStuck; ++i) {
+    stuck.push_back(std::make_unique<BlockingClient>(server.address(), 4096));
+    payloads.push_back(randomBytes(kStuckBytes, 700 + static_cast<uint32_t>(i)));
+    ASSERT_TRUE(stuck.back()->sendAll(payloads.back())) << "stuck client " << i;
+  }
+  ASSERT_TRUE(waitUntil([&] { return server.bytesIn_.load() == kStuck * kStuckBytes; }))
+      << server.bytesIn_.load() << " of " << kStuck * kStuckBytes << " bytes received";
+  const auto [lentNow, provided] = lent();
+  EXPECT_LE(lentNow, provided / 2) << "views held by stuck sends exceed half the ring";
+
+  // Everybody else is still served.
+  {
+    BlockingClient fresh(server.address());
+    const std::string payload = randomBytes(100 * 1000, 99);
+    ASSERT_TRUE(fresh.sendAll(payload));
+    EXPECT_TRUE(fresh.recvExactly(payload.size()) == payload);
+  }
+  EXPECT_GT(inPlace.load(), 0) << "no callback was handed the bytes in place";
+
+  // The stuck peers read at last: every byte, in order.
+  for (int i = 0; i < kStuck; ++i) {
+    EXPECT_TRUE(stuck[i]->recvExactly(kStuckBytes) == payloads[i]) << "stuck client " << i;
+  }
+  stuck.clear();
+  EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
+  EXPECT_TRUE(waitUntil([&] { return lent().first == 0; })) << "ring buffers never came back";
+}
+
+// ---- f. the ring lends at most half its provided buffers ----
+
+TEST_F(UringPollerTest, BufferRingLendsAtMostHalfAndGrowsByDoubling) {
+  io_uring ring{};
+  ASSERT_EQ(io_uring_queue_init(8, &ring, 0), 0);
+  {
+    BufferRing buffers(&ring, 5, 16, 256, 4);
+    EXPECT_EQ(buffers.provided(), 4u);
+    std::vector<Buffer> views;
+    views.reserve(16);
+    uint16_t id = 0;
+    while (buffers.canLend()) {
+      views.emplace_back(0);
+      buffers.lend(&views.back(), id++, 10);
+    }
+    EXPECT_EQ(buffers.lent(), 2u);  // half of 4
+    EXPECT_EQ(views[1].peek(), buffers.data(1, 0).data());  // in place
+    views[0].releaseBorrowed();
+    EXPECT_EQ(buffers.lent(), 1u);
+    EXPECT_TRUE(buffers.canLend());
+    EXPECT_TRUE(buffers.grow());
+    EXPECT_EQ(buffers.provided(), 8u);
+    EXPECT_TRUE(buffers.grow());
+    EXPECT_EQ(buffers.provided(), 16u);
+    EXPECT_FALSE(buffers.grow()) << "grew past its capacity";
+    views.clear();  // a view's destructor hands its buffer back
+    EXPECT_EQ(buffers.lent(), 0u);
+  }
+  io_uring_queue_exit(&ring);
 }
 
 }  // namespace
