@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <unordered_map>
+#include <utility>
 
 #include "base/LogFile.h"
 #include "base/Logging.h"
@@ -11,13 +13,10 @@ namespace libnet {
 
 namespace {
 
-// Spare buffers kept after a batch is written. Enough for the usual one or two
-// buffers per batch; a burst beyond that allocates, and the extra buffers are
-// freed again afterwards rather than pinning maxQueuedBuffers x bufferSize.
-constexpr size_t kMaxFreeBuffers = 4;
-
 AsyncLogging::Options sanitized(AsyncLogging::Options options) {
   options.bufferSize = std::max(options.bufferSize, AsyncLogging::kMinBufferSize);
+  options.threadBufferSize =
+      std::clamp(options.threadBufferSize, AsyncLogging::kMinBufferSize, options.bufferSize);
   options.maxQueuedBuffers = std::max<size_t>(options.maxQueuedBuffers, 1);
   if (options.flushInterval <= std::chrono::milliseconds::zero()) {
     options.flushInterval = std::chrono::milliseconds(1);
@@ -25,18 +24,81 @@ AsyncLogging::Options sanitized(AsyncLogging::Options options) {
   return options;
 }
 
+std::atomic<uint64_t> g_nextId{1};
+
+// Live instances by id, so that a thread that exits can hand its block to an
+// instance that still exists and skip one that is gone. Never destroyed:
+// threads may exit after static destructors ran.
+struct Registry {
+  std::mutex mutex;
+  std::unordered_map<uint64_t, AsyncLogging*> live;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+}  // namespace
+
+// Lock order: the registry's mutex, then an instance's mutex_.
+struct AsyncLoggingThreadExit {
+  std::vector<std::pair<uint64_t, AsyncLogging::Producer*>> entries;
+
+  ~AsyncLoggingThreadExit() {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    for (const auto& [id, producer] : entries) {
+      if (auto it = r.live.find(id); it != r.live.end()) it->second->retire(producer);
+    }
+  }
+
+  // Forgets instances that were destroyed (a long-lived thread that logged
+  // into many short-lived ones).
+  void prune() {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    std::erase_if(entries, [&](const auto& entry) { return !r.live.contains(entry.first); });
+  }
+};
+
+namespace {
+
+// The hot path's lookup: trivially destructible, so it is a plain TLS access.
+struct ThreadCache {
+  uint64_t id = 0;
+  void* producer = nullptr;
+};
+thread_local ThreadCache t_cache;
+// Has a destructor, so it is touched only when a thread registers.
+thread_local AsyncLoggingThreadExit t_exit;
+
 }  // namespace
 
 AsyncLogging::AsyncLogging(Sink sink) : AsyncLogging(std::move(sink), Options{}) {}
 
 AsyncLogging::AsyncLogging(Sink sink, Options options)
-    : sink_(std::move(sink)), options_(sanitized(options)) {
-  std::lock_guard lock(mutex_);
-  current_ = takeFreeBufferLocked();
-  full_.reserve(options_.maxQueuedBuffers + 2);
+    : sink_(std::move(sink)),
+      options_(sanitized(options)),
+      blockSize_(options_.threadBufferSize),
+      maxQueuedBytes_(options_.maxQueuedBuffers * options_.bufferSize),
+      // Enough spares for the blocks of one wake-up and those filled while
+      // it is written, so that steady state neither allocates nor frees.
+      maxFreeBuffers_(std::max<size_t>(4, 2 * options_.bufferSize / blockSize_)),
+      id_(g_nextId.fetch_add(1, std::memory_order_relaxed)) {
+  full_.reserve(maxQueuedBytes_ / blockSize_ + 2);
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.live.emplace(id_, this);
 }
 
 AsyncLogging::~AsyncLogging() {
+  {
+    // From here on exiting threads leave their blocks alone; stop() drains them.
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    r.live.erase(id_);
+  }
   stop();
   if (installed_) {
     Logger::setOutput({});
@@ -68,30 +130,134 @@ void AsyncLogging::stop() {
   if (thread_.joinable()) thread_.join();
   // The back end's last batch was taken when it saw kStopping; whatever was
   // appended after that (muduo loses exactly this when stop() lands while the
-  // writer is mid-write) is still queued here. The back end is gone, so this
+  // writer is mid-write) is still pending here. The back end is gone, so this
   // thread may use the sink.
   std::lock_guard lock(mutex_);
-  drainLocked();
   state_ = State::kStopped;
+  // Before the drain reads the blocks' sizes: a front end that published a
+  // line the drain does not see is bound to see this and drain it itself.
+  stopped_.store(true, std::memory_order_seq_cst);
+  drainLocked(/*flushSink=*/true);
   batchDone_.notify_all();
 }
 
-void AsyncLogging::append(std::string_view line) {
-  if (line.size() > options_.bufferSize) line = line.substr(0, options_.bufferSize);
-  std::lock_guard lock(mutex_);
-  if (state_ == State::kStopped) {
-    // No back end any more: write through, serialised by the lock.
-    sink_.write(line);
-    return;
+AsyncLogging::Producer* AsyncLogging::producer() {
+  const ThreadCache& cache = t_cache;
+  if (cache.id == id_) [[likely]] {
+    return static_cast<Producer*>(cache.producer);
   }
-  if (current_->available() < line.size()) queueCurrentLocked();
-  current_->append(line);
+  return registerThread();
+}
+
+AsyncLogging::Producer* AsyncLogging::registerThread() {
+  for (const auto& [id, producer] : t_exit.entries) {
+    if (id == id_) {
+      t_cache = {id_, producer};
+      return producer;
+    }
+  }
+  Producer* p = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& candidate : producers_) {
+      if (candidate->retired) {
+        p = candidate.get();
+        p->retired = false;
+        break;
+      }
+    }
+    if (p == nullptr) p = producers_.emplace_back(std::make_unique<Producer>()).get();
+  }
+  t_exit.prune();
+  t_exit.entries.emplace_back(id_, p);
+  t_cache = {id_, p};
+  return p;
+}
+
+void AsyncLogging::append(std::string_view line) {
+  if (line.size() > blockSize_) line = line.substr(0, blockSize_);
+  Producer* p = producer();
+  LogBuffer* buffer = p->current.get();
+  if (buffer == nullptr || buffer->available() < line.size()) [[unlikely]] {
+    buffer = handOff(p, line);
+    if (buffer == nullptr) return;
+  }
+  buffer->append(line);
+  if (stopped_.load(std::memory_order_seq_cst)) [[unlikely]] {
+    appendAfterStop();
+  }
+}
+
+LogBuffer* AsyncLogging::handOff(Producer* p, std::string_view line) {
+  std::unique_lock lock(mutex_);
+  // No back end any more: write what is pending, which frees the block.
+  if (state_ == State::kStopped) drainLocked(/*flushSink=*/false);
+  if (LogBuffer* buffer = p->current.get()) {
+    if (!buffer->beingRead() && buffer->consumed() == buffer->committed()) {
+      buffer->reset();  // all of it written already (the interval or a flush)
+      return buffer;
+    }
+    if (queuedBytes_ + writingBytes_ + buffer->capacity() > maxQueuedBytes_) {
+      if (buffer->beingRead()) {
+        // The back end is writing its head right now, so the block cannot be
+        // emptied in place: this line goes instead.
+        dropLocked(line, /*wholeBuffer=*/false);
+        return nullptr;
+      }
+      // Drop the newest block, so that what is queued stays a contiguous
+      // prefix of this thread's lines; the back end reports the count.
+      dropLocked(buffer->bytes(buffer->consumed(), buffer->committed()), /*wholeBuffer=*/true);
+      buffer->reset();
+      return buffer;
+    }
+    queuedBytes_ += buffer->capacity();
+    full_.push_back(std::move(p->current));
+    // One wake-up per bufferSize bytes, not per block: a futex wake inside a
+    // log call is microseconds of someone's latency.
+    if (queuedBytes_ >= options_.bufferSize && state_ == State::kRunning) {
+      wakeBackEnd_.notify_one();
+    }
+  }
+  if (!free_.empty()) {
+    p->current = std::move(free_.back());
+    free_.pop_back();
+    return p->current.get();
+  }
+  // A new block is made (and its pages touched) outside the lock.
+  ++allocated_;
+  peakAllocated_ = std::max(peakAllocated_, allocated_);
+  lock.unlock();
+  auto fresh = std::make_unique<LogBuffer>(blockSize_);
+  lock.lock();
+  p->current = std::move(fresh);
+  return p->current.get();
+}
+
+void AsyncLogging::retire(Producer* p) {
+  std::lock_guard lock(mutex_);
+  if (BufferPtr buffer = std::move(p->current)) {
+    if (buffer->beingRead() || buffer->consumed() != buffer->committed()) {
+      queuedBytes_ += buffer->capacity();
+      full_.push_back(std::move(buffer));
+      if (state_ == State::kRunning) wakeBackEnd_.notify_one();
+    } else {
+      recycleLocked(std::move(buffer));
+    }
+  }
+  p->retired = true;
+  if (state_ == State::kStopped) drainLocked(/*flushSink=*/false);
+}
+
+void AsyncLogging::appendAfterStop() {
+  // Written through, serialised by the lock, like every line after stop().
+  std::lock_guard lock(mutex_);
+  drainLocked(/*flushSink=*/false);
 }
 
 bool AsyncLogging::flush() {
   std::unique_lock lock(mutex_);
   if (state_ == State::kIdle || state_ == State::kStopped) {
-    drainLocked();
+    drainLocked(/*flushSink=*/true);
     return true;
   }
   // The back end waiting for itself would deadlock (a sink that logs FATAL).
@@ -129,45 +295,39 @@ size_t AsyncLogging::peakBuffersAllocated() const {
   return peakAllocated_;
 }
 
-AsyncLogging::BufferPtr AsyncLogging::takeFreeBufferLocked() {
-  if (!free_.empty()) {
-    BufferPtr buffer = std::move(free_.back());
-    free_.pop_back();
-    return buffer;
+void AsyncLogging::recycleLocked(BufferPtr buffer) {
+  if (free_.size() < maxFreeBuffers_) {
+    buffer->reset();
+    free_.push_back(std::move(buffer));
+  } else {
+    --allocated_;
   }
-  ++allocated_;
-  peakAllocated_ = std::max(peakAllocated_, allocated_);
-  return std::make_unique<LogBuffer>(options_.bufferSize);
 }
 
-void AsyncLogging::queueCurrentLocked() {
-  // Queued plus in the writer's hands: with the current buffer and one
-  // replacement that bounds the buffers alive at maxQueuedBuffers + 2.
-  if (full_.size() + writing_ >= options_.maxQueuedBuffers) {
-    // Drop the newest buffer, so that what is queued stays a contiguous
-    // prefix of the log; the back end reports the count.
-    if (droppedBuffers_ == reportedDroppedBuffers_) {
-      firstDropMicros_ = Timestamp::now().microsSinceEpoch();
+void AsyncLogging::dropLocked(std::string_view bytes, bool wholeBuffer) {
+  if (droppedBuffers_ == reportedDroppedBuffers_ && droppedLines_ == reportedDroppedLines_) {
+    firstDropMicros_ = Timestamp::now().microsSinceEpoch();
+  }
+  if (wholeBuffer) ++droppedBuffers_;
+  droppedLines_ += static_cast<uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
+  droppedBytes_ += bytes.size();
+}
+
+void AsyncLogging::takeBatchLocked(Batch* batch, bool withPartials) {
+  batch->buffers.swap(full_);  // batch->buffers is empty: full_ keeps a capacity
+  batch->bytes = queuedBytes_;
+  writingBytes_ = queuedBytes_;
+  queuedBytes_ = 0;
+  if (withPartials) {
+    for (const auto& producer : producers_) {
+      LogBuffer* buffer = producer->current.get();
+      if (buffer == nullptr) continue;
+      const size_t to = buffer->committed();
+      if (to == buffer->consumed()) continue;
+      batch->partials.push_back({buffer, buffer->consumed(), to});
+      buffer->setBeingRead(true);
     }
-    const std::string_view bytes = current_->view();
-    ++droppedBuffers_;
-    droppedLines_ += static_cast<uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
-    droppedBytes_ += bytes.size();
-    current_->reset();
-    return;
   }
-  full_.push_back(std::move(current_));
-  current_ = takeFreeBufferLocked();
-  wakeBackEnd_.notify_one();
-}
-
-void AsyncLogging::takeBatchLocked(Batch* batch) {
-  batch->buffers.swap(full_);  // batch->buffers is empty: full_ keeps its capacity
-  if (!current_->empty()) {
-    batch->buffers.push_back(std::move(current_));
-    current_ = takeFreeBufferLocked();
-  }
-  writing_ = batch->buffers.size();
   batch->droppedBuffers = droppedBuffers_ - reportedDroppedBuffers_;
   batch->droppedLines = droppedLines_ - reportedDroppedLines_;
   batch->droppedBytes = droppedBytes_ - reportedDroppedBytes_;
@@ -177,21 +337,21 @@ void AsyncLogging::takeBatchLocked(Batch* batch) {
   reportedDroppedBytes_ = droppedBytes_;
 }
 
-void AsyncLogging::recycleLocked(Batch* batch) {
-  for (BufferPtr& buffer : batch->buffers) {
-    if (free_.size() < kMaxFreeBuffers) {
-      buffer->reset();
-      free_.push_back(std::move(buffer));
-    } else {
-      --allocated_;
-    }
+void AsyncLogging::finishBatchLocked(Batch* batch) {
+  // A block read in place may have been queued since (it filled up or its
+  // thread exited); the next batch writes it from here on.
+  for (const Partial& partial : batch->partials) {
+    partial.buffer->setConsumed(partial.to);
+    partial.buffer->setBeingRead(false);
   }
+  batch->partials.clear();
+  for (BufferPtr& buffer : batch->buffers) recycleLocked(std::move(buffer));
   batch->buffers.clear();
-  writing_ = 0;
+  writingBytes_ = 0;
 }
 
 void AsyncLogging::writeBatch(const Batch& batch) {
-  if (batch.droppedBuffers > 0) {
+  if (batch.droppedBytes > 0) {
     const std::string since =
         Timestamp(Timestamp::Micros(batch.firstDropMicros)).toFormattedString();
     const std::string now = Timestamp::now().toFormattedString();
@@ -207,38 +367,50 @@ void AsyncLogging::writeBatch(const Batch& batch) {
       sink_.write(std::string_view(notice, std::min(static_cast<size_t>(n), sizeof notice - 1)));
     }
   }
-  for (const BufferPtr& buffer : batch.buffers) sink_.write(buffer->view());
+  // A thread's queued blocks are older than what its current block holds.
+  for (const BufferPtr& buffer : batch.buffers) {
+    const size_t from = buffer->consumed();
+    const size_t to = buffer->committed();
+    if (to > from) sink_.write(buffer->bytes(from, to));
+  }
+  for (const Partial& partial : batch.partials) {
+    sink_.write(partial.buffer->bytes(partial.from, partial.to));
+  }
 }
 
-void AsyncLogging::drainLocked() {
+void AsyncLogging::drainLocked(bool flushSink) {
   Batch batch;
-  takeBatchLocked(&batch);
+  takeBatchLocked(&batch, /*withPartials=*/true);
   writeBatch(batch);
-  if (sink_.flush) sink_.flush();
-  recycleLocked(&batch);
+  if (flushSink && sink_.flush) sink_.flush();
+  finishBatchLocked(&batch);
 }
 
 void AsyncLogging::threadFunc() {
   Batch batch;
-  batch.buffers.reserve(options_.maxQueuedBuffers + 2);
+  batch.buffers.reserve(full_.capacity());
   for (;;) {
     uint64_t flushRequest = 0;
     bool exiting = false;
     {
       std::unique_lock lock(mutex_);
-      wakeBackEnd_.wait_for(lock, options_.flushInterval, [this] {
-        return !full_.empty() || state_ != State::kRunning || flushRequested_ != flushCompleted_;
+      const bool woken = wakeBackEnd_.wait_for(lock, options_.flushInterval, [this] {
+        return queuedBytes_ >= options_.bufferSize || state_ != State::kRunning ||
+               flushRequested_ != flushCompleted_;
       });
-      takeBatchLocked(&batch);
       flushRequest = flushRequested_;
       exiting = state_ != State::kRunning;
+      // Woken only because enough is queued: the blocks still filling wait
+      // for the interval, a flush or stop.
+      const bool withPartials = !woken || exiting || flushRequest != flushCompleted_;
+      takeBatchLocked(&batch, withPartials);
     }
     // Outside the lock: front ends keep appending while this thread writes.
     writeBatch(batch);
     if (sink_.flush) sink_.flush();
     {
       std::lock_guard lock(mutex_);
-      recycleLocked(&batch);
+      finishBatchLocked(&batch);
       flushCompleted_ = flushRequest;
       batchDone_.notify_all();
     }

@@ -1,26 +1,37 @@
-// AsyncLogging: the asynchronous back end for the LOG_* front end (muduo's
-// double buffering). Front ends copy a finished line into the current
-// fixed-size LogBuffer under a short lock; a full buffer joins the queue and a
-// spare takes its place. One background thread wakes on a full buffer, on
-// flush(), on stop() or every flushInterval, takes the whole queue (and the
-// partly filled current buffer) under the lock, and writes it to the sink
-// outside the lock. Written buffers go back to a small free list, so steady
-// state allocates nothing.
+// AsyncLogging: the asynchronous back end for the LOG_* front end.
 //
-// Overload: when maxQueuedBuffers buffers are already waiting or being written,
-// a newly filled buffer is dropped whole (newest first: what is queued stays in
-// order) and the back end writes one notice line with the count. At most
-// maxQueuedBuffers + 2 buffers ever exist (see buffersAllocated()).
+// Every logging thread copies its finished lines into a staging block of its
+// own (LogBuffer, options.threadBufferSize) with no lock: a memcpy and one
+// store that publishes the new size. Only a full block costs a lock: it joins
+// the queue and a spare takes its place. One background thread wakes when
+// about options.bufferSize bytes are queued, on flush(), on stop() or every
+// flushInterval; it takes the queue under the lock and writes it to the sink
+// outside the lock. On flush(), stop() and the interval it also writes what
+// the threads' blocks hold so far, in place, while they keep filling them.
+// Written blocks go back to a free list, so steady state allocates nothing.
+//
+// Order: each thread's lines reach the sink in the order it logged them and
+// are never torn or interleaved; lines of different threads interleave in
+// runs (a block, or what a block gained since the last write), not line by
+// line, so the file is not sorted by time across threads.
+//
+// Overload: when maxQueuedBuffers x bufferSize bytes of full blocks are
+// already waiting or being written, a newly filled block is dropped whole
+// (newest first: what is queued stays in order) and the back end writes one
+// notice line with the counts. Blocks alive: at most that queue, one per
+// logging thread, and a few spares (see buffersAllocated()).
 //
 // Ownership and threads: the owner constructs, start()s and stop()s (or
 // destroys) it on one thread. append() and flush() may be called from any
 // thread, including after stop(), when lines are written synchronously. The
-// sink is called only from one thread at a time (the back end, or after
-// stop() under the lock), so a LogFile needs no locking of its own.
-// installAsDefaultSink() routes LOG_* here; the destructor puts the default
-// stderr sink back, so destroy it only after other threads stopped logging.
+// sink is called only from one thread at a time (the back end, or with the
+// back end gone under the lock), so a LogFile needs no locking of its own.
+// A thread that exits hands its block to the queue. installAsDefaultSink()
+// routes LOG_* here; the destructor puts the default stderr sink back, so
+// destroy it only after other threads stopped logging.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -48,16 +59,22 @@ class AsyncLogging {
   };
 
   struct Options {
+    // How many queued bytes wake the back end, and the unit of the overload
+    // limit below.
     size_t bufferSize = 4 * 1024 * 1024;
+    // Each logging thread's staging block (at most bufferSize). A full block
+    // costs one lock and, every bufferSize bytes, one wake-up of the back end.
+    size_t threadBufferSize = 256 * 1024;
     std::chrono::milliseconds flushInterval{3000};
-    // Full buffers waiting or being written beyond which new ones are dropped.
+    // maxQueuedBuffers x bufferSize bytes of full blocks waiting or being
+    // written: beyond that, newly filled blocks are dropped.
     size_t maxQueuedBuffers = 25;
     // How long flush() (and so LOG_FATAL) waits for the back end.
     std::chrono::milliseconds flushTimeout{5000};
   };
 
-  // A line never spans two buffers, so a buffer must hold the longest line
-  // the front end produces (LogStream caps lines at 4000 bytes).
+  // A line never spans two blocks, so a block must hold the longest line the
+  // front end produces (LogStream caps lines at 4000 bytes).
   static constexpr size_t kMinBufferSize = 4096;
 
   explicit AsyncLogging(Sink sink);
@@ -69,12 +86,12 @@ class AsyncLogging {
   static Sink fileSink(std::shared_ptr<LogFile> file);
 
   void start();
-  // Drains everything appended before it returns (the partly filled buffer and
-  // buffers queued while the writer was mid-write included) and joins the
-  // back end. Idempotent.
+  // Joins the back end and drains everything appended before it returns
+  // (every thread's partly filled block and blocks queued while the writer
+  // was mid-write included). Idempotent.
   void stop();
 
-  // Any thread. A line longer than the buffer is cut to the buffer size.
+  // Any thread. A line longer than threadBufferSize is cut to that size.
   void append(std::string_view line);
   // Any thread: returns once everything appended before the call has been
   // written and the sink flushed, or after options.flushTimeout if the back
@@ -87,7 +104,7 @@ class AsyncLogging {
 
   [[nodiscard]] uint64_t droppedBuffers() const;
   [[nodiscard]] uint64_t droppedLines() const;
-  // Buffers alive right now and the most that were ever alive at once.
+  // Blocks alive right now and the most that were ever alive at once.
   [[nodiscard]] size_t buffersAllocated() const;
   [[nodiscard]] size_t peakBuffersAllocated() const;
   [[nodiscard]] const Options& options() const { return options_; }
@@ -98,35 +115,75 @@ class AsyncLogging {
 
   enum class State { kIdle, kRunning, kStopping, kStopped };
 
-  // What the back end takes out from under the lock in one go.
+  // One per thread that has logged here. current is replaced only by the
+  // owning thread and only under mutex_; the back end reads it under mutex_.
+  struct Producer {
+    BufferPtr current;
+    bool retired = false;  // its thread exited; reused by the next new thread
+  };
+
+  // Bytes of a thread's block that the reader writes in place.
+  struct Partial {
+    LogBuffer* buffer;
+    size_t from;
+    size_t to;
+  };
+
+  // What the reader takes out from under the lock in one go.
   struct Batch {
     BufferVector buffers;
+    std::vector<Partial> partials;
+    size_t bytes = 0;  // capacity of buffers, counted in writingBytes_
     uint64_t droppedBuffers = 0;
     uint64_t droppedLines = 0;
     uint64_t droppedBytes = 0;
     int64_t firstDropMicros = 0;
   };
 
+  friend struct AsyncLoggingThreadExit;
+
+  // The calling thread's Producer: a thread-local cache hit, or registerThread().
+  Producer* producer();
+  Producer* registerThread();
+  // The caller's block is full (or it has none): queue it, or drop it on
+  // overload, and return the block to write `line` into, or nullptr when
+  // `line` itself is dropped.
+  LogBuffer* handOff(Producer* p, std::string_view line);
+  // The thread that owns `p` exits: its block goes to the queue.
+  void retire(Producer* p);
+  void appendAfterStop();
+
   void threadFunc();
   // The *Locked helpers run under mutex_.
   BufferPtr takeFreeBufferLocked();
-  void queueCurrentLocked();
-  void takeBatchLocked(Batch* batch);
-  void recycleLocked(Batch* batch);
+  void recycleLocked(BufferPtr buffer);
+  void dropLocked(std::string_view bytes, bool wholeBuffer);
+  void takeBatchLocked(Batch* batch, bool withPartials);
+  void finishBatchLocked(Batch* batch);
   // Called by the one thread allowed in the sink at that moment.
   void writeBatch(const Batch& batch);
-  void drainLocked();
+  // With no back end: writes everything pending from this thread.
+  void drainLocked(bool flushSink);
 
   const Sink sink_;
   const Options options_;
+  const size_t blockSize_;
+  const size_t maxQueuedBytes_;
+  const size_t maxFreeBuffers_;
+  const uint64_t id_;  // never reused, unlike the address
+
+  // Set (sequentially consistent) once stop() has taken the back end's place;
+  // a front end that sees it after publishing a line drains it itself.
+  std::atomic<bool> stopped_{false};
 
   mutable std::mutex mutex_;
   std::condition_variable wakeBackEnd_;
   std::condition_variable batchDone_;
-  BufferPtr current_;
+  std::vector<std::unique_ptr<Producer>> producers_;
   BufferVector full_;
   BufferVector free_;
-  size_t writing_ = 0;  // buffers the back end holds outside the lock
+  size_t queuedBytes_ = 0;   // capacity of full_
+  size_t writingBytes_ = 0;  // capacity of the blocks the back end holds outside the lock
   size_t allocated_ = 0;
   size_t peakAllocated_ = 0;
   uint64_t droppedBuffers_ = 0;

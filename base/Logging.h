@@ -20,10 +20,20 @@
 #include <functional>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include "base/LogStream.h"
 
 namespace libnet {
+
+namespace detail {
+// Where the base name starts in a path; the LOG_ macros evaluate it at compile
+// time, so a log call does not search __FILE__ for its last '/'.
+constexpr size_t baseNameOffset(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? 0 : slash + 1;
+}
+}  // namespace detail
 
 enum class LogLevel : int { kTrace = 0, kDebug, kInfo, kWarn, kError, kFatal };
 
@@ -32,7 +42,15 @@ class Logger {
   using OutputFunc = std::function<void(std::string_view line)>;
   using FlushFunc = std::function<void()>;
 
-  Logger(const char* file, int line, LogLevel level, bool withErrno = false);
+  // A source file's base name, already cut out of the path (the LOG_ macros
+  // do that at compile time).
+  struct BaseName {
+    std::string_view name;
+  };
+
+  Logger(BaseName file, int line, LogLevel level, bool withErrno = false);
+  // `path` is cut to its base name here.
+  Logger(std::string_view path, int line, LogLevel level, bool withErrno = false);
   ~Logger();
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
@@ -56,7 +74,7 @@ class Logger {
   static constinit std::atomic<int> level_;
 
   LogStream stream_;
-  const char* file_;
+  std::string_view file_;
   int line_;
   LogLevel logLevel_;
 };
@@ -75,11 +93,16 @@ const char* strerrorTl(int savedErrno);
 // expression, so `if (x) LOG_INFO << y; else ...` binds as written, and when
 // the level filters it out nothing after LOG_xxx is evaluated. `&` binds
 // looser than `<<`, so it applies to the finished stream.
-#define LIBNET_LOG_AT(lvl, withErrno)                     \
-  !(::libnet::Logger::level() <= ::libnet::LogLevel::lvl) \
-      ? (void)0                                           \
-      : ::libnet::LogVoidify() &                          \
-            ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::lvl, withErrno).stream()
+#define LIBNET_LOG_FILE                                                         \
+  (::libnet::Logger::BaseName{::std::string_view(__FILE__).substr(              \
+      ::std::integral_constant<::std::size_t, ::libnet::detail::baseNameOffset( \
+                                                  ::std::string_view(__FILE__))>::value)})
+#define LIBNET_LOG_AT(lvl, withErrno)                                                       \
+  !(::libnet::Logger::level() <= ::libnet::LogLevel::lvl)                                   \
+      ? (void)0                                                                             \
+      : ::libnet::LogVoidify() &                                                            \
+            ::libnet::Logger(LIBNET_LOG_FILE, __LINE__, ::libnet::LogLevel::lvl, withErrno) \
+                .stream()
 #define LIBNET_LOG_IF(lvl) LIBNET_LOG_AT(lvl, false)
 
 #define LOG_TRACE LIBNET_LOG_IF(kTrace)
@@ -87,6 +110,7 @@ const char* strerrorTl(int savedErrno);
 #define LOG_INFO LIBNET_LOG_IF(kInfo)
 #define LOG_WARN LIBNET_LOG_IF(kWarn)
 #define LOG_ERROR LIBNET_LOG_IF(kError)
-#define LOG_FATAL ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kFatal).stream()
+#define LOG_FATAL ::libnet::Logger(LIBNET_LOG_FILE, __LINE__, ::libnet::LogLevel::kFatal).stream()
 #define LOG_SYSERR LIBNET_LOG_AT(kError, true)
-#define LOG_SYSFATAL ::libnet::Logger(__FILE__, __LINE__, ::libnet::LogLevel::kFatal, true).stream()
+#define LOG_SYSFATAL \
+  ::libnet::Logger(LIBNET_LOG_FILE, __LINE__, ::libnet::LogLevel::kFatal, true).stream()

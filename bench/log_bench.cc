@@ -1,7 +1,8 @@
 // log_bench: throughput and front-end latency of libnet's logging against
-// spdlog, side by side in one run, printed as a markdown table.
+// spdlog, side by side in one run, printed as markdown tables.
 //
-//   log_bench [--lines N] [--threads 1,2,4] [--dir DIR]
+//   log_bench [--lines N] [--threads 1,2,4] [--loggers libnet,sync,spdlog]
+//             [--reps R] [--compare OTHER_LOG_BENCH] [--dir DIR] [--no-load-check]
 //
 // For each logger and thread count, N lines in total (split evenly over the
 // threads) of about 115 bytes each go to a file in DIR. Each thread times
@@ -9,25 +10,40 @@
 // last line is on its way to the kernel (stop()/shutdown() returned), so a
 // back end that only queues does not look faster than it is.
 //
-// - libnet-async: LOG_INFO through AsyncLogging into LogFile.
-// - libnet-sync:  LOG_INFO through a sink that fwrites into LogFile under a
-//                 mutex.
-// - spdlog-async: spdlog's async logger, queue 8192, 1 worker, blocking on
-//                 overflow, pattern "%Y%m%d %H:%M:%S.%f %t %l %v".
+// - libnet:  LOG_INFO through AsyncLogging into LogFile.
+// - sync:    LOG_INFO through a sink that fwrites into LogFile under a mutex.
+// - spdlog:  spdlog's async logger, queue 8192, 1 worker, blocking on
+//            overflow, pattern "%Y%m%d %H:%M:%S.%f %t %l %v".
+//
+// Another logger joins with one runXxx() function that calls measure() with a
+// per-line lambda and a finish lambda that returns once its back end drained
+// (see runSpdlogAsync), and a name in main()'s runner list.
+// --compare runs another build of log_bench (an older commit, say) right after
+// each of this build's libnet rows, same thread count and lines, and adds its
+// libnet row as "compare: ..."; with --reps R the runs interleave R times and
+// a table of medians follows.
+//
+// Before the runs it prints a load check (load average and the processes that
+// used CPU in the last half second); each row's "other load" is the share of
+// all CPUs that other processes and the hypervisor (steal) took during it.
 
 #include <spdlog/async.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <latch>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -160,16 +176,23 @@ Result runSpdlogAsync(int threads, int64_t lines, const fs::path& dir) {
   return r;
 }
 
-std::vector<int> parseThreads(std::string_view text) {
-  std::vector<int> out;
+std::vector<std::string> split(std::string_view text) {
+  std::vector<std::string> out;
   while (!text.empty()) {
     const size_t comma = text.find(',');
-    const std::string_view item = text.substr(0, comma);
+    if (comma != 0) out.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::vector<int> parseThreads(std::string_view text) {
+  std::vector<int> out;
+  for (const std::string& item : split(text)) {
     int n = 0;
     std::from_chars(item.data(), item.data() + item.size(), n);
     if (n > 0) out.push_back(n);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
   }
   return out;
 }
@@ -180,17 +203,203 @@ std::string withSeparators(int64_t v) {
   return s;
 }
 
+// Machine load, read around each run: other processes' CPU time is the
+// machine's busy time (/proc/stat) less this process's (getrusage), as a
+// share of all CPUs over the run's wall time.
+struct CpuSample {
+  double machineBusy = 0;  // seconds, all CPUs
+  double steal = 0;
+  double self = 0;
+  Clock::time_point when;
+};
+
+CpuSample sampleCpu() {
+  CpuSample s;
+  s.when = Clock::now();
+  if (std::FILE* f = std::fopen("/proc/stat", "r")) {
+    unsigned long long v[8] = {};
+    if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                    &v[4], &v[5], &v[6], &v[7]) == 8) {
+      const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+      s.machineBusy = static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6]) / tick;
+      s.steal = static_cast<double>(v[7]) / tick;
+    }
+    std::fclose(f);
+  }
+  struct rusage ru;
+  ::getrusage(RUSAGE_SELF, &ru);
+  s.self = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return s;
+}
+
+// Share of all CPUs that other processes (and the hypervisor, as steal) used
+// between two samples; `childCpu` is CPU time of our own children to exclude.
+double otherLoad(const CpuSample& a, const CpuSample& b, double childCpu = 0) {
+  const double wall = std::chrono::duration<double>(b.when - a.when).count();
+  const double cpus = static_cast<double>(std::max(1u, std::thread::hardware_concurrency()));
+  if (wall <= 0) return 0;
+  const double other =
+      (b.machineBusy - a.machineBusy) - (b.self - a.self) - childCpu + (b.steal - a.steal);
+  return std::max(0.0, other) / (wall * cpus);
+}
+
+std::string readFile(const char* path) {
+  std::string text;
+  if (std::FILE* f = std::fopen(path, "r")) {
+    char buf[256];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+    std::fclose(f);
+  }
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// Before any run: the load average, and the other processes that used the
+// most CPU in a half-second window (from /proc/<pid>/stat).
+void printLoadCheck() {
+  std::map<int, std::pair<std::string, unsigned long long>> before;
+  auto scan = [](std::map<int, std::pair<std::string, unsigned long long>>* out) {
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      const std::string name = entry.path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const std::string stat = readFile((entry.path() / "stat").c_str());
+      const size_t open = stat.find('('), close = stat.rfind(')');
+      if (open == std::string::npos || close == std::string::npos) continue;
+      unsigned long long utime = 0, stime = 0;
+      // Fields after ")": state ppid pgrp session tty tpgid flags minflt
+      // cminflt majflt cmajflt utime stime.
+      if (std::sscanf(stat.c_str() + close + 1,
+                      " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                      &stime) != 2) {
+        continue;
+      }
+      (*out)[std::stoi(name)] = {stat.substr(open + 1, close - open - 1), utime + stime};
+    }
+  };
+  const CpuSample a = sampleCpu();
+  scan(&before);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::map<int, std::pair<std::string, unsigned long long>> after;
+  scan(&after);
+  const CpuSample b = sampleCpu();
+  std::vector<std::pair<double, std::string>> busy;
+  const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  for (const auto& [pid, info] : after) {
+    auto it = before.find(pid);
+    const unsigned long long was = it == before.end() ? 0 : it->second.second;
+    const double share = static_cast<double>(info.second - was) / tick / 0.5;
+    if (share >= 0.02 && pid != ::getpid()) {
+      busy.emplace_back(share, info.first + "[" + std::to_string(pid) + "]");
+    }
+  }
+  std::sort(busy.rbegin(), busy.rend());
+  std::printf("load check: loadavg %s; other processes used %.0f%% of the CPUs in 0.5 s",
+              readFile("/proc/loadavg").c_str(), 100 * otherLoad(a, b));
+  for (size_t i = 0; i < busy.size() && i < 5; ++i) {
+    std::printf("%s %s %.0f%%", i == 0 ? ":" : ",", busy[i].second.c_str(), 100 * busy[i].first);
+  }
+  std::printf("\n");
+}
+
+// A row as log_bench prints it: "| logger | threads | lines/s | MB/s | p50 |
+// p99 | p99.9 | max |" (numbers may carry thousands separators and an M).
+bool parseRow(const std::string& line, Result* r) {
+  std::vector<std::string> cells;
+  size_t pos = 0;
+  while ((pos = line.find('|', pos)) != std::string::npos) {
+    const size_t next = line.find('|', pos + 1);
+    if (next == std::string::npos) break;
+    std::string cell = line.substr(pos + 1, next - pos - 1);
+    cell.erase(0, cell.find_first_not_of(' '));
+    cell.erase(cell.find_last_not_of(' ') + 1);
+    cells.push_back(cell);
+    pos = next;
+  }
+  if (cells.size() < 8) return false;
+  auto num = [](std::string cell) {
+    std::erase(cell, ',');
+    return std::strtod(cell.c_str(), nullptr);
+  };
+  r->logger = cells[0];
+  r->threads = static_cast<int>(num(cells[1]));
+  if (r->threads <= 0) return false;
+  r->lines = 1;
+  r->seconds = 1 / (num(cells[2]) * 1e6);
+  r->p50 = static_cast<int64_t>(num(cells[4]));
+  r->p99 = static_cast<int64_t>(num(cells[5]));
+  r->p999 = static_cast<int64_t>(num(cells[6]));
+  r->max = static_cast<int64_t>(num(cells[7]));
+  return true;
+}
+
+// Runs another build of log_bench (or anything printing the same rows) for
+// one thread count and returns its libnet AsyncLogging row.
+bool runCompare(const std::string& binary, bool knowsLoggers, int threads, int64_t lines,
+                const fs::path& dir, Result* r, double* childCpu) {
+  std::string cmd = binary + " --lines " + std::to_string(lines) + " --threads " +
+                    std::to_string(threads) + " --dir " + (dir / "compare").string();
+  if (knowsLoggers) cmd += " --loggers libnet --no-load-check";
+  struct rusage before, after;
+  ::getrusage(RUSAGE_CHILDREN, &before);
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return false;
+  char buf[512];
+  bool found = false;
+  while (std::fgets(buf, sizeof buf, p)) {
+    Result row;
+    if (!found && parseRow(buf, &row) && row.logger.starts_with("libnet AsyncLogging")) {
+      *r = row;
+      found = true;
+    }
+  }
+  const int status = ::pclose(p);
+  ::getrusage(RUSAGE_CHILDREN, &after);
+  *childCpu = static_cast<double>(after.ru_utime.tv_sec - before.ru_utime.tv_sec +
+                                  after.ru_stime.tv_sec - before.ru_stime.tv_sec) +
+              static_cast<double>(after.ru_utime.tv_usec - before.ru_utime.tv_usec +
+                                  after.ru_stime.tv_usec - before.ru_stime.tv_usec) /
+                  1e6;
+  return found && status == 0;
+}
+
+void printRow(const Result& r, double other) {
+  std::printf("| %s | %d | %.2fM | %.0f | %s | %s | %s | %s | %.0f%% |\n", r.logger.c_str(),
+              r.threads, static_cast<double>(r.lines) / r.seconds / 1e6,
+              static_cast<double>(r.bytes) / r.seconds / 1e6, withSeparators(r.p50).c_str(),
+              withSeparators(r.p99).c_str(), withSeparators(r.p999).c_str(),
+              withSeparators(r.max).c_str(), 100 * other);
+  std::fflush(stdout);
+}
+
+template <class T>
+T median(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
   int64_t lines = 1'000'000;
+  int reps = 1;
+  bool loadCheck = true;
   std::vector<int> threadCounts = {1, 2, 4};
+  std::vector<std::string> loggers = {"libnet", "sync", "spdlog"};
+  std::string compare;
   fs::path dir = fs::temp_directory_path() / "libnet_log_bench";
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: log_bench [--lines N] [--threads 1,2,4] [--dir DIR]\n";
+      std::cout << "usage: log_bench [--lines N] [--threads 1,2,4] [--loggers libnet,sync,spdlog]\n"
+                   "                 [--reps R] [--compare OTHER_LOG_BENCH] [--dir DIR]\n"
+                   "                 [--no-load-check]\n";
       return 0;
+    }
+    if (arg == "--no-load-check") {
+      loadCheck = false;
+      continue;
     }
     if (i + 1 >= argc) {
       std::cerr << "log_bench: " << arg << " needs a value\n";
@@ -201,6 +410,12 @@ int main(int argc, char* argv[]) {
       std::from_chars(value.data(), value.data() + value.size(), lines);
     } else if (arg == "--threads") {
       threadCounts = parseThreads(value);
+    } else if (arg == "--loggers") {
+      loggers = split(value);
+    } else if (arg == "--reps") {
+      std::from_chars(value.data(), value.data() + value.size(), reps);
+    } else if (arg == "--compare") {
+      compare = std::string(value);
     } else if (arg == "--dir") {
       dir = std::string(value);
     } else {
@@ -208,33 +423,108 @@ int main(int argc, char* argv[]) {
       return 2;
     }
   }
-  if (lines <= 0 || threadCounts.empty()) {
-    std::cerr << "log_bench: bad --lines or --threads\n";
+  if (lines <= 0 || threadCounts.empty() || reps <= 0) {
+    std::cerr << "log_bench: bad --lines, --threads or --reps\n";
     return 2;
+  }
+  using Runner = Result (*)(int, int64_t, const fs::path&);
+  std::vector<std::pair<std::string, Runner>> runners;
+  for (const std::string& name : loggers) {
+    if (name == "libnet") {
+      runners.emplace_back(name, runLibnetAsync);
+    } else if (name == "sync") {
+      runners.emplace_back(name, runLibnetSync);
+    } else if (name == "spdlog") {
+      runners.emplace_back(name, runSpdlogAsync);
+    } else {
+      std::cerr << "log_bench: unknown logger " << name << " (libnet, sync, spdlog)\n";
+      return 2;
+    }
+  }
+  bool compareKnowsLoggers = false;
+  if (!compare.empty()) {
+    std::FILE* p = ::popen((compare + " --help").c_str(), "r");
+    char buf[512];
+    while (p != nullptr && std::fgets(buf, sizeof buf, p)) {
+      if (std::string_view(buf).find("--loggers") != std::string_view::npos) {
+        compareKnowsLoggers = true;
+      }
+    }
+    if (p == nullptr || ::pclose(p) != 0) {
+      std::cerr << "log_bench: cannot run " << compare << "\n";
+      return 2;
+    }
   }
 
   struct utsname uts;
   ::uname(&uts);
-  std::cout << "log_bench: " << lines << " lines per run, " << std::thread::hardware_concurrency()
-            << " CPUs, " << uts.sysname << ' ' << uts.release << ", files in " << dir.string()
-            << "\n\n";
-  std::cout << "| logger | threads | lines/s | MB/s | p50 ns | p99 ns | p99.9 ns | max ns |\n"
-            << "|---|---|---|---|---|---|---|---|\n";
-  using Runner = Result (*)(int, int64_t, const fs::path&);
-  const Runner runners[] = {runLibnetAsync, runLibnetSync, runSpdlogAsync};
-  for (Runner run : runners) {
-    for (int threads : threadCounts) {
-      fs::remove_all(dir);
-      fs::create_directories(dir);
-      const Result r = run(threads, lines, dir);
-      std::printf("| %s | %d | %.2fM | %.0f | %s | %s | %s | %s |\n", r.logger.c_str(), r.threads,
-                  static_cast<double>(r.lines) / r.seconds / 1e6,
-                  static_cast<double>(r.bytes) / r.seconds / 1e6, withSeparators(r.p50).c_str(),
-                  withSeparators(r.p99).c_str(), withSeparators(r.p999).c_str(),
-                  withSeparators(r.max).c_str());
-      std::fflush(stdout);
+  std::cout << "log_bench: " << lines << " lines per run, " << reps << " rep(s), "
+            << std::thread::hardware_concurrency() << " CPUs, " << uts.sysname << ' ' << uts.release
+            << ", files in " << dir.string() << "\n";
+  if (loadCheck) printLoadCheck();
+  std::cout << "\n| logger | threads | lines/s | MB/s | p50 ns | p99 ns | p99.9 ns | max ns | "
+               "other load |\n"
+            << "|---|---|---|---|---|---|---|---|---|\n";
+  // Every cell's runs, for the medians; with --compare the other build runs
+  // right after this one's libnet row, so both see the same machine.
+  std::map<std::pair<std::string, int>, std::vector<Result>> cells;
+  std::map<std::pair<std::string, int>, std::vector<double>> loads;
+  std::vector<std::pair<std::string, int>> order;
+  auto record = [&](const Result& r, double other) {
+    const auto key = std::make_pair(r.logger, r.threads);
+    if (!cells.contains(key)) order.push_back(key);
+    cells[key].push_back(r);
+    loads[key].push_back(other);
+    printRow(r, other);
+  };
+  for (int rep = 0; rep < reps; ++rep) {
+    for (const auto& [name, run] : runners) {
+      for (int threads : threadCounts) {
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        const CpuSample a = sampleCpu();
+        const Result r = run(threads, lines, dir);
+        const CpuSample b = sampleCpu();
+        record(r, otherLoad(a, b));
+        if (name == "libnet" && !compare.empty()) {
+          Result other;
+          double childCpu = 0;
+          const CpuSample c = sampleCpu();
+          if (!runCompare(compare, compareKnowsLoggers, threads, lines, dir, &other, &childCpu)) {
+            std::cerr << "log_bench: no libnet AsyncLogging row from " << compare << "\n";
+            return 1;
+          }
+          const CpuSample d = sampleCpu();
+          other.logger = "compare: " + other.logger;
+          record(other, otherLoad(c, d, childCpu));
+        }
+      }
     }
   }
   fs::remove_all(dir);
+  if (reps > 1) {
+    std::printf("\nMedians of %d runs (lines/s min-max):\n\n", reps);
+    std::printf(
+        "| logger | threads | lines/s | p50 ns | p99 ns | p99.9 ns | max ns | other load |\n"
+        "|---|---|---|---|---|---|---|---|\n");
+    for (const auto& key : order) {
+      const std::vector<Result>& runs = cells[key];
+      std::vector<double> rate;
+      std::vector<int64_t> p50, p99, p999, mx;
+      for (const Result& r : runs) {
+        rate.push_back(static_cast<double>(r.lines) / r.seconds / 1e6);
+        p50.push_back(r.p50);
+        p99.push_back(r.p99);
+        p999.push_back(r.p999);
+        mx.push_back(r.max);
+      }
+      std::printf("| %s | %d | %.2fM (%.2f-%.2f) | %s | %s | %s | %s | %.0f%% |\n",
+                  key.first.c_str(), key.second, median(rate),
+                  *std::min_element(rate.begin(), rate.end()),
+                  *std::max_element(rate.begin(), rate.end()), withSeparators(median(p50)).c_str(),
+                  withSeparators(median(p99)).c_str(), withSeparators(median(p999)).c_str(),
+                  withSeparators(median(mx)).c_str(), 100 * median(loads[key]));
+    }
+  }
   return 0;
 }

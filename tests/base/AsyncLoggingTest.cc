@@ -282,6 +282,118 @@ TEST_F(AsyncLoggingTest, StopIntoLogFileNeverLosesTheTail) {
   }
 }
 
+// Front ends publish lines with no lock; a line published while stop() runs
+// must be drained by stop() or by its own thread, never left in a block.
+TEST_F(AsyncLoggingTest, LinesLoggedWhileStopRunsAreNeverLost) {
+  constexpr int kThreads = 3;
+  for (int iter = 0; iter < 30; ++iter) {
+    MemorySink memory;
+    AsyncLogging::Options options;
+    options.bufferSize = 4096;
+    options.maxQueuedBuffers = 100000;
+    options.flushInterval = 1ms;
+    AsyncLogging log(memory.sink(), options);
+    log.start();
+    CountDownLatch started(kThreads);
+    CountDownLatch finished(kThreads);
+    CountDownLatch release(1);
+    std::atomic<bool> done{false};
+    std::vector<int> logged(kThreads, 0);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < kThreads; ++t) {
+      workers.emplace_back([&, t] {
+        int i = 0;
+        for (; i < 100; ++i) log.append(makeLine(t, i));
+        started.countDown();
+        // Logs across stop() and for a while after it returned.
+        while (!done.load()) log.append(makeLine(t, i++));
+        logged[t] = i;
+        finished.countDown();
+        // Alive until checked: a thread's exit hands its block over, which
+        // would hide a line left in it.
+        EXPECT_TRUE(release.waitFor(30s));
+      });
+    }
+    ASSERT_TRUE(started.waitFor(30s));
+    log.stop();
+    done.store(true);
+    const bool allFinished = finished.waitFor(30s);
+    const Verdict v = verify(memory.text(), kThreads);
+    release.countDown();
+    for (auto& w : workers) w.join();
+    ASSERT_TRUE(allFinished);
+    ASSERT_EQ(v.badLines, 0) << "iteration " << iter;
+    ASSERT_EQ(v.outOfOrder, 0) << "iteration " << iter;
+    for (int t = 0; t < kThreads; ++t) {
+      ASSERT_EQ(v.perThread[t], logged[t]) << "iteration " << iter << " thread " << t;
+    }
+  }
+}
+
+TEST_F(AsyncLoggingTest, FlushWritesAPartlyFilledBlockInPlaceAndTheThreadKeepsFillingIt) {
+  MemorySink memory;
+  AsyncLogging::Options options;
+  options.flushInterval = 1h;
+  AsyncLogging log(memory.sink(), options);
+  log.start();
+  for (int i = 0; i < 10; ++i) log.append(makeLine(0, i));
+  ASSERT_TRUE(log.flush());
+  expectAllLines(verify(memory.text(), 1), 1, 10);
+  for (int i = 10; i < 20; ++i) log.append(makeLine(0, i));
+  ASSERT_TRUE(log.flush());
+  // Each line once, in order, from the one block this thread ever had.
+  expectAllLines(verify(memory.text(), 1), 1, 20);
+  EXPECT_EQ(log.buffersAllocated(), 1u);
+  log.stop();
+  expectAllLines(verify(memory.text(), 1), 1, 20);
+}
+
+// A thread that exits hands its block over, and the next new thread reuses
+// its slot: many short-lived threads do not pin a block each.
+TEST_F(AsyncLoggingTest, ExitingThreadsHandOverTheirBlocks) {
+  constexpr int kThreads = 40;
+  constexpr int kLines = 5;
+  MemorySink memory;
+  AsyncLogging::Options options;
+  options.bufferSize = 4096;
+  options.threadBufferSize = 4096;
+  options.maxQueuedBuffers = 100000;
+  options.flushInterval = 1h;
+  AsyncLogging log(memory.sink(), options);
+  log.start();
+  for (int t = 0; t < kThreads; ++t) {
+    std::thread([&, t] {
+      for (int i = 0; i < kLines; ++i) log.append(makeLine(t, i));
+    }).join();
+  }
+  ASSERT_TRUE(log.flush());
+  expectAllLines(verify(memory.text(), kThreads), kThreads, kLines);
+  // Written blocks are kept as spares up to a small number, the rest freed.
+  EXPECT_LE(log.buffersAllocated(), 4u);
+  log.stop();
+}
+
+// The thread outlives the instance it logged into: its exit must not touch it.
+TEST_F(AsyncLoggingTest, ThreadExitingAfterTheInstanceIsGoneIsHarmless) {
+  MemorySink memory;
+  CountDownLatch logged(1);
+  CountDownLatch destroyed(1);
+  std::thread worker;
+  {
+    AsyncLogging log(memory.sink());
+    log.start();
+    worker = std::thread([&] {
+      log.append(makeLine(0, 0));
+      logged.countDown();
+      EXPECT_TRUE(destroyed.waitFor(30s));
+    });
+    ASSERT_TRUE(logged.waitFor(30s));
+  }
+  destroyed.countDown();
+  worker.join();
+  expectAllLines(verify(memory.text(), 1), 1, 1);
+}
+
 TEST_F(AsyncLoggingTest, AppendAfterStopIsWrittenThrough) {
   MemorySink memory;
   AsyncLogging log(memory.sink());
