@@ -81,6 +81,9 @@ IMPLS = {
     # server backend for the epoll-vs-io_uring comparison.
     "server-epoll": (["pingpong_server", "--backend", "epoll"], LIBNET_EPOLL_CLIENT),
     "server-uring": (["pingpong_server", "--backend", "uring"], LIBNET_EPOLL_CLIENT),
+    # The floors against that same client, for the backends table.
+    "sfloor-epoll": (["epoll_floor_server"], LIBNET_EPOLL_CLIENT),
+    "sfloor-uring": (["uring_floor_server"], LIBNET_EPOLL_CLIENT),
 }
 
 # --baseline-bindir: these implementations get a twin, named with the
@@ -121,8 +124,8 @@ def table_specs(mode):
         ),
         "backends": dict(
             title="libnet server on epoll vs io_uring (same epoll client)",
-            impls=["server-epoll", "server-uring"],
-            blocksizes=[64, 1024, 16384],
+            impls=["server-epoll", "server-uring", "sfloor-epoll", "sfloor-uring"],
+            blocksizes=[64, 1024, 4096, 16384],
             sessions=[1, 100, 1000],
             threads=[1],
             pinned=True,
@@ -379,6 +382,8 @@ def markdown(name, spec, cells, mode, reps, seconds):
         header += ["%s CPU now/base" % short_name(i) for i in twins]
         if name == "backends":
             header += ["server µs/msg: " + ", ".join(impls), "uring/epoll CPU per msg"]
+            if "sfloor-uring" in impls:
+                header += ["server-uring/sfloor-uring CPU", "server-epoll/sfloor-epoll CPU"]
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "---|" * len(header))
         for sessions in spec["sessions"]:
@@ -409,6 +414,11 @@ def markdown(name, spec, cells, mode, reps, seconds):
                     row.append(", ".join("%.2f" % med[i]["us"] if med[i] else "-" for i in impls))
                     e, u = med.get("server-epoll"), med.get("server-uring")
                     row.append(ratio(u["us"], e["us"]) if e and u else "-")
+                    if "sfloor-uring" in impls:
+                        for lib, floor in (("server-uring", "sfloor-uring"),
+                                           ("server-epoll", "sfloor-epoll")):
+                            a, b = med.get(lib), med.get(floor)
+                            row.append(ratio(a["us"], b["us"]) if a and b else "-")
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
     lines.append("%s mode: %d s per run, median of %d runs (min–max), implementations "

@@ -17,11 +17,22 @@ void* mapAnonymous(size_t bytes, const char* what) {
   return p;
 }
 
+// Not in liburing 2.3's headers: IOU_PBUF_RING_INC (Linux 6.12) and the
+// completion flag saying the kernel keeps using the buffer.
+constexpr uint16_t kIncrementalFlag = 2;
+constexpr uint32_t kBufferMoreFlag = 1U << 4;
+
 }  // namespace
 
 BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t capacity, uint32_t size,
-                       uint32_t initial)
-    : ring_(ring), groupId_(groupId), capacity_(capacity), size_(size) {
+                       uint32_t initial, bool incremental)
+    : ring_(ring),
+      groupId_(groupId),
+      capacity_(capacity),
+      size_(size),
+      used_(capacity, 0),
+      refs_(capacity, 0),
+      kernelDone_(capacity, false) {
   if (capacity == 0 || (capacity & (capacity - 1)) != 0 || capacity > 32768) {
     throw std::system_error(EINVAL, std::system_category(),
                             "buffer ring size must be a power of two up to 32768");
@@ -43,7 +54,16 @@ BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t capacity, uint
   reg.ring_addr = reinterpret_cast<uint64_t>(bufRing_);
   reg.ring_entries = capacity;
   reg.bgid = groupId;
-  if (const int rc = io_uring_register_buf_ring(ring_, &reg, 0); rc < 0) {
+  int rc = -EINVAL;
+  if (incremental) {
+    // The field liburing 2.3 calls `pad` is the ring's flags on newer kernels.
+    reg.pad = kIncrementalFlag;
+    rc = io_uring_register_buf_ring(ring_, &reg, 0);
+    incremental_ = rc == 0;
+    reg.pad = 0;
+  }
+  if (rc == -EINVAL) rc = io_uring_register_buf_ring(ring_, &reg, 0);  // older kernels
+  if (rc < 0) {
     ::munmap(buffers_, buffersBytes_);
     ::munmap(bufRing_, bufRingBytes_);
     // The ring of buffer descriptors is pinned and counts against
@@ -76,6 +96,25 @@ bool BufferRing::grow() {
   if (provided_ >= capacity_) return false;
   provide(provided_, std::min(capacity_, provided_ * 2));
   return true;
+}
+
+BufferRing::Received BufferRing::received(uint32_t cqeFlags, int32_t res) {
+  const auto id = static_cast<uint16_t>(cqeFlags >> IORING_CQE_BUFFER_SHIFT);
+  const size_t length = res > 0 ? static_cast<size_t>(res) : 0;
+  const Received r{id, data(id, length, used_[id])};
+  if (incremental_ && (cqeFlags & kBufferMoreFlag)) {
+    used_[id] += static_cast<uint32_t>(length);  // the next receive continues here
+  } else {
+    kernelDone_[id] = true;
+  }
+  return r;
+}
+
+void BufferRing::maybeRecycle(uint16_t bufferId) {
+  if (refs_[bufferId] != 0 || !kernelDone_[bufferId]) return;
+  kernelDone_[bufferId] = false;
+  used_[bufferId] = 0;
+  recycle(bufferId);
 }
 
 void BufferRing::recycle(uint16_t bufferId) {

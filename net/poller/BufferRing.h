@@ -13,9 +13,18 @@
 // gone round. A small ring stays in cache and touches few pages; a loop with
 // many connections receiving at once grows it to what it needs.
 //
-// Buffers are given back with recycle(), or, when a Buffer viewed one in
-// place (lend()), through the Buffer::Lender interface. Owned by a
-// UringPoller; loop thread only.
+// Incremental consumption: where the kernel has it (IOU_PBUF_RING_INC,
+// Linux 6.12), a receive takes only the bytes it needs from a buffer and the
+// next receive continues in the same buffer, so 64-byte messages pack into
+// one buffer instead of taking one 16 KiB buffer each (and a page of it
+// resident). A buffer is then shared by several completions: it goes back
+// to the kernel once the kernel has moved past it (a completion without
+// IORING_CQE_F_BUF_MORE) and every part handed out is done with.
+//
+// Each completion that carries a buffer goes through received(); what it
+// returns is given back with finished() when copied out, or lent to a
+// Buffer that views it in place (lend()), which hands it back through the
+// Buffer::Lender interface. Owned by a UringPoller; loop thread only.
 #pragma once
 
 #include <liburing.h>
@@ -23,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "net/Buffer.h"
 
@@ -33,8 +43,9 @@ class BufferRing final : public Buffer::Lender {
   // Throws std::system_error if the memory cannot be mapped or the kernel
   // refuses the registration. `capacity` must be a power of two; `initial`
   // is clamped to it.
+  // `incremental`: ask for incremental consumption (used if the kernel has it).
   BufferRing(io_uring* ring, uint16_t groupId, uint32_t capacity, uint32_t size,
-             uint32_t initial);
+             uint32_t initial, bool incremental = true);
   ~BufferRing();
   BufferRing(const BufferRing&) = delete;
   BufferRing& operator=(const BufferRing&) = delete;
@@ -44,13 +55,22 @@ class BufferRing final : public Buffer::Lender {
   // Buffers handed to the kernel so far (in the ring or in use).
   [[nodiscard]] uint32_t provided() const { return provided_; }
   [[nodiscard]] uint32_t bufferSize() const { return size_; }
+  [[nodiscard]] bool incremental() const { return incremental_; }
 
-  // The bytes a completion put in buffer `bufferId`.
-  [[nodiscard]] std::string_view data(uint16_t bufferId, size_t length) const {
-    return {buffers_ + static_cast<size_t>(bufferId) * size_, length};
+  // Buffer `bufferId`'s memory from `offset`.
+  [[nodiscard]] std::string_view data(uint16_t bufferId, size_t length, size_t offset = 0) const {
+    return {buffers_ + static_cast<size_t>(bufferId) * size_ + offset, length};
   }
-  // Hands buffer `bufferId` back to the kernel.
-  void recycle(uint16_t bufferId);
+
+  struct Received {
+    uint16_t id;
+    std::string_view bytes;
+  };
+  // The bytes of a completion with IORING_CQE_F_BUFFER (`res` may be <= 0:
+  // then no bytes). Exactly one finished() or lend() must follow.
+  Received received(uint32_t cqeFlags, int32_t res);
+  // The bytes received() returned are no longer needed.
+  void finished(uint16_t bufferId) { maybeRecycle(bufferId); }
   // Provides more buffers (twice as many, up to capacity); false if all are
   // provided already.
   bool grow();
@@ -61,19 +81,24 @@ class BufferRing final : public Buffer::Lender {
   // so that views held by sends to peers that do not read can never leave
   // the ring dry for every other connection.
   [[nodiscard]] bool canLend() const { return lent_ < provided_ / 2; }
-  void lend(Buffer* buffer, uint16_t bufferId, size_t length) {
+  void lend(Buffer* buffer, const Received& r) {
     ++lent_;
-    buffer->borrow(data(bufferId, length), this, bufferId);
+    ++refs_[r.id];
+    buffer->borrow(r.bytes, this, r.id);
   }
   [[nodiscard]] uint32_t lent() const { return lent_; }
-  // Buffer::Lender: a Buffer that viewed buffer `token` is done with it.
+  // Buffer::Lender: a Buffer that viewed part of buffer `token` is done.
   void release(uint32_t token) override {
     --lent_;
-    recycle(static_cast<uint16_t>(token));
+    --refs_[token];
+    maybeRecycle(static_cast<uint16_t>(token));
   }
 
  private:
   void provide(uint32_t from, uint32_t to);
+  // Back to the kernel if the kernel is past it and no view holds it.
+  void maybeRecycle(uint16_t bufferId);
+  void recycle(uint16_t bufferId);
 
   io_uring* ring_;
   uint16_t groupId_;
@@ -81,6 +106,12 @@ class BufferRing final : public Buffer::Lender {
   uint32_t size_;
   uint32_t provided_ = 0;
   uint32_t lent_ = 0;
+  bool incremental_ = false;
+  // Per buffer: bytes the kernel has filled (incremental mode), views
+  // holding it, and whether the kernel has moved past it.
+  std::vector<uint32_t> used_;
+  std::vector<uint16_t> refs_;
+  std::vector<bool> kernelDone_;
   io_uring_buf_ring* bufRing_ = nullptr;
   size_t bufRingBytes_ = 0;
   char* buffers_ = nullptr;

@@ -149,25 +149,25 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
     opFinished();
   }
   if (flags & IORING_CQE_F_BUFFER) {
-    const auto bufferId = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
     BufferRing& ring = poller_->buffers();
+    const BufferRing::Received r = ring.received(flags, res);
     if (res <= 0 || closed_) {
-      ring.recycle(bufferId);
+      ring.finished(r.id);
     } else if (input_->readableBytes() == 0 && owner_->wantsInput() && ring.canLend()) {
       // The bytes go to the callback where the kernel put them: no copy. What
       // the callback leaves the connection copies; what it sends straight
       // back (an echo) goes out from here too, and the buffer returns to the
       // ring when that send is done (else now). With half the ring lent out
       // already (sends stuck behind peers that do not read), copy instead.
-      ring.lend(&received_, bufferId, static_cast<size_t>(res));
+      ring.lend(&received_, r);
       owner_->onInput(&received_, loop_->pollReturnTime());
       received_.releaseBorrowed();
     } else {
       // Behind bytes left over from before (or while reading is paused):
       // they must stay in order, in the input buffer.
       loop_->bufferPool().lend(input_);
-      input_->append(ring.data(bufferId, static_cast<size_t>(res)));
-      ring.recycle(bufferId);
+      input_->append(r.bytes);
+      ring.finished(r.id);
       if (owner_->wantsInput()) owner_->onInput(input_, loop_->pollReturnTime());
     }
   }

@@ -214,7 +214,8 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
   io_uring_register_ring_fd(&ring_);
   try {
     buffers_ = std::make_unique<BufferRing>(&ring_, kBufferGroup, config.bufferCount,
-                                            config.bufferSize, config.initialBufferCount);
+                                            config.bufferSize, config.initialBufferCount,
+                                            config.incrementalBuffers);
   } catch (...) {
     io_uring_queue_exit(&ring_);
     throw;
@@ -328,7 +329,7 @@ int64_t UringPoller::liveSlot(uint64_t userData) const {
 void UringPoller::dropStale(const Completion& c) {
   // Its owner is gone: give back what the completion holds.
   if (c.flags & IORING_CQE_F_BUFFER) {
-    buffers_->recycle(static_cast<uint16_t>(c.flags >> IORING_CQE_BUFFER_SHIFT));
+    buffers_->finished(buffers_->received(c.flags, c.res).id);
   }
   if (static_cast<Op>(c.userData >> 56) == kAccept && c.res >= 0) ::close(c.res);
 }

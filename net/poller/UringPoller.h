@@ -54,6 +54,8 @@ class UringPoller final : public Poller {
     // Buffers provided at first; more as receives find the ring empty (see
     // BufferRing: a small ring stays in cache).
     uint32_t initialBufferCount = 64;
+    // Incremental buffer consumption where the kernel has it (BufferRing).
+    bool incrementalBuffers = true;
   };
   static void setDefaultConfig(const Config& config);
   static Config defaultConfig();

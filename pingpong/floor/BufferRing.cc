@@ -2,13 +2,15 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <system_error>
 
 namespace pingpong {
 
-BufferRing::BufferRing(io_uring* ring, unsigned count, size_t bufferSize, uint16_t groupId)
+BufferRing::BufferRing(io_uring* ring, unsigned count, size_t bufferSize, uint16_t groupId,
+                       unsigned initial)
     : ring_(ring),
       ringBytes_(count * sizeof(io_uring_buf)),
       bufferSize_(bufferSize),
@@ -39,7 +41,8 @@ BufferRing::BufferRing(io_uring* ring, unsigned count, size_t bufferSize, uint16
     throw std::system_error(-ret, std::generic_category(), "io_uring_register_buf_ring");
   }
   io_uring_buf_ring_init(bufRing_);
-  for (unsigned i = 0; i < count_; ++i) recycle(i);
+  provided_ = std::max(1u, std::min(initial, count_));
+  for (unsigned i = 0; i < provided_; ++i) recycle(i);
   publish();
 }
 
@@ -54,6 +57,12 @@ void BufferRing::recycle(unsigned bufferId) {
                         static_cast<unsigned>(bufferSize_), static_cast<unsigned short>(bufferId),
                         io_uring_buf_ring_mask(count_), unpublished_);
   ++unpublished_;
+}
+
+void BufferRing::grow() {
+  const unsigned to = std::min(count_, provided_ * 2);
+  for (unsigned i = provided_; i < to; ++i) recycle(i);
+  provided_ = to;
 }
 
 void BufferRing::publish() {

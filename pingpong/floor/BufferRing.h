@@ -14,9 +14,12 @@ namespace pingpong {
 
 class BufferRing {
  public:
-  // `count` must be a power of two. Throws std::system_error on mmap or
+  // `count` (the most buffers) must be a power of two; only `initial` are
+  // provided at first, and grow() doubles them (a small ring stays in cache,
+  // see net/poller/BufferRing.h). Throws std::system_error on mmap or
   // registration failure.
-  BufferRing(io_uring* ring, unsigned count, size_t bufferSize, uint16_t groupId);
+  BufferRing(io_uring* ring, unsigned count, size_t bufferSize, uint16_t groupId,
+             unsigned initial);
   BufferRing(const BufferRing&) = delete;
   BufferRing& operator=(const BufferRing&) = delete;
   ~BufferRing();
@@ -30,6 +33,17 @@ class BufferRing {
   // so a whole batch of completions costs one store to the ring tail.
   void recycle(unsigned bufferId);
   void publish();
+  // Provides twice as many buffers (up to `count`), after a recv found none.
+  void grow();
+
+  // A buffer kept out of the ring while a send goes out from it: allowed
+  // while fewer than half of the provided buffers are kept so.
+  [[nodiscard]] bool canKeep() const { return kept_ < provided_ / 2; }
+  void keep() { ++kept_; }
+  void giveBack(unsigned bufferId) {
+    --kept_;
+    recycle(bufferId);
+  }
 
  private:
   io_uring* ring_;
@@ -40,6 +54,8 @@ class BufferRing {
   unsigned count_;
   uint16_t groupId_;
   int unpublished_ = 0;
+  unsigned provided_ = 0;
+  unsigned kept_ = 0;
 };
 
 }  // namespace pingpong

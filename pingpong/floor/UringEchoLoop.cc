@@ -18,11 +18,11 @@ namespace {
 
 constexpr unsigned kSqEntries = 2048;
 constexpr unsigned kCqEntries = 8192;
-// 4096 x 16 KiB: a 16 KiB message normally lands in one buffer, and buffers
-// go back to the kernel at the end of every turn, so running dry takes
-// thousands of connections receiving within one turn (then -ENOBUFS and a
-// re-arm). Must be a power of two.
+// Up to 4096 x 16 KiB: a 16 KiB message normally lands in one buffer. Only
+// 64 are provided at first (a small ring stays in cache); a recv that finds
+// none (-ENOBUFS) doubles them. Must be a power of two.
 constexpr unsigned kBufferCount = 4096;
+constexpr unsigned kInitialBuffers = 64;
 constexpr size_t kBufferSize = 16 * 1024;
 constexpr uint16_t kBufferGroup = 0;
 // Past this much queued behind the send in flight (a peer that sends without
@@ -37,7 +37,7 @@ UringEchoLoop::UringEchoLoop(int listenFd, int signalFd)
     : listenFd_(listenFd),
       signalFd_(signalFd),
       ring_(kSqEntries, kCqEntries),
-      buffers_(ring_.get(), kBufferCount, kBufferSize, kBufferGroup) {
+      buffers_(ring_.get(), kBufferCount, kBufferSize, kBufferGroup, kInitialBuffers) {
   armAccept();
   armSignal();
 }
@@ -187,14 +187,16 @@ void UringEchoLoop::onRecv(const io_uring_cqe& cqe) {
   const auto index = static_cast<uint32_t>(cqe.user_data);
   if (cqe.flags & IORING_CQE_F_BUFFER) {
     const unsigned bufferId = cqe.flags >> IORING_CQE_BUFFER_SHIFT;
+    bool kept = false;
     if (conn != nullptr && cqe.res > 0 && !conn->closing) {
-      echo(index, buffers_.data(bufferId), static_cast<size_t>(cqe.res));
+      kept = echo(index, bufferId, static_cast<size_t>(cqe.res));
     }
-    buffers_.recycle(bufferId);  // even for a stale completion, or it leaks
+    if (!kept) buffers_.recycle(bufferId);  // even for a stale completion, or it leaks
   }
   if (conn == nullptr) return;
   const bool more = (cqe.flags & IORING_CQE_F_MORE) != 0;
   if (!more) conn->recvArmed = false;
+  if (cqe.res == -ENOBUFS) buffers_.grow();
   if (cqe.res == 0) {
     startClose(index);  // EOF
   } else if (cqe.res < 0 && cqe.res != -ENOBUFS && cqe.res != -ECANCELED) {
@@ -206,15 +208,25 @@ void UringEchoLoop::onRecv(const io_uring_cqe& cqe) {
   finishCloseIfIdle(index);
 }
 
-void UringEchoLoop::echo(uint32_t index, const char* data, size_t n) {
+bool UringEchoLoop::echo(uint32_t index, unsigned bufferId, size_t n) {
   Connection& conn = *connections_[index];
+  const char* data = buffers_.data(bufferId);
   // Only one send in flight per socket: two sends on one TCP socket may
   // complete out of order, which would reorder the echo.
   if (!conn.sendInFlight) {
-    conn.sending.assign(data, n);
     conn.sendOffset = 0;
+    if (buffers_.canKeep()) {
+      // Straight from the provided buffer, which stays out of the ring
+      // until the send is done.
+      buffers_.keep();
+      conn.keptBuffer = static_cast<int>(bufferId);
+      conn.keptLength = n;
+      submitSend(index);
+      return true;
+    }
+    conn.sending.assign(data, n);
     submitSend(index);
-    return;
+    return false;
   }
   conn.queued.append(data, n);
   if (conn.queued.size() > kMaxQueued && conn.recvArmed && !conn.readPaused) {
@@ -222,13 +234,28 @@ void UringEchoLoop::echo(uint32_t index, const char* data, size_t n) {
     io_uring_sqe* sqe = newSqe(encode(Op::kCancel, index, conn.generation));
     io_uring_prep_cancel64(sqe, encode(Op::kRecv, index, conn.generation), 0);
   }
+  return false;
+}
+
+std::string_view UringEchoLoop::sendBytes(const Connection& conn) const {
+  if (conn.keptBuffer >= 0) {
+    return {buffers_.data(static_cast<unsigned>(conn.keptBuffer)), conn.keptLength};
+  }
+  return conn.sending;
+}
+
+void UringEchoLoop::giveBackKept(Connection& conn) {
+  if (conn.keptBuffer < 0) return;
+  buffers_.giveBack(static_cast<unsigned>(conn.keptBuffer));
+  conn.keptBuffer = -1;
 }
 
 void UringEchoLoop::submitSend(uint32_t index) {
   Connection& conn = *connections_[index];
   io_uring_sqe* sqe = newSqe(encode(Op::kSend, index, conn.generation));
-  io_uring_prep_send(sqe, conn.fd, conn.sending.data() + conn.sendOffset,
-                     conn.sending.size() - conn.sendOffset, MSG_NOSIGNAL);
+  const std::string_view bytes = sendBytes(conn);
+  io_uring_prep_send(sqe, conn.fd, bytes.data() + conn.sendOffset,
+                     bytes.size() - conn.sendOffset, MSG_NOSIGNAL);
   conn.sendInFlight = true;
 }
 
@@ -241,9 +268,9 @@ void UringEchoLoop::onSend(const io_uring_cqe& cqe) {
     startClose(index);
   } else if (!conn->closing) {
     conn->sendOffset += static_cast<size_t>(cqe.res);
-    if (conn->sendOffset < conn->sending.size()) {
+    if (conn->sendOffset < sendBytes(*conn).size()) {
       submitSend(index);  // short send: the rest, before anything queued
-    } else if (!conn->queued.empty()) {
+    } else if (giveBackKept(*conn); !conn->queued.empty()) {
       std::swap(conn->sending, conn->queued);
       conn->queued.clear();
       conn->sendOffset = 0;
@@ -274,6 +301,7 @@ void UringEchoLoop::startClose(uint32_t index) {
 void UringEchoLoop::finishCloseIfIdle(uint32_t index) {
   Connection& conn = *connections_[index];
   if (!conn.closing || conn.recvArmed || conn.sendInFlight) return;
+  giveBackKept(conn);
   ::close(conn.fd);
   conn.fd = -1;
   ++conn.generation;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pingpong/floor/BufferRing.h"
@@ -42,6 +43,8 @@ class UringEchoLoop {
     bool closing = false;
     bool readPaused = false;  // recv cancelled until the send queue drains
     std::string sending;      // bytes of the send in flight; stable until it completes
+    int keptBuffer = -1;      // or the provided buffer they are in (then not `sending`)
+    size_t keptLength = 0;
     size_t sendOffset = 0;
     std::string queued;  // bytes received while a send was in flight
   };
@@ -60,7 +63,11 @@ class UringEchoLoop {
   void armSignal();
   void armRecv(uint32_t index);
   void submitSend(uint32_t index);
-  void echo(uint32_t index, const char* data, size_t n);
+  // Echoes `n` bytes of provided buffer `bufferId`; true if the buffer was
+  // kept for the send (handed back when it completes), false if copied.
+  bool echo(uint32_t index, unsigned bufferId, size_t n);
+  [[nodiscard]] std::string_view sendBytes(const Connection& conn) const;
+  void giveBackKept(Connection& conn);
   void startClose(uint32_t index);
   void finishCloseIfIdle(uint32_t index);
 

@@ -139,13 +139,17 @@ class UringPollerTest : public ::testing::Test, protected UringTestBase {
 
 // ---- a. a two-buffer ring: -ENOBUFS all the time, no byte lost or moved ----
 
-TEST_F(UringPollerTest, TinyBufferRingLosesAndReordersNothing) {
+// With incremental buffer consumption (where the kernel has it) and without.
+class UringTinyRingTest : public UringPollerTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(UringTinyRingTest, TinyBufferRingLosesAndReordersNothing) {
   constexpr int kClients = 20;
   constexpr size_t kBytes = 256 * 1024;
   UringPoller::Config tiny = UringPoller::defaultConfig();
   tiny.bufferCount = 2;
   tiny.bufferSize = 512;
   tiny.initialBufferCount = 2;
+  tiny.incrementalBuffers = GetParam();
   // Process-wide, for rings created from now on: before the server's loop.
   UringPoller::setDefaultConfig(tiny);
 
@@ -156,6 +160,11 @@ TEST_F(UringPollerTest, TinyBufferRingLosesAndReordersNothing) {
     return std::pair{ring.capacity(), ring.bufferSize()};
   });
   ASSERT_EQ(count, 2u) << "the loop's ring was not built from the configuration";
+  if (!GetParam()) {
+    EXPECT_FALSE(runSync(server.loop(), [&] {
+      return dynamic_cast<UringPoller&>(server.loop()->poller()).buffers().incremental();
+    }));
+  }
   ASSERT_EQ(size, 512u);
 
   // Each client on its own thread, so that many receives compete for the two
@@ -189,6 +198,11 @@ TEST_F(UringPollerTest, TinyBufferRingLosesAndReordersNothing) {
   EXPECT_TRUE(waitUntil([&] { return server.downs_.load() == kClients; }));
   EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
 }
+
+INSTANTIATE_TEST_SUITE_P(Consumption, UringTinyRingTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "IncrementalIfAvailable" : "WholeBuffers";
+                         });
 
 // ---- b. closing with a recv and a send in flight frees everything ----
 
@@ -492,7 +506,8 @@ TEST_F(UringPollerTest, BufferRingLendsAtMostHalfAndGrowsByDoubling) {
     uint16_t id = 0;
     while (buffers.canLend()) {
       views.emplace_back(0);
-      buffers.lend(&views.back(), id++, 10);
+      buffers.lend(&views.back(), BufferRing::Received{id, buffers.data(id, 10)});
+      ++id;
     }
     EXPECT_EQ(buffers.lent(), 2u);  // half of 4
     EXPECT_EQ(views[1].peek(), buffers.data(1, 0).data());  // in place
