@@ -365,11 +365,14 @@ bool runCompare(const std::string& binary, bool knowsLoggers, int threads, int64
 }
 
 void printRow(const Result& r, double other) {
-  std::printf("| %s | %d | %.2fM | %.0f | %s | %s | %s | %s | %.0f%% |\n", r.logger.c_str(),
-              r.threads, static_cast<double>(r.lines) / r.seconds / 1e6,
-              static_cast<double>(r.bytes) / r.seconds / 1e6, withSeparators(r.p50).c_str(),
-              withSeparators(r.p99).c_str(), withSeparators(r.p999).c_str(),
-              withSeparators(r.max).c_str(), 100 * other);
+  // A --compare row carries no byte count.
+  char mbs[32] = "-";
+  if (r.bytes > 0)
+    std::snprintf(mbs, sizeof mbs, "%.0f", static_cast<double>(r.bytes) / r.seconds / 1e6);
+  std::printf("| %s | %d | %.2fM | %s | %s | %s | %s | %s | %.0f%% |\n", r.logger.c_str(),
+              r.threads, static_cast<double>(r.lines) / r.seconds / 1e6, mbs,
+              withSeparators(r.p50).c_str(), withSeparators(r.p99).c_str(),
+              withSeparators(r.p999).c_str(), withSeparators(r.max).c_str(), 100 * other);
   std::fflush(stdout);
 }
 
