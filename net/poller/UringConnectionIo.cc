@@ -58,7 +58,7 @@ int UringConnectionIo::write(Buffer* buffer) {
   // With nothing queued the caller's buffer itself goes to the kernel (no
   // copy); a buffer of the caller's own, not the input buffer it reads into,
   // gets spare storage back so that it does not grow anew for every message.
-  output_->append(buffer, buffer != input_ && buffer != &received_);
+  output_->append(buffer, buffer != input_ && buffer != &poller_->receivedView());
   if (!output_->hasFile()) pump();
   return 0;
 }
@@ -159,9 +159,10 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
       // back (an echo) goes out from here too, and the buffer returns to the
       // ring when that send is done (else now). With half the ring lent out
       // already (sends stuck behind peers that do not read), copy instead.
-      ring.lend(&received_, r);
-      owner_->onInput(&received_, loop_->pollReturnTime());
-      received_.releaseBorrowed();
+      Buffer& view = poller_->receivedView();
+      ring.lend(&view, r);
+      owner_->onInput(&view, loop_->pollReturnTime());
+      view.releaseBorrowed();
     } else {
       // Behind bytes left over from before (or while reading is paused):
       // they must stay in order, in the input buffer.

@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <memory>
 
-#include "net/Buffer.h"
 #include "net/ConnectionIo.h"
 #include "net/poller/CompletionHandler.h"
 
@@ -76,8 +75,6 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   bool closed_ = false;
   bool released_ = false;  // release() was called
   std::shared_ptr<void> keepAlive_;  // the owner, while ops are in flight
-  // Views a received provided buffer for the length of a callback.
-  Buffer received_{0};
 };
 
 }  // namespace libnet

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "net/Buffer.h"
 #include "net/Poller.h"
 #include "net/poller/BufferRing.h"
 #include "net/poller/CompletionHandler.h"
@@ -103,6 +104,10 @@ class UringPoller final : public Poller {
     return (static_cast<uint64_t>(op) << 56) | token;
   }
   [[nodiscard]] BufferRing& buffers() { return *buffers_; }
+  // The Buffer a message callback gets when it is handed received bytes in
+  // place (UringConnectionIo): one per loop, viewing a provided buffer only
+  // for the length of one callback, so a connection carries none.
+  [[nodiscard]] Buffer& receivedView() { return receivedView_; }
   // Registered completion owners (connections, acceptors) right now.
   [[nodiscard]] unsigned setupFlags() const { return setupFlags_; }
 
@@ -135,6 +140,7 @@ class UringPoller final : public Poller {
   io_uring ring_{};
   unsigned setupFlags_ = 0;
   std::unique_ptr<BufferRing> buffers_;
+  Buffer receivedView_{0};  // after buffers_: destroyed first
   std::vector<Slot> slots_;
   std::vector<uint32_t> freeSlots_;
   std::vector<Completion> completions_;
