@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <memory>
@@ -128,8 +129,15 @@ class BlockingClient {
     ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (rcvbuf > 0) ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-    if (::connect(fd_.get(), server.getSockAddr(), server.sockLen()) != 0) {
-      throw std::runtime_error("connect to " + server.toIpPort() + " failed");
+    // An interrupted blocking connect goes on in the kernel; calling it again
+    // waits for the same handshake (Linux) and returns 0 once it is done.
+    int rc;
+    do {
+      rc = ::connect(fd_.get(), server.getSockAddr(), server.sockLen());
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+      throw std::runtime_error("connect to " + server.toIpPort() +
+                               " failed: " + std::strerror(errno));
     }
   }
 

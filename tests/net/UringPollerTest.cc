@@ -273,6 +273,7 @@ TEST_P(UringCloseTest, CloseWithRecvAndSendInFlightFreesEverything) {
       char buf[65536];
       for (;;) {
         const ssize_t n = ::recv(client.fd(), buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
           EXPECT_TRUE(n == 0 || errno == ECONNRESET) << "recv: " << std::strerror(errno);
           break;
@@ -411,6 +412,7 @@ TEST_F(UringPollerTest, LargeSendToSlowReaderKeepsOrderAndFiresHighWaterMarkOnce
   char buf[kChunk];
   while (received < kSize) {
     const ssize_t n = ::recv(client.fd(), buf, std::min(kChunk, kSize - received), 0);
+    if (n < 0 && errno == EINTR) continue;
     ASSERT_GT(n, 0) << "after " << received << " bytes: " << (n < 0 ? std::strerror(errno) : "EOF");
     ASSERT_TRUE(std::equal(buf, buf + n, payload.begin() + static_cast<ptrdiff_t>(received)))
         << "bytes out of order in [" << received << ", " << received + static_cast<size_t>(n)

@@ -64,7 +64,11 @@ bool echoOnce(const InetAddress& server, int index) {
   timeval tv{10, 0};
   ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (::connect(fd.get(), server.getSockAddr(), server.sockLen()) != 0) return false;
+  int rc;
+  do {
+    rc = ::connect(fd.get(), server.getSockAddr(), server.sockLen());
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) return false;
   const std::string message = messageFor(index);
   std::string_view rest = message;
   while (!rest.empty()) {

@@ -103,7 +103,10 @@ class ResponseReader {
  private:
   bool fill() {
     char buf[65536];
-    const ssize_t n = ::recv(client_->fd(), buf, sizeof buf, 0);
+    ssize_t n;
+    do {
+      n = ::recv(client_->fd(), buf, sizeof buf, 0);
+    } while (n < 0 && errno == EINTR);
     if (n == 0) eof_ = true;
     if (n <= 0) return false;
     pending_.append(buf, static_cast<size_t>(n));
