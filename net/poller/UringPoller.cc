@@ -11,6 +11,7 @@
 #include <optional>
 #include <string_view>
 #include <system_error>
+#include <thread>
 
 #include "base/Logging.h"
 #include "base/UniqueFd.h"
@@ -187,7 +188,28 @@ void UringPoller::simulateProbeFailure(ProbeStage stage) {
 }
 
 const UringPoller::ProbeResult& UringPoller::probe() {
-  static const ProbeResult result = runProbe();
+  // On a thread of its own: once a ring is closed, the kernel's clean-up
+  // interrupts every thread that used it (task work with TWA_SIGNAL), and a
+  // blocking call with a timeout there (connect or recv under SO_SNDTIMEO /
+  // SO_RCVTIMEO) fails with EINTR. The caller's thread must not see that for
+  // a ring it never asked for; a thread that has exited is not interrupted.
+  static const ProbeResult result = [] {
+    ProbeResult probed;
+    std::exception_ptr failure;
+    try {
+      std::thread([&probed, &failure] {
+        try {
+          probed = runProbe();
+        } catch (...) {
+          failure = std::current_exception();
+        }
+      }).join();
+    } catch (const std::system_error&) {
+      return runProbe();  // no thread to be had: probe here
+    }
+    if (failure) std::rethrow_exception(failure);
+    return probed;
+  }();
   return result;
 }
 

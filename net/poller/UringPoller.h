@@ -66,6 +66,12 @@ class UringPoller final : public Poller {
   // needs, buffer-ring registration, and a multishot recv into a buffer ring
   // actually receiving a byte over a socketpair (kernels before 6.0 know the
   // opcodes but refuse multishot recv, which the completion path relies on).
+  // The probe's ring lives on a short-lived thread of its own: after a ring
+  // is closed the kernel interrupts each thread that used it once, so a
+  // blocking call with SO_RCVTIMEO/SO_SNDTIMEO there fails with EINTR. The
+  // same holds for a loop's ring on the loop's thread: a program that runs a
+  // kIoUring loop on its main thread and then makes such calls after the
+  // loop is gone should retry them on EINTR.
   struct ProbeResult {
     bool ok = false;
     unsigned setupFlags = 0;

@@ -165,6 +165,16 @@ TEST_F(PollerOverrideTest, HelperReportsTheKindItWasGivenWithoutOverride) {
   }
 }
 
+TEST_F(PollerOverrideTest, ProbeDoesNotInterruptTheCallingThreadAfterwards) {
+  // The probe closes its ring; the kernel's clean-up of a closed ring
+  // interrupts each thread that used it, so a probe run on the caller's
+  // thread turns that thread's next timed blocking call into EINTR.
+  const test::ChildResult r = test::runChild({binary_, "probe-then-wait"}, childEnvironment({}));
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  if (r.out.starts_with("probe=unavailable")) GTEST_SKIP() << "io_uring unavailable here";
+  EXPECT_EQ(r.out, "probe=ok interrupted=0\n") << r.describe();
+}
+
 TEST_F(PollerOverrideTest, EnvironmentEpollOverridesTheProgramsUring) {
   const test::ChildResult r = runProbe("uring", "epoll");
   ASSERT_EQ(r.exitCode, 0) << r.describe();

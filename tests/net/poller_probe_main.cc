@@ -12,17 +12,51 @@
 // stdout: "backend=<name>" and exit 0; "error=<what()>" and exit 3 if the
 // loop could not be created (std::system_error); exit 2 for bad arguments.
 // Log lines (the fallback notice, a bad LIBNET_POLLER) go to stderr.
+//
+//   poller_probe_main probe-then-wait
+//
+// Runs the process's io_uring probe from this (the main) thread, then makes
+// kWaits blocking recv calls with a short SO_RCVTIMEO on an idle socketpair,
+// and prints "probe=ok|unavailable interrupted=N": N of them failed with
+// EINTR instead of timing out (a ring closed on this thread interrupts it).
 
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <cerrno>
 #include <iostream>
 #include <optional>
 #include <string_view>
 #include <system_error>
 
+#include "base/UniqueFd.h"
 #include "net/EventLoop.h"
 #include "net/PollerKind.h"
 #include "net/poller/UringPoller.h"
 
 namespace {
+
+int probeThenWait() {
+  constexpr int kWaits = 5;
+  const bool ok = libnet::UringPoller::probe().ok;
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    std::cerr << "poller_probe_main: socketpair failed\n";
+    return 1;
+  }
+  const libnet::UniqueFd reader(pair[0]);
+  const libnet::UniqueFd writer(pair[1]);
+  timeval timeout{0, 50 * 1000};
+  ::setsockopt(reader.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  int interrupted = 0;
+  for (int i = 0; i < kWaits; ++i) {
+    char byte;
+    if (::recv(reader.get(), &byte, 1, 0) < 0 && errno == EINTR) ++interrupted;
+  }
+  std::cout << "probe=" << (ok ? "ok" : "unavailable") << " interrupted=" << interrupted
+            << std::endl;
+  return 0;
+}
 
 std::optional<libnet::UringPoller::ProbeStage> parseStage(std::string_view name) {
   using Stage = libnet::UringPoller::ProbeStage;
@@ -39,7 +73,9 @@ int main(int argc, char* argv[]) {
   constexpr int kExitUsage = 2;
   constexpr int kExitLoopError = 3;
   constexpr std::string_view kUsage =
-      "usage: poller_probe_main epoll|uring|io_uring|auto [--simulate-missing STAGE]\n";
+      "usage: poller_probe_main epoll|uring|io_uring|auto [--simulate-missing STAGE]\n"
+      "       poller_probe_main probe-then-wait\n";
+  if (argc == 2 && std::string_view(argv[1]) == "probe-then-wait") return probeThenWait();
   if (argc != 2 && !(argc == 4 && std::string_view(argv[2]) == "--simulate-missing")) {
     std::cerr << kUsage;
     return kExitUsage;
