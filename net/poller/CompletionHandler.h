@@ -10,8 +10,9 @@ namespace libnet {
 
 // The kind of operation a completion belongs to (the top byte of user_data).
 // kWritable: a one-shot POLLOUT wait of a connection sending a file with
-// sendfile(2) (kPoll is the poller's own, for channels).
-enum class UringOp : uint8_t { kPoll = 1, kRecv, kSend, kAccept, kIgnore, kWritable };
+// sendfile(2) (kPoll is the poller's own, for channels). kFileClosed: a
+// connection's registered-file slot emptied (the poller's own).
+enum class UringOp : uint8_t { kPoll = 1, kRecv, kSend, kAccept, kIgnore, kWritable, kFileClosed };
 
 class CompletionHandler {
  public:

@@ -35,7 +35,14 @@ UringConnectionIo::~UringConnectionIo() {
 
 void UringConnectionIo::start() {
   token_ = poller_->registerHandler(this);
+  fixed_ = poller_->registerFile(fd_);
   armRecv();
+}
+
+void UringConnectionIo::target(io_uring_sqe* sqe) const {
+  if (fixed_ < 0) return;
+  sqe->fd = fixed_;
+  sqe->flags |= IOSQE_FIXED_FILE;
 }
 
 void UringConnectionIo::pauseRead() {
@@ -67,7 +74,11 @@ void UringConnectionIo::close() {
   closed_ = true;
   if (opsInFlight_ == 0) return;
   io_uring_sqe* sqe = poller_->getSqe();
-  io_uring_prep_cancel_fd(sqe, fd_, IORING_ASYNC_CANCEL_ALL);
+  if (fixed_ >= 0) {
+    io_uring_prep_cancel_fd(sqe, fixed_, IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD_FIXED);
+  } else {
+    io_uring_prep_cancel_fd(sqe, fd_, IORING_ASYNC_CANCEL_ALL);
+  }
   io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
 }
 
@@ -96,6 +107,12 @@ void UringConnectionIo::releaseIfIdle() {
     poller_->unregisterHandler(token_);
     token_ = 0;
   }
+  // Before the owner closes the fd: the table's reference would otherwise
+  // keep the socket open.
+  if (fixed_ >= 0) {
+    poller_->unregisterFile(fixed_);
+    fixed_ = -1;
+  }
   // Nothing will be sent any more: received bytes queued in place go back
   // to the ring now, while it exists (the connection may outlive the loop).
   output_->releaseViews();
@@ -106,6 +123,7 @@ void UringConnectionIo::armRecv() {
   if (recvArmed_ || closed_ || !owner_->wantsInput()) return;
   io_uring_sqe* sqe = poller_->getSqe();
   io_uring_prep_recv_multishot(sqe, fd_, nullptr, 0, 0);
+  target(sqe);
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = poller_->buffers().groupId();
   io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kRecv, token_));
@@ -118,6 +136,7 @@ void UringConnectionIo::submitSend() {
   io_uring_sqe* sqe = poller_->getSqe();
   io_uring_prep_send(sqe, fd_, bytes.peek(), bytes.readableBytes(),
                      MSG_NOSIGNAL | (output_->hasFile() ? MSG_MORE : 0));
+  target(sqe);
   io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kSend, token_));
   sendInFlight_ = true;
   opStarted();
@@ -126,6 +145,7 @@ void UringConnectionIo::submitSend() {
 void UringConnectionIo::armWritable() {
   io_uring_sqe* sqe = poller_->getSqe();
   io_uring_prep_poll_add(sqe, fd_, POLLOUT);
+  target(sqe);
   io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kWritable, token_));
   writableArmed_ = true;
   opStarted();

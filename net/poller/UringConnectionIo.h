@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <memory>
 
+struct io_uring_sqe;
+
 #include "net/ConnectionIo.h"
 #include "net/poller/CompletionHandler.h"
 
@@ -57,6 +59,8 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   void armRecv();
   void submitSend();
   void armWritable();
+  // The socket in an SQE: its registered-file slot where it has one.
+  void target(io_uring_sqe* sqe) const;
   void opStarted();
   void opFinished();
   void releaseIfIdle();
@@ -65,6 +69,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   EventLoop* loop_;
   Owner* owner_;
   int fd_;
+  int fixed_ = -1;  // slot in the ring's file table, or -1: use fd_
   Buffer* input_;
   OutputQueue* output_;
   uint64_t token_ = 0;  // registered with the poller: from start() to release

@@ -1,8 +1,10 @@
 #include "net/poller/UringPoller.h"
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -234,6 +236,20 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
   setupFlags_ = probed.setupFlags;
   // Saves the fd lookup on every io_uring_enter; optional.
   io_uring_register_ring_fd(&ring_);
+  // Saves the file lookup on every recv/send; optional as well.
+  if (config.fixedFiles > 0) {
+    rlimit files{};
+    const rlim_t limit = ::getrlimit(RLIMIT_NOFILE, &files) == 0 ? files.rlim_cur : 0;
+    const auto slots = static_cast<uint32_t>(std::min<rlim_t>(config.fixedFiles, limit));
+    if (slots > 0) {
+      if (const int rc = io_uring_register_files_sparse(&ring_, slots); rc == 0) {
+        fileSlots_ = slots;
+      } else {
+        LOG_DEBUG << "io_uring: no registered-file table (" << strerrorTl(-rc)
+                  << "); connections use plain fds";
+      }
+    }
+  }
   try {
     buffers_ = std::make_unique<BufferRing>(&ring_, kBufferGroup, config.bufferCount,
                                             config.bufferSize, config.initialBufferCount,
@@ -269,6 +285,30 @@ void UringPoller::freeSlot(uint32_t slot) {
   // Whatever is still in flight for the old owner now reads as stale.
   s.generation = (s.generation + 1) & kGenerationMask;
   freeSlots_.push_back(slot);
+}
+
+int UringPoller::registerFile(int fd) {
+  uint32_t slot;
+  if (!freeFileSlots_.empty()) {
+    slot = freeFileSlots_.back();
+    freeFileSlots_.pop_back();
+  } else if (fileSlotsUsed_ < fileSlots_) {
+    slot = fileSlotsUsed_++;
+  } else {
+    return -1;
+  }
+  if (io_uring_register_files_update(&ring_, slot, &fd, 1) != 1) {
+    freeFileSlots_.push_back(slot);
+    return -1;
+  }
+  ++filesRegistered_;
+  return static_cast<int>(slot);
+}
+
+void UringPoller::unregisterFile(int index) {
+  io_uring_sqe* sqe = getSqe();
+  io_uring_prep_close_direct(sqe, static_cast<unsigned>(index));
+  io_uring_sqe_set_data64(sqe, userData(UringOp::kFileClosed, static_cast<uint64_t>(index)));
 }
 
 io_uring_sqe* UringPoller::getSqe() {
@@ -377,6 +417,13 @@ Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
     const Completion c{cqe->user_data, cqe->res, cqe->flags};
     const auto op = static_cast<Op>(c.userData >> 56);
     if (op == kIgnore) continue;
+    if (op == UringOp::kFileClosed) {
+      // The slot is empty now (or was already: a close_direct fails only on
+      // an empty slot), so it can take another socket.
+      freeFileSlots_.push_back(static_cast<uint32_t>(c.userData & 0xFFFFFFFF));
+      --filesRegistered_;
+      continue;
+    }
     if (op != kPoll) {
       completions_.push_back(c);  // checked for staleness when dispatched
       continue;

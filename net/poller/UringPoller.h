@@ -57,6 +57,12 @@ class UringPoller final : public Poller {
     uint32_t initialBufferCount = 64;
     // Incremental buffer consumption where the kernel has it (BufferRing).
     bool incrementalBuffers = true;
+    // Slots in the ring's table of registered files (at most RLIMIT_NOFILE;
+    // 0: none). A connection's socket sits in a slot while it is open, so
+    // its recv/send ops skip the per-op file lookup; the fd stays a real fd.
+    // Connections beyond the table, or on kernels without sparse tables
+    // (before 5.19), use the plain fd.
+    uint32_t fixedFiles = 16384;
   };
   static void setDefaultConfig(const Config& config);
   static Config defaultConfig();
@@ -110,6 +116,14 @@ class UringPoller final : public Poller {
     return (static_cast<uint64_t>(op) << 56) | token;
   }
   [[nodiscard]] BufferRing& buffers() { return *buffers_; }
+  // Puts `fd` in a slot of the ring's file table: the slot's index for ops
+  // with IOSQE_FIXED_FILE, or -1 (no table, table full, refused): use fd.
+  [[nodiscard]] int registerFile(int fd);
+  // Empties the slot (asynchronously, with the next submit: the socket is
+  // released then); the slot is reused once that has completed.
+  void unregisterFile(int index);
+  [[nodiscard]] uint32_t fileSlots() const { return fileSlots_; }
+  [[nodiscard]] size_t filesRegistered() const { return filesRegistered_; }
   // The Buffer a message callback gets when it is handed received bytes in
   // place (UringConnectionIo): one per loop, viewing a provided buffer only
   // for the length of one callback, so a connection carries none.
@@ -145,6 +159,10 @@ class UringPoller final : public Poller {
 
   io_uring ring_{};
   unsigned setupFlags_ = 0;
+  uint32_t fileSlots_ = 0;          // size of the registered-file table
+  uint32_t fileSlotsUsed_ = 0;      // slots ever handed out: [0, used)
+  std::vector<uint32_t> freeFileSlots_;
+  size_t filesRegistered_ = 0;      // slots holding (or closing) a file
   std::unique_ptr<BufferRing> buffers_;
   Buffer receivedView_{0};  // after buffers_: destroyed first
   std::vector<Slot> slots_;

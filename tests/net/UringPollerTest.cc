@@ -527,5 +527,84 @@ TEST_F(UringPollerTest, BufferRingLendsAtMostHalfAndGrowsByDoubling) {
   io_uring_queue_exit(&ring);
 }
 
+// ---- f. registered files: a table slot per open socket, reused ----
+
+// The slots of the server loop's registered-file table: its size, and how
+// many hold a socket (or one being released).
+std::pair<uint32_t, size_t> fileTable(UringEchoServer& server) {
+  return runSync(server.loop(), [&] {
+    auto& poller = dynamic_cast<UringPoller&>(server.loop()->poller());
+    return std::pair{poller.fileSlots(), poller.filesRegistered()};
+  });
+}
+
+bool echoes(BlockingClient& client, size_t size, uint32_t seed) {
+  const std::string payload = randomBytes(size, seed);
+  return client.sendAll(payload) && client.recvExactly(size) == payload;
+}
+
+TEST_F(UringPollerTest, ConnectionsBeyondTheFileTableUsePlainFdsAndSlotsAreReused) {
+  UringPoller::Config config = UringPoller::defaultConfig();
+  config.fixedFiles = 2;
+  UringPoller::setDefaultConfig(config);
+  UringEchoServer server(0, [&](TcpServer& s) {
+    s.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+      if (buf->retrieveAllAsString() == "bye") {
+        conn->forceClose();  // only the fd's close: no shutdown() first
+      } else {
+        server.bytesIn_.fetch_add(1);
+        conn->send("ok");
+      }
+    });
+  });
+  const auto roundTrip = [](BlockingClient& client) {
+    return client.sendAll("hi") && client.recvExactly(2) == "ok";
+  };
+  const auto [slots, before] = fileTable(server);
+  if (slots == 0) GTEST_SKIP() << "no registered-file table on this kernel";
+  ASSERT_EQ(slots, 2u);
+  ASSERT_EQ(before, 0u);
+
+  // One at a time, so the first two accepted take the two slots.
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<BlockingClient>(server.address()));
+    ASSERT_TRUE(roundTrip(*clients.back())) << "client " << i;
+  }
+  EXPECT_EQ(fileTable(server).second, 2u) << "two sockets in the table, two on plain fds";
+
+  // A socket in the table, closed by the server without a shutdown(): its
+  // peer must see the end of the stream, so the table lets go of it.
+  ASSERT_TRUE(clients[0]->sendAll("bye"));
+  bool eof = false;
+  EXPECT_EQ(clients[0]->recvUntilEof(&eof), "");
+  EXPECT_TRUE(eof) << "the server's close did not reach the peer";
+  EXPECT_TRUE(waitUntil([&] { return fileTable(server).second == 1; }))
+      << fileTable(server).second << " slots in use after one table connection closed";
+
+  // The freed slot takes the next connection; everyone still echoes.
+  clients[0] = std::make_unique<BlockingClient>(server.address());
+  ASSERT_TRUE(roundTrip(*clients[0]));
+  EXPECT_EQ(fileTable(server).second, 2u) << "the freed slot was not reused";
+  for (size_t i = 0; i < clients.size(); ++i) {
+    EXPECT_TRUE(roundTrip(*clients[i])) << "client " << i;
+  }
+  clients.clear();
+  EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
+  EXPECT_TRUE(waitUntil([&] { return fileTable(server).second == 0; }))
+      << fileTable(server).second << " slots still in use with no connection open";
+}
+
+TEST_F(UringPollerTest, WithoutAFileTableConnectionsUsePlainFds) {
+  UringPoller::Config config = UringPoller::defaultConfig();
+  config.fixedFiles = 0;
+  UringPoller::setDefaultConfig(config);
+  UringEchoServer server;
+  EXPECT_EQ(fileTable(server).first, 0u);
+  BlockingClient client(server.address());
+  EXPECT_TRUE(echoes(client, 256 * 1024, 31));
+  EXPECT_EQ(fileTable(server).second, 0u);
+}
+
 }  // namespace
 }  // namespace libnet
