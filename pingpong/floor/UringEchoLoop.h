@@ -1,6 +1,6 @@
 // One io_uring echo loop: the io_uring counterpart of EpollEchoLoop and the
 // floor for libnet's io_uring poller. Multishot accept, multishot recv from a
-// provided-buffer ring, one send in flight per connection, one
+// provided-buffer ring, registered files, one send in flight per connection, one
 // io_uring_submit_and_wait per turn. Owns its ring, buffer ring and
 // connections; borrows the listener and the termination signalfd. Must be
 // constructed and run on the same thread (the ring is SINGLE_ISSUER).
@@ -37,6 +37,7 @@ class UringEchoLoop {
   // pointer to anything that can die ever sits in the kernel.
   struct Connection {
     int fd = -1;
+    bool fixed = false;  // fd sits in the ring's file table at slot = index
     uint32_t generation = 0;
     bool recvArmed = false;
     bool sendInFlight = false;
@@ -50,6 +51,8 @@ class UringEchoLoop {
   };
 
   static uint64_t encode(Op op, uint32_t index, uint32_t generation);
+  // Points an SQE at the connection's socket: its table slot if it has one.
+  static void target(io_uring_sqe* sqe, const Connection& conn, uint32_t index);
   Connection* lookup(uint64_t userData);
 
   void handleCompletion(const io_uring_cqe& cqe);
@@ -71,6 +74,7 @@ class UringEchoLoop {
   void startClose(uint32_t index);
   void finishCloseIfIdle(uint32_t index);
 
+  uint32_t fileSlots_ = 0;  // registered-file table size (0: none)
   int listenFd_;
   int signalFd_;
   bool stop_ = false;
