@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -222,10 +224,27 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
                             "io_uring unavailable (" + probed.detail + ")");
   }
   const Config config = defaultConfig();
-  io_uring_params params{};
-  params.flags = probed.setupFlags | IORING_SETUP_CQSIZE;
-  params.cq_entries = config.cqEntries;
-  if (const int rc = io_uring_queue_init_params(config.sqEntries, &ring_, &params); rc < 0) {
+  unsigned flags = probed.setupFlags;
+  int rc = -EINVAL;
+  if (const uint32_t idleMs = sqPollIdleMs(config); idleMs > 0) {
+    io_uring_params params{};
+    params.flags = IORING_SETUP_SQPOLL | IORING_SETUP_CQSIZE;
+    params.cq_entries = config.cqEntries;
+    params.sq_thread_idle = idleMs;
+    rc = io_uring_queue_init_params(config.sqEntries, &ring_, &params);
+    if (rc == 0) {
+      flags = IORING_SETUP_SQPOLL;
+    } else {
+      LOG_WARN << "io_uring: SQPOLL refused (" << strerrorTl(-rc) << "); running without it";
+    }
+  }
+  if (rc != 0) {
+    io_uring_params params{};
+    params.flags = flags | IORING_SETUP_CQSIZE;
+    params.cq_entries = config.cqEntries;
+    rc = io_uring_queue_init_params(config.sqEntries, &ring_, &params);
+  }
+  if (rc < 0) {
     // The ring's memory counts against RLIMIT_MEMLOCK (per user, for
     // processes without CAP_IPC_LOCK): the usual reason, worth naming.
     throw std::system_error(-rc, std::system_category(),
@@ -233,7 +252,7 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
                                 " SQ / " + std::to_string(config.cqEntries) + " CQ entries" +
                                 (rc == -ENOMEM ? "; RLIMIT_MEMLOCK too low?)" : ")"));
   }
-  setupFlags_ = probed.setupFlags;
+  setupFlags_ = flags;
   // Saves the fd lookup on every io_uring_enter; optional.
   io_uring_register_ring_fd(&ring_);
   // Saves the file lookup on every recv/send; optional as well.
@@ -287,6 +306,20 @@ void UringPoller::freeSlot(uint32_t slot) {
   freeSlots_.push_back(slot);
 }
 
+uint32_t UringPoller::sqPollIdleMs(const Config& config) {
+  if (config.sqPollIdleMs > 0) return config.sqPollIdleMs;
+  const char* env = std::getenv("LIBNET_URING_SQPOLL_IDLE_MS");
+  if (env == nullptr || *env == '\0') return 0;
+  uint32_t ms = 0;
+  const std::string_view text(env);
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    LOG_WARN << "LIBNET_URING_SQPOLL_IDLE_MS='" << text << "' is not a number of ms; ignored";
+    return 0;
+  }
+  return ms;
+}
+
 int UringPoller::registerFile(int fd) {
   uint32_t slot;
   if (!freeFileSlots_.empty()) {
@@ -315,6 +348,9 @@ io_uring_sqe* UringPoller::getSqe() {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe == nullptr) {
     io_uring_submit(&ring_);
+    // With SQPOLL the submit only hands the entries to the kernel's thread:
+    // wait until it has taken some.
+    if (setupFlags_ & IORING_SETUP_SQPOLL) io_uring_sqring_wait(&ring_);
     sqe = io_uring_get_sqe(&ring_);
     if (sqe == nullptr) LOG_FATAL << "io_uring submission queue stuck full";
   }

@@ -63,6 +63,15 @@ class UringPoller final : public Poller {
     // Connections beyond the table, or on kernels without sparse tables
     // (before 5.19), use the plain fd.
     uint32_t fixedFiles = 16384;
+    // Opt-in, off by default: > 0 asks for a kernel thread that polls the
+    // submission queue (IORING_SETUP_SQPOLL), sleeping after this many ms
+    // without work. Submissions then need no system call, but the thread
+    // spins on a CPU of its own while there is traffic: on a box with few
+    // cores it takes CPU from the loops (see docs/benchmarks.md). Without
+    // DEFER_TASKRUN, which SQPOLL excludes. A kernel that refuses it gets a
+    // warning and a ring without it. The environment variable
+    // LIBNET_URING_SQPOLL_IDLE_MS sets it where the program leaves it 0.
+    uint32_t sqPollIdleMs = 0;
   };
   static void setDefaultConfig(const Config& config);
   static Config defaultConfig();
@@ -156,6 +165,8 @@ class UringPoller final : public Poller {
   // Returns the slot a completion belongs to, or -1 if it is stale.
   [[nodiscard]] int64_t liveSlot(uint64_t userData) const;
   void dropStale(const Completion& c);
+  // Config::sqPollIdleMs, or the environment's where that is 0.
+  static uint32_t sqPollIdleMs(const Config& config);
 
   io_uring ring_{};
   unsigned setupFlags_ = 0;

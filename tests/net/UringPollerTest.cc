@@ -139,6 +139,37 @@ class UringPollerTest : public ::testing::Test, protected UringTestBase {
 
 // ---- a. a two-buffer ring: -ENOBUFS all the time, no byte lost or moved ----
 
+// `clients` clients, each on its own thread, send `bytes` random bytes at once
+// and read the echo; returns per client what went wrong ("" if nothing).
+std::vector<std::string> echoFromThreads(const InetAddress& server, int clients, size_t bytes) {
+  std::vector<std::string> failures(static_cast<size_t>(clients));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < clients; ++i) {
+    threads.emplace_back([&, i] {
+      std::string& failure = failures[static_cast<size_t>(i)];
+      try {
+        BlockingClient client(server);
+        const std::string payload = randomBytes(bytes, 1000 + static_cast<uint32_t>(i));
+        if (!client.sendAll(payload)) {
+          failure = "send failed";
+          return;
+        }
+        const std::string got = client.recvExactly(bytes);
+        if (got.size() != bytes) {
+          failure = "got " + std::to_string(got.size()) + " of " + std::to_string(bytes);
+        } else if (got != payload) {
+          const auto diff = std::mismatch(got.begin(), got.end(), payload.begin());
+          failure = "bytes differ from offset " + std::to_string(diff.first - got.begin());
+        }
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return failures;
+}
+
 // With incremental buffer consumption (where the kernel has it) and without.
 class UringTinyRingTest : public UringPollerTest, public ::testing::WithParamInterface<bool> {};
 
@@ -169,30 +200,7 @@ TEST_P(UringTinyRingTest, TinyBufferRingLosesAndReordersNothing) {
 
   // Each client on its own thread, so that many receives compete for the two
   // buffers at once and the multishot recv keeps running the ring dry.
-  std::vector<std::string> failures(kClients);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kClients; ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        BlockingClient client(server.address());
-        const std::string payload = randomBytes(kBytes, 1000 + static_cast<uint32_t>(i));
-        if (!client.sendAll(payload)) {
-          failures[i] = "send failed";
-          return;
-        }
-        const std::string got = client.recvExactly(kBytes);
-        if (got.size() != kBytes) {
-          failures[i] = "got " + std::to_string(got.size()) + " of " + std::to_string(kBytes);
-        } else if (got != payload) {
-          const auto diff = std::mismatch(got.begin(), got.end(), payload.begin());
-          failures[i] = "bytes differ from offset " + std::to_string(diff.first - got.begin());
-        }
-      } catch (const std::exception& e) {
-        failures[i] = e.what();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  const std::vector<std::string> failures = echoFromThreads(server.address(), kClients, kBytes);
   for (int i = 0; i < kClients; ++i) EXPECT_EQ(failures[i], "") << "client " << i;
   EXPECT_EQ(server.bytesIn_.load(), kClients * kBytes);
   EXPECT_TRUE(waitUntil([&] { return server.downs_.load() == kClients; }));
@@ -604,6 +612,30 @@ TEST_F(UringPollerTest, WithoutAFileTableConnectionsUsePlainFds) {
   BlockingClient client(server.address());
   EXPECT_TRUE(echoes(client, 256 * 1024, 31));
   EXPECT_EQ(fileTable(server).second, 0u);
+}
+
+// ---- g. SQPOLL (opt-in): a kernel thread takes the submissions ----
+
+TEST_F(UringPollerTest, SqPollRingWithATinySubmissionQueueLosesNothing) {
+  // An 8-entry SQ under 20 concurrent echoes: the queue is full again and
+  // again, and with SQPOLL a full queue only drains when the kernel's
+  // thread gets to it.
+  constexpr int kClients = 20;
+  constexpr size_t kBytes = 256 * 1024;
+  UringPoller::Config config = UringPoller::defaultConfig();
+  config.sqPollIdleMs = 20;
+  config.sqEntries = 8;
+  UringPoller::setDefaultConfig(config);
+  UringEchoServer server;
+  const unsigned flags = runSync(server.loop(), [&] {
+    return dynamic_cast<UringPoller&>(server.loop()->poller()).setupFlags();
+  });
+  if (!(flags & IORING_SETUP_SQPOLL)) GTEST_SKIP() << "the kernel refused SQPOLL here";
+  const std::vector<std::string> failures = echoFromThreads(server.address(), kClients, kBytes);
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(failures[i], "") << "client " << i;
+  EXPECT_EQ(server.bytesIn_.load(), kClients * kBytes);
+  EXPECT_TRUE(waitUntil([&] { return server.downs_.load() == kClients; }));
+  EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
 }
 
 }  // namespace
