@@ -175,6 +175,23 @@ TEST_F(PollerOverrideTest, ProbeDoesNotInterruptTheCallingThreadAfterwards) {
   EXPECT_EQ(r.out, "probe=ok interrupted=0\n") << r.describe();
 }
 
+TEST_F(PollerOverrideTest, SqPollFromTheEnvironmentIsTakenOrRefusedWithAWarning) {
+  if (!UringPoller::probe().ok) GTEST_SKIP() << "io_uring unavailable here";
+  const test::ChildResult bad = test::runChild(
+      {binary_, "uring"}, childEnvironment({{"LIBNET_URING_SQPOLL_IDLE_MS", "soon"}}));
+  ASSERT_EQ(bad.exitCode, 0) << bad.describe();
+  EXPECT_EQ(bad.out, "backend=uring\n") << bad.describe();
+  EXPECT_EQ(countLinesWith(bad.err, {"LIBNET_URING_SQPOLL_IDLE_MS", "soon", "ignored"}), 1)
+      << bad.describe();
+  // A valid value: the loop runs on io_uring with SQPOLL, or without it and
+  // a warning naming the refusal; either way it runs.
+  const test::ChildResult good = test::runChild(
+      {binary_, "uring"}, childEnvironment({{"LIBNET_URING_SQPOLL_IDLE_MS", "20"}}));
+  ASSERT_EQ(good.exitCode, 0) << good.describe();
+  EXPECT_EQ(good.out, "backend=uring\n") << good.describe();
+  EXPECT_EQ(countLinesWith(good.err, {"LIBNET_URING_SQPOLL_IDLE_MS"}), 0) << good.describe();
+}
+
 TEST_F(PollerOverrideTest, EnvironmentEpollOverridesTheProgramsUring) {
   const test::ChildResult r = runProbe("uring", "epoll");
   ASSERT_EQ(r.exitCode, 0) << r.describe();
