@@ -23,10 +23,10 @@
 #include <cstdint>
 #include <memory>
 
-struct io_uring_sqe;
-
 #include "net/ConnectionIo.h"
 #include "net/poller/CompletionHandler.h"
+
+struct io_uring_sqe;
 
 namespace libnet {
 

@@ -224,26 +224,24 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
                             "io_uring unavailable (" + probed.detail + ")");
   }
   const Config config = defaultConfig();
+  const auto init = [&](unsigned flags, uint32_t sqIdleMs) {
+    io_uring_params params{};
+    params.flags = flags | IORING_SETUP_CQSIZE;
+    params.cq_entries = config.cqEntries;
+    params.sq_thread_idle = sqIdleMs;
+    return io_uring_queue_init_params(config.sqEntries, &ring_, &params);
+  };
   unsigned flags = probed.setupFlags;
   int rc = -EINVAL;
   if (const uint32_t idleMs = sqPollIdleMs(config); idleMs > 0) {
-    io_uring_params params{};
-    params.flags = IORING_SETUP_SQPOLL | IORING_SETUP_CQSIZE;
-    params.cq_entries = config.cqEntries;
-    params.sq_thread_idle = idleMs;
-    rc = io_uring_queue_init_params(config.sqEntries, &ring_, &params);
+    rc = init(IORING_SETUP_SQPOLL, idleMs);
     if (rc == 0) {
       flags = IORING_SETUP_SQPOLL;
     } else {
       LOG_WARN << "io_uring: SQPOLL refused (" << strerrorTl(-rc) << "); running without it";
     }
   }
-  if (rc != 0) {
-    io_uring_params params{};
-    params.flags = flags | IORING_SETUP_CQSIZE;
-    params.cq_entries = config.cqEntries;
-    rc = io_uring_queue_init_params(config.sqEntries, &ring_, &params);
-  }
+  if (rc != 0) rc = init(flags, 0);
   if (rc < 0) {
     // The ring's memory counts against RLIMIT_MEMLOCK (per user, for
     // processes without CAP_IPC_LOCK): the usual reason, worth naming.
@@ -334,7 +332,6 @@ int UringPoller::registerFile(int fd) {
     freeFileSlots_.push_back(slot);
     return -1;
   }
-  ++filesRegistered_;
   return static_cast<int>(slot);
 }
 
@@ -457,7 +454,6 @@ Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
       // The slot is empty now (or was already: a close_direct fails only on
       // an empty slot), so it can take another socket.
       freeFileSlots_.push_back(static_cast<uint32_t>(c.userData & 0xFFFFFFFF));
-      --filesRegistered_;
       continue;
     }
     if (op != kPoll) {

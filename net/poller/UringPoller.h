@@ -132,7 +132,10 @@ class UringPoller final : public Poller {
   // released then); the slot is reused once that has completed.
   void unregisterFile(int index);
   [[nodiscard]] uint32_t fileSlots() const { return fileSlots_; }
-  [[nodiscard]] size_t filesRegistered() const { return filesRegistered_; }
+  // Slots holding a socket, or one being released.
+  [[nodiscard]] size_t filesRegistered() const {
+    return fileSlotsUsed_ - freeFileSlots_.size();
+  }
   // The Buffer a message callback gets when it is handed received bytes in
   // place (UringConnectionIo): one per loop, viewing a provided buffer only
   // for the length of one callback, so a connection carries none.
@@ -173,7 +176,6 @@ class UringPoller final : public Poller {
   uint32_t fileSlots_ = 0;          // size of the registered-file table
   uint32_t fileSlotsUsed_ = 0;      // slots ever handed out: [0, used)
   std::vector<uint32_t> freeFileSlots_;
-  size_t filesRegistered_ = 0;      // slots holding (or closing) a file
   std::unique_ptr<BufferRing> buffers_;
   Buffer receivedView_{0};  // after buffers_: destroyed first
   std::vector<Slot> slots_;

@@ -144,6 +144,16 @@ class MemorySink {
   int flushes_ = 0;
 };
 
+// Small blocks and room for every one of them: nothing is dropped, and a
+// test's lines fill many blocks.
+AsyncLogging::Options smallBlocks(std::chrono::milliseconds flushInterval) {
+  AsyncLogging::Options options;
+  options.bufferSize = 4096;
+  options.maxQueuedBuffers = 100000;
+  options.flushInterval = flushInterval;
+  return options;
+}
+
 void logFromThreads(AsyncLogging* log, int threads, int linesPerThread) {
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
@@ -249,11 +259,7 @@ TEST_F(AsyncLoggingTest, StopNeverLosesTheTail) {
   for (int iter = 0; iter < kIterations; ++iter) {
     const int threads = 2 + iter % 3;
     MemorySink memory(/*yieldPerWrite=*/true);
-    AsyncLogging::Options options;
-    options.bufferSize = 4096;
-    options.maxQueuedBuffers = 100000;
-    options.flushInterval = 1ms;
-    AsyncLogging log(memory.sink(), options);
+    AsyncLogging log(memory.sink(), smallBlocks(1ms));
     log.start();
     logFromThreads(&log, threads, kLines);
     log.stop();
@@ -288,11 +294,7 @@ TEST_F(AsyncLoggingTest, LinesLoggedWhileStopRunsAreNeverLost) {
   constexpr int kThreads = 3;
   for (int iter = 0; iter < 30; ++iter) {
     MemorySink memory;
-    AsyncLogging::Options options;
-    options.bufferSize = 4096;
-    options.maxQueuedBuffers = 100000;
-    options.flushInterval = 1ms;
-    AsyncLogging log(memory.sink(), options);
+    AsyncLogging log(memory.sink(), smallBlocks(1ms));
     log.start();
     CountDownLatch started(kThreads);
     CountDownLatch finished(kThreads);
@@ -354,11 +356,8 @@ TEST_F(AsyncLoggingTest, ExitingThreadsHandOverTheirBlocks) {
   constexpr int kThreads = 40;
   constexpr int kLines = 5;
   MemorySink memory;
-  AsyncLogging::Options options;
-  options.bufferSize = 4096;
+  AsyncLogging::Options options = smallBlocks(1h);
   options.threadBufferSize = 4096;
-  options.maxQueuedBuffers = 100000;
-  options.flushInterval = 1h;
   AsyncLogging log(memory.sink(), options);
   log.start();
   for (int t = 0; t < kThreads; ++t) {
@@ -407,11 +406,8 @@ TEST_F(AsyncLoggingTest, AppendAfterStopIsWrittenThrough) {
 
 TEST_F(AsyncLoggingTest, FlushWritesEverythingQueuedBeforeReturning) {
   MemorySink memory;
-  AsyncLogging::Options options;
-  options.bufferSize = 4096;
-  options.flushInterval = 1h;  // only flush() can make the back end write
-  options.maxQueuedBuffers = 100000;
-  AsyncLogging log(memory.sink(), options);
+  // A flush interval of an hour: only flush() can make the back end write.
+  AsyncLogging log(memory.sink(), smallBlocks(1h));
   log.start();
   for (int i = 0; i < 100; ++i) log.append(makeLine(0, i));  // several buffers + a partial
   ASSERT_TRUE(log.flush());

@@ -170,6 +170,16 @@ std::vector<std::string> echoFromThreads(const InetAddress& server, int clients,
   return failures;
 }
 
+// echoFromThreads() against `server`, then: every client got its bytes back,
+// the server saw all of them, and every connection went down again.
+void expectEchoFromThreads(UringEchoServer& server, int clients, size_t bytes) {
+  const std::vector<std::string> failures = echoFromThreads(server.address(), clients, bytes);
+  for (int i = 0; i < clients; ++i) EXPECT_EQ(failures[i], "") << "client " << i;
+  EXPECT_EQ(server.bytesIn_.load(), static_cast<size_t>(clients) * bytes);
+  EXPECT_TRUE(waitUntil([&] { return server.downs_.load() == clients; }));
+  EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
+}
+
 // With incremental buffer consumption (where the kernel has it) and without.
 class UringTinyRingTest : public UringPollerTest, public ::testing::WithParamInterface<bool> {};
 
@@ -200,11 +210,7 @@ TEST_P(UringTinyRingTest, TinyBufferRingLosesAndReordersNothing) {
 
   // Each client on its own thread, so that many receives compete for the two
   // buffers at once and the multishot recv keeps running the ring dry.
-  const std::vector<std::string> failures = echoFromThreads(server.address(), kClients, kBytes);
-  for (int i = 0; i < kClients; ++i) EXPECT_EQ(failures[i], "") << "client " << i;
-  EXPECT_EQ(server.bytesIn_.load(), kClients * kBytes);
-  EXPECT_TRUE(waitUntil([&] { return server.downs_.load() == kClients; }));
-  EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
+  expectEchoFromThreads(server, kClients, kBytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Consumption, UringTinyRingTest, ::testing::Bool(),
@@ -631,11 +637,7 @@ TEST_F(UringPollerTest, SqPollRingWithATinySubmissionQueueLosesNothing) {
     return dynamic_cast<UringPoller&>(server.loop()->poller()).setupFlags();
   });
   if (!(flags & IORING_SETUP_SQPOLL)) GTEST_SKIP() << "the kernel refused SQPOLL here";
-  const std::vector<std::string> failures = echoFromThreads(server.address(), kClients, kBytes);
-  for (int i = 0; i < kClients; ++i) EXPECT_EQ(failures[i], "") << "client " << i;
-  EXPECT_EQ(server.bytesIn_.load(), kClients * kBytes);
-  EXPECT_TRUE(waitUntil([&] { return server.downs_.load() == kClients; }));
-  EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
+  expectEchoFromThreads(server, kClients, kBytes);
 }
 
 }  // namespace
