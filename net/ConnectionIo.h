@@ -12,6 +12,7 @@
 // the library's inside, not of its API.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 
@@ -22,6 +23,25 @@ namespace libnet {
 class Buffer;
 class OutputQueue;
 
+// Where the bytes in a Buffer handed between a connection and its strategy
+// live, and so what becomes of what a callback leaves in it. The kind is said,
+// never guessed from the Buffer's address.
+enum class InputKind : uint8_t {
+  // The connection's own input buffer: what the callback leaves stays there.
+  kConnectionInput,
+  // The loop's scratch buffer (epoll), shared by every connection of the
+  // loop: holds only the new bytes, and must be empty again before the loop
+  // reads for anyone else.
+  kLoopScratch,
+  // A view of the io_uring buffer ring's memory (the loop's received view),
+  // shared like the scratch buffer: must be empty and handed back to the ring
+  // (Buffer::releaseBorrowed) before the next completion.
+  kRingView,
+  // A Buffer of the application's own, passed to send(): the strategy may
+  // take its bytes and give it spare storage back.
+  kApplication,
+};
+
 class ConnectionIo {
  public:
   // What a strategy tells its connection. Every call comes on the loop
@@ -29,10 +49,14 @@ class ConnectionIo {
   // inside one of the connection's calls into the strategy).
   class Owner {
    public:
-    // Bytes arrived in `buffer`: the connection's input buffer, or the loop's
-    // scratch buffer holding only the new bytes (what the connection leaves
-    // unread there it moves to its input buffer).
-    virtual void onInput(Buffer* buffer, Timestamp receiveTime) = 0;
+    // Bytes arrived in `buffer`, of kind `kind` (not kApplication). The
+    // owner alone settles what the message callback leaves, whatever the
+    // callback does (returns, throws, closes the connection): a
+    // kConnectionInput buffer keeps it; shared storage (kLoopScratch,
+    // kRingView) is empty, and a view handed back, when this returns, its
+    // leftover moved to the connection's input buffer (or dropped if the
+    // connection closed). The strategy only reads into the buffer.
+    virtual void onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) = 0;
     // Some queued output was written.
     virtual void onOutputProgress() = 0;
     // Everything queued has been written.
@@ -78,8 +102,9 @@ class ConnectionIo {
   // loop: the caller may be inside a callback).
   [[nodiscard]] virtual int write(std::string_view data) = 0;
   // The same for all readable bytes of `buffer`, which is left empty; the
-  // strategy may take the buffer's storage instead of copying its bytes.
-  [[nodiscard]] virtual int write(Buffer* buffer) = 0;
+  // strategy may take the buffer's storage (or view) instead of copying its
+  // bytes, and give a kApplication buffer spare storage back.
+  [[nodiscard]] virtual int write(Buffer* buffer, InputKind kind) = 0;
   // Something was queued on the OutputQueue directly (a file): move it.
   virtual void flush() = 0;
   // Stop all I/O now: the connection is closed and its output dropped.

@@ -92,8 +92,9 @@ class EventLoop {
   }
 
   // A buffer that connections on this loop read into when they have nothing
-  // buffered (see TcpConnection::handleRead). Loop thread only; empty between
-  // uses.
+  // buffered (the epoll strategy, net/poller/EpollConnectionIo); the
+  // connection empties it after each delivery (TcpConnection::deliverInput),
+  // whatever its callback did. Loop thread only; empty between uses.
   [[nodiscard]] Buffer* scratchBuffer() { return scratch_.get(); }
   // Spare buffer storage for this loop's connections (see BufferPool).
   // Loop thread only.

@@ -38,6 +38,21 @@ TcpConnection::~TcpConnection() {
             << stateName(state_.load());
 }
 
+template <class F>
+bool TcpConnection::callUser(const char* what, F&& callback) noexcept {
+  try {
+    callback();
+    return true;
+  } catch (const std::exception& e) {
+    LOG_ERROR << name_ << ": " << what << " callback threw: " << e.what()
+              << "; closing the connection";
+  } catch (...) {
+    LOG_ERROR << name_ << ": " << what << " callback threw a non-standard exception"
+              << "; closing the connection";
+  }
+  return false;
+}
+
 // ---- sending ----
 
 void TcpConnection::send(std::string_view message) {
@@ -94,7 +109,13 @@ void TcpConnection::sendInLoop(Buffer* buffer) {
     return;
   }
   const size_t before = output_.bufferedBytes();
-  afterWrite(io_->write(buffer), before);
+  afterWrite(io_->write(buffer, kindOf(buffer)), before);
+}
+
+InputKind TcpConnection::kindOf(const Buffer* buffer) const {
+  if (buffer == delivering_) return deliveringKind_;
+  if (buffer == &inputBuffer_) return InputKind::kConnectionInput;
+  return InputKind::kApplication;
 }
 
 void TcpConnection::afterWrite(int err, size_t bufferedBefore) {
@@ -107,13 +128,15 @@ void TcpConnection::afterWrite(int err, size_t bufferedBefore) {
   }
   const size_t buffered = output_.bufferedBytes();
   if (highWaterMarkCallback_ && bufferedBefore < highWaterMark_ && buffered >= highWaterMark_) {
-    loop_->queueInLoop(
-        [self = shared_from_this(), buffered] { self->highWaterMarkCallback_(self, buffered); });
+    loop_->queueInLoop([self = shared_from_this(), buffered] {
+      if (!self->callUser("high-water mark",
+                          [&] { self->highWaterMarkCallback_(self, buffered); })) {
+        self->closeAfterThrow();
+      }
+    });
   }
   if (output_.empty()) {  // all written at once
-    if (writeCompleteCallback_) {
-      loop_->queueInLoop([self = shared_from_this()] { self->writeCompleteCallback_(self); });
-    }
+    queueWriteComplete();
     return;
   }
   checkOutputLimit();
@@ -193,8 +216,26 @@ void TcpConnection::handleClose() {
   state_.store(State::kDisconnected);
   io_->close();
   TcpConnectionPtr guard(shared_from_this());
-  connectionCallback_(guard);
+  // A throwing "down" callback is logged; the close goes on regardless, so
+  // the owner still forgets the connection.
+  callUser("connection (down)", [&] { connectionCallback_(guard); });
   if (closeCallback_) closeCallback_(guard);
+}
+
+void TcpConnection::closeAfterThrow() {
+  loop_->assertInLoopThread();
+  inputBuffer_.retrieveAll();
+  loop_->bufferPool().reclaim(&inputBuffer_);
+  handleClose();
+}
+
+void TcpConnection::queueWriteComplete() {
+  if (!writeCompleteCallback_) return;
+  loop_->queueInLoop([self = shared_from_this()] {
+    if (!self->callUser("write-complete", [&] { self->writeCompleteCallback_(self); })) {
+      self->closeAfterThrow();
+    }
+  });
 }
 
 // ---- reading ----
@@ -223,7 +264,8 @@ void TcpConnection::unblockRead(ReadBlock why) {
   loop_->queueInLoop([self = shared_from_this()] {
     if (!self->isReading() || self->state_.load() == State::kDisconnected) return;
     if (self->inputBuffer_.readableBytes() > 0) {
-      self->messageCallback_(self, &self->inputBuffer_, Timestamp::now());
+      self->deliverInput(&self->inputBuffer_, InputKind::kConnectionInput, Timestamp::now());
+      if (!self->isReading() || self->state_.load() == State::kDisconnected) return;
     }
     self->io_->resumeRead();
   });
@@ -248,7 +290,8 @@ void TcpConnection::connectEstablished() {
   state_.store(State::kConnected);
   io_->start();
   if (idleWheel_) idleEntry_ = idleWheel_->add(shared_from_this());
-  connectionCallback_(shared_from_this());
+  const TcpConnectionPtr self = shared_from_this();
+  if (!callUser("connection (up)", [&] { connectionCallback_(self); })) closeAfterThrow();
 }
 
 void TcpConnection::connectDestroyed() {
@@ -263,7 +306,8 @@ void TcpConnection::connectDestroyed() {
   if (state == State::kConnected || state == State::kDisconnecting) {
     state_.store(State::kDisconnected);
     io_->close();
-    connectionCallback_(shared_from_this());
+    const TcpConnectionPtr self = shared_from_this();
+    callUser("connection (down)", [&] { connectionCallback_(self); });
   }
   output_.clear();  // closes pending files
   // The fd is closed now (or, with operations in flight, when the last one
@@ -274,19 +318,42 @@ void TcpConnection::connectDestroyed() {
 
 // ---- what the I/O strategy reports ----
 
-void TcpConnection::onInput(Buffer* buffer, Timestamp receiveTime) {
+void TcpConnection::onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
   touchIdle();
-  messageCallback_(shared_from_this(), buffer, receiveTime);
-  if (buffer != &inputBuffer_) {
-    // The loop's scratch buffer: keep what the callback left (usually nothing).
-    if (buffer->readableBytes() > 0) {
-      loop_->bufferPool().lend(&inputBuffer_);
-      inputBuffer_.append(buffer->view());
+  deliverInput(buffer, kind, receiveTime);
+}
+
+void TcpConnection::deliverInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
+  const TcpConnectionPtr self = shared_from_this();
+  delivering_ = buffer;
+  deliveringKind_ = kind;
+  const bool ok = callUser("message", [&] { messageCallback_(self, buffer, receiveTime); });
+  delivering_ = nullptr;
+  // Before anything else can run on this loop: the storage may be shared.
+  settleInput(buffer, kind, ok && state_.load() != State::kDisconnected);
+  if (!ok) closeAfterThrow();
+}
+
+void TcpConnection::settleInput(Buffer* buffer, InputKind kind, bool keepLeftover) {
+  switch (kind) {
+    case InputKind::kConnectionInput:
+      if (!keepLeftover) buffer->retrieveAll();
+      loop_->bufferPool().reclaim(&inputBuffer_);  // if nothing is left
+      return;
+    case InputKind::kLoopScratch:
+    case InputKind::kRingView:
+      // Usually nothing is left; a partial message moves to our own buffer.
+      if (keepLeftover && buffer->readableBytes() > 0) {
+        loop_->bufferPool().lend(&inputBuffer_);
+        inputBuffer_.append(buffer->view());
+      }
       buffer->retrieveAll();
-    }
-  } else {
-    loop_->bufferPool().reclaim(&inputBuffer_);  // if the callback took everything
+      buffer->releaseBorrowed();  // a view goes back to the ring (no-op otherwise)
+      return;
+    case InputKind::kApplication:
+      break;
   }
+  assert(false && "input is never of the application's own");
 }
 
 void TcpConnection::onOutputProgress() {
@@ -299,9 +366,7 @@ void TcpConnection::onOutputDrained() {
   // goes back to the loop's pool (or, if huge, to the allocator).
   output_.reclaim();
   checkOutputLimit();
-  if (writeCompleteCallback_) {
-    loop_->queueInLoop([self = shared_from_this()] { self->writeCompleteCallback_(self); });
-  }
+  queueWriteComplete();
   if (peerClosed_ || closeWhenDrained_) {
     handleClose();
     return;

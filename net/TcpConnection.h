@@ -15,6 +15,10 @@
 // io_uring, a multishot recv and one send in flight). The API is the same on
 // both.
 //
+// A callback that throws closes this connection only (logged at ERROR with
+// its name; unread input dropped): see docs/architecture.md, "Callbacks that
+// throw".
+//
 // Closing: if the peer half-closes (FIN), everything already queued for it is
 // still written before the connection closes. shutdown() half-closes our side
 // only once the output queue is empty. forceClose() drops queued output.
@@ -151,7 +155,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   enum ReadBlock : uint8_t { kStoppedByUser = 1, kOutputFull = 2 };
 
   // ConnectionIo::Owner: what the I/O strategy reports.
-  void onInput(Buffer* buffer, Timestamp receiveTime) override;
+  void onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) override;
   void onOutputProgress() override;
   void onOutputDrained() override;
   void onPeerClosed() override;
@@ -159,6 +163,21 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   [[nodiscard]] bool wantsInput() const override;
   [[nodiscard]] std::shared_ptr<void> keepAlive() override { return shared_from_this(); }
   void onReleased() override { socket_.close(); }
+
+  // Runs the message callback on `buffer` and settles what it leaves (see
+  // ConnectionIo::Owner::onInput): the one place that decides.
+  void deliverInput(Buffer* buffer, InputKind kind, Timestamp receiveTime);
+  void settleInput(Buffer* buffer, InputKind kind, bool keepLeftover);
+  // Runs a user callback. If it throws, logs it at ERROR with this
+  // connection's name and `what`, and returns false: the caller closes the
+  // connection (see "Callbacks that throw" in docs/architecture.md).
+  template <class F>
+  bool callUser(const char* what, F&& callback) noexcept;
+  // A user callback threw: close now, dropping unread input and queued output.
+  void closeAfterThrow();
+  // The kind of a Buffer passed to send(): the input being delivered, the
+  // input buffer, or the application's own.
+  [[nodiscard]] InputKind kindOf(const Buffer* buffer) const;
 
   void sendInLoop(std::string_view data);
   void sendInLoop(Buffer* buffer);
@@ -171,6 +190,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   // After bytes were handed to the strategy: report a failed write, fire
   // the high-water mark or write-complete callbacks, apply back-pressure.
   void afterWrite(int err, size_t bufferedBefore);
+  // The write-complete callback, from the loop.
+  void queueWriteComplete();
   void handleClose();
   void shutdownInLoop();
   // Reading stops when the first reason appears and resumes (buffered input
@@ -214,6 +235,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   // buffer, write straight to the socket, and borrow storage from the loop's
   // BufferPool while they hold bytes, so an idle one costs no buffer memory.
   Buffer inputBuffer_{0};
+  // The buffer the message callback is looking at, while it runs.
+  Buffer* delivering_ = nullptr;
+  InputKind deliveringKind_ = InputKind::kConnectionInput;
   OutputQueue output_;
   std::unique_ptr<ConnectionIo> io_;  // after the buffers it works on
   std::any context_;

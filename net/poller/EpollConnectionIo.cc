@@ -62,7 +62,7 @@ int EpollConnectionIo::write(std::string_view data) {
   return 0;
 }
 
-int EpollConnectionIo::write(Buffer* buffer) {
+int EpollConnectionIo::write(Buffer* buffer, InputKind) {
   // The caller's buffer is usually the loop's scratch buffer: copy what the
   // socket does not take at once rather than take its storage.
   const int err = write(buffer->view());
@@ -92,10 +92,16 @@ void EpollConnectionIo::handleRead(Timestamp receiveTime, bool shortReadDrains) 
     // scratch buffer, which stays in cache, rather than into this
     // connection's own (with 1000 connections, their buffers are megabytes of
     // cold memory); whatever the callback leaves unconsumed moves over after.
-    Buffer* buffer = input_->readableBytes() == 0 ? loop_->scratchBuffer() : input_;
+    const bool scratch = input_->readableBytes() == 0;
+    Buffer* buffer = scratch ? loop_->scratchBuffer() : input_;
+    // The owner empties the scratch buffer after every delivery; emptying it
+    // here as well costs two stores and makes sure no connection ever reads
+    // another's bytes, whatever went wrong before.
+    if (scratch) buffer->retrieveAll();
     const Buffer::ReadResult result = buffer->readFd(fd_);
     if (result.bytes > 0) {
-      owner_->onInput(buffer, receiveTime);
+      owner_->onInput(buffer, scratch ? InputKind::kLoopScratch : InputKind::kConnectionInput,
+                      receiveTime);
       if (closed_ || !owner_->wantsInput()) return;
       // A short read means the socket is drained, unless the edge said more
       // (a FIN) is waiting behind the data or we are resuming without an edge.

@@ -31,7 +31,7 @@ class EpollConnectionIo final : public ConnectionIo {
   void pauseRead() override {}  // the read handler asks Owner::wantsInput()
   void resumeRead() override;
   [[nodiscard]] int write(std::string_view data) override;
-  [[nodiscard]] int write(Buffer* buffer) override;
+  [[nodiscard]] int write(Buffer* buffer, InputKind kind) override;
   void flush() override { handleWrite(); }
   void close() override;
   void release() override;

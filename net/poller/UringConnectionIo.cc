@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <cassert>
 #include <cerrno>
 
 #include "base/Logging.h"
@@ -61,11 +62,12 @@ int UringConnectionIo::write(std::string_view data) {
   return 0;
 }
 
-int UringConnectionIo::write(Buffer* buffer) {
+int UringConnectionIo::write(Buffer* buffer, InputKind kind) {
   // With nothing queued the caller's buffer itself goes to the kernel (no
-  // copy); a buffer of the caller's own, not the input buffer it reads into,
-  // gets spare storage back so that it does not grow anew for every message.
-  output_->append(buffer, buffer != input_ && buffer != &poller_->receivedView());
+  // copy); a buffer of the application's own gets spare storage back so that
+  // it does not grow anew for every message (not a view it was lent, say
+  // another connection's received bytes: that holds no storage to replace).
+  output_->append(buffer, kind == InputKind::kApplication && !buffer->borrowed());
   if (!output_->hasFile()) pump();
   return 0;
 }
@@ -181,15 +183,17 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
       // already (sends stuck behind peers that do not read), copy instead.
       Buffer& view = poller_->receivedView();
       ring.lend(&view, r);
-      owner_->onInput(&view, loop_->pollReturnTime());
-      view.releaseBorrowed();
+      owner_->onInput(&view, InputKind::kRingView, loop_->pollReturnTime());
+      assert(!view.borrowed());  // the owner hands the view back, always
     } else {
       // Behind bytes left over from before (or while reading is paused):
       // they must stay in order, in the input buffer.
       loop_->bufferPool().lend(input_);
       input_->append(r.bytes);
       ring.finished(r.id);
-      if (owner_->wantsInput()) owner_->onInput(input_, loop_->pollReturnTime());
+      if (owner_->wantsInput()) {
+        owner_->onInput(input_, InputKind::kConnectionInput, loop_->pollReturnTime());
+      }
     }
   }
   if (closed_) return;

@@ -42,7 +42,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   void pauseRead() override;
   void resumeRead() override { armRecv(); }
   [[nodiscard]] int write(std::string_view data) override;
-  [[nodiscard]] int write(Buffer* buffer) override;
+  [[nodiscard]] int write(Buffer* buffer, InputKind kind) override;
   void flush() override { pump(); }
   void close() override;
   void release() override;
