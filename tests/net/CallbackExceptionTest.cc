@@ -159,6 +159,9 @@ class CallbackExceptionTest : public test::EchoServerTest {
   std::mutex seenMutex_;
   std::map<std::string, std::string> seen_;
   std::string lastName_;
+  // Members, not test-body locals: the server's callbacks run until the
+  // fixture's TearDown has destroyed the server.
+  std::atomic<int> calls_{0};
 };
 
 TEST_P(CallbackExceptionTest, ThrowingMessageCallbackClosesOnlyThatConnection) {
@@ -213,10 +216,9 @@ TEST_P(CallbackExceptionTest, ThrowWithKeptInputDropsIt) {
 }
 
 TEST_P(CallbackExceptionTest, ThrowingConnectionCallbackClosesThatConnection) {
-  std::atomic<int> calls{0};
-  startServer([this, &calls](TcpServer& server) {
-    server.setConnectionCallback([this, &calls](const TcpConnectionPtr& conn) {
-      const int call = calls.fetch_add(1);
+  startServer([this](TcpServer& server) {
+    server.setConnectionCallback([this](const TcpConnectionPtr& conn) {
+      const int call = calls_.fetch_add(1);
       (conn->connected() ? ups_ : downs_).fetch_add(1);
       // The first "up" and the second connection's "down" throw.
       if (call == 0) throw std::runtime_error("up failed");
@@ -242,12 +244,10 @@ TEST_P(CallbackExceptionTest, ThrowingConnectionCallbackClosesThatConnection) {
 }
 
 TEST_P(CallbackExceptionTest, ThrowingWriteCompleteCallbackClosesThatConnection) {
-  std::atomic<int> completions{0};
-  startServer([&completions](TcpServer& server) {
-    server.setConnectionCallback([&completions](const TcpConnectionPtr& conn) {
+  startServer([](TcpServer& server) {
+    server.setConnectionCallback([](const TcpConnectionPtr& conn) {
       if (!conn->connected()) return;
-      conn->setWriteCompleteCallback([&completions](const TcpConnectionPtr& c) {
-        completions.fetch_add(1);
+      conn->setWriteCompleteCallback([](const TcpConnectionPtr& c) {
         if (c->getContext().has_value()) throw std::runtime_error("write-complete failed");
       });
     });
