@@ -254,10 +254,10 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
   // Saves the fd lookup on every io_uring_enter; optional.
   io_uring_register_ring_fd(&ring_);
   // Saves the file lookup on every recv/send; optional as well.
-  if (config.fixedFiles > 0) {
+  if (const uint32_t wanted = fixedFiles(config); wanted > 0) {
     rlimit files{};
     const rlim_t limit = ::getrlimit(RLIMIT_NOFILE, &files) == 0 ? files.rlim_cur : 0;
-    const auto slots = static_cast<uint32_t>(std::min<rlim_t>(config.fixedFiles, limit));
+    const auto slots = static_cast<uint32_t>(std::min<rlim_t>(wanted, limit));
     if (slots > 0) {
       if (const int rc = io_uring_register_files_sparse(&ring_, slots); rc == 0) {
         fileSlots_ = slots;
@@ -304,18 +304,33 @@ void UringPoller::freeSlot(uint32_t slot) {
   freeSlots_.push_back(slot);
 }
 
+namespace {
+
+// A number from the environment variable `name`; nullopt if unset or empty,
+// and, with a warning, if it is not a number.
+std::optional<uint32_t> environmentNumber(const char* name) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return std::nullopt;
+  uint32_t value = 0;
+  const std::string_view text(env);
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    LOG_WARN << name << "='" << text << "' is not a number; ignored";
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace
+
 uint32_t UringPoller::sqPollIdleMs(const Config& config) {
   if (config.sqPollIdleMs > 0) return config.sqPollIdleMs;
-  const char* env = std::getenv("LIBNET_URING_SQPOLL_IDLE_MS");
-  if (env == nullptr || *env == '\0') return 0;
-  uint32_t ms = 0;
-  const std::string_view text(env);
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    LOG_WARN << "LIBNET_URING_SQPOLL_IDLE_MS='" << text << "' is not a number of ms; ignored";
-    return 0;
-  }
-  return ms;
+  return environmentNumber("LIBNET_URING_SQPOLL_IDLE_MS").value_or(0);
+}
+
+uint32_t UringPoller::fixedFiles(const Config& config) {
+  if (config.fixedFiles != Config::kDefaultFixedFiles) return config.fixedFiles;
+  return environmentNumber("LIBNET_URING_FIXED_FILES").value_or(config.fixedFiles);
 }
 
 int UringPoller::registerFile(int fd) {
@@ -326,6 +341,12 @@ int UringPoller::registerFile(int fd) {
   } else if (fileSlotsUsed_ < fileSlots_) {
     slot = fileSlotsUsed_++;
   } else {
+    if (fileSlots_ > 0 && !fileTableFullLogged_) {
+      fileTableFullLogged_ = true;
+      LOG_INFO << "io_uring: registered-file table full (" << fileSlots_
+               << " slots); this loop's further connections use plain fds"
+                  " (LIBNET_URING_FIXED_FILES sets the size)";
+    }
     return -1;
   }
   if (io_uring_register_files_update(&ring_, slot, &fd, 1) != 1) {

@@ -61,8 +61,11 @@ class UringPoller final : public Poller {
     // 0: none). A connection's socket sits in a slot while it is open, so
     // its recv/send ops skip the per-op file lookup; the fd stays a real fd.
     // Connections beyond the table, or on kernels without sparse tables
-    // (before 5.19), use the plain fd.
-    uint32_t fixedFiles = 16384;
+    // (before 5.19), use the plain fd; the first one a loop sees beyond the
+    // table logs one INFO line. The environment variable
+    // LIBNET_URING_FIXED_FILES sets it where the program leaves the default.
+    static constexpr uint32_t kDefaultFixedFiles = 16384;
+    uint32_t fixedFiles = kDefaultFixedFiles;
     // Opt-in, off by default: > 0 asks for a kernel thread that polls the
     // submission queue (IORING_SETUP_SQPOLL), sleeping after this many ms
     // without work. Submissions then need no system call, but the thread
@@ -170,12 +173,15 @@ class UringPoller final : public Poller {
   void dropStale(const Completion& c);
   // Config::sqPollIdleMs, or the environment's where that is 0.
   static uint32_t sqPollIdleMs(const Config& config);
+  // Config::fixedFiles, or the environment's where that is the default.
+  static uint32_t fixedFiles(const Config& config);
 
   io_uring ring_{};
   unsigned setupFlags_ = 0;
   uint32_t fileSlots_ = 0;          // size of the registered-file table
   uint32_t fileSlotsUsed_ = 0;      // slots ever handed out: [0, used)
   std::vector<uint32_t> freeFileSlots_;
+  bool fileTableFullLogged_ = false;
   std::unique_ptr<BufferRing> buffers_;
   Buffer receivedView_{0};  // after buffers_: destroyed first
   std::vector<Slot> slots_;

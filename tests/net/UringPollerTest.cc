@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/Logging.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
@@ -607,6 +608,55 @@ TEST_F(UringPollerTest, ConnectionsBeyondTheFileTableUsePlainFdsAndSlotsAreReuse
   EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
   EXPECT_TRUE(waitUntil([&] { return fileTable(server).second == 0; }))
       << fileTable(server).second << " slots still in use with no connection open";
+}
+
+// A table of 64 set from the environment (as a deployment would) and 200
+// connections open at once: 64 sit in the table, the rest run on plain fds,
+// one INFO line says so, every byte comes back, and nothing is left after.
+TEST_F(UringPollerTest, ConnectionsPastASmallTableAreServedOnPlainFds) {
+  constexpr int kClients = 200;
+  constexpr uint32_t kSlots = 64;
+  std::mutex logMutex;
+  std::vector<std::string> log;
+  Logger::setOutput([&](std::string_view line) {  // before the loop thread starts
+    std::lock_guard<std::mutex> lock(logMutex);
+    log.emplace_back(line);
+  });
+  ::setenv("LIBNET_URING_FIXED_FILES", "64", 1);
+  const int fdsBefore = test::openFdCount();
+  {
+    UringEchoServer server;
+    ::unsetenv("LIBNET_URING_FIXED_FILES");
+    const auto [slots, before] = fileTable(server);
+    if (slots == 0) {
+      Logger::setOutput({});
+      GTEST_SKIP() << "no registered-file table on this kernel";
+    }
+    ASSERT_EQ(slots, kSlots);
+    std::vector<std::unique_ptr<BlockingClient>> clients;
+    for (int i = 0; i < kClients; ++i) {
+      clients.push_back(std::make_unique<BlockingClient>(server.address()));
+      ASSERT_TRUE(echoes(*clients.back(), 1000 + static_cast<size_t>(i), static_cast<uint32_t>(i)))
+          << "client " << i;
+    }
+    EXPECT_EQ(fileTable(server).second, kSlots);
+    // All of them again, in reverse, while all are open.
+    for (int i = kClients - 1; i >= 0; --i) {
+      EXPECT_TRUE(echoes(*clients[static_cast<size_t>(i)], 5000, 7u * static_cast<uint32_t>(i)))
+          << "client " << i;
+    }
+    clients.clear();
+    EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
+    EXPECT_TRUE(waitUntil([&] { return fileTable(server).second == 0; }))
+        << fileTable(server).second << " slots still in use with no connection open";
+  }
+  Logger::setOutput({});
+  EXPECT_EQ(test::openFdCount(), fdsBefore);
+  int fullLines = 0;
+  for (const std::string& line : log) {
+    if (line.find("registered-file table full (64 slots)") != std::string::npos) ++fullLines;
+  }
+  EXPECT_EQ(fullLines, 1);
 }
 
 TEST_F(UringPollerTest, WithoutAFileTableConnectionsUsePlainFds) {
