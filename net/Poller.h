@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/Timestamp.h"
@@ -66,6 +67,10 @@ class Poller {
   // The kind create() would try first for `kind` (environment applied, kAuto
   // resolved by the probe and by earlier loops' ring failures).
   static PollerKind resolve(PollerKind kind);
+  // Why a loop asked for `kind` cannot run here ("io_uring unavailable: ..."
+  // with the probe's reason), or "" if it can as far as the probe can tell
+  // (kEpoll and kAuto always can; environment applied as in resolve()).
+  [[nodiscard]] static std::string unavailableReason(PollerKind kind);
 
  protected:
   EventLoop* ownerLoop_;

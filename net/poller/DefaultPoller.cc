@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <system_error>
 
 #include "base/Logging.h"
@@ -54,6 +55,12 @@ PollerKind Poller::resolve(PollerKind kind) {
   }
   return g_autoRingFailed.load(std::memory_order_acquire) ? PollerKind::kEpoll
                                                           : PollerKind::kIoUring;
+}
+
+std::string Poller::unavailableReason(PollerKind kind) {
+  if (resolve(kind) != PollerKind::kIoUring) return {};
+  const UringPoller::ProbeResult& probe = UringPoller::probe();
+  return probe.ok ? std::string() : "io_uring unavailable: " + probe.detail;
 }
 
 std::unique_ptr<Poller> Poller::create(EventLoop* loop, PollerKind kind) {

@@ -25,12 +25,15 @@ using test::waitUntil;
 class AcceptorEmfileTest : public ::testing::TestWithParam<PollerKind> {
  protected:
   void SetUp() override {
+    LIBNET_SKIP_IF_BACKEND_UNAVAILABLE(GetParam());
     ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved_), 0);
     rlimit low = saved_;
     low.rlim_cur = 256;
     ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
   }
-  void TearDown() override { ::setrlimit(RLIMIT_NOFILE, &saved_); }
+  void TearDown() override {
+    if (saved_.rlim_cur != 0) ::setrlimit(RLIMIT_NOFILE, &saved_);
+  }
 
   rlimit saved_{};
 };

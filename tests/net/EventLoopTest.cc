@@ -41,7 +41,10 @@ class EventLoopTest : public test::LoopTest {};
 
 class EventLoopDeathTest : public EventLoopTest {
  protected:
-  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+  void SetUp() override {
+    EventLoopTest::SetUp();
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+  }
 };
 
 TEST_P(EventLoopTest, ConstructionBindsToThisThread) {
