@@ -2,6 +2,10 @@
 
 #include <utility>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 namespace libnet {
 
 void BufferPool::lend(Buffer* buffer) {
@@ -23,7 +27,16 @@ void BufferPool::reclaim(Buffer* buffer) {
   small_.pop_back();
   if (spare_.size() < kMaxSpare && large.capacity() <= kMaxSpareCapacity) {
     spare_.push_back(std::move(large));
-  }  // else freed here
+  } else {
+    noteFreed(large.capacity());  // freed here
+  }
+}
+
+void BufferPool::trimHeap() {
+  freedBytes_ = 0;
+#ifdef __GLIBC__
+  ::malloc_trim(0);
+#endif
 }
 
 }  // namespace libnet

@@ -28,6 +28,10 @@ class BufferPool {
   // Larger storage is freed rather than kept (a rare huge reply).
   static constexpr size_t kMaxSpareCapacity = 1024 * 1024;
 
+  // Heap memory a loop's connections gave back (their buffers freed) beyond
+  // which the loop asks the allocator to return free pages to the system.
+  static constexpr size_t kTrimAfterBytes = 8 * 1024 * 1024;
+
   BufferPool() = default;
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
@@ -42,9 +46,20 @@ class BufferPool {
 
   [[nodiscard]] size_t spareCount() const { return spare_.size(); }
 
+  // Buffer storage of `bytes` was (or is about to be) freed on this loop.
+  void noteFreed(size_t bytes) { freedBytes_ += bytes; }
+  // Whether trimHeap() has work: kTrimAfterBytes freed since the last one.
+  [[nodiscard]] bool trimDue() const { return freedBytes_ >= kTrimAfterBytes; }
+  // glibc keeps freed memory in its heap (a burst of 1 MiB output buffers
+  // for peers that never read stayed resident, tens of MB, after they were
+  // gone): hands the free pages back (malloc_trim). The loop calls it at
+  // most about once a second, only when trimDue(). No-op off glibc.
+  void trimHeap();
+
  private:
   std::vector<Buffer> spare_;  // large, empty
   std::vector<Buffer> small_;  // small, empty: given out in exchange
+  size_t freedBytes_ = 0;
 };
 
 }  // namespace libnet

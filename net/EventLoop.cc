@@ -23,6 +23,7 @@ thread_local EventLoop* t_loopInThisThread = nullptr;
 // Timers wake the loop through their timerfd, so this only bounds how long a
 // loop with nothing to do sleeps between iterations.
 constexpr Duration kPollTimeout = std::chrono::seconds(10);
+constexpr Duration kTrimInterval = std::chrono::seconds(1);
 constexpr int kMaxDrainRounds = 100;
 
 int createEventfd() {
@@ -87,7 +88,14 @@ void EventLoop::loop() {
   LOG_TRACE << "EventLoop " << this << " start looping";
   while (!quit_.load(std::memory_order_acquire)) {
     activeChannels_.clear();
-    pollReturnTime_ = poller_->poll(kPollTimeout, &activeChannels_);
+    // Buffers freed in bulk go back to the system soon, also on a loop that
+    // has gone quiet since.
+    const bool trimDue = bufferPool_->trimDue();
+    pollReturnTime_ = poller_->poll(trimDue ? kTrimInterval : kPollTimeout, &activeChannels_);
+    if (trimDue && pollReturnTime_ - lastHeapTrim_ >= kTrimInterval) {
+      lastHeapTrim_ = pollReturnTime_;
+      bufferPool_->trimHeap();
+    }
     ++iteration_;
     dispatchingEvents_ = true;
     for (Channel* channel : activeChannels_) {

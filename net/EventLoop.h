@@ -125,6 +125,7 @@ class EventLoop {
   std::vector<Channel*> activeChannels_;
   std::unique_ptr<Buffer> scratch_;
   std::unique_ptr<BufferPool> bufferPool_;
+  Timestamp lastHeapTrim_;  // BufferPool::trimHeap()
 
   std::atomic<bool> wakeupPending_{false};
   std::atomic<uint64_t> wakeupCount_{0};

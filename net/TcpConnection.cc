@@ -309,6 +309,8 @@ void TcpConnection::connectDestroyed() {
     const TcpConnectionPtr self = shared_from_this();
     callUser("connection (down)", [&] { connectionCallback_(self); });
   }
+  // Its buffers are freed when the last reference goes, soon after.
+  loop_->bufferPool().noteFreed(bufferCapacity());
   output_.clear();  // closes pending files
   // The fd is closed now (or, with operations in flight, when the last one
   // completes) rather than when the last TcpConnectionPtr goes: a user may

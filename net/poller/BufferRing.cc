@@ -1,11 +1,13 @@
 #include "net/poller/BufferRing.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 
 #include <cerrno>
 #include <system_error>
+#include <vector>
 
 namespace libnet {
 
@@ -32,7 +34,9 @@ BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t capacity, uint
       size_(size),
       used_(capacity, 0),
       refs_(capacity, 0),
-      kernelDone_(capacity, false) {
+      kernelDone_(capacity, false),
+      inRing_(capacity, false),
+      out_(capacity, false) {
   if (capacity == 0 || (capacity & (capacity - 1)) != 0 || capacity > 32768) {
     throw std::system_error(EINVAL, std::system_category(),
                             "buffer ring size must be a power of two up to 32768");
@@ -73,7 +77,8 @@ BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t capacity, uint
                                           : "io_uring_register_buf_ring");
   }
   io_uring_buf_ring_init(bufRing_);
-  provide(0, std::max<uint32_t>(1, std::min(initial, capacity)));
+  initial_ = std::max<uint32_t>(1, std::min(initial, capacity));
+  provide(0, initial_);
 }
 
 BufferRing::~BufferRing() {
@@ -84,18 +89,70 @@ BufferRing::~BufferRing() {
 
 void BufferRing::provide(uint32_t from, uint32_t to) {
   const int mask = io_uring_buf_ring_mask(capacity_);
+  int added = 0;
   for (uint32_t i = from; i < to; ++i) {
+    // Still in the ring, or out, since a shrink: it stays in circulation now.
+    if (inRing_[i] || out_[i]) continue;
     io_uring_buf_ring_add(bufRing_, buffers_ + static_cast<size_t>(i) * size_, size_,
-                          static_cast<uint16_t>(i), mask, static_cast<int>(i - from));
+                          static_cast<uint16_t>(i), mask, added++);
+    inRing_[i] = true;
   }
-  io_uring_buf_ring_advance(bufRing_, static_cast<int>(to - from));
-  provided_ = to;
+  io_uring_buf_ring_advance(bufRing_, added);
+  provided_ = std::max(provided_, to);
 }
 
 bool BufferRing::grow() {
   if (provided_ >= capacity_) return false;
   provide(provided_, std::min(capacity_, provided_ * 2));
+  grew_ = true;
   return true;
+}
+
+void BufferRing::shrinkIfQuiet(bool trimPages) {
+  trimPages_ = trimPages;
+  const uint32_t peak = peakDemand_;
+  const bool grew = grew_;
+  peakDemand_ = lent_;
+  grew_ = false;
+  if (grew || provided_ <= initial_ || peak >= provided_ / 4) return;
+  uint32_t keep = initial_;
+  while (keep < 2 * peak && keep < provided_) keep *= 2;
+  if (keep >= provided_) return;
+  const uint32_t old = provided_;
+  provided_ = keep;
+  if (trimPages) trim(keep, old);
+}
+
+void BufferRing::trim(uint32_t from, uint32_t to) {
+  // Runs of buffers that sit in the ring untouched (in incremental mode a
+  // buffer the kernel has begun to fill is skipped), one madvise per run.
+  uint32_t run = from;
+  const auto flush = [&](uint32_t end) {
+    if (end > run) {
+      ::madvise(buffers_ + static_cast<size_t>(run) * size_, static_cast<size_t>(end - run) * size_,
+                MADV_DONTNEED);
+    }
+  };
+  for (uint32_t i = from; i < to; ++i) {
+    // In the ring untouched, or back and out of circulation: no one's bytes.
+    const bool idle = inRing_[i] ? used_[i] == 0 : !out_[i] && refs_[i] == 0;
+    if (!idle) {
+      flush(i);
+      run = i + 1;
+    }
+  }
+  flush(to);
+}
+
+size_t BufferRing::residentBytes() const {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (page <= 0) return 0;
+  const size_t pages = (buffersBytes_ + static_cast<size_t>(page) - 1) / static_cast<size_t>(page);
+  std::vector<unsigned char> resident(pages);
+  if (::mincore(buffers_, buffersBytes_, resident.data()) != 0) return 0;
+  size_t count = 0;
+  for (const unsigned char r : resident) count += r & 1;
+  return count * static_cast<size_t>(page);
 }
 
 BufferRing::Received BufferRing::received(uint32_t cqeFlags, int32_t res) {
@@ -106,6 +163,8 @@ BufferRing::Received BufferRing::received(uint32_t cqeFlags, int32_t res) {
     used_[id] += static_cast<uint32_t>(length);  // the next receive continues here
   } else {
     kernelDone_[id] = true;
+    inRing_[id] = false;
+    out_[id] = true;
   }
   return r;
 }
@@ -114,10 +173,16 @@ void BufferRing::maybeRecycle(uint16_t bufferId) {
   if (refs_[bufferId] != 0 || !kernelDone_[bufferId]) return;
   kernelDone_[bufferId] = false;
   used_[bufferId] = 0;
+  out_[bufferId] = false;
+  if (bufferId >= provided_) {  // out of circulation since a shrink
+    if (trimPages_) trim(bufferId, bufferId + 1u);
+    return;
+  }
   recycle(bufferId);
 }
 
 void BufferRing::recycle(uint16_t bufferId) {
+  inRing_[bufferId] = true;
   io_uring_buf_ring_add(bufRing_, buffers_ + static_cast<size_t>(bufferId) * size_, size_, bufferId,
                         io_uring_buf_ring_mask(capacity_), 0);
   io_uring_buf_ring_advance(bufRing_, 1);

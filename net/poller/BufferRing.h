@@ -21,6 +21,16 @@
 // to the kernel once the kernel has moved past it (a completion without
 // IORING_CQE_F_BUF_MORE) and every part handed out is done with.
 //
+// Shrinking: a burst (many connections receiving at once, say) grows the
+// ring, and every buffer the kernel wrote into stays resident. Once demand
+// has fallen (shrinkIfQuiet(), called by the poller about once a second),
+// the buffers beyond what is needed leave circulation: those sitting unused
+// in the kernel's ring have their pages handed back at once (MADV_DONTNEED;
+// the kernel faults a page in again if it still fills one before it comes
+// back), the others when they come back; grow() brings them in again. The
+// pages are only given back where no other thread can be writing into them
+// (not with SQPOLL, whose kernel thread receives concurrently).
+//
 // Each completion that carries a buffer goes through received(); what it
 // returns is given back with finished() when copied out, or lent to a
 // Buffer that views it in place (lend()), which hands it back through the
@@ -29,6 +39,7 @@
 
 #include <liburing.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -54,6 +65,7 @@ class BufferRing final : public Buffer::Lender {
   [[nodiscard]] uint32_t capacity() const { return capacity_; }
   // Buffers handed to the kernel so far (in the ring or in use).
   [[nodiscard]] uint32_t provided() const { return provided_; }
+  [[nodiscard]] uint32_t initial() const { return initial_; }
   [[nodiscard]] uint32_t bufferSize() const { return size_; }
   [[nodiscard]] bool incremental() const { return incremental_; }
 
@@ -74,6 +86,18 @@ class BufferRing final : public Buffer::Lender {
   // Provides more buffers (twice as many, up to capacity); false if all are
   // provided already.
   bool grow();
+  // `buffers` completions of this loop turn carried a buffer: the demand
+  // that shrinkIfQuiet() weighs.
+  void noteDemand(uint32_t buffers) {
+    peakDemand_ = std::max(peakDemand_, buffers + lent_);
+  }
+  // If the ring did not grow and its peak demand stayed under a quarter of
+  // it since the last call, takes all but max(initial, twice that peak)
+  // buffers out of circulation. `trimPages`: hand their pages back too.
+  void shrinkIfQuiet(bool trimPages);
+  // Resident bytes of the buffers' memory (mincore): for tests and
+  // benchmarks, not the hot path.
+  [[nodiscard]] size_t residentBytes() const;
 
   // Lending a buffer to a Buffer that views it in place (UringConnectionIo:
   // received bytes handed to the message callback, or queued for sending,
@@ -95,7 +119,10 @@ class BufferRing final : public Buffer::Lender {
   }
 
  private:
+  // Puts buffers [from, to) that are not in circulation into the ring.
   void provide(uint32_t from, uint32_t to);
+  // Hands back the pages of buffers [from, to) that sit unused in the ring.
+  void trim(uint32_t from, uint32_t to);
   // Back to the kernel if the kernel is past it and no view holds it.
   void maybeRecycle(uint16_t bufferId);
   void recycle(uint16_t bufferId);
@@ -104,14 +131,22 @@ class BufferRing final : public Buffer::Lender {
   uint16_t groupId_;
   uint32_t capacity_;
   uint32_t size_;
-  uint32_t provided_ = 0;
+  uint32_t provided_ = 0;  // buffers [0, provided_) are in circulation
+  uint32_t initial_ = 0;
   uint32_t lent_ = 0;
+  uint32_t peakDemand_ = 0;
+  bool grew_ = false;       // since the last shrinkIfQuiet()
+  bool trimPages_ = false;  // as the last shrinkIfQuiet() was told
   bool incremental_ = false;
   // Per buffer: bytes the kernel has filled (incremental mode), views
   // holding it, and whether the kernel has moved past it.
   std::vector<uint32_t> used_;
   std::vector<uint16_t> refs_;
   std::vector<bool> kernelDone_;
+  // Whether the buffer is in the kernel's ring or out of it (received and
+  // not yet recycled); a buffer in neither is out of circulation.
+  std::vector<bool> inRing_;
+  std::vector<bool> out_;
   io_uring_buf_ring* bufRing_ = nullptr;
   size_t bufRingBytes_ = 0;
   char* buffers_ = nullptr;

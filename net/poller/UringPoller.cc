@@ -452,6 +452,9 @@ void UringPoller::dropStale(const Completion& c) {
 
 Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
   ++turn_;
+  // A grown buffer ring is weighed about once a second (BufferRing), also
+  // while the loop is otherwise idle, so a burst's memory goes back soon.
+  if (buffers_->provided() > buffers_->initial()) timeout = std::min(timeout, kRingCheckInterval);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
   __kernel_timespec ts{};
   ts.tv_sec = ns / 1000000000;
@@ -465,10 +468,12 @@ Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
 
   unsigned head = 0;
   unsigned seen = 0;
+  uint32_t withBuffer = 0;
   io_uring_cqe* cqe = nullptr;
   io_uring_for_each_cqe(&ring_, head, cqe) {
     ++seen;
     const Completion c{cqe->user_data, cqe->res, cqe->flags};
+    if (c.flags & IORING_CQE_F_BUFFER) ++withBuffer;
     const auto op = static_cast<Op>(c.userData >> 56);
     if (op == kIgnore) continue;
     if (op == UringOp::kFileClosed) {
@@ -498,6 +503,12 @@ Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
     }
   }
   io_uring_cq_advance(&ring_, seen);
+  buffers_->noteDemand(withBuffer);
+  if (now - lastRingCheck_ >= kRingCheckInterval) {
+    lastRingCheck_ = now;
+    // SQPOLL's kernel thread receives concurrently: its pages stay.
+    buffers_->shrinkIfQuiet((setupFlags_ & IORING_SETUP_SQPOLL) == 0);
+  }
 
   // A multishot poll ended (CQ overflow, an error): arm a fresh one if the
   // channel still wants events. It goes out with the next submit.

@@ -182,6 +182,8 @@ class UringPoller final : public Poller {
   uint32_t fileSlotsUsed_ = 0;      // slots ever handed out: [0, used)
   std::vector<uint32_t> freeFileSlots_;
   bool fileTableFullLogged_ = false;
+  static constexpr Duration kRingCheckInterval = std::chrono::seconds(1);
+  Timestamp lastRingCheck_;
   std::unique_ptr<BufferRing> buffers_;
   Buffer receivedView_{0};  // after buffers_: destroyed first
   std::vector<Slot> slots_;

@@ -102,5 +102,22 @@ TEST(BufferPoolTest, LendOnAnEmptyPoolLeavesTheBufferToGrowByItself) {
   EXPECT_EQ(buffer.readableBytes(), 20000u);
 }
 
+// Storage the pool frees, and what connections report freeing, add up; a
+// heap trim is due from kTrimAfterBytes on and the count starts over after.
+TEST(BufferPoolTest, FreedStorageMakesAHeapTrimDue) {
+  BufferPool pool;
+  EXPECT_FALSE(pool.trimDue());
+  Buffer huge = grownEmpty(BufferPool::kMaxSpareCapacity + 1);
+  const size_t freed = huge.capacity();
+  pool.reclaim(&huge);  // too large to keep: freed, and counted
+  EXPECT_FALSE(pool.trimDue());
+  pool.noteFreed(BufferPool::kTrimAfterBytes - freed - 1);
+  EXPECT_FALSE(pool.trimDue()) << "one byte short of the threshold";
+  pool.noteFreed(1);
+  EXPECT_TRUE(pool.trimDue());
+  pool.trimHeap();
+  EXPECT_FALSE(pool.trimDue());
+}
+
 }  // namespace
 }  // namespace libnet

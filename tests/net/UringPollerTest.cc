@@ -542,6 +542,41 @@ TEST_F(UringPollerTest, BufferRingLendsAtMostHalfAndGrowsByDoubling) {
   io_uring_queue_exit(&ring);
 }
 
+// ---- e2. a burst grows the buffer ring; quiet gives the memory back ----
+
+// Many connections receiving at once take more buffers than the ring starts
+// with (ENOBUFS, so it grows); once they are gone and a second or so has
+// passed quietly, the ring is back to its initial size and the pages of the
+// buffers it no longer uses are handed back (resident bytes, from mincore).
+TEST_F(UringPollerTest, ARingGrownByABurstShrinksAndGivesItsPagesBack) {
+  UringPoller::Config config = UringPoller::defaultConfig();
+  config.initialBufferCount = 4;
+  config.bufferCount = 256;
+  UringPoller::setDefaultConfig(config);
+  UringEchoServer server;
+  const auto ring = [&] {
+    return runSync(server.loop(), [&] {
+      BufferRing& buffers = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
+      return std::tuple{buffers.provided(), buffers.initial(), buffers.residentBytes(),
+                        buffers.bufferSize()};
+    });
+  };
+  expectEchoFromThreads(server, 24, 512 * 1024);
+  const auto [grown, initial, residentGrown, size] = ring();
+  ASSERT_EQ(initial, 4u);
+  EXPECT_GT(grown, initial) << "the burst did not grow the ring; nothing to shrink";
+  EXPECT_GT(residentGrown, static_cast<size_t>(initial) * size);
+  // Bounded: the ring is weighed about once a second while it is grown.
+  EXPECT_TRUE(waitUntil([&] { return std::get<0>(ring()) == initial; }))
+      << std::get<0>(ring()) << " buffers still in circulation";
+  EXPECT_TRUE(waitUntil([&] { return std::get<2>(ring()) <= static_cast<size_t>(initial) * size; }))
+      << std::get<2>(ring()) << " bytes of ring buffers still resident";
+  // And it still works, growing again when needed.
+  for (const std::string& failure : echoFromThreads(server.address(), 16, 256 * 1024)) {
+    EXPECT_EQ(failure, "");
+  }
+}
+
 // ---- f. registered files: a table slot per open socket, reused ----
 
 // The slots of the server loop's registered-file table: its size, and how
