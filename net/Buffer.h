@@ -28,6 +28,8 @@
 #include <string_view>
 #include <vector>
 
+#include "net/BufferStorage.h"
+
 namespace libnet {
 
 class Buffer {
@@ -146,7 +148,7 @@ class Buffer {
   void own();
   [[nodiscard]] const char* end() const { return data_ + writerIndex_; }
 
-  std::vector<char> buffer_;
+  std::vector<char, BufferStorage<char>> buffer_;
   char* data_;  // buffer_.data(), or the viewed bytes
   size_t readerIndex_;
   size_t writerIndex_;

@@ -1,5 +1,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -463,6 +464,38 @@ TEST(BufferViewTest, MoveCarriesTheView) {
   EXPECT_EQ(lender.released, std::vector<uint32_t>{9});
   b.append("ok");
   EXPECT_EQ(b.view(), "ok");
+}
+
+// Large storage comes from mmap and is not zero-filled: reserving 8 MiB and
+// writing a few bytes makes only the written page resident, and bytes survive
+// growth across the mapping threshold and back to small storage.
+TEST(BufferStorageTest, LargeStorageIsMappedAndBecomesResidentOnlyWhereWritten) {
+  Buffer b;
+  b.append("head");
+  b.ensureWritableBytes(8 * 1024 * 1024);
+  ASSERT_GE(b.capacity(), 8u * 1024 * 1024);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  ASSERT_GT(page, 0);
+  const auto start = reinterpret_cast<uintptr_t>(b.peek()) & ~static_cast<uintptr_t>(page - 1);
+  const size_t length = b.capacity() - static_cast<size_t>(page);
+  std::vector<unsigned char> resident(length / static_cast<size_t>(page) + 1);
+  ASSERT_EQ(::mincore(reinterpret_cast<void*>(start), length, resident.data()), 0)
+      << "the storage is not one mapping: " << std::strerror(errno);
+  size_t pages = 0;
+  for (const unsigned char r : resident) pages += r & 1;
+  EXPECT_LE(pages, 2u) << "growth touched " << pages << " pages";
+  EXPECT_EQ(b.view(), "head");
+
+  const std::string big(300 * 1024, 'q');
+  b.append(big);
+  EXPECT_EQ(b.readableBytes(), 4 + big.size());
+  b.retrieve(4);
+  EXPECT_EQ(b.retrieveAllAsString(), big);
+  Buffer small;
+  small.append("tail");
+  small.swap(b);
+  EXPECT_EQ(b.view(), "tail");
+  EXPECT_EQ(small.readableBytes(), 0u);
 }
 
 }  // namespace
