@@ -155,6 +155,15 @@ void Buffer::own() {
   lender->release(token_);
 }
 
+size_t Buffer::releaseSpentPages(size_t from) {
+  if (lender_ || buffer_.size() < BufferStorage<char>::kMapThreshold) return from;
+  // The cheap-prepend area in front of the readable bytes stays.
+  const size_t spent = readerIndex_ > kCheapPrepend ? readerIndex_ - kCheapPrepend : 0;
+  if (spent <= from) return from;
+  detail::releasePages(data_ + from, spent - from);
+  return spent;
+}
+
 void Buffer::makeSpace(size_t len) {
   if (writableBytes() + prependableBytes() < len + kCheapPrepend) {
     // Grow geometrically so a stream of appends costs amortised O(1).

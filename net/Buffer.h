@@ -78,6 +78,13 @@ class Buffer {
   [[nodiscard]] const char* findEOL(const char* from = nullptr) const;
 
   void retrieve(size_t len);
+  // Hands the pages of mapped storage (BufferStorage::kMapThreshold and up)
+  // that hold only bytes already retrieved back to the system, from `from`
+  // bytes into the storage: for a large buffer sent bit by bit to a slow
+  // peer, whose sent part would otherwise stay resident until the rest is
+  // out. Returns how far it released (pass it as `from` next time). No-op
+  // for small storage and views.
+  size_t releaseSpentPages(size_t from);
   void retrieveUntil(const char* end) { retrieve(static_cast<size_t>(end - peek())); }
   void retrieveAll() {
     if (lender_) {

@@ -11,6 +11,7 @@ namespace libnet {
 void BufferPool::lend(Buffer* buffer) {
   if (buffer->readableBytes() > 0 || buffer->capacity() > kSmallCapacity || spare_.empty()) return;
   buffer->retrieveAll();
+  spareBytes_ -= spare_.back().capacity();
   buffer->swap(spare_.back());
   // Kept for the next reclaim, which then needs no allocation; bounded, as a
   // connection that dies holding a lent buffer never trades it back.
@@ -25,7 +26,9 @@ void BufferPool::reclaim(Buffer* buffer) {
   buffer->swap(small_.back());
   Buffer large = std::move(small_.back());
   small_.pop_back();
-  if (spare_.size() < kMaxSpare && large.capacity() <= kMaxSpareCapacity) {
+  if (spare_.size() < kMaxSpare && large.capacity() <= kMaxSpareCapacity &&
+      spareBytes_ + large.capacity() <= kMaxSpareBytes) {
+    spareBytes_ += large.capacity();
     spare_.push_back(std::move(large));
   } else {
     noteFreed(large.capacity());  // freed here

@@ -27,6 +27,10 @@ class BufferPool {
   static constexpr size_t kMaxSpare = 64;
   // Larger storage is freed rather than kept (a rare huge reply).
   static constexpr size_t kMaxSpareCapacity = 1024 * 1024;
+  // And at most this much in all: a burst of output queued for slow peers
+  // returns dozens of 1 MiB buffers, which would otherwise stay resident
+  // here, far beyond what one loop turn needs.
+  static constexpr size_t kMaxSpareBytes = 8 * 1024 * 1024;
 
   // Heap memory a loop's connections gave back (their buffers freed) beyond
   // which the loop asks the allocator to return free pages to the system.
@@ -60,6 +64,7 @@ class BufferPool {
   std::vector<Buffer> spare_;  // large, empty
   std::vector<Buffer> small_;  // small, empty: given out in exchange
   size_t freedBytes_ = 0;
+  size_t spareBytes_ = 0;  // capacity of spare_
 };
 
 }  // namespace libnet

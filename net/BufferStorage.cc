@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdint>
+
 namespace libnet::detail {
 
 namespace {
@@ -25,5 +27,13 @@ void* mapStorage(size_t bytes) {
 }
 
 void unmapStorage(void* p, size_t bytes) noexcept { ::munmap(p, pageRounded(bytes)); }
+
+void releasePages(char* p, size_t bytes) noexcept {
+  const size_t page = pageRounded(1);
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + bytes) / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
 
 }  // namespace libnet::detail

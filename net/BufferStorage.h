@@ -23,6 +23,9 @@ namespace libnet {
 namespace detail {
 void* mapStorage(size_t bytes);              // throws std::bad_alloc
 void unmapStorage(void* p, size_t bytes) noexcept;
+// Hands back the whole pages inside [p, p + bytes) of mapped storage; they
+// read as zeros afterwards.
+void releasePages(char* p, size_t bytes) noexcept;
 }  // namespace detail
 
 template <class T>

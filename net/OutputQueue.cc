@@ -112,13 +112,22 @@ OutputQueue::FileResult OutputQueue::sendFile(int socketFd, bool* progressed) {
 bool OutputQueue::startSend() {
   if (waiting_.readableBytes() == 0) return false;
   inFlight_.exchange(waiting_);
+  inFlightReleased_ = 0;
   return true;
 }
 
 void OutputQueue::sent(size_t bytes) {
   inFlight_.retrieve(bytes);
-  // Viewed bytes (a receive buffer) go back as soon as they are out.
-  if (inFlight_.readableBytes() == 0) inFlight_.releaseBorrowed();
+  if (inFlight_.readableBytes() == 0) {
+    // Viewed bytes (a receive buffer) go back as soon as they are out.
+    inFlight_.releaseBorrowed();
+    inFlightReleased_ = 0;
+  } else if (inFlight_.prependableBytes() >= inFlightReleased_ + kReleaseStep) {
+    // A large send going out in parts (a slow peer): the sent part's
+    // memory goes back now, not when the rest is out, or a connection
+    // holding a full queue would keep up to twice it resident.
+    inFlightReleased_ = inFlight_.releaseSpentPages(inFlightReleased_);
+  }
 }
 
 void OutputQueue::releaseViews() {

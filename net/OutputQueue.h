@@ -84,6 +84,9 @@ class OutputQueue {
   void clear();
 
  private:
+  // Sent bytes of the in-flight buffer worth a madvise call.
+  static constexpr size_t kReleaseStep = 256 * 1024;
+
   // A file range waiting for sendfile(2), and the bytes queued after it.
   struct PendingFile {
     UniqueFd fd;
@@ -101,6 +104,7 @@ class OutputQueue {
   // A list, not a deque: an empty std::deque allocates, and most connections
   // never send a file.
   std::list<PendingFile> files_;
+  size_t inFlightReleased_ = 0;  // Buffer::releaseSpentPages() of inFlight_
 };
 
 }  // namespace libnet

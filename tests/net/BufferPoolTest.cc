@@ -102,6 +102,19 @@ TEST(BufferPoolTest, LendOnAnEmptyPoolLeavesTheBufferToGrowByItself) {
   EXPECT_EQ(buffer.readableBytes(), 20000u);
 }
 
+// However many large buffers come back at once (output queued for slow
+// peers), the pool keeps at most kMaxSpareBytes of them.
+TEST(BufferPoolTest, KeepsAtMostMaxSpareBytes) {
+  BufferPool pool;
+  std::vector<Buffer> buffers;
+  for (int i = 0; i < 40; ++i) buffers.push_back(grownEmpty(900 * 1024));
+  for (Buffer& buffer : buffers) pool.reclaim(&buffer);
+  const size_t each = 900 * 1024;
+  EXPECT_GE(pool.spareCount(), BufferPool::kMaxSpareBytes / (2 * each));
+  EXPECT_LE(pool.spareCount() * each, BufferPool::kMaxSpareBytes);
+  EXPECT_TRUE(pool.trimDue() || pool.spareCount() < 40u);
+}
+
 // Storage the pool frees, and what connections report freeing, add up; a
 // heap trim is due from kTrimAfterBytes on and the count starts over after.
 TEST(BufferPoolTest, FreedStorageMakesAHeapTrimDue) {

@@ -161,5 +161,21 @@ TEST_F(OutputQueueTest, SendFileToAGonePeerRaisesNoSignalAndLeavesTheDisposition
   ::sigaction(SIGPIPE, &saved, nullptr);
 }
 
+// io_uring's one send in flight, going out in parts to a slow peer: the
+// part sent goes back to the system as it goes, the rest stays intact.
+TEST(OutputQueueMemoryTest, ALargeSendGoingOutInPartsGivesBackWhatWasSent) {
+  BufferPool pool;
+  OutputQueue queue(&pool);
+  const std::string bytes = test::randomBytes(1024 * 1024, 9);
+  queue.append(bytes);
+  ASSERT_TRUE(queue.startSend());
+  const char* start = queue.inFlight().peek();
+  for (size_t sent = 0; sent < 768 * 1024; sent += 128 * 1024) queue.sent(128 * 1024);
+  EXPECT_LE(test::residentBytes(start, 768 * 1024), 256 * 1024)
+      << "the sent part is still resident";
+  EXPECT_EQ(queue.inFlight().view(), std::string_view(bytes).substr(768 * 1024));
+  EXPECT_EQ(queue.bufferedBytes(), 256u * 1024);
+}
+
 }  // namespace
 }  // namespace libnet

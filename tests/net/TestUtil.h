@@ -8,12 +8,14 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -24,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "base/UniqueFd.h"
 #include "net/Buffer.h"
@@ -86,6 +89,21 @@ inline int openFdCount() {
     --count;  // the directory stream's own fd
   }
   return count;
+}
+
+// Resident bytes of the pages that overlap [p, p + length) (mincore); -1 if
+// the range is not mapped memory.
+inline long residentBytes(const void* p, size_t length) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (page <= 0) return -1;
+  const auto begin = reinterpret_cast<uintptr_t>(p) / static_cast<uintptr_t>(page) *
+                     static_cast<uintptr_t>(page);
+  const size_t span = reinterpret_cast<uintptr_t>(p) + length - begin;
+  std::vector<unsigned char> resident(span / static_cast<size_t>(page) + 1);
+  if (::mincore(reinterpret_cast<void*>(begin), span, resident.data()) != 0) return -1;
+  long pages = 0;
+  for (const unsigned char r : resident) pages += r & 1;
+  return pages * page;
 }
 
 inline std::string randomBytes(size_t n, uint32_t seed) {
