@@ -7,6 +7,11 @@
 #                                 pkg-config); the HttpParser fuzzer for a minute
 #   tools/test.sh --config=tsan   one run with the given bazel options
 #
+# The full run also runs every C++ test once more as on a kernel without
+# io_uring (tests/net:without_io_uring, a seccomp filter failing
+# io_uring_setup): their io_uring half must skip, naming the reason, and the
+# rest must pass.
+#
 # LIBNET_FUZZ_SECONDS sets the fuzzing time (0 skips it); without clang++
 # (tools/setup.sh installs it) the fuzzing is skipped with a notice.
 #
@@ -45,6 +50,11 @@ if (($# > 0)); then
 else
   # Every configuration runs even after one fails, so one report shows all.
   run || status=$?
+  echo "== bazel test C++ tests without io_uring" >&2
+  cc_tests=$(bazel query 'kind(cc_test, //...)' 2>/dev/null)
+  # shellcheck disable=SC2086  # one label per word
+  bazel test --run_under=//tests/net:without_io_uring $cc_tests || status=$?
+  summarize
   run --config=asan || status=$?
   run --config=tsan || status=$?
   # Built and run from outside the repository, as an application would:
