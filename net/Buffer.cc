@@ -156,11 +156,11 @@ void Buffer::own() {
 }
 
 size_t Buffer::releaseSpentPages(size_t from) {
-  if (lender_ || buffer_.size() < BufferStorage<char>::kMapThreshold) return from;
+  if (lender_ || !buffer_.mapped()) return from;
   // The cheap-prepend area in front of the readable bytes stays.
   const size_t spent = readerIndex_ > kCheapPrepend ? readerIndex_ - kCheapPrepend : 0;
   if (spent <= from) return from;
-  detail::releasePages(data_ + from, spent - from);
+  buffer_.releasePages(from, spent);
   return spent;
 }
 
@@ -168,7 +168,7 @@ void Buffer::makeSpace(size_t len) {
   if (writableBytes() + prependableBytes() < len + kCheapPrepend) {
     // Grow geometrically so a stream of appends costs amortised O(1).
     const size_t needed = writerIndex_ + len;
-    buffer_.resize(std::max(needed, buffer_.size() * 2));
+    buffer_.grow(std::max(needed, buffer_.size() * 2), writerIndex_);
     data_ = buffer_.data();
   } else {
     // Enough room in total: slide the readable bytes to the front.

@@ -26,7 +26,6 @@
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "net/BufferStorage.h"
 
@@ -155,7 +154,7 @@ class Buffer {
   void own();
   [[nodiscard]] const char* end() const { return data_ + writerIndex_; }
 
-  std::vector<char, BufferStorage<char>> buffer_;
+  BufferStorage buffer_;
   char* data_;  // buffer_.data(), or the viewed bytes
   size_t readerIndex_;
   size_t writerIndex_;

@@ -4,36 +4,76 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
+#include <new>
+#include <utility>
 
-namespace libnet::detail {
+namespace libnet {
 
 namespace {
 
-size_t pageRounded(size_t bytes) {
+size_t pageSize() {
   static const size_t page = [] {
     const long size = ::sysconf(_SC_PAGESIZE);
     return size > 0 ? static_cast<size_t>(size) : size_t{4096};
   }();
-  return (bytes + page - 1) / page * page;
+  return page;
 }
+
+size_t pageRounded(size_t bytes) { return (bytes + pageSize() - 1) / pageSize() * pageSize(); }
 
 }  // namespace
 
-void* mapStorage(size_t bytes) {
-  void* p = ::mmap(nullptr, pageRounded(bytes), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  return p;
+BufferStorage::BufferStorage(size_t size) : data_(allocate(size)), size_(size) {}
+
+BufferStorage::~BufferStorage() { deallocate(data_, size_); }
+
+BufferStorage::BufferStorage(BufferStorage&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+BufferStorage& BufferStorage::operator=(BufferStorage&& other) noexcept {
+  BufferStorage moved(std::move(other));
+  swap(moved);
+  return *this;
 }
 
-void unmapStorage(void* p, size_t bytes) noexcept { ::munmap(p, pageRounded(bytes)); }
+void BufferStorage::swap(BufferStorage& other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(size_, other.size_);
+}
 
-void releasePages(char* p, size_t bytes) noexcept {
-  const size_t page = pageRounded(1);
-  const auto begin = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t first = (begin + page - 1) / page * page;
-  const uintptr_t last = (begin + bytes) / page * page;
+void BufferStorage::grow(size_t size, size_t keep) {
+  char* bigger = allocate(size);
+  if (keep > 0) std::memcpy(bigger, data_, keep);
+  deallocate(data_, size_);
+  data_ = bigger;
+  size_ = size;
+}
+
+void BufferStorage::releasePages(size_t from, size_t to) noexcept {
+  if (!mapped() || to <= from) return;
+  const auto begin = reinterpret_cast<uintptr_t>(data_ + from);
+  const uintptr_t first = (begin + pageSize() - 1) / pageSize() * pageSize();
+  const uintptr_t last = reinterpret_cast<uintptr_t>(data_ + to) / pageSize() * pageSize();
   if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
-}  // namespace libnet::detail
+char* BufferStorage::allocate(size_t size) {
+  if (size == 0) return nullptr;
+  if (size < kMapThreshold) return static_cast<char*>(::operator new(size));
+  void* p = ::mmap(nullptr, pageRounded(size), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  return static_cast<char*>(p);
+}
+
+void BufferStorage::deallocate(char* p, size_t size) noexcept {
+  if (p == nullptr) return;
+  if (size < kMapThreshold) {
+    ::operator delete(p);
+  } else {
+    ::munmap(p, pageRounded(size));
+  }
+}
+
+}  // namespace libnet

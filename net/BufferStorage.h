@@ -1,68 +1,53 @@
-// BufferStorage: the allocator behind a Buffer's bytes.
+// BufferStorage: the bytes a Buffer owns, in one block.
 //
-// Two differences from std::allocator, both measured on an echo server with
-// 60 peers that send and never read (docs/benchmarks.md):
+// Two differences from a std::vector<char>, both measured on an echo server
+// with 60 peers that send and never read (docs/benchmarks.md):
 // - Blocks of kMapThreshold bytes and more come straight from mmap and go
 //   back with munmap. Through malloc, glibc raises its mmap threshold after
 //   the first large block is freed, so later 1 MiB output buffers came from
 //   the heap, grew there by doubling and left it fragmented: 106 MB of heap
-//   for about 65 MB of buffered bytes, resident until a malloc_trim.
-// - Bytes are not zero-filled when a Buffer grows (default-initialised, not
-//   value-initialised): a page becomes resident when bytes are written into
-//   it, not when the Buffer reserves it.
+//   for about 65 MB of queued bytes, resident until a malloc_trim.
+// - Growing leaves the new bytes uninitialised (no zero-fill, and no loop
+//   over them): a page becomes resident when bytes are written into it, not
+//   when the Buffer reserves it.
 //
-// Stateless; any thread.
+// Move-only; not thread-safe (owned by one Buffer).
 #pragma once
 
 #include <cstddef>
-#include <new>
-#include <utility>
 
 namespace libnet {
 
-namespace detail {
-void* mapStorage(size_t bytes);              // throws std::bad_alloc
-void unmapStorage(void* p, size_t bytes) noexcept;
-// Hands back the whole pages inside [p, p + bytes) of mapped storage; they
-// read as zeros afterwards.
-void releasePages(char* p, size_t bytes) noexcept;
-}  // namespace detail
-
-template <class T>
 class BufferStorage {
  public:
-  using value_type = T;
   static constexpr size_t kMapThreshold = 128 * 1024;
 
-  BufferStorage() noexcept = default;
-  template <class U>
-  BufferStorage(const BufferStorage<U>&) noexcept {}  // NOLINT: rebinding
+  explicit BufferStorage(size_t size = 0);  // throws std::bad_alloc
+  ~BufferStorage();
+  BufferStorage(BufferStorage&& other) noexcept;
+  BufferStorage& operator=(BufferStorage&& other) noexcept;
+  BufferStorage(const BufferStorage&) = delete;
+  BufferStorage& operator=(const BufferStorage&) = delete;
 
-  [[nodiscard]] T* allocate(size_t n) {
-    const size_t bytes = n * sizeof(T);
-    if (bytes >= kMapThreshold) return static_cast<T*>(detail::mapStorage(bytes));
-    return static_cast<T*>(::operator new(bytes));
-  }
-  void deallocate(T* p, size_t n) noexcept {
-    const size_t bytes = n * sizeof(T);
-    if (bytes >= kMapThreshold) {
-      detail::unmapStorage(p, bytes);
-    } else {
-      ::operator delete(p);
-    }
-  }
+  [[nodiscard]] char* data() { return data_; }
+  [[nodiscard]] const char* data() const { return data_; }
+  [[nodiscard]] size_t size() const { return size_; }
+  void swap(BufferStorage& other) noexcept;
 
-  // Growth leaves new bytes uninitialised; copies and moves as usual.
-  template <class U>
-  void construct(U* p) noexcept {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <class U, class... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
+  // Grows to `size` bytes (more than now), keeping the first `keep`; the
+  // rest is uninitialised. Throws std::bad_alloc.
+  void grow(size_t size, size_t keep);
+  // Hands back the whole pages inside [data() + from, data() + to) of
+  // mapped storage (they read as zeros afterwards); no-op for heap storage.
+  void releasePages(size_t from, size_t to) noexcept;
+  [[nodiscard]] bool mapped() const { return size_ >= kMapThreshold; }
 
-  friend bool operator==(const BufferStorage&, const BufferStorage&) noexcept { return true; }
+ private:
+  static char* allocate(size_t size);
+  static void deallocate(char* p, size_t size) noexcept;
+
+  char* data_ = nullptr;
+  size_t size_ = 0;
 };
 
 }  // namespace libnet
