@@ -103,19 +103,24 @@ class CallbackExceptionTest : public test::EchoServerTest {
     }
   }
 
+  // Counts ups and downs and remembers the name of the latest connection.
+  ConnectionCallback countingConnectionCallback() {
+    return [this](const TcpConnectionPtr& conn) {
+      if (conn->connected()) {
+        recordUp(conn);
+        ups_.fetch_add(1);
+      } else {
+        downs_.fetch_add(1);
+      }
+    };
+  }
+
   // Starts a server whose message callback shows the bytes to recordSeen()
   // and echoes them, but throws when they hold kPoison, after consuming
   // `consumeBeforeThrow` bytes.
   void startPoisonServer(size_t consumeBeforeThrow) {
     startServer([this, consumeBeforeThrow](TcpServer& server) {
-      server.setConnectionCallback([this](const TcpConnectionPtr& conn) {
-        if (conn->connected()) {
-          recordUp(conn);
-          ups_.fetch_add(1);
-        } else {
-          downs_.fetch_add(1);
-        }
-      });
+      server.setConnectionCallback(countingConnectionCallback());
       server.setMessageCallback(
           [this, consumeBeforeThrow](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
             recordSeen(conn, buf->view());
@@ -178,14 +183,7 @@ TEST_P(CallbackExceptionTest, ThrowAfterPartialRetrieveLeavesNothingBehind) {
 // (a partial line kept from an earlier read), not in shared storage.
 TEST_P(CallbackExceptionTest, ThrowWithKeptInputDropsIt) {
   startServer([this](TcpServer& server) {
-    server.setConnectionCallback([this](const TcpConnectionPtr& conn) {
-      if (conn->connected()) {
-        recordUp(conn);
-        ups_.fetch_add(1);
-      } else {
-        downs_.fetch_add(1);
-      }
-    });
+    server.setConnectionCallback(countingConnectionCallback());
     // Echoes whole lines; a partial line stays for the next read.
     server.setMessageCallback([this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
       recordSeen(conn, buf->view());
