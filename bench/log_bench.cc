@@ -5,7 +5,10 @@
 //             [--reps R] [--compare OTHER_LOG_BENCH] [--dir DIR] [--no-load-check]
 //
 // For each logger and thread count, N lines in total (split evenly over the
-// threads) of about 115 bytes each go to a file in DIR. Each thread times
+// threads) of about 115 bytes each go to a file in a fresh directory that
+// log_bench makes inside DIR (default: the temporary directory; DIR is
+// created if missing) and removes, with only what it wrote, when it ends:
+// nothing else in DIR is touched. Each thread times
 // every logging call with steady_clock; the run's wall time ends when the
 // last line is on its way to the kernel (stop()/shutdown() returned), so a
 // back end that only queues does not look faster than it is.
@@ -36,6 +39,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -45,9 +49,11 @@
 #include <latch>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -384,6 +390,37 @@ T median(std::vector<T> v) {
 
 }  // namespace
 
+// The directory the runs write into: made fresh inside `parent` (which is
+// created if missing), and removed at exit with everything in it, and
+// `parent` too if this made it and it is empty then.
+class WorkDir {
+ public:
+  explicit WorkDir(const fs::path& parent) {
+    if (!fs::exists(parent)) {
+      fs::create_directories(parent);
+      createdParent_ = parent;
+    }
+    std::string pattern = (parent / "log_bench.XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      throw std::system_error(errno, std::generic_category(), "mkdtemp in " + parent.string());
+    }
+    path_ = pattern;
+  }
+  ~WorkDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+    if (!createdParent_.empty()) fs::remove(createdParent_, ignored);  // only if empty
+  }
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  fs::path createdParent_;
+};
+
 int main(int argc, char* argv[]) {
   int64_t lines = 1'000'000;
   int reps = 1;
@@ -391,7 +428,7 @@ int main(int argc, char* argv[]) {
   std::vector<int> threadCounts = {1, 2, 4};
   std::vector<std::string> loggers = {"libnet", "sync", "spdlog"};
   std::string compare;
-  fs::path dir = fs::temp_directory_path() / "libnet_log_bench";
+  fs::path parent = fs::temp_directory_path();
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -420,7 +457,7 @@ int main(int argc, char* argv[]) {
     } else if (arg == "--compare") {
       compare = std::string(value);
     } else if (arg == "--dir") {
-      dir = std::string(value);
+      parent = std::string(value);
     } else {
       std::cerr << "log_bench: unknown option " << arg << "\n";
       return 2;
@@ -459,6 +496,15 @@ int main(int argc, char* argv[]) {
     }
   }
 
+  std::optional<WorkDir> workDir;
+  try {
+    workDir.emplace(parent);
+  } catch (const std::exception& e) {
+    std::cerr << "log_bench: " << e.what() << "\n";
+    return 2;
+  }
+  const fs::path& dir = workDir->path();
+
   struct utsname uts;
   ::uname(&uts);
   std::cout << "log_bench: " << lines << " lines per run, " << reps << " rep(s), "
@@ -483,8 +529,8 @@ int main(int argc, char* argv[]) {
   for (int rep = 0; rep < reps; ++rep) {
     for (const auto& [name, run] : runners) {
       for (int threads : threadCounts) {
-        fs::remove_all(dir);
-        fs::create_directories(dir);
+        // Our own directory: emptied for each run.
+        for (const auto& entry : fs::directory_iterator(dir)) fs::remove_all(entry.path());
         const CpuSample a = sampleCpu();
         const Result r = run(threads, lines, dir);
         const CpuSample b = sampleCpu();
@@ -504,7 +550,6 @@ int main(int argc, char* argv[]) {
       }
     }
   }
-  fs::remove_all(dir);
   if (reps > 1) {
     std::printf("\nMedians of %d runs (lines/s min-max):\n\n", reps);
     std::printf(

@@ -5,9 +5,11 @@
 #   tools/fuzz.sh [SECONDS]     run for SECONDS (default 60)
 #
 # Everything it writes is under $LIBNET_FUZZ_DIR (default .cache/fuzz in the
-# repository, which git ignores): build/ the binary, corpus/ the working
-# corpus (a fresh copy of the seeds on every run, so the repository's corpus
-# is never modified), artifacts/ crash, leak and timeout inputs, fuzz.log.
+# repository, which git ignores): build/ the binary, corpus.XXXXXX/ the
+# working corpus (a fresh copy of the seeds in a directory made for the run
+# and removed after it, so neither the repository's corpus nor anything else
+# in $LIBNET_FUZZ_DIR is touched), artifacts/ crash, leak and timeout inputs,
+# fuzz.log.
 # Exits non-zero if clang++ or its libFuzzer runtime is missing, or if the run
 # found anything; the input that failed is named in the last lines printed.
 # See docs/fuzzing.md.
@@ -41,7 +43,6 @@ fi
 
 work=${LIBNET_FUZZ_DIR:-$root/.cache/fuzz}
 build=$work/build
-corpus=$work/corpus
 artifacts=$work/artifacts
 log=$work/fuzz.log
 binary=$build/http_parser_fuzzer
@@ -54,6 +55,7 @@ sources=(
   net/http/HttpParser.cc
   net/http/HttpRequest.cc
   net/Buffer.cc
+  net/BufferStorage.cc
 )
 headers=(
   tests/net/http/fuzz/ParseTrace.h
@@ -62,6 +64,7 @@ headers=(
   net/http/HttpParser.h
   net/http/HttpRequest.h
   net/Buffer.h
+  net/BufferStorage.h
 )
 # -fno-sanitize-recover: a UBSan report stops the run like an ASan one does,
 # instead of scrolling past while libFuzzer goes on.
@@ -87,8 +90,8 @@ if ((stale)); then
   echo "$signature" >"$build/signature"
 fi
 
-rm -rf "$corpus"
-mkdir -p "$corpus"
+corpus=$(mktemp -d "$work/corpus.XXXXXX")
+trap 'rm -rf "$corpus"' EXIT
 cp tests/net/http/fuzz/corpus/* "$corpus/"
 seeds=$(find "$corpus" -type f | wc -l)
 

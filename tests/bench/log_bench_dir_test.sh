@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# log_bench writes into a directory of its own inside --dir (or the temporary
+# directory) and removes only that: a file the user keeps in --dir survives,
+# nothing of the benchmark's is left behind, and a --dir that did not exist
+# is gone again afterwards.
+set -euo pipefail
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+bench=""
+for path in "${TEST_SRCDIR:-}/libnet/bench/log_bench" "${RUNFILES_DIR:-}/libnet/bench/log_bench"; do
+  [[ -x "$path" ]] && bench=$path && break
+done
+[[ -n "$bench" ]] || fail "bench/log_bench not found in the runfiles"
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+small=(--lines 2000 --threads 1 --loggers libnet,sync --reps 1 --no-load-check)
+
+# A directory of the user's, holding a file of the user's.
+mkdir "$scratch/mine"
+echo "keep me" >"$scratch/mine/notes.txt"
+"$bench" "${small[@]}" --dir "$scratch/mine" >"$scratch/out.txt" ||
+  fail "log_bench --dir exited $?: $(cat "$scratch/out.txt")"
+grep -q 'libnet AsyncLogging' "$scratch/out.txt" || fail "no result row: $(cat "$scratch/out.txt")"
+[[ -d "$scratch/mine" ]] || fail "the user's directory was removed"
+[[ "$(cat "$scratch/mine/notes.txt" 2>/dev/null)" == "keep me" ]] || fail "the user's file was removed"
+left=$(ls -A "$scratch/mine")
+[[ "$left" == "notes.txt" ]] || fail "left behind in --dir: $left"
+
+# A --dir that does not exist yet: made for the run, gone afterwards.
+"$bench" "${small[@]}" --dir "$scratch/new" >/dev/null || fail "log_bench --dir NEW exited $?"
+[[ ! -e "$scratch/new" ]] || fail "the directory it made is still there: $(ls -A "$scratch/new")"
+
+# No --dir: the temporary directory, left as it was.
+mkdir "$scratch/tmp"
+TMPDIR="$scratch/tmp" "$bench" "${small[@]}" >/dev/null || fail "log_bench exited $?"
+left=$(ls -A "$scratch/tmp")
+[[ -z "$left" ]] || fail "left behind in TMPDIR: $left"
+echo PASS
