@@ -33,11 +33,14 @@
 #include <spdlog/async.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cerrno>
 #include <chrono>
@@ -390,6 +393,34 @@ T median(std::vector<T> v) {
 
 }  // namespace
 
+// Set while the runs write into their directory: what a stop signal removes.
+std::atomic<const fs::path*> g_workDir{nullptr};
+
+// SIGINT/SIGTERM: blocked before any thread starts, so every thread inherits
+// the mask, and taken by a thread of their own, which removes the run's
+// directory and ends the process with status 0; no half-written files stay
+// behind and nothing of the user's is touched.
+void handleStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  if (const int err = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
+    throw std::system_error(err, std::generic_category(), "pthread_sigmask");
+  }
+  std::thread([set] {
+    int signal = 0;
+    if (::sigwait(&set, &signal) != 0) return;
+    std::fprintf(stderr, "log_bench: interrupted, removing its files\n");
+    if (const fs::path* dir = g_workDir.load()) {
+      std::error_code ignored;
+      fs::remove_all(*dir, ignored);
+    }
+    std::fflush(stdout);
+    std::_Exit(0);
+  }).detach();
+}
+
 // The directory the runs write into: made fresh inside `parent` (which is
 // created if missing), and removed at exit with everything in it, and
 // `parent` too if this made it and it is empty then.
@@ -498,12 +529,14 @@ int main(int argc, char* argv[]) {
 
   std::optional<WorkDir> workDir;
   try {
+    handleStopSignals();
     workDir.emplace(parent);
   } catch (const std::exception& e) {
     std::cerr << "log_bench: " << e.what() << "\n";
     return 2;
   }
   const fs::path& dir = workDir->path();
+  g_workDir.store(&dir);
 
   struct utsname uts;
   ::uname(&uts);

@@ -9,7 +9,9 @@
 //
 // bytes: read by all sessions during the measured window; messages: read
 // callbacks; mibps = bytes / seconds / 2^20. Lines "START" and "STOP" mark the
-// window as it opens and closes.
+// window as it opens and closes. SIGINT/SIGTERM end a run early: the window
+// closes then and the RESULT line covers it (before the start: no result);
+// the exit status is 0 either way.
 //
 // A session whose connect attempt fails (refused, unreachable, ...) ends the
 // run at once: every session is closed, "pingpong_client: connect to
@@ -30,6 +32,7 @@
 
 #include "base/CountDownLatch.h"
 #include "base/Logging.h"
+#include "examples/common/QuitOnSignal.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThreadPool.h"
@@ -132,6 +135,20 @@ class Client {
   }
   [[nodiscard]] bool failed() const { return failed_; }
 
+  // Main loop thread, on SIGINT/SIGTERM: a run under way ends now and
+  // reports what it measured; one still connecting ends without a result.
+  void interrupt() {
+    if (stopping_) return;
+    if (started_) {
+      stopAll();
+      return;
+    }
+    stopping_ = true;
+    interrupted_ = true;
+    stopSessions();
+  }
+  [[nodiscard]] bool interrupted() const { return interrupted_; }
+
   void report(const char* impl) {
     uint64_t bytes = 0;
     uint64_t messages = 0;
@@ -173,6 +190,7 @@ class Client {
     std::printf("START\n");
     std::fflush(stdout);
     start_ = MonoClock::now();
+    started_ = true;
     for (size_t i = 0; i < sessions_.size(); ++i) {
       loops_[i]->runInLoop([this, i] { sessions_[i]->start(message_); });
     }
@@ -208,6 +226,8 @@ class Client {
   std::atomic<int> disconnected_{0};
   bool stopping_ = false;  // main loop thread only
   bool failed_ = false;    // main loop thread only
+  bool started_ = false;      // main loop thread only
+  bool interrupted_ = false;  // main loop thread only
   MonoTime start_{};
   MonoTime stop_{};
 };
@@ -290,9 +310,13 @@ int main(int argc, char* argv[]) {
   Logger::setLevel(std::max(Logger::level(), LogLevel::kWarn));
 
   try {
+    // Before any thread exists: SIGINT/SIGTERM stay pending for the signalfd
+    // of the main loop, which ends the run cleanly (exit 0).
+    QuitOnSignal::blockStopSignals();
     EventLoop loop(args.backend);
     Client client(&loop, *address, static_cast<int>(*threads), static_cast<size_t>(*blocksize),
                   static_cast<int>(*sessions), static_cast<double>(*seconds));
+    QuitOnSignal onStop(&loop, [&client] { client.interrupt(); });
     // Connecting many sessions can take a while; give up if it takes far too long.
     loop.runAfter(std::chrono::seconds(60), [&] {
       if (!client.connectedAll()) {
@@ -302,9 +326,9 @@ int main(int argc, char* argv[]) {
     });
     client.connectAll();
     loop.loop();
-    if (client.failed()) {
+    if (client.failed() || client.interrupted()) {
       client.destroySessions();
-      return 1;
+      return client.failed() ? 1 : 0;
     }
     const std::string impl = "libnet-" + std::string(pollerKindName(loop.pollerKind()));
     client.report(impl.c_str());

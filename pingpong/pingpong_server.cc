@@ -56,6 +56,15 @@ int main(int argc, char* argv[]) {
     std::cerr << "pingpong_server: log directory '" << args.logDir << "' is not a directory\n";
     return 2;
   }
+  // Before any thread exists, the log writer's included: every thread
+  // inherits the mask, so SIGINT/SIGTERM stay pending for the signalfd (a
+  // clean stop, every line written) instead of killing the process.
+  try {
+    QuitOnSignal::blockStopSignals();
+  } catch (const std::system_error& e) {
+    std::cerr << "pingpong_server: " << e.what() << "\n";
+    return 1;
+  }
   // Outlives the server so its shutdown lines reach the file; the destructor
   // drains and stops the back end.
   std::unique_ptr<AsyncLogging> asyncLog;
@@ -67,7 +76,6 @@ int main(int argc, char* argv[]) {
   }
 
   try {
-    QuitOnSignal::blockStopSignals();
     EventLoop loop(args.backend);
     TcpServer server(&loop, *address, "pingpong");
     server.setThreadNum(static_cast<int>(*threads));

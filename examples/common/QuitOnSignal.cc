@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+
+#include <utility>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,8 +42,11 @@ void QuitOnSignal::blockStopSignals() {
   }
 }
 
-QuitOnSignal::QuitOnSignal(EventLoop* loop)
-    : loop_(loop), signalFd_(createSignalFd()), channel_(loop, signalFd_.get()) {
+QuitOnSignal::QuitOnSignal(EventLoop* loop, std::function<void()> onSignal)
+    : loop_(loop),
+      onSignal_(std::move(onSignal)),
+      signalFd_(createSignalFd()),
+      channel_(loop, signalFd_.get()) {
   channel_.setReadCallback([this](Timestamp) { handleRead(); });
   channel_.enableReading();
 }
@@ -67,7 +72,12 @@ void QuitOnSignal::handleRead() {
     if (n < 0 && errno != EAGAIN) LOG_SYSERR << "read signalfd";
     break;
   }
-  if (stop) loop_->quit();
+  if (!stop) return;
+  if (onSignal_) {
+    onSignal_();
+  } else {
+    loop_->quit();
+  }
 }
 
 }  // namespace libnet

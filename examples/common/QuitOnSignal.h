@@ -8,6 +8,8 @@
 // loop's thread; destroy it before the loop.
 #pragma once
 
+#include <functional>
+
 #include "base/UniqueFd.h"
 #include "net/Channel.h"
 
@@ -20,8 +22,10 @@ class QuitOnSignal {
   // Throws std::system_error if the signals cannot be blocked.
   static void blockStopSignals();
 
-  // Throws std::system_error if the signalfd cannot be created.
-  explicit QuitOnSignal(EventLoop* loop);
+  // Throws std::system_error if the signalfd cannot be created. On a stop
+  // signal it runs `onSignal` on the loop (once per batch of signals), or
+  // quits the loop if none is given.
+  explicit QuitOnSignal(EventLoop* loop, std::function<void()> onSignal = {});
   ~QuitOnSignal();
   QuitOnSignal(const QuitOnSignal&) = delete;
   QuitOnSignal& operator=(const QuitOnSignal&) = delete;
@@ -30,6 +34,7 @@ class QuitOnSignal {
   void handleRead();
 
   EventLoop* loop_;
+  std::function<void()> onSignal_;
   UniqueFd signalFd_;
   Channel channel_;
 };

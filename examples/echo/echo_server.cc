@@ -123,6 +123,16 @@ int main(int argc, char* argv[]) {
   if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
   const std::optional<InetAddress> listenAddr = InetAddress::parse(options.address, options.port);
 
+  // Before any thread exists, the log writer's included: every thread
+  // inherits the mask, so SIGINT/SIGTERM stay pending for the signalfd (a
+  // clean stop, every line written) instead of killing the process.
+  try {
+    QuitOnSignal::blockStopSignals();
+  } catch (const std::system_error& e) {
+    std::cerr << "echo_server: " << e.what() << "\n";
+    return kExitSetupError;
+  }
+
   // Declared before the server so that it outlives it: lines logged while the
   // server shuts down still reach the file, and stop() drains them at exit.
   std::unique_ptr<libnet::AsyncLogging> asyncLog;
@@ -134,9 +144,6 @@ int main(int argc, char* argv[]) {
   }
 
   try {
-    // Blocked before any thread exists, so every I/O thread inherits the mask
-    // and the signals stay pending for the signalfd instead of killing us.
-    QuitOnSignal::blockStopSignals();
     EventLoop loop(options.backend);
     TcpServer server(&loop, *listenAddr, "echo");
     server.setThreadNum(options.threads);

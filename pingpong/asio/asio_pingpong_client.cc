@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -78,6 +80,16 @@ int main(int argc, char** argv) {
       });
     });
   }
+  // SIGINT/SIGTERM end the run early, as the deadline would: each thread's
+  // timer is cancelled, and its handler stops the sessions and the context.
+  boost::asio::signal_set signals(pool.context(0), SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code ec, int) {
+    if (ec) return;
+    for (int t = 0; t < args.threads; ++t) {
+      ThreadState* state = threads[t].get();
+      boost::asio::post(pool.context(t), [state] { state->timer.cancel(); });
+    }
+  });
   pool.run();
   std::printf("STOP\n");
   std::fflush(stdout);

@@ -35,6 +35,22 @@ left=$(ls -A "$scratch/mine")
 "$bench" "${small[@]}" --dir "$scratch/new" >/dev/null || fail "log_bench --dir NEW exited $?"
 [[ ! -e "$scratch/new" ]] || fail "the directory it made is still there: $(ls -A "$scratch/new")"
 
+# Stopped by SIGTERM mid-run: exit 0, and what it wrote is gone too.
+"$bench" --lines 50000000 --threads 1 --loggers libnet --reps 1 --no-load-check \
+  --dir "$scratch/mine" >/dev/null &
+pid=$!
+for ((i = 0; i < 200; i++)); do
+  compgen -G "$scratch/mine/log_bench.*/*" >/dev/null && break
+  sleep 0.05
+done
+compgen -G "$scratch/mine/log_bench.*/*" >/dev/null || fail "the long run wrote nothing within 10 s"
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+[[ $status -eq 0 ]] || fail "log_bench exited $status after SIGTERM, want 0"
+left=$(ls -A "$scratch/mine")
+[[ "$left" == "notes.txt" ]] || fail "left behind after SIGTERM: $left"
+
 # No --dir: the temporary directory, left as it was.
 mkdir "$scratch/tmp"
 TMPDIR="$scratch/tmp" "$bench" "${small[@]}" >/dev/null || fail "log_bench exited $?"

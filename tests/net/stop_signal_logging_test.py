@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""SIGTERM stops a server that logs asynchronously (--log-dir) cleanly.
+
+For echo_server and pingpong_server, on each backend, with two I/O threads:
+start it with --log-dir in a fresh directory, make N connections that each
+get one echo back, close half of them, send SIGTERM with the other half still
+open, and check that the server exits with status 0 within a bounded time and
+that its log files hold exactly one line per connection for it going up and
+one for it going down (echo_server's INFO "connection ... up/down" lines;
+pingpong_server logs none per connection, so there the DEBUG lines of each
+TcpConnection being created and destroyed are counted). A process killed by
+the signal (status 143) loses the lines still buffered, and a connection
+leaked at shutdown has no "destroyed" line.
+
+usage: stop_signal_logging_test.py ECHO_SERVER PINGPONG_SERVER
+"""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+
+CONNECTIONS = 200
+STARTUP_TIMEOUT = 20
+EXIT_TIMEOUT = 30  # a sanitizer build tears 200 connections down slowly
+
+
+def fail(message):
+    print("FAIL: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+def start(argv, env):
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            text=True)
+    # The first stdout line names the port: "... listening on 127.0.0.1:PORT ...".
+    import select
+    ready, _, _ = select.select([proc.stdout], [], [], STARTUP_TIMEOUT)
+    line = proc.stdout.readline() if ready else ""
+    match = re.search(r"listening on [0-9.]+:(\d+)", line)
+    if not match:
+        proc.kill()
+        proc.wait()
+        fail("%s printed no listening line within %ds: %r %s" %
+             (argv[0], STARTUP_TIMEOUT, line, proc.stderr.read()))
+    return proc, int(match.group(1))
+
+
+def connect_and_echo(port, count):
+    clients = []
+    for i in range(count):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        message = b"hello %d\n" % i
+        s.sendall(message)
+        got = b""
+        while len(got) < len(message):
+            chunk = s.recv(len(message) - len(got))
+            if not chunk:
+                fail("connection %d closed before its echo" % i)
+            got += chunk
+        if got != message:
+            fail("connection %d: echo %r, sent %r" % (i, got, message))
+        clients.append(s)
+    return clients
+
+
+def log_lines(directory):
+    lines = []
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), errors="replace") as f:
+            lines.extend(f.read().splitlines())
+    return lines
+
+
+def check(name, argv_for, up_pattern, down_pattern, level, backend):
+    logdir = tempfile.mkdtemp(prefix="libnet-sigterm-", dir=os.environ.get("TEST_TMPDIR"))
+    env = dict(os.environ, LIBNET_LOG_LEVEL=level)
+    env.pop("LIBNET_POLLER", None)
+    proc, port = start(argv_for(backend, logdir), env)
+    try:
+        clients = connect_and_echo(port, CONNECTIONS)
+        for s in clients[: CONNECTIONS // 2]:
+            s.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            status = proc.wait(timeout=EXIT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            fail("%s/%s did not exit within %ds of SIGTERM" % (name, backend, EXIT_TIMEOUT))
+        for s in clients[CONNECTIONS // 2:]:
+            s.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if status != 0:
+        fail("%s/%s exited %d after SIGTERM, want 0; stderr: %s" %
+             (name, backend, status, proc.stderr.read()[-2000:]))
+    lines = log_lines(logdir)
+    ups = sum(1 for line in lines if re.search(up_pattern, line))
+    downs = sum(1 for line in lines if re.search(down_pattern, line))
+    if ups != CONNECTIONS or downs != CONNECTIONS:
+        fail("%s/%s: %d up and %d down lines in %d log lines for %d connections" %
+             (name, backend, ups, downs, len(lines), CONNECTIONS))
+    print("%s/%s: exit 0, %d up and %d down lines" % (name, backend, ups, downs))
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail(__doc__)
+    echo_server, pingpong_server = sys.argv[1:]
+    backends = ["epoll", "uring"]
+    for backend in backends:
+        check("echo_server",
+              lambda b, d: [echo_server, "--address", "127.0.0.1", "--port", "0",
+                            "--threads", "2", "--backend", b, "--log-dir", d],
+              r"INFO .*connection \S+ from \S+ up\b", r"INFO .*connection \S+ from \S+ down\b",
+              "INFO", backend)
+        check("pingpong_server",
+              lambda b, d: [pingpong_server, "--backend", b, "--log-dir", d, "127.0.0.1", "0",
+                            "2"],
+              r"TcpConnection \S+ fd=\d+ created", r"TcpConnection \S+ fd=-?\d+ destroyed",
+              "DEBUG", backend)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
