@@ -398,9 +398,17 @@ bool HttpParser::parseFieldLine(std::string_view line, bool trailer) {
   if (trailer) return true;
 
   request_.addHeader(name, value);
-  // Only four names matter to the parser; the length test rejects almost
+  // Only five names matter to the parser; the length test rejects almost
   // every other field with one comparison.
   switch (name.size()) {
+    case 6:
+      // RFC 9110 10.1.1: 100-continue is the one expectation there is (the
+      // server answers it once the body has room); any other cannot be met.
+      if (equalsLower(name, "expect") && !detail::equalsIgnoreCase(value, "100-continue")) {
+        fail(417, "unsupported expectation");
+        return false;
+      }
+      break;
     case 4:
       if (equalsLower(name, "host")) {
         if (hasHost_) {

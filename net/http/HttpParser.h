@@ -56,8 +56,8 @@ class HttpParser {
   // kComplete: request() is a whole request and nothing after it was
   // consumed; call reset() before parsing on. Until then, calls return
   // kComplete without consuming.
-  // kError: errorStatus() is the status to answer (400, 413, 414, 431, 501 or
-  // 505) and the connection should be closed; every later call returns
+  // kError: errorStatus() is the status to answer (400, 413, 414, 417, 431,
+  // 501 or 505) and the connection should be closed; every later call returns
   // kError until reset().
   [[nodiscard]] Result parse(Buffer* buf);
 

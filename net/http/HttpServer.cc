@@ -74,6 +74,11 @@ HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::stri
     : server_(loop, listenAddr, std::move(name)),
       options_(options),
       bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)) {
+  if (options_.headerTimeout <= Duration::zero()) {
+    // There is no "off": a server without it is held by every client that
+    // starts a request and never finishes its headers.
+    throw std::invalid_argument("HttpServer: headerTimeout must be positive");
+  }
   if (!bodyBudget_->unlimited() && bodyBudget_->limit() < options_.limits.maxBodyBytes) {
     LOG_WARN << "HttpServer " << server_.name() << ": maxBufferedBodyBytes ("
              << bodyBudget_->limit() << ") is below maxBodyBytes (" << options_.limits.maxBodyBytes

@@ -8,7 +8,7 @@
 //
 // Protection, all on by default: answers to a pipelining client that does
 // not read them are capped (maxQueuedOutput; reading pauses until they
-// drain); the parser's limits (414 / 431 / 413 / 400 /
+// drain); the parser's limits (414 / 431 / 413 / 400 / 417 /
 // 501 / 505, then close); a request whose line and headers are not complete
 // within headerTimeout after its first byte is answered 408 and closed at
 // that deadline, whether the client has gone silent or keeps trickling bytes,
@@ -24,6 +24,14 @@
 // request that arrives whole costs no timer), cancelled when the headers
 // complete or the connection closes; the timer holds a weak_ptr to the
 // connection, never the connection itself.
+//
+// Strictness (RFC 9110 / 9112): Transfer-Encoding together with
+// Content-Length, a Content-Length list of different values, or two
+// Content-Length fields that differ are 400 (request smuggling); a list of
+// identical values ("5, 5") is one length. An Expect other than 100-continue
+// (any case) is 417. A bare LF ends a line as CRLF does (RFC 9112 2.2 allows
+// it, nginx accepts it, and it cannot change framing here since every line
+// end is found at its LF); a CR anywhere but right before that LF is 400.
 //
 // Construct, start() and destroy on the base loop's thread (as TcpServer).
 #pragma once
@@ -51,6 +59,8 @@ namespace libnet::http {
 
 struct HttpServerOptions {
   HttpParser::Limits limits;
+  // Must be positive (the constructor throws std::invalid_argument): there
+  // is no "off".
   Duration headerTimeout = std::chrono::seconds(10);
   Duration idleTimeout = std::chrono::seconds(60);  // zero: never kick idle connections
   // File bodies up to this size are read into the response and sent with

@@ -710,6 +710,28 @@ TEST(HttpParserTest, UnsupportedTransferEncodingIs501) {
   EXPECT_EQ(errorOf(post("Transfer-Encoding: \r\n", "0\r\n\r\n")), 400);
 }
 
+// RFC 9110 10.1.1: 100-continue (any case) is the one expectation; any other,
+// or a list with another in it, cannot be met.
+TEST(HttpParserTest, UnknownExpectationIs417) {
+  for (const char* v : {"100-continue", "100-Continue", "100-CONTINUE"}) {
+    SCOPED_TRACE(v);
+    EXPECT_EQ(parseOne(post("Content-Length: 5\r\nExpect: " + std::string(v) + "\r\n", "abcde")).body,
+              "abcde");
+  }
+  for (const char* v : {"", "foo", "100-continue, foo", "100-continued", "200-ok"}) {
+    SCOPED_TRACE(v);
+    EXPECT_EQ(errorOf(post("Content-Length: 5\r\nExpect: " + std::string(v) + "\r\n", "abcde")), 417);
+  }
+  EXPECT_EQ(errorOf(get("/", "Expect: foo\r\n")), 417);
+}
+
+TEST(HttpParserTest, IdenticalContentLengthListIsOneLength) {
+  EXPECT_EQ(parseOne(post("Content-Length: 5, 5\r\n", "abcde")).body, "abcde");
+  EXPECT_EQ(parseOne(post("Content-Length: 5\r\nContent-Length: 5\r\n", "abcde")).body, "abcde");
+  EXPECT_EQ(errorOf(post("Content-Length: 5, 6\r\n", "abcdef")), 400);
+  EXPECT_EQ(errorOf(post("Content-Length: 5\r\nContent-Length: 5, 6\r\n", "abcdef")), 400);
+}
+
 TEST(HttpParserTest, ContentLengthWithTransferEncodingIs400) {
   EXPECT_EQ(errorOf(post("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", "0\r\n\r\n")), 400);
   EXPECT_EQ(errorOf(post("Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", "0\r\n\r\n")), 400);

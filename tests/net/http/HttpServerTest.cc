@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -412,6 +413,34 @@ TEST_P(HttpServerTest, ExpectContinueGetsAnInterimResponse) {
   const Response r = reader.next();
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "body");
+}
+
+// There is no "off" for the header deadline: zero or less is refused at
+// construction, not turned into a deadline that every request misses.
+TEST_P(HttpServerTest, AHeaderTimeoutOfZeroIsRefused) {
+  for (const Duration timeout : {Duration::zero(), Duration(-1)}) {
+    HttpServer::Options options;
+    options.headerTimeout = timeout;
+    runSync(loop_, [&] {
+      EXPECT_THROW(HttpServer(loop_, InetAddress(0, true), "zero", options), std::invalid_argument);
+    });
+  }
+}
+
+TEST_P(HttpServerTest, AnUnknownExpectationIs417AndCloses) {
+  startServer();
+  BlockingClient client(address_);
+  ResponseReader reader(&client);
+  ASSERT_TRUE(
+      client.sendAll("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n"
+                     "Expect: 200-ok\r\n\r\nbody"));
+  EXPECT_EQ(reader.next().status, 417);
+  EXPECT_TRUE(reader.closedByServer());
+  // The server goes on.
+  BlockingClient next(address_);
+  ResponseReader nextReader(&next);
+  ASSERT_TRUE(next.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_EQ(nextReader.next().status, 200);
 }
 
 TEST_P(HttpServerTest, ConnectionRulesOfHttp10And11) {

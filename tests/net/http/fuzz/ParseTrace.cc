@@ -11,8 +11,8 @@ using Result = HttpParser::Result;
 
 // HttpParser.h documents these as the only statuses parse() reports.
 bool isDocumentedStatus(int status) {
-  return status == 400 || status == 413 || status == 414 || status == 431 || status == 501 ||
-         status == 505;
+  return status == 400 || status == 413 || status == 414 || status == 417 || status == 431 ||
+         status == 501 || status == 505;
 }
 
 // HttpParser's own bound on a chunk-size line (kMaxChunkSizeLine in
