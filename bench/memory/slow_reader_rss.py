@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Memory of the echo server under peers that send and never read.
+
+For each backend: start examples/echo's echo_server (pinned to CPU 0, on a
+free loopback port, its default --max-queued-output of 1 MiB), record its
+VmRSS, connect PEERS clients that send as fast as they can for --seconds and
+never read, sample VmRSS every 100 ms for the peak, close the peers, and
+sample until RSS settles (bounded) for the level after. Prints one line per
+run and, with --reps, medians:
+
+  RESULT backend=uring peers=60 rss_before_kib=.. rss_peak_kib=..
+         per_peer_kib=.. rss_after_kib=.. after_minus_before_kib=..
+
+per_peer = (peak - before) / peers. With --reader-check a normal client then
+checks that the server still echoes (exit 1 if not). The server is always
+stopped (SIGTERM, then SIGKILL). Loopback only; every loop is bounded.
+
+usage: slow_reader_rss.py [--server PATH] [--backends epoll,uring] [--peers N]
+                          [--seconds S] [--reps N] [--reader-check]
+"""
+
+import argparse
+import os
+import re
+import select
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+CHUNK = b"x" * 65536
+SETTLE_SECONDS = 10.0
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS for pid %d" % pid)
+
+
+def start_server(path, backend):
+    argv = [path, "--address", "127.0.0.1", "--port", "0", "--backend", backend]
+    if os.path.exists("/usr/bin/taskset"):
+        argv = ["taskset", "-c", "0"] + argv
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], 20)
+    line = proc.stdout.readline() if ready else ""
+    match = re.search(r"listening on [0-9.]+:(\d+)", line)
+    if not match:
+        stop_server(proc)
+        raise RuntimeError("echo_server printed no listening line: %r" % line)
+    return proc, int(match.group(1))
+
+
+def stop_server(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def echoes(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"still there?\n")
+        got = b""
+        while len(got) < 13:
+            chunk = s.recv(64)
+            if not chunk:
+                return False
+            got += chunk
+        return got == b"still there?\n"
+
+
+def run_once(args, backend):
+    proc, port = start_server(args.server, backend)
+    try:
+        pid = proc.pid
+        # taskset execs the server: same pid.
+        time.sleep(0.2)  # let start-up allocations land before the baseline
+        before = rss_kib(pid)
+        peers = []
+        for _ in range(args.peers):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.setblocking(False)
+            peers.append(s)
+        peak = before
+        deadline = time.monotonic() + args.seconds
+        while time.monotonic() < deadline:
+            _, writable, _ = select.select([], peers, [], 0.1)
+            for s in writable:
+                try:
+                    s.send(CHUNK)
+                except (BlockingIOError, InterruptedError):
+                    pass
+            peak = max(peak, rss_kib(pid))
+        for s in peers:
+            s.close()
+        # Settled: no change of more than 256 KiB over a second, or the bound.
+        after = rss_kib(pid)
+        settle_deadline = time.monotonic() + SETTLE_SECONDS
+        last_change = time.monotonic()
+        while time.monotonic() < settle_deadline:
+            time.sleep(0.1)
+            now = rss_kib(pid)
+            if abs(now - after) > 256:
+                last_change = time.monotonic()
+            after = now
+            if time.monotonic() - last_change >= 3.0:
+                break
+        ok = echoes(port) if args.reader_check else True
+    finally:
+        stop_server(proc)
+    result = {
+        "backend": backend, "peers": args.peers, "rss_before_kib": before,
+        "rss_peak_kib": peak, "per_peer_kib": (peak - before) // args.peers,
+        "rss_after_kib": after, "after_minus_before_kib": after - before,
+    }
+    return result, ok
+
+
+def line(result, prefix="RESULT"):
+    return prefix + " " + " ".join("%s=%s" % (k, v) for k, v in result.items())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--server", default="bazel-bin/examples/echo/echo_server")
+    ap.add_argument("--backends", default="epoll,uring")
+    ap.add_argument("--peers", type=int, default=60)
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--reader-check", action="store_true")
+    args = ap.parse_args()
+    if not os.access(args.server, os.X_OK):
+        ap.error("%s is not an executable (bazel build --config=opt //examples/echo:all)" %
+                 args.server)
+    if not 1 <= args.peers <= 5000 or not 0 < args.seconds <= 600 or not 1 <= args.reps <= 50:
+        ap.error("--peers 1..5000, --seconds up to 600, --reps 1..50")
+    backends = [b for b in args.backends.split(",") if b]
+    runs = {b: [] for b in backends}
+    failed = False
+    for _ in range(args.reps):  # interleaved, so both see the same machine
+        for backend in backends:
+            result, ok = run_once(args, backend)
+            runs[backend].append(result)
+            print(line(result), flush=True)
+            if not ok:
+                print("FAIL: %s server stopped echoing after the peers left" % backend,
+                      file=sys.stderr)
+                failed = True
+    if args.reps > 1:
+        for backend in backends:
+            keys = [k for k in runs[backend][0] if k.endswith("_kib")]
+            median = dict(backend=backend, peers=args.peers)
+            for k in keys:
+                median[k] = int(statistics.median(r[k] for r in runs[backend]))
+            print(line(median, "MEDIAN"), flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
