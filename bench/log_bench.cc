@@ -40,7 +40,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cerrno>
 #include <chrono>
@@ -391,10 +390,91 @@ T median(std::vector<T> v) {
   return v[v.size() / 2];
 }
 
-}  // namespace
+// The directory the runs write into: made fresh inside `parent` (created,
+// with any missing ancestors, if it does not exist), and removed at exit with
+// everything in it; the directories made for `parent` go too if they are
+// empty then. Nothing else is ever removed: --dir may hold the user's files.
+class WorkDir {
+ public:
+  explicit WorkDir(const fs::path& parent) {
+    fs::path dir = fs::absolute(parent).lexically_normal();
+    if (dir.filename().empty()) dir = dir.parent_path();  // "a/b/" names "a/b"
+    for (fs::path p = dir; !fs::exists(p) && p != p.parent_path(); p = p.parent_path()) {
+      firstCreated_ = p;
+    }
+    parent_ = dir;
+    try {
+      fs::create_directories(dir);
+    } catch (...) {
+      removeCreatedParents();
+      throw;
+    }
+    std::string pattern = (dir / "log_bench.XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      const int err = errno;
+      removeCreatedParents();
+      throw std::system_error(err, std::generic_category(), "mkdtemp in " + dir.string());
+    }
+    path_ = pattern;
+  }
+  ~WorkDir() { remove(); }
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
 
-// Set while the runs write into their directory: what a stop signal removes.
-std::atomic<const fs::path*> g_workDir{nullptr};
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+  // Idempotent; never throws. A writer that still runs (a stop signal) may
+  // add a file while the tree is being removed, hence the few passes.
+  void remove() noexcept {
+    std::error_code ignored;
+    for (int pass = 0; pass < 10 && fs::exists(path_, ignored); ++pass) {
+      fs::remove_all(path_, ignored);
+    }
+    removeCreatedParents();
+  }
+
+ private:
+  void removeCreatedParents() noexcept {
+    if (firstCreated_.empty()) return;
+    std::error_code ec;
+    // Innermost first; fs::remove fails (and so stops the walk) on a
+    // directory that is not empty.
+    for (fs::path p = parent_; fs::remove(p, ec); p = p.parent_path()) {
+      if (p == firstCreated_) break;
+    }
+  }
+
+  fs::path path_;
+  fs::path parent_;
+  fs::path firstCreated_;  // the outermost directory this made; empty: none
+};
+
+// The live WorkDir, for the stop-signal thread. The mutex keeps main() from
+// destroying it while that thread removes it, and that thread from touching
+// it once it is gone.
+std::mutex g_workDirMutex;
+WorkDir* g_workDir = nullptr;  // guarded by g_workDirMutex
+
+// Owns the WorkDir that main() uses and publishes it to the signal thread.
+class PublishedWorkDir {
+ public:
+  explicit PublishedWorkDir(const fs::path& parent) : dir_(parent) {
+    std::lock_guard lock(g_workDirMutex);
+    g_workDir = &dir_;
+  }
+  ~PublishedWorkDir() {
+    std::lock_guard lock(g_workDirMutex);
+    g_workDir = nullptr;
+    dir_.remove();
+  }
+  PublishedWorkDir(const PublishedWorkDir&) = delete;
+  PublishedWorkDir& operator=(const PublishedWorkDir&) = delete;
+
+  [[nodiscard]] const fs::path& path() const { return dir_.path(); }
+
+ private:
+  WorkDir dir_;
+};
 
 // SIGINT/SIGTERM: blocked before any thread starts, so every thread inherits
 // the mask, and taken by a thread of their own, which removes the run's
@@ -412,45 +492,16 @@ void handleStopSignals() {
     int signal = 0;
     if (::sigwait(&set, &signal) != 0) return;
     std::fprintf(stderr, "log_bench: interrupted, removing its files\n");
-    if (const fs::path* dir = g_workDir.load()) {
-      std::error_code ignored;
-      fs::remove_all(*dir, ignored);
-    }
+    // Held until the process ends: main() cannot free the directory object
+    // under us, nor start removing it a second time.
+    g_workDirMutex.lock();
+    if (g_workDir != nullptr) g_workDir->remove();
     std::fflush(stdout);
     std::_Exit(0);
   }).detach();
 }
 
-// The directory the runs write into: made fresh inside `parent` (which is
-// created if missing), and removed at exit with everything in it, and
-// `parent` too if this made it and it is empty then.
-class WorkDir {
- public:
-  explicit WorkDir(const fs::path& parent) {
-    if (!fs::exists(parent)) {
-      fs::create_directories(parent);
-      createdParent_ = parent;
-    }
-    std::string pattern = (parent / "log_bench.XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw std::system_error(errno, std::generic_category(), "mkdtemp in " + parent.string());
-    }
-    path_ = pattern;
-  }
-  ~WorkDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-    if (!createdParent_.empty()) fs::remove(createdParent_, ignored);  // only if empty
-  }
-  WorkDir(const WorkDir&) = delete;
-  WorkDir& operator=(const WorkDir&) = delete;
-
-  [[nodiscard]] const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-  fs::path createdParent_;
-};
+}  // namespace
 
 int main(int argc, char* argv[]) {
   int64_t lines = 1'000'000;
@@ -527,7 +578,7 @@ int main(int argc, char* argv[]) {
     }
   }
 
-  std::optional<WorkDir> workDir;
+  std::optional<PublishedWorkDir> workDir;
   try {
     handleStopSignals();
     workDir.emplace(parent);
@@ -536,7 +587,6 @@ int main(int argc, char* argv[]) {
     return 2;
   }
   const fs::path& dir = workDir->path();
-  g_workDir.store(&dir);
 
   struct utsname uts;
   ::uname(&uts);

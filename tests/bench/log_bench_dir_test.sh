@@ -2,7 +2,8 @@
 # log_bench writes into a directory of its own inside --dir (or the temporary
 # directory) and removes only that: a file the user keeps in --dir survives,
 # nothing of the benchmark's is left behind, and a --dir that did not exist
-# is gone again afterwards.
+# is gone again afterwards with any missing ancestors it made; a run stopped
+# by SIGTERM exits 0 and leaves only the user's files too.
 set -euo pipefail
 
 fail() {
@@ -31,9 +32,19 @@ grep -q 'libnet AsyncLogging' "$scratch/out.txt" || fail "no result row: $(cat "
 left=$(ls -A "$scratch/mine")
 [[ "$left" == "notes.txt" ]] || fail "left behind in --dir: $left"
 
-# A --dir that does not exist yet: made for the run, gone afterwards.
-"$bench" "${small[@]}" --dir "$scratch/new" >/dev/null || fail "log_bench --dir NEW exited $?"
-[[ ! -e "$scratch/new" ]] || fail "the directory it made is still there: $(ls -A "$scratch/new")"
+# A --dir that does not exist yet, two levels of it: made for the run, both
+# gone afterwards.
+"$bench" "${small[@]}" --dir "$scratch/new/deeper/" >/dev/null ||
+  fail "log_bench --dir NEW/DEEPER exited $?"
+[[ ! -e "$scratch/new" ]] || fail "the directories it made are still there: $(find "$scratch/new")"
+
+# A --dir inside one of the user's with a file: only what it made goes.
+mkdir "$scratch/part"
+echo "keep me" >"$scratch/part/notes.txt"
+"$bench" "${small[@]}" --dir "$scratch/part/new" >/dev/null ||
+  fail "log_bench --dir PART/NEW exited $?"
+left=$(ls -A "$scratch/part")
+[[ "$left" == "notes.txt" ]] || fail "left in the user's directory above --dir: $left"
 
 # Stopped by SIGTERM mid-run: exit 0, and what it wrote is gone too.
 "$bench" --lines 50000000 --threads 1 --loggers libnet --reps 1 --no-load-check \
