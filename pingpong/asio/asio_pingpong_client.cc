@@ -43,6 +43,20 @@ int main(int argc, char** argv) {
     threads.push_back(std::make_unique<ThreadState>(pool.context(t)));
   }
 
+  // SIGINT/SIGTERM end the run early, as the deadline would: each thread's
+  // timer is cancelled, and its handler stops the sessions and the context.
+  // Installed before the connections are made, so a signal then does not
+  // kill the process either: it is taken once run() starts, and the cancel
+  // it posts lands after each context's start handler, posted before run().
+  boost::asio::signal_set signals(pool.context(0), SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code ec, int) {
+    if (ec) return;
+    for (int t = 0; t < args.threads; ++t) {
+      ThreadState* state = threads[t].get();
+      boost::asio::post(pool.context(t), [state] { state->timer.cancel(); });
+    }
+  });
+
   const tcp::endpoint endpoint(boost::asio::ip::make_address(args.endpoint.address),
                                args.endpoint.port);
   for (int i = 0; i < args.sessions; ++i) {
@@ -52,6 +66,12 @@ int main(int argc, char** argv) {
     try {
       session->connect(endpoint);
     } catch (const boost::system::system_error& e) {
+      if (e.code() == boost::asio::error::interrupted) {
+        // Only SIGINT/SIGTERM have a handler (the signal_set's), and asio
+        // installs it without SA_RESTART: one of them came mid-connect.
+        std::fprintf(stderr, "asio_pingpong_client: interrupted while connecting, no result\n");
+        return 0;
+      }
       std::fprintf(stderr, "asio_pingpong_client: connect %d to %s failed: %s\n", i,
                    pingpong::formatEndpoint(args.endpoint.address, args.endpoint.port).c_str(),
                    e.code().message().c_str());
@@ -80,16 +100,6 @@ int main(int argc, char** argv) {
       });
     });
   }
-  // SIGINT/SIGTERM end the run early, as the deadline would: each thread's
-  // timer is cancelled, and its handler stops the sessions and the context.
-  boost::asio::signal_set signals(pool.context(0), SIGINT, SIGTERM);
-  signals.async_wait([&](boost::system::error_code ec, int) {
-    if (ec) return;
-    for (int t = 0; t < args.threads; ++t) {
-      ThreadState* state = threads[t].get();
-      boost::asio::post(pool.context(t), [state] { state->timer.cancel(); });
-    }
-  });
   pool.run();
   std::printf("STOP\n");
   std::fflush(stdout);
