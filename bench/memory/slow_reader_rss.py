@@ -2,7 +2,7 @@
 """Memory of the echo server under peers that send and never read.
 
 For each backend: start examples/echo's echo_server (pinned to CPU 0, on a
-free loopback port, its default --max-queued-output of 1 MiB), record its
+free loopback port below 32768, its default --max-queued-output of 1 MiB), record its
 VmRSS, connect PEERS clients that send as fast as they can for --seconds and
 never read, sample VmRSS every 100 ms for the peak, close the peers, and
 sample until RSS settles (bounded) for the level after. Prints one line per
@@ -21,6 +21,7 @@ usage: slow_reader_rss.py [--server PATH] [--backends epoll,uring] [--peers N]
 
 import argparse
 import os
+import random
 import re
 import select
 import signal
@@ -42,8 +43,23 @@ def rss_kib(pid):
     raise RuntimeError("no VmRSS for pid %d" % pid)
 
 
+def free_port():
+    """A port below 32768 that nothing listens on now: benchmark servers stay
+    out of the ephemeral range, where another program's outgoing connections
+    take their local ports."""
+    for _ in range(200):
+        port = random.randrange(20000, 32768)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free port in 20000..32767")
+
+
 def start_server(path, backend):
-    argv = [path, "--address", "127.0.0.1", "--port", "0", "--backend", backend]
+    argv = [path, "--address", "127.0.0.1", "--port", str(free_port()), "--backend", backend]
     if os.path.exists("/usr/bin/taskset"):
         argv = ["taskset", "-c", "0"] + argv
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
