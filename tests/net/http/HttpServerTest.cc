@@ -1,5 +1,6 @@
 // HttpServer + StaticFiles over real loopback sockets, on every backend:
-// keep-alive, pipelining, files byte-exact, HEAD, every request limit, path
+// keep-alive, pipelining, files byte-exact, HEAD, every request limit, the
+// framing rules (ambiguous lengths refused, bare LF accepted), path
 // traversal, idle and slow clients, the header deadline of silent and
 // trickling clients, and the server-wide budget for bodies being uploaded.
 #include <gtest/gtest.h>
@@ -441,6 +442,58 @@ TEST_P(HttpServerTest, AnUnknownExpectationIs417AndCloses) {
   ResponseReader nextReader(&next);
   ASSERT_TRUE(next.sendAll("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n"));
   EXPECT_EQ(nextReader.next().status, 200);
+}
+
+// Each request hides a second one that a peer framing the body differently
+// (by the other header, by the other Content-Length, or with CR as a line
+// end) would see: exactly one 400 comes back, then the close, and the hidden
+// request is never answered.
+TEST_P(HttpServerTest, AmbiguousFramingIsOne400AndNothingBehindItIsAnswered) {
+  startServer();
+  const std::string hidden = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+  for (const std::string& request : {
+           "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: "
+           "5\r\n\r\n0\r\n\r\n" + hidden,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: "
+           "chunked\r\n\r\n0\r\n\r\n" + hidden,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 0, 5\r\n\r\nhello" + hidden,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nContent-Length: "
+           "5\r\n\r\nhello" + hidden,
+           "POST /echo HTTP/1.1\r\nHost: t\r\nX: y\rContent-Length: 5\r\n\r\nhello" + hidden,
+       }) {
+    SCOPED_TRACE(request);
+    BlockingClient client(address_);
+    ResponseReader reader(&client);
+    ASSERT_TRUE(client.sendAll(request));
+    const Response r = reader.next();
+    EXPECT_TRUE(r.complete);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_EQ(r.header("connection"), "close");
+    EXPECT_TRUE(reader.closedByServer());
+    EXPECT_EQ(reader.next().status, 0) << "a second response after the 400";
+  }
+}
+
+// The framing that is accepted: a list of one length repeated, and bare LF
+// line ends (RFC 9112 2.2), with keep-alive and the next request intact.
+TEST_P(HttpServerTest, RepeatedIdenticalLengthsAndBareLineFeedsAreServed) {
+  startServer();
+  BlockingClient client(address_);
+  ResponseReader reader(&client);
+  ASSERT_TRUE(client.sendAll(
+      "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5, 5\r\nContent-Length: 5\r\n\r\nhello"
+      "POST /echo HTTP/1.1\nHost: t\nContent-Length: 3\n\nabc"
+      "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n"));
+  Response r = reader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "hello");
+  r = reader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "abc");
+  r = reader.next();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "hello world\n");
+  EXPECT_NE(r.header("connection"), "close");
 }
 
 TEST_P(HttpServerTest, ConnectionRulesOfHttp10And11) {
