@@ -1,13 +1,11 @@
 #include "net/poller/BufferRing.h"
 
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 
 #include <cerrno>
 #include <system_error>
-#include <vector>
 
 namespace libnet {
 
@@ -35,8 +33,7 @@ BufferRing::BufferRing(io_uring* ring, uint16_t groupId, uint32_t capacity, uint
       used_(capacity, 0),
       refs_(capacity, 0),
       kernelDone_(capacity, false),
-      inRing_(capacity, false),
-      out_(capacity, false) {
+      inRing_(capacity, false) {
   if (capacity == 0 || (capacity & (capacity - 1)) != 0 || capacity > 32768) {
     throw std::system_error(EINVAL, std::system_category(),
                             "buffer ring size must be a power of two up to 32768");
@@ -92,7 +89,7 @@ void BufferRing::provide(uint32_t from, uint32_t to) {
   int added = 0;
   for (uint32_t i = from; i < to; ++i) {
     // Still in the ring, or out, since a shrink: it stays in circulation now.
-    if (inRing_[i] || out_[i]) continue;
+    if (inRing_[i] || kernelDone_[i]) continue;
     io_uring_buf_ring_add(bufRing_, buffers_ + static_cast<size_t>(i) * size_, size_,
                           static_cast<uint16_t>(i), mask, added++);
     inRing_[i] = true;
@@ -135,24 +132,13 @@ void BufferRing::trim(uint32_t from, uint32_t to) {
   };
   for (uint32_t i = from; i < to; ++i) {
     // In the ring untouched, or back and out of circulation: no one's bytes.
-    const bool idle = inRing_[i] ? used_[i] == 0 : !out_[i] && refs_[i] == 0;
+    const bool idle = inRing_[i] ? used_[i] == 0 : !kernelDone_[i] && refs_[i] == 0;
     if (!idle) {
       flush(i);
       run = i + 1;
     }
   }
   flush(to);
-}
-
-size_t BufferRing::residentBytes() const {
-  const long page = ::sysconf(_SC_PAGESIZE);
-  if (page <= 0) return 0;
-  const size_t pages = (buffersBytes_ + static_cast<size_t>(page) - 1) / static_cast<size_t>(page);
-  std::vector<unsigned char> resident(pages);
-  if (::mincore(buffers_, buffersBytes_, resident.data()) != 0) return 0;
-  size_t count = 0;
-  for (const unsigned char r : resident) count += r & 1;
-  return count * static_cast<size_t>(page);
 }
 
 BufferRing::Received BufferRing::received(uint32_t cqeFlags, int32_t res) {
@@ -164,7 +150,6 @@ BufferRing::Received BufferRing::received(uint32_t cqeFlags, int32_t res) {
   } else {
     kernelDone_[id] = true;
     inRing_[id] = false;
-    out_[id] = true;
   }
   return r;
 }
@@ -173,7 +158,6 @@ void BufferRing::maybeRecycle(uint16_t bufferId) {
   if (refs_[bufferId] != 0 || !kernelDone_[bufferId]) return;
   kernelDone_[bufferId] = false;
   used_[bufferId] = 0;
-  out_[bufferId] = false;
   if (bufferId >= provided_) {  // out of circulation since a shrink
     if (trimPages_) trim(bufferId, bufferId + 1u);
     return;

@@ -95,9 +95,6 @@ class BufferRing final : public Buffer::Lender {
   // it since the last call, takes all but max(initial, twice that peak)
   // buffers out of circulation. `trimPages`: hand their pages back too.
   void shrinkIfQuiet(bool trimPages);
-  // Resident bytes of the buffers' memory (mincore): for tests and
-  // benchmarks, not the hot path.
-  [[nodiscard]] size_t residentBytes() const;
 
   // Lending a buffer to a Buffer that views it in place (UringConnectionIo:
   // received bytes handed to the message callback, or queued for sending,
@@ -142,11 +139,10 @@ class BufferRing final : public Buffer::Lender {
   // holding it, and whether the kernel has moved past it.
   std::vector<uint32_t> used_;
   std::vector<uint16_t> refs_;
-  std::vector<bool> kernelDone_;
-  // Whether the buffer is in the kernel's ring or out of it (received and
-  // not yet recycled); a buffer in neither is out of circulation.
+  std::vector<bool> kernelDone_;  // also: out of the ring until recycled
+  // Whether the buffer is in the kernel's ring; a buffer neither there nor
+  // kernelDone_ is out of circulation.
   std::vector<bool> inRing_;
-  std::vector<bool> out_;
   io_uring_buf_ring* bufRing_ = nullptr;
   size_t bufRingBytes_ = 0;
   char* buffers_ = nullptr;
