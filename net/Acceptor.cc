@@ -34,7 +34,7 @@ void Acceptor::listen() {
   io_->start();
 }
 
-void Acceptor::onAccepted(UniqueFd fd, const InetAddress& peer) {
+void Acceptor::onAccepted(UniqueFd fd, const std::optional<InetAddress>& peer) {
   if (callback_) callback_(std::move(fd), peer);
 }
 

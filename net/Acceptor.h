@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "base/UniqueFd.h"
 #include "net/AcceptorIo.h"
@@ -27,7 +28,11 @@ class EventLoop;
 
 class Acceptor : private AcceptorIo::Owner {
  public:
-  using NewConnectionCallback = std::function<void(UniqueFd sockfd, const InetAddress& peer)>;
+  // `peer` is the peer's address where the accept reported it (epoll's
+  // accept4); io_uring's multishot accept reports none (nullopt), and the
+  // connection looks it up if and when it is asked for.
+  using NewConnectionCallback =
+      std::function<void(UniqueFd sockfd, const std::optional<InetAddress>& peer)>;
 
   // Creates and binds the socket: throws std::system_error (port in use,
   // permission denied, address not available) with the address in the message.
@@ -48,7 +53,7 @@ class Acceptor : private AcceptorIo::Owner {
 
  private:
   // AcceptorIo::Owner
-  void onAccepted(UniqueFd fd, const InetAddress& peer) override;
+  void onAccepted(UniqueFd fd, const std::optional<InetAddress>& peer) override;
   bool acceptPending() override;
   bool dropOneForFdLimit() override;
   [[nodiscard]] InetAddress listenAddress() const override { return localAddress(); }

@@ -9,6 +9,8 @@
 // library's inside, not of its API.
 #pragma once
 
+#include <optional>
+
 #include "base/UniqueFd.h"
 #include "net/InetAddress.h"
 
@@ -18,8 +20,9 @@ class AcceptorIo {
  public:
   class Owner {
    public:
-    // A connection was accepted (non-blocking, close-on-exec).
-    virtual void onAccepted(UniqueFd fd, const InetAddress& peer) = 0;
+    // A connection was accepted (non-blocking, close-on-exec), with its
+    // peer's address where the accept reported it.
+    virtual void onAccepted(UniqueFd fd, const std::optional<InetAddress>& peer) = 0;
     // accept4(2) until the backlog is empty (dropping connections through the
     // spare fd while out of fds); true if any connection was accepted.
     virtual bool acceptPending() = 0;

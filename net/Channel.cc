@@ -40,6 +40,14 @@ void Channel::remove() {
   }
 }
 
+void Channel::removeBeforeClose() {
+  events_ = kNoneEvent;
+  if (registered_) {
+    loop_->removeChannelBeforeClose(this);
+    registered_ = false;
+  }
+}
+
 void Channel::handleEvent(Timestamp receiveTime) {
   if (tied_) {
     std::shared_ptr<void> guard = tie_.lock();

@@ -60,6 +60,13 @@ class Channel {
   // Unregisters from the poller. Must be called (with no interest left)
   // before destruction.
   void remove();
+  // Drops all interest and unregisters, for an fd that its owner closes
+  // right after and that nothing else refers to (not duplicated, not
+  // inherited by a child): the epoll backend then leaves the kernel's
+  // registration to go with the close (one epoll_ctl saved per connection,
+  // as nginx does); io_uring still cancels its poll, which holds the file.
+  // A duplicated fd would keep the registration, and its events, alive.
+  void removeBeforeClose();
 
   // Bookkeeping owned by the Poller backend.
   [[nodiscard]] int pollerState() const { return pollerState_; }

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "base/Timestamp.h"
+#include "base/UniqueFd.h"
 
 namespace libnet {
 
@@ -71,8 +72,10 @@ class ConnectionIo {
     // A reference that keeps the connection, and so its strategy, alive:
     // held across callbacks and while an operation is in flight.
     [[nodiscard]] virtual std::shared_ptr<void> keepAlive() = 0;
-    // After release(), once nothing is in flight: the fd may be closed.
-    virtual void onReleased() = 0;
+    // After release(), once nothing is in flight: the owner hands its fd
+    // over, and the strategy closes it (the epoll strategy at once; the
+    // io_uring strategy through the ring, with no system call of its own).
+    [[nodiscard]] virtual UniqueFd onReleased() = 0;
 
    protected:
     ~Owner() = default;

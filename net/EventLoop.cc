@@ -25,6 +25,12 @@ thread_local EventLoop* t_loopInThisThread = nullptr;
 constexpr Duration kPollTimeout = std::chrono::seconds(10);
 constexpr Duration kTrimInterval = std::chrono::seconds(1);
 constexpr int kMaxDrainRounds = 100;
+// Rounds of queued functors per loop turn: the second runs what the first
+// queued (a close queues the connection's destruction), so that a short
+// connection's teardown takes no extra turn nor eventfd write. Bounded, so a
+// functor that re-queues itself (a read yielding for fairness) lets the
+// other ready channels have their turn.
+constexpr int kFunctorRounds = 2;
 
 int createEventfd() {
   const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -91,7 +97,9 @@ void EventLoop::loop() {
     // Buffers freed in bulk go back to the system soon, also on a loop that
     // has gone quiet since.
     const bool trimDue = bufferPool_->trimDue();
-    pollReturnTime_ = poller_->poll(trimDue ? kTrimInterval : kPollTimeout, &activeChannels_);
+    const Duration timeout =
+        queuedByLoop_ ? Duration::zero() : (trimDue ? kTrimInterval : kPollTimeout);
+    pollReturnTime_ = poller_->poll(timeout, &activeChannels_);
     if (trimDue && pollReturnTime_ - lastHeapTrim_ >= kTrimInterval) {
       lastHeapTrim_ = pollReturnTime_;
       bufferPool_->trimHeap();
@@ -133,11 +141,18 @@ void EventLoop::queueInLoop(Functor cb) {
     std::lock_guard lock(mutex_);
     pendingFunctors_.push_back(std::move(cb));
   }
-  // The loop thread itself needs no wake-up while dispatching events: pending
-  // functors run at the end of this iteration. Anywhere else (another thread,
-  // inside a queued functor that missed this batch, before loop() started)
-  // the loop may be about to sleep in poll, so wake it.
-  if (!isInLoopThread() || !dispatchingEvents_) wakeup();
+  // The loop thread itself needs no wake-up while dispatching events or
+  // running functors: pending functors run at the end of this iteration, or
+  // the next poll does not wait (queuedByLoop_). Anywhere else (another
+  // thread, before loop() started) the loop may be about to sleep in poll,
+  // so wake it.
+  if (!isInLoopThread()) {
+    wakeup();
+  } else if (runningFunctors_) {
+    queuedByLoop_ = true;
+  } else if (!dispatchingEvents_) {
+    wakeup();
+  }
 }
 
 size_t EventLoop::queueSize() const {
@@ -167,6 +182,11 @@ void EventLoop::updateChannel(Channel* channel) {
 void EventLoop::removeChannel(Channel* channel) {
   assertInLoopThread();
   poller_->removeChannel(channel);
+}
+
+void EventLoop::removeChannelBeforeClose(Channel* channel) {
+  assertInLoopThread();
+  poller_->removeChannelBeforeClose(channel);
 }
 
 bool EventLoop::isInLoopThread() const { return threadId_ == CurrentThread::tid(); }
@@ -220,16 +240,22 @@ void EventLoop::drainPendingFunctors() {
 }
 
 void EventLoop::doPendingFunctors() {
-  // Cleared before taking the batch: a producer that queues after the swap
-  // below sees no pending wake-up and writes the eventfd itself.
-  wakeupPending_.store(false, std::memory_order_release);
-  std::vector<Functor> functors;
-  {
-    std::lock_guard lock(mutex_);
-    functors.swap(pendingFunctors_);
+  if (runningFunctors_) return;  // not re-entrant: functors_ is being run
+  for (int round = 0; round < kFunctorRounds; ++round) {
+    // Cleared before taking the batch: a producer that queues after the swap
+    // below sees no pending wake-up and writes the eventfd itself.
+    wakeupPending_.store(false, std::memory_order_release);
+    queuedByLoop_ = false;
+    {
+      std::lock_guard lock(mutex_);
+      functors_.swap(pendingFunctors_);
+    }
+    if (functors_.empty()) return;
+    runningFunctors_ = true;
+    for (Functor& functor : functors_) runGuarded("a queued functor", functor);
+    runningFunctors_ = false;
+    functors_.clear();  // keeps its capacity: no allocation per turn
   }
-  if (functors.empty()) return;
-  for (Functor& functor : functors) runGuarded("a queued functor", functor);
 }
 
 }  // namespace libnet

@@ -66,6 +66,7 @@ class EventLoop {
   // Loop thread only (used by Channel).
   void updateChannel(Channel* channel);
   void removeChannel(Channel* channel);
+  void removeChannelBeforeClose(Channel* channel);
 
   [[nodiscard]] bool isInLoopThread() const;
   void assertInLoopThread() const {
@@ -114,6 +115,11 @@ class EventLoop {
   std::atomic<bool> looping_{false};
   std::atomic<bool> quit_{false};
   bool dispatchingEvents_ = false;
+  // Running queued functors (doPendingFunctors): what they queue in turn runs
+  // in a second round right after, or, past that, makes the next poll return
+  // at once; either way without writing the eventfd.
+  bool runningFunctors_ = false;
+  bool queuedByLoop_ = false;  // functors queued during the last round wait
   int64_t iteration_ = 0;
   Timestamp pollReturnTime_;
   PollerKind requestedKind_;
@@ -131,6 +137,7 @@ class EventLoop {
   std::atomic<uint64_t> wakeupCount_{0};
   mutable std::mutex mutex_;
   std::vector<Functor> pendingFunctors_;  // guarded by mutex_
+  std::vector<Functor> functors_;         // the batch being run (loop thread)
 };
 
 }  // namespace libnet

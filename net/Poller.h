@@ -42,6 +42,10 @@ class Poller {
   virtual void updateChannel(Channel* channel) = 0;
   // Removes `channel`; it must have no interest left.
   virtual void removeChannel(Channel* channel) = 0;
+  // The same for a channel whose fd is closed right after and referred to by
+  // nothing else (Channel::removeBeforeClose): a backend whose kernel
+  // registration goes with the close may skip undoing it.
+  virtual void removeChannelBeforeClose(Channel* channel) { removeChannel(channel); }
 
   // The strategy of a new connection on this loop (see ConnectionIo).
   [[nodiscard]] virtual std::unique_ptr<ConnectionIo> newConnectionIo(

@@ -103,10 +103,13 @@ InetAddress Socket::peerAddress(int fd) {
   return InetAddress();
 }
 
-std::optional<InetAddress> Socket::tryPeerAddress(int fd) {
+std::optional<InetAddress> Socket::tryPeerAddress(int fd) { return tryAddress(fd, true); }
+
+std::optional<InetAddress> Socket::tryAddress(int fd, bool peer) {
   sockaddr_storage storage{};
   socklen_t len = sizeof storage;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &len) != 0) return std::nullopt;
+  auto* sa = reinterpret_cast<sockaddr*>(&storage);
+  if ((peer ? ::getpeername(fd, sa, &len) : ::getsockname(fd, sa, &len)) != 0) return std::nullopt;
   InetAddress address;
   address.setSockAddr(storage);
   return address;

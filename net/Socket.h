@@ -44,6 +44,9 @@ class Socket {
   // The peer's address, or nullopt with errno set (ENOTCONN: the peer reset
   // the connection before anyone asked). Logs nothing.
   [[nodiscard]] static std::optional<InetAddress> tryPeerAddress(int fd);
+  // The peer's (getpeername) or the local (getsockname) address, or nullopt
+  // with errno set. Logs nothing.
+  [[nodiscard]] static std::optional<InetAddress> tryAddress(int fd, bool peer);
   // Errors a peer or the network causes on an established connection
   // (reset, broken pipe, no longer connected, timed out, unreachable):
   // everyday events for a server, not faults of this process.

@@ -20,12 +20,15 @@ void defaultMessageCallback(const TcpConnectionPtr&, Buffer* buffer, Timestamp) 
 }
 
 TcpConnection::TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
-                             const InetAddress& localAddr, const InetAddress& peerAddr)
+                             std::optional<InetAddress> localAddr,
+                             std::optional<InetAddress> peerAddr, const InetAddress& localFallback)
     : loop_(loop),
       name_(std::move(name)),
       socket_(std::move(sockfd)),
-      localAddr_(localAddr),
-      peerAddr_(peerAddr),
+      addressesKnown_(static_cast<uint8_t>((localAddr ? kLocalKnown : 0) |
+                                           (peerAddr ? kPeerKnown : 0))),
+      localAddr_(localAddr.value_or(localFallback)),
+      peerAddr_(peerAddr.value_or(InetAddress())),
       connectionCallback_(defaultConnectionCallback),
       messageCallback_(defaultMessageCallback),
       output_(&loop->bufferPool()),
@@ -51,6 +54,28 @@ bool TcpConnection::callUser(const char* what, F&& callback) noexcept {
               << "; closing the connection";
   }
   return false;
+}
+
+InetAddress TcpConnection::address(AddressBit which) const {
+  InetAddress& slot = which == kLocalKnown ? localAddr_ : peerAddr_;
+  if (addressesKnown_.load(std::memory_order_acquire) & which) return slot;
+  std::lock_guard lock(addressMutex_);
+  if ((addressesKnown_.load(std::memory_order_relaxed) & which) == 0) {
+    // Still open: onReleased() takes the fd under this mutex. A failed lookup
+    // (the peer reset the connection already) leaves the fallback.
+    if (socket_.fd() >= 0) {
+      if (std::optional<InetAddress> found = Socket::tryAddress(socket_.fd(), which == kPeerKnown)) {
+        slot = *found;
+      }
+    }
+    addressesKnown_.fetch_or(which, std::memory_order_release);
+  }
+  return slot;
+}
+
+UniqueFd TcpConnection::onReleased() {
+  std::lock_guard lock(addressMutex_);
+  return socket_.releaseFd();
 }
 
 // ---- sending ----

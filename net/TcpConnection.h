@@ -29,6 +29,8 @@
 #include <any>
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -52,16 +54,29 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   // See setMaxQueuedOutput().
   static constexpr size_t kDefaultMaxQueuedOutput = 64 * 1024 * 1024;
 
-  TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd, const InetAddress& localAddr,
-                const InetAddress& peerAddr);
+  // An address left out (nullopt) is looked up from the socket the first
+  // time it is asked for (see localAddress()): a server accepting on a
+  // wildcard address, or on io_uring (whose multishot accept reports no
+  // peer address), makes no getsockname/getpeername call per connection.
+  // `localFallback` is what localAddress() reports if the lookup can no
+  // longer be made (the listening address, say).
+  TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
+                std::optional<InetAddress> localAddr, std::optional<InetAddress> peerAddr,
+                const InetAddress& localFallback = InetAddress());
   ~TcpConnection();
   TcpConnection(const TcpConnection&) = delete;
   TcpConnection& operator=(const TcpConnection&) = delete;
 
   [[nodiscard]] EventLoop* getLoop() const { return loop_; }
   [[nodiscard]] const std::string& name() const { return name_; }
-  [[nodiscard]] const InetAddress& localAddress() const { return localAddr_; }
-  [[nodiscard]] const InetAddress& peerAddress() const { return peerAddr_; }
+  // Any thread. Given at construction, or looked up the first time asked
+  // (one getsockname/getpeername, then kept). Asked for the first time only
+  // after the connection has closed its fd, or after the peer reset it, a
+  // lookup fails: the local address is then the fallback given at
+  // construction (a server's listening address) and the peer's is the empty
+  // address (0.0.0.0:0). Ask in the connection callback to be sure.
+  [[nodiscard]] InetAddress localAddress() const { return address(kLocalKnown); }
+  [[nodiscard]] InetAddress peerAddress() const { return address(kPeerKnown); }
   [[nodiscard]] bool connected() const { return state_.load() == State::kConnected; }
   [[nodiscard]] bool disconnected() const { return state_.load() == State::kDisconnected; }
   [[nodiscard]] int fd() const { return socket_.fd(); }
@@ -162,7 +177,11 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void onIoError(const char* call, int err) override;
   [[nodiscard]] bool wantsInput() const override;
   [[nodiscard]] std::shared_ptr<void> keepAlive() override { return shared_from_this(); }
-  void onReleased() override { socket_.close(); }
+  [[nodiscard]] UniqueFd onReleased() override;
+
+  // Which addresses are known (bits of addressesKnown_).
+  enum AddressBit : uint8_t { kLocalKnown = 1, kPeerKnown = 2 };
+  [[nodiscard]] InetAddress address(AddressBit which) const;
 
   // Runs the message callback on `buffer` and settles what it leaves (see
   // ConnectionIo::Owner::onInput): the one place that decides.
@@ -217,9 +236,13 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   bool peerClosed_ = false;        // we read EOF
   bool writeShutdown_ = false;     // shutdown(SHUT_WR) done
   bool closeWhenDrained_ = false;  // closeAfterOutput()
-  Socket socket_;
-  const InetAddress localAddr_;
-  const InetAddress peerAddr_;
+  Socket socket_;  // emptied, under addressMutex_, when the fd is handed back
+  // Looked up lazily (see localAddress()): written once under the mutex,
+  // then read without it once its bit is set.
+  mutable std::mutex addressMutex_;
+  mutable std::atomic<uint8_t> addressesKnown_{0};
+  mutable InetAddress localAddr_;
+  mutable InetAddress peerAddr_;
   ConnectionCallback connectionCallback_;
   MessageCallback messageCallback_;
   WriteCompleteCallback writeCompleteCallback_;

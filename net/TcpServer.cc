@@ -21,7 +21,9 @@ TcpServer::TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string
       connectionCallback_(defaultConnectionCallback),
       messageCallback_(defaultMessageCallback) {
   acceptor_->setNewConnectionCallback(
-      [this](UniqueFd fd, const InetAddress& peer) { newConnection(std::move(fd), peer); });
+      [this](UniqueFd fd, const std::optional<InetAddress>& peer) {
+        newConnection(std::move(fd), peer);
+      });
 }
 
 TcpServer::~TcpServer() {
@@ -76,11 +78,10 @@ void TcpServer::start() {
     acceptor_->setTcpNoDelay(true);
     noDelayInherited_ = true;
   }
-  // Bound to one address, every accepted socket's local address is that one:
-  // no getsockname() per connection.
-  if (const InetAddress bound = acceptor_->localAddress(); !bound.isWildcard()) {
-    fixedLocalAddr_ = bound;
-  }
+  // Bound to one address, every accepted socket's local address is that one;
+  // bound to a wildcard, a connection looks its own up when asked. Either
+  // way, no getsockname() per connection.
+  listenAddr_ = acceptor_->localAddress();
   acceptor_->listen();
   threadPool_->start(threadInitCallback_);
   if (idleTimeout_ > Duration::zero()) {
@@ -100,14 +101,14 @@ size_t TcpServer::connectionCount() const {
   return connections_.size();
 }
 
-void TcpServer::newConnection(UniqueFd sockfd, const InetAddress& peerAddr) {
+void TcpServer::newConnection(UniqueFd sockfd, const std::optional<InetAddress>& peerAddr) {
   loop_->assertInLoopThread();
   EventLoop* ioLoop = threadPool_->getNextLoop();
-  const InetAddress localAddr =
-      fixedLocalAddr_ ? *fixedLocalAddr_ : Socket::localAddress(sockfd.get());
+  std::optional<InetAddress> localAddr;
+  if (!listenAddr_.isWildcard()) localAddr = listenAddr_;
   std::string connName = name_ + "#" + std::to_string(nextConnId_++);
   auto conn = std::make_shared<TcpConnection>(ioLoop, std::move(connName), std::move(sockfd),
-                                              localAddr, peerAddr);
+                                              localAddr, peerAddr, listenAddr_);
   if (tcpNoDelay_ && !noDelayInherited_) conn->setTcpNoDelay(true);
   if (maxQueuedOutput_) conn->setMaxQueuedOutput(*maxQueuedOutput_);
   if (!idleWheels_.empty()) conn->setIdleWheel(idleWheels_.at(ioLoop).get());
@@ -116,15 +117,25 @@ void TcpServer::newConnection(UniqueFd sockfd, const InetAddress& peerAddr) {
   conn->setWriteCompleteCallback(writeCompleteCallback_);
   conn->setCloseCallback(
       [this, loop = loop_, alive = std::weak_ptr<int>(alive_)](const TcpConnectionPtr& c) {
-        // On c's loop thread: touch nothing of the server here. Hop to the
-        // server's loop (which outlives it); see alive_.
-        loop->runInLoop([this, alive, c] {
+        // On c's loop thread. On the server's own, it is the thread that
+        // destroys the server: no hop needed.
+        if (loop->isInLoopThread()) {
+          if (!alive.expired()) removeConnection(c);
+          return;
+        }
+        // Elsewhere, touch nothing of the server here: hop to the server's
+        // loop (which outlives it); see alive_.
+        loop->queueInLoop([this, alive, c] {
           if (alive.expired()) return;
           removeConnection(c);
         });
       });
   connections_.emplace(conn.get(), conn);
-  ioLoop->runInLoop([conn] { conn->connectEstablished(); });
+  if (ioLoop == loop_) {
+    conn->connectEstablished();
+  } else {
+    ioLoop->queueInLoop([conn] { conn->connectEstablished(); });
+  }
 }
 
 void TcpServer::removeConnection(const TcpConnectionPtr& conn) {

@@ -89,7 +89,7 @@ class TcpServer {
   [[nodiscard]] size_t connectionCount() const;
 
  private:
-  void newConnection(UniqueFd sockfd, const InetAddress& peerAddr);
+  void newConnection(UniqueFd sockfd, const std::optional<InetAddress>& peerAddr);
   void removeConnection(const TcpConnectionPtr& conn);
 
   EventLoop* loop_;
@@ -103,7 +103,7 @@ class TcpServer {
   bool tcpNoDelay_ = false;
   std::optional<size_t> maxQueuedOutput_;      // unset: the connection's default
   bool noDelayInherited_ = false;              // set on the listening socket
-  std::optional<InetAddress> fixedLocalAddr_;  // listening on one address, not a wildcard
+  InetAddress listenAddr_;                     // as bound (real port), set in start()
   Duration idleTimeout_{};
   Duration idleTick_{};
   TimingWheel::ExpireCallback idleCallback_;

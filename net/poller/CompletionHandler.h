@@ -12,7 +12,16 @@ namespace libnet {
 // kWritable: a one-shot POLLOUT wait of a connection sending a file with
 // sendfile(2) (kPoll is the poller's own, for channels). kFileClosed: a
 // connection's registered-file slot emptied (the poller's own).
-enum class UringOp : uint8_t { kPoll = 1, kRecv, kSend, kAccept, kIgnore, kWritable, kFileClosed };
+enum class UringOp : uint8_t {
+  kPoll = 1,
+  kRecv,
+  kSend,
+  kAccept,
+  kIgnore,
+  kWritable,
+  kFileClosed,
+  kFileRegistered,
+};
 
 class CompletionHandler {
  public:

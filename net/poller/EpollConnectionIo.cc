@@ -26,7 +26,9 @@ EpollConnectionIo::EpollConnectionIo(EventLoop* loop, const Parts& parts)
   });
   channel_.setWriteCallback([this] { handleWrite(); });
   // A hang-up with nothing left to read: the peer is gone both ways.
-  channel_.setCloseCallback([this] { owner_->onIoError("hang-up", ECONNRESET); });
+  channel_.setCloseCallback([this] {
+    if (!closed_) owner_->onIoError("hang-up", ECONNRESET);
+  });
   channel_.setErrorCallback([this] { handleError(); });
 }
 
@@ -71,15 +73,19 @@ int EpollConnectionIo::write(Buffer* buffer, InputKind) {
 }
 
 void EpollConnectionIo::close() {
+  // Interest stays registered (an epoll_ctl saved): every handler checks
+  // closed_ first, and with edge-triggered delivery a closed connection's
+  // socket reports at most an edge or two until release() closes it.
   closed_ = true;
-  channel_.disableAll();
 }
 
 void EpollConnectionIo::release() {
   closed_ = true;
-  channel_.disableAll();
-  channel_.remove();
-  owner_->onReleased();  // nothing is ever in flight here
+  // The fd is closed right below and nothing else refers to its socket
+  // (accepted close-on-exec, never duplicated): closing it takes it out of
+  // the epoll set, so no EPOLL_CTL_DEL first.
+  channel_.removeBeforeClose();
+  UniqueFd fd = owner_->onReleased();  // nothing is ever in flight here
 }
 
 // The connection outlives both handlers while they run: the Channel's tie
@@ -162,6 +168,7 @@ EpollConnectionIo::WriteResult EpollConnectionIo::writeQueued(bool* progressed) 
 }
 
 void EpollConnectionIo::handleError() {
+  if (closed_) return;
   const int err = Socket::getSocketError(fd_);
   if (err == 0) return;
   // A pending error on a connected TCP socket is fatal to it (reset,

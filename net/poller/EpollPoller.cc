@@ -70,6 +70,11 @@ void EpollPoller::removeChannel(Channel* channel) {
   channel->setPollerState(kNew);
 }
 
+void EpollPoller::removeChannelBeforeClose(Channel* channel) {
+  ownerLoop_->assertInLoopThread();
+  channel->setPollerState(kNew);
+}
+
 void EpollPoller::control(int op, Channel* channel) {
   struct epoll_event event {};
   event.events = channel->events() | EPOLLET;

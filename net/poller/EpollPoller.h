@@ -22,6 +22,9 @@ class EpollPoller final : public Poller {
   Timestamp poll(Duration timeout, ChannelList* active) override;
   void updateChannel(Channel* channel) override;
   void removeChannel(Channel* channel) override;
+  // No EPOLL_CTL_DEL: closing the last reference to a file drops it from
+  // every epoll set.
+  void removeChannelBeforeClose(Channel* channel) override;
   [[nodiscard]] std::unique_ptr<ConnectionIo> newConnectionIo(
       const ConnectionIo::Parts& parts) override;
   [[nodiscard]] std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,

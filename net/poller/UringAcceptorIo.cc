@@ -4,10 +4,8 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <optional>
 
 #include "base/Logging.h"
-#include "net/Socket.h"
 #include "net/poller/UringPoller.h"
 
 namespace libnet {
@@ -48,16 +46,10 @@ void UringAcceptorIo::armAccept() {
 void UringAcceptorIo::onCompletion(UringOp, int32_t res, uint32_t flags) {
   if (!(flags & IORING_CQE_F_MORE)) acceptArmed_ = false;
   if (res >= 0) {
-    UniqueFd fd(res);
-    // Multishot accept has no per-connection address buffer: ask the socket.
-    // A peer that reset the connection in the meantime leaves none, and a
-    // dead connection is not worth handing on (nor an error line).
-    if (std::optional<InetAddress> peer = Socket::tryPeerAddress(res)) {
-      owner_->onAccepted(std::move(fd), *peer);
-    } else {
-      LOG_DEBUG << "accept on " << owner_->listenAddress().toIpPort()
-                << ": peer gone before getpeername (" << strerrorTl(errno) << ")";
-    }
+    // Multishot accept has no per-connection address buffer; rather than a
+    // getpeername per connection, the connection asks its socket if and
+    // when someone wants the address.
+    owner_->onAccepted(UniqueFd(res), std::nullopt);
   } else if (res == -EMFILE || res == -ENFILE) {
     while (owner_->dropOneForFdLimit()) {
     }

@@ -118,7 +118,7 @@ void UringConnectionIo::releaseIfIdle() {
   // Nothing will be sent any more: received bytes queued in place go back
   // to the ring now, while it exists (the connection may outlive the loop).
   output_->releaseViews();
-  owner_->onReleased();
+  poller_->closeFile(owner_->onReleased());
 }
 
 void UringConnectionIo::armRecv() {

@@ -261,6 +261,7 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
     if (slots > 0) {
       if (const int rc = io_uring_register_files_sparse(&ring_, slots); rc == 0) {
         fileSlots_ = slots;
+        fileSlotFds_ = std::make_unique<int[]>(slots);
       } else {
         LOG_DEBUG << "io_uring: no registered-file table (" << strerrorTl(-rc)
                   << "); connections use plain fds";
@@ -279,6 +280,15 @@ UringPoller::UringPoller(EventLoop* loop) : Poller(loop) {
 }
 
 UringPoller::~UringPoller() {
+  if (!closesUnsubmitted_.empty()) {
+    // What is still queued by now is closes and cancels of connections
+    // already gone (EventLoop's destructor turned the poller until no op
+    // was left in flight): submit it. A refused submit (say, from a thread
+    // other than the ring's) submitted nothing: close the fds here.
+    if (io_uring_submit(&ring_) < 0) {
+      for (const int fd : closesUnsubmitted_) ::close(fd);
+    }
+  }
   buffers_.reset();
   io_uring_queue_exit(&ring_);
 }
@@ -349,11 +359,20 @@ int UringPoller::registerFile(int fd) {
     }
     return -1;
   }
-  if (io_uring_register_files_update(&ring_, slot, &fd, 1) != 1) {
-    freeFileSlots_.push_back(slot);
-    return -1;
-  }
+  fileSlotFds_[slot] = fd;
+  io_uring_sqe* sqe = getSqe();
+  io_uring_prep_files_update(sqe, &fileSlotFds_[slot], 1, static_cast<int>(slot));
+  io_uring_sqe_set_data64(sqe, userData(UringOp::kFileRegistered, slot));
   return static_cast<int>(slot);
+}
+
+void UringPoller::closeFile(UniqueFd fd) {
+  if (!fd || (setupFlags_ & IORING_SETUP_SQPOLL)) return;  // closed by ~UniqueFd
+  io_uring_sqe* sqe = getSqe();
+  const int raw = fd.release();
+  io_uring_prep_close(sqe, raw);
+  io_uring_sqe_set_data64(sqe, userData(kIgnore, 0));
+  closesUnsubmitted_.push_back(raw);
 }
 
 void UringPoller::unregisterFile(int index) {
@@ -366,6 +385,7 @@ io_uring_sqe* UringPoller::getSqe() {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe == nullptr) {
     io_uring_submit(&ring_);
+    submitted();
     // With SQPOLL the submit only hands the entries to the kernel's thread:
     // wait until it has taken some.
     if (setupFlags_ & IORING_SETUP_SQPOLL) io_uring_sqring_wait(&ring_);
@@ -461,6 +481,7 @@ Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
   ts.tv_nsec = ns % 1000000000;
   io_uring_cqe* first = nullptr;
   const int rc = io_uring_submit_and_wait_timeout(&ring_, &first, 1, &ts, nullptr);
+  submitted();
   if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN) {
     LOG_ERROR << "io_uring_submit_and_wait_timeout: " << strerrorTl(-rc);
   }
@@ -476,6 +497,15 @@ Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
     if (c.flags & IORING_CQE_F_BUFFER) ++withBuffer;
     const auto op = static_cast<Op>(c.userData >> 56);
     if (op == kIgnore) continue;
+    if (op == UringOp::kFileRegistered) {
+      // Fails only on a broken invariant (a slot out of range); the
+      // connection's ops on the slot then fail with EBADF and close it.
+      if (c.res < 0) {
+        LOG_ERROR << "io_uring: registering a file in slot " << (c.userData & 0xFFFFFFFF) << ": "
+                  << strerrorTl(-c.res);
+      }
+      continue;
+    }
     if (op == UringOp::kFileClosed) {
       // The slot is empty now (or was already: a close_direct fails only on
       // an empty slot), so it can take another socket.

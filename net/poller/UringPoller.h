@@ -129,11 +129,19 @@ class UringPoller final : public Poller {
   }
   [[nodiscard]] BufferRing& buffers() { return *buffers_; }
   // Puts `fd` in a slot of the ring's file table: the slot's index for ops
-  // with IOSQE_FIXED_FILE, or -1 (no table, table full, refused): use fd.
+  // with IOSQE_FIXED_FILE, or -1 (no table, table full): use fd. Done by an
+  // IORING_OP_FILES_UPDATE in the submission queue, not a system call of its
+  // own: SQEs are issued in order, so ops prepared after this one find the
+  // slot filled.
   [[nodiscard]] int registerFile(int fd);
   // Empties the slot (asynchronously, with the next submit: the socket is
   // released then); the slot is reused once that has completed.
   void unregisterFile(int index);
+  // Closes `fd` through the ring (IORING_OP_CLOSE) with the next submit: no
+  // close(2) of its own. The destructor submits what is still queued (or,
+  // failing that, closes those fds itself). With SQPOLL, whose kernel thread
+  // takes entries at its own pace, a plain close(2).
+  void closeFile(UniqueFd fd);
   [[nodiscard]] uint32_t fileSlots() const { return fileSlots_; }
   // Slots holding a socket, or one being released.
   [[nodiscard]] size_t filesRegistered() const {
@@ -171,6 +179,11 @@ class UringPoller final : public Poller {
   // Returns the slot a completion belongs to, or -1 if it is stale.
   [[nodiscard]] int64_t liveSlot(uint64_t userData) const;
   void dropStale(const Completion& c);
+  // After a submit: once the queue is empty, the closes it carried are the
+  // kernel's.
+  void submitted() {
+    if (!closesUnsubmitted_.empty() && io_uring_sq_ready(&ring_) == 0) closesUnsubmitted_.clear();
+  }
   // Config::sqPollIdleMs, or the environment's where that is 0.
   static uint32_t sqPollIdleMs(const Config& config);
   // Config::fixedFiles, or the environment's where that is the default.
@@ -181,6 +194,10 @@ class UringPoller final : public Poller {
   uint32_t fileSlots_ = 0;          // size of the registered-file table
   uint32_t fileSlotsUsed_ = 0;      // slots ever handed out: [0, used)
   std::vector<uint32_t> freeFileSlots_;
+  // The fd each slot was last given, where its FILES_UPDATE reads it from
+  // (sized once: an SQE not yet submitted points into it).
+  std::unique_ptr<int[]> fileSlotFds_;
+  std::vector<int> closesUnsubmitted_;  // closeFile() fds not yet submitted
   bool fileTableFullLogged_ = false;
   static constexpr Duration kRingCheckInterval = std::chrono::seconds(1);
   Timestamp lastRingCheck_;
