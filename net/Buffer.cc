@@ -16,7 +16,8 @@ constexpr char kCRLF[] = "\r\n";
 
 Buffer::Buffer(Buffer&& other) noexcept
     : buffer_(std::move(other.buffer_)),
-      data_(other.data_),
+      // Owned storage may have moved (an inline block): take its address anew.
+      data_(other.lender_ ? other.data_ : buffer_.data()),
       readerIndex_(other.readerIndex_),
       writerIndex_(other.writerIndex_),
       lender_(other.lender_),
@@ -121,6 +122,9 @@ void Buffer::exchange(Buffer& other) noexcept {
   std::swap(writerIndex_, other.writerIndex_);
   std::swap(lender_, other.lender_);
   std::swap(token_, other.token_);
+  // An inline block (BufferStorage) changes address when swapped.
+  if (!lender_) data_ = buffer_.data();
+  if (!other.lender_) other.data_ = other.buffer_.data();
 }
 
 void Buffer::borrow(std::string_view bytes, Lender* lender, uint32_t token) {

@@ -26,10 +26,15 @@ size_t pageRounded(size_t bytes) { return (bytes + pageSize() - 1) / pageSize() 
 
 BufferStorage::BufferStorage(size_t size) : data_(allocate(size)), size_(size) {}
 
-BufferStorage::~BufferStorage() { deallocate(data_, size_); }
+BufferStorage::~BufferStorage() { deallocate(); }
 
 BufferStorage::BufferStorage(BufferStorage&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {
+  if (data_ == other.inline_) {
+    std::memcpy(inline_, other.inline_, kInlineSize);
+    data_ = inline_;
+  }
+}
 
 BufferStorage& BufferStorage::operator=(BufferStorage&& other) noexcept {
   BufferStorage moved(std::move(other));
@@ -38,14 +43,28 @@ BufferStorage& BufferStorage::operator=(BufferStorage&& other) noexcept {
 }
 
 void BufferStorage::swap(BufferStorage& other) noexcept {
+  const bool mineInline = isInline();
+  const bool theirsInline = other.isInline();
+  char held[kInlineSize];
+  std::memcpy(held, inline_, kInlineSize);
+  std::memcpy(inline_, other.inline_, kInlineSize);
+  std::memcpy(other.inline_, held, kInlineSize);
   std::swap(data_, other.data_);
   std::swap(size_, other.size_);
+  // An inline block moved with its bytes: point at where they are now.
+  if (theirsInline) data_ = inline_;
+  if (mineInline) other.data_ = other.inline_;
 }
 
 void BufferStorage::grow(size_t size, size_t keep) {
+  if (size <= kInlineSize && (data_ == nullptr || isInline())) {
+    data_ = inline_;  // bytes kept in place
+    size_ = size;
+    return;
+  }
   char* bigger = allocate(size);
   if (keep > 0) std::memcpy(bigger, data_, keep);
-  deallocate(data_, size_);
+  deallocate();
   data_ = bigger;
   size_ = size;
 }
@@ -60,6 +79,7 @@ void BufferStorage::releasePages(size_t from, size_t to) noexcept {
 
 char* BufferStorage::allocate(size_t size) {
   if (size == 0) return nullptr;
+  if (size <= kInlineSize) return inline_;
   if (size < kMapThreshold) return static_cast<char*>(::operator new(size));
   void* p = ::mmap(nullptr, pageRounded(size), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -67,12 +87,12 @@ char* BufferStorage::allocate(size_t size) {
   return static_cast<char*>(p);
 }
 
-void BufferStorage::deallocate(char* p, size_t size) noexcept {
-  if (p == nullptr) return;
-  if (size < kMapThreshold) {
-    ::operator delete(p);
+void BufferStorage::deallocate() noexcept {
+  if (data_ == nullptr || isInline()) return;
+  if (size_ < kMapThreshold) {
+    ::operator delete(data_);
   } else {
-    ::munmap(p, pageRounded(size));
+    ::munmap(data_, pageRounded(size_));
   }
 }
 

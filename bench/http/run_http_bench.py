@@ -78,7 +78,14 @@ GROUPS = {
     "hello": "Keep-alive GET /hello (12-byte body)",
     "close": "New connection per request: GET /hello with `Connection: close`",
     "static": "Static files, keep-alive",
+    "short404": "Short connections (a new connection per request, `Connection: close`): "
+                "a 404",
+    "short1k": "Short connections (a new connection per request, `Connection: close`): "
+               "a 1 KiB static file",
 }
+# Paths answered 404 by every server: their non-2xx responses are the
+# expected answer, not errors.
+NOT_FOUND = "/missing"
 
 # name -> (group, path, wrk connections, one connection per request)
 SCENARIOS = {
@@ -86,9 +93,13 @@ SCENARIOS = {
     "hello-100": ("hello", "/hello", 100, False),
     "hello-1000": ("hello", "/hello", 1000, False),
     "close-100": ("close", "/hello", 100, True),
+    "close-1000": ("close", "/hello", 1000, True),
     "static-1k": ("static", "/1k.bin", 100, False),
     "static-148k": ("static", "/148k.bin", 100, False),
 }
+for _c in (1, 8, 100, 500, 5000):
+    SCENARIOS["short404-%d" % _c] = ("short404", NOT_FOUND, _c, True)
+    SCENARIOS["short1k-%d" % _c] = ("short1k", "/1k.bin", _c, True)
 
 
 class RunError(RuntimeError):
@@ -344,7 +355,8 @@ class Server:
                         .replace("@DIR@", ctx["nginx_dir"])
                         .replace("@ROOT@", ctx["www"])
                         .replace("@PORT@", str(self.port))
-                        .replace("@NOFILE@", str(NOFILE)))
+                        .replace("@NOFILE@", str(NOFILE))
+                        .replace("@WORKERS@", str(max(1, ctx["threads"]))))
             argv = [ctx["nginx"], "-p", ctx["nginx_dir"], "-c", conf]
         else:
             stem = self.name.removesuffix(BASE_SUFFIX)
@@ -354,7 +366,7 @@ class Server:
         # Output goes to a file, not a pipe: a chatty server can never block on
         # a full pipe, and the file is there to quote when something fails.
         with open(self.logpath, "w") as out:
-            self.proc = subprocess.Popen(pinned(SERVER_CPU, argv), stdout=out,
+            self.proc = subprocess.Popen(pinned(ctx["server_cpus"], argv), stdout=out,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          preexec_fn=raise_nofile)
         self.wait_ready()
@@ -506,6 +518,10 @@ def parse_wrk(out):
     if not m:
         raise RunError("no Requests/sec in wrk output: %s" % out[-400:])
     r["rps"] = float(m.group(1))
+    m = re.search(r"^\s*Latency\s+\S+\s+\S+\s+(\S+)", out, re.M)
+    if not m:
+        raise RunError("no latency line in wrk output: %s" % out[-400:])
+    r["max_ms"] = to_ms(m.group(1))
     dist = out.split("Latency Distribution", 1)
     if len(dist) < 2:
         raise RunError("no latency distribution in wrk output (was --latency passed?)")
@@ -525,6 +541,14 @@ def parse_wrk(out):
     r["errors"] = sum(r[k] for k in ("err_connect", "err_read", "err_write", "err_timeout",
                                      "non2xx"))
     return r
+
+
+def expect_not_found(r):
+    """A 404 scenario: every response must be non-2xx (wrk counts them), and
+    those are not errors; any 2xx would be."""
+    r["errors"] -= r["non2xx"]
+    if r["non2xx"] != r["requests"]:
+        r["errors"] += abs(r["requests"] - r["non2xx"])
 
 
 def wrk_argv(ctx, port, scenario, seconds):
@@ -550,7 +574,7 @@ def run_once(ctx, server_name, scenario, seconds, port):
         pids0, ns0, tk0 = tree_cpu(server.proc.pid)
         (busy0, steal0), wrk0, wall0 = machine_cpu_s(), children_cpu_s(), time.time()
         act0, pas0 = tcp_opens()
-        argv = pinned(CLIENT_CPU, wrk_argv(ctx, server.port, scenario, seconds))
+        argv = pinned(ctx["client_cpus"], wrk_argv(ctx, server.port, scenario, seconds))
         try:
             w = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60,
                                preexec_fn=raise_nofile)
@@ -574,6 +598,8 @@ def run_once(ctx, server_name, scenario, seconds, port):
             notes.append("server processes changed during the run (%s -> %s): CPU is partial" %
                           (pids0, pids1))
         r = parse_wrk(w.stdout)
+        if SCENARIOS[scenario][1] == NOT_FOUND:
+            expect_not_found(r)
     finally:
         warning = server.stop()
     if warning:
@@ -642,6 +668,7 @@ def markdown_table(group, scenarios, servers, results):
     header += ["%s/nginx" % short(s) for s in others]
     header += ["%s now/base" % short(s) for s in twins]
     header += ["p99 ms %s" % s for s in servers]
+    header += ["max ms %s" % s for s in servers]
     header += ["server CPU s/100k %s" % s for s in servers]
     header += ["CPU %s/nginx" % short(s) for s in others]
     header += ["CPU %s now/base" % short(s) for s in twins]
@@ -663,6 +690,7 @@ def markdown_table(group, scenarios, servers, results):
         row += [ratio(med[s], med["nginx"]) for s in others]
         row += [ratio(med[s], med[s + BASE_SUFFIX]) for s in twins]
         row += [med_cell([r["p99_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
+        row += [med_cell([r["max_ms"] for r in ok[s]], lambda v: "%.0f" % v) for s in servers]
         row += [med_cell([r["cpu_per_100k"] for r in ok[s]], lambda v: "%.2f" % v)
                 for s in servers]
         row += [ratio(cpu[s], cpu["nginx"]) for s in others]
@@ -700,7 +728,7 @@ def markdown_table(group, scenarios, servers, results):
 # One row per run. server_cpu_s is from schedstat (ns), server_cpu_s_ticks
 # the same from utime+stime (clock ticks), kept as a cross-check.
 CSV_FIELDS = ["date", "scenario", "group", "path", "conns", "connection_close", "server",
-              "rep", "seconds", "requests", "duration_s", "rps", "p50_ms", "p90_ms", "p99_ms",
+              "rep", "seconds", "requests", "duration_s", "rps", "p50_ms", "p90_ms", "p99_ms", "max_ms",
               "server_cpu_s", "server_cpu_s_ticks", "cpu_per_100k", "server_busy",
               "wrk_cpu_s", "other_load", "steal", "bg_conn_rate", "passive_opens",
               "active_opens", "conn_per_req", "err_connect", "err_read", "err_write",
@@ -779,6 +807,10 @@ def main():
     ap.add_argument("--threads", type=int, default=0,
                     help="http_server --threads (default 0: one loop thread accepts and serves, "
                     "as nginx's single worker does)")
+    ap.add_argument("--server-cpus", default=str(SERVER_CPU),
+                    help="CPUs the server is pinned to, taskset's list (default %d)" % SERVER_CPU)
+    ap.add_argument("--client-cpus", default=str(CLIENT_CPU),
+                    help="CPUs wrk is pinned to (default %d)" % CLIENT_CPU)
     ap.add_argument("--port-base", type=int, default=21000,
                     help="first server port; each run takes the next one (default 21000; keep "
                     "below 32768, the ephemeral range wrk connects from)")
@@ -800,7 +832,8 @@ def main():
     scenarios = parse_list(args.scenarios, SCENARIOS, "scenario", groups)
     scenarios = [s for s in SCENARIOS if s in scenarios]  # table order
 
-    ctx = {"threads": args.threads, "quiet_wait": args.quiet_wait}
+    ctx = {"threads": args.threads, "quiet_wait": args.quiet_wait,
+           "server_cpus": args.server_cpus, "client_cpus": args.client_cpus}
     missing = []
     ctx["wrk"] = find_tool("wrk")
     if ctx["wrk"] is None:
@@ -814,9 +847,14 @@ def main():
     if missing:
         sys.exit("run_http_bench: missing %s; install with:\n  apt-get update && apt-get install "
                  "-y %s\n(or run tools/setup.sh)" % (", ".join(missing), " ".join(missing)))
-    if not {SERVER_CPU, CLIENT_CPU} <= os.sched_getaffinity(0):
-        sys.exit("run_http_bench: needs CPUs %d (server) and %d (wrk), has %s" %
-                 (SERVER_CPU, CLIENT_CPU, sorted(os.sched_getaffinity(0))))
+    def cpu_list(text):
+        try:
+            return {int(c) for c in text.split(",")}
+        except ValueError:
+            sys.exit("run_http_bench: %r is not a list of CPU numbers" % text)
+    if not cpu_list(args.server_cpus) | cpu_list(args.client_cpus) <= os.sched_getaffinity(0):
+        sys.exit("run_http_bench: needs CPUs %s (server) and %s (wrk), has %s" %
+                 (args.server_cpus, args.client_cpus, sorted(os.sched_getaffinity(0))))
 
     libnet = [s for s in servers if s.startswith("libnet")]
     if libnet and args.binary and not os.access(args.binary, os.X_OK):
@@ -1025,14 +1063,14 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
     for name, errors in skipped.items():
         print("- **%s not measured**: pre-check failed: %s" % (name, "; ".join(errors)))
     print("- Method: %d s per run, %s, servers interleaved within each repetition, a fresh "
-          "server per run; server on CPU %d, `wrk -t1 --latency` on CPU %d. Server CPU = "
+          "server per run; server on CPU %s, `wrk -t1 --latency` on CPU %s. Server CPU = "
           "every thread of the server's process tree (/proc schedstat) from just before wrk "
           "starts until the server is idle after it. conn/req = TCP connections accepted "
           "(/proc/net/snmp PassiveOpens) per completed request. errors = wrk's socket errors "
           "+ non-2xx/3xx responses, summed over the runs. Runs during which other processes or "
           "the hypervisor took more than %.0f%% of the CPUs are listed under the tables." %
-          (seconds, "median of %d (min–max)" % reps if reps > 1 else "1 run", SERVER_CPU,
-           CLIENT_CPU, 100 * OTHER_LOAD_NOTE))
+          (seconds, "median of %d (min–max)" % reps if reps > 1 else "1 run", args.server_cpus,
+           args.client_cpus, 100 * OTHER_LOAD_NOTE))
     if args.baseline_binary:
         print("- Baseline: NAME@base is NAME run from the baseline binary, next to NAME in "
               "every repetition, the pair's order alternating between repetitions. now/base = "

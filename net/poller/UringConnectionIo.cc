@@ -49,9 +49,7 @@ void UringConnectionIo::target(io_uring_sqe* sqe) const {
 void UringConnectionIo::pauseRead() {
   if (!recvArmed_) return;
   // Data received before the cancel lands is kept in the input buffer.
-  io_uring_sqe* sqe = poller_->getSqe();
-  io_uring_prep_cancel64(sqe, UringPoller::userData(UringOp::kRecv, token_), 0);
-  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
+  cancel(UringOp::kRecv);
 }
 
 int UringConnectionIo::write(std::string_view data) {
@@ -74,13 +72,18 @@ int UringConnectionIo::write(Buffer* buffer, InputKind kind) {
 
 void UringConnectionIo::close() {
   closed_ = true;
-  if (opsInFlight_ == 0) return;
+  // Each op in flight is cancelled by its user_data, which the kernel finds
+  // in a hash table; cancelling by fd walks every pending request of the
+  // ring, and with 1000 connections open that walk profiled as a third of
+  // the server's CPU on short connections.
+  if (recvArmed_) cancel(UringOp::kRecv);
+  if (sendInFlight_) cancel(UringOp::kSend);
+  if (writableArmed_) cancel(UringOp::kWritable);
+}
+
+void UringConnectionIo::cancel(UringOp op) {
   io_uring_sqe* sqe = poller_->getSqe();
-  if (fixed_ >= 0) {
-    io_uring_prep_cancel_fd(sqe, fixed_, IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD_FIXED);
-  } else {
-    io_uring_prep_cancel_fd(sqe, fd_, IORING_ASYNC_CANCEL_ALL);
-  }
+  io_uring_prep_cancel64(sqe, UringPoller::userData(op, token_), 0);
   io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
 }
 

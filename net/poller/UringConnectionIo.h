@@ -59,6 +59,8 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   void armRecv();
   void submitSend();
   void armWritable();
+  // Cancels this connection's op `op` in flight (found by its user_data).
+  void cancel(UringOp op);
   // The socket in an SQE: its registered-file slot where it has one.
   void target(io_uring_sqe* sqe) const;
   void opStarted();

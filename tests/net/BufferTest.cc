@@ -512,5 +512,33 @@ TEST(BufferStorageTest, SpentPagesOfLargeStorageGoBack) {
   EXPECT_EQ(small.releaseSpentPages(0), 0u) << "heap storage is left alone";
 }
 
+// An empty Buffer's storage (its prepend area) lives inside the object, so a
+// connection's idle buffers cost no allocation; moves and swaps must carry
+// its bytes and point at their new place.
+TEST(BufferStorageTest, EmptyBuffersKeepTheirPrependAreaInsideAndSurviveMovesAndSwaps) {
+  Buffer a(0);
+  const auto* object = reinterpret_cast<const char*>(&a);
+  EXPECT_GE(a.peek(), object);
+  EXPECT_LT(a.peek(), object + sizeof a);
+  a.prepend("abcd");
+  Buffer b(0);
+  b.prepend("wxyz");
+  a.swap(b);
+  EXPECT_EQ(a.view(), "wxyz");
+  EXPECT_EQ(b.view(), "abcd");
+  Buffer c(std::move(a));
+  EXPECT_EQ(c.view(), "wxyz");
+  const auto* cObject = reinterpret_cast<const char*>(&c);
+  EXPECT_GE(c.peek(), cObject);
+  EXPECT_LT(c.peek(), cObject + sizeof c);
+  // Growing out of the inline block keeps the bytes.
+  c.append(std::string(1000, 'q'));
+  EXPECT_EQ(c.view().substr(0, 4), "wxyz");
+  EXPECT_EQ(c.readableBytes(), 1004u);
+  b.swap(c);
+  EXPECT_EQ(b.readableBytes(), 1004u);
+  EXPECT_EQ(c.view(), "abcd");
+}
+
 }  // namespace
 }  // namespace libnet
