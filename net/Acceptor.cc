@@ -1,8 +1,12 @@
 #include "net/Acceptor.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <cerrno>
+#include <system_error>
 
 #include "base/Logging.h"
 #include "net/EventLoop.h"
@@ -27,11 +31,19 @@ Acceptor::Acceptor(EventLoop* loop, const InetAddress& listenAddr, bool reusePor
 Acceptor::~Acceptor() = default;
 
 void Acceptor::listen() {
-  loop_->assertInLoopThread();
   if (listening_) return;
   socket_.listen();
   listening_ = true;
-  io_->start();
+  // Queued (from another thread) ahead of anything that could destroy us on
+  // the loop.
+  loop_->runInLoop([this] { io_->start(); });
+}
+
+void Acceptor::setDeferAccept(int seconds) {
+  if (::setsockopt(socket_.fd(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof seconds) < 0) {
+    throw std::system_error(errno, std::system_category(),
+                            "setsockopt TCP_DEFER_ACCEPT " + localAddress().toIpPort());
+  }
 }
 
 void Acceptor::onAccepted(UniqueFd fd, const std::optional<InetAddress>& peer) {

@@ -42,8 +42,12 @@ class Acceptor : private AcceptorIo::Owner {
   Acceptor& operator=(const Acceptor&) = delete;
 
   void setNewConnectionCallback(NewConnectionCallback cb) { callback_ = std::move(cb); }
-  // Starts listening; throws std::system_error on failure.
+  // Starts listening; throws std::system_error on failure. Any thread: the
+  // socket listens at once, and taking connections starts on the loop.
   void listen();
+  // Before listen(): TCP_DEFER_ACCEPT (see TcpServer::setDeferAccept); throws
+  // std::system_error if the kernel refuses.
+  void setDeferAccept(int seconds);
   // Before listen(): TCP_NODELAY on the listening socket, which Linux copies
   // to every socket accepted from it (one setsockopt instead of one per
   // connection).

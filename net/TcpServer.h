@@ -1,10 +1,17 @@
-// TcpServer: accepts connections on its loop and hands each to a loop of its
-// EventLoopThreadPool, round-robin (0 threads: all on the accepting loop).
-// It keeps every live connection in a map and tears them down when destroyed.
+// TcpServer: accepts connections and serves each on one loop of its
+// EventLoopThreadPool (0 threads: everything on the server's own loop). With
+// I/O threads, how connections reach their loops is the AcceptMode: by
+// default each I/O loop has its own listening socket (SO_REUSEPORT) and
+// accepts and serves its own connections, with no thread hand-over; or the
+// server's loop accepts and hands each connection to an I/O loop,
+// round-robin. Each loop keeps its live connections in a map of its own (no
+// hop between threads to add or remove one); they are torn down when the
+// server is destroyed.
 //
 // Construct, start() and destroy it on its loop's thread. Binding happens in
 // the constructor, so "port in use" or "permission denied" surfaces there as
-// std::system_error; listen() failures surface from start().
+// std::system_error; listen() failures surface from start(). Set the
+// callbacks and options before start(): I/O loops read them from then on.
 // Callbacks run on the connection's loop thread.
 //
 // Idle timeout (setIdleTimeout, off by default): each I/O loop gets one
@@ -40,7 +47,22 @@ class TcpConnection;
 class TcpServer {
  public:
   using ThreadInitCallback = std::function<void(EventLoop*)>;
+  // kReusePort: SO_REUSEPORT on the listening socket from the start, so that
+  // other processes (of the same user) may listen on the port too.
   enum class Option { kNoReusePort, kReusePort };
+  // How a server with I/O threads spreads connections over its loops (no
+  // difference without threads: the server's loop does everything).
+  enum class AcceptMode {
+    // Default. One listening socket per I/O loop, all on the port bound in
+    // the constructor (SO_REUSEPORT; the constructor's socket is closed in
+    // start() and its port taken over at once): the kernel spreads
+    // connections over them, and each loop accepts and serves its own.
+    // docs/benchmarks.md measures it against kHandOver.
+    kPerLoop,
+    // One listening socket, on the server's loop, which hands each accepted
+    // connection to an I/O loop, round-robin, through that loop's queue.
+    kHandOver,
+  };
 
   TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
             Option option = Option::kNoReusePort);
@@ -56,6 +78,14 @@ class TcpServer {
   // Before start(): number of I/O loop threads (0: all on this loop).
   void setThreadNum(int numThreads);
   void setThreadInitCallback(ThreadInitCallback cb) { threadInitCallback_ = std::move(cb); }
+  // Before start(). Default kPerLoop.
+  void setAcceptMode(AcceptMode mode) { acceptMode_ = mode; }
+  // Before start(): TCP_DEFER_ACCEPT on the listening socket(s), for
+  // protocols where the client speaks first (HTTP): the kernel completes the
+  // handshake but hands the connection over only once data has arrived
+  // (or, after about `seconds`, without it), so a connection that would
+  // only sit idle costs the server nothing until then. 0: off (default).
+  void setDeferAccept(int seconds) { deferAcceptSeconds_ = seconds; }
   // TCP_NODELAY on every accepted connection.
   void setTcpNoDelay(bool on) { tcpNoDelay_ = on; }
   // Back-pressure for every connection (TcpConnection::setMaxQueuedOutput):
@@ -85,16 +115,29 @@ class TcpServer {
     writeCompleteCallback_ = std::move(cb);
   }
 
-  // Live connections. Loop thread only.
+  // Live connections. Any thread; with I/O threads, a sum of per-loop counts
+  // that each loop updates on its own.
   [[nodiscard]] size_t connectionCount() const;
 
  private:
-  void newConnection(UniqueFd sockfd, const std::optional<InetAddress>& peerAddr);
-  void removeConnection(const TcpConnectionPtr& conn);
+  // What the server keeps for one I/O loop: used on that loop's thread only
+  // (built and read by the server's thread before start() hands it over).
+  struct LoopState;
+
+  void startPerLoopAcceptors();
+  // On the accepting loop: makes the connection and establishes it on
+  // `state`'s loop (directly when that is this thread).
+  void newConnection(LoopState* state, UniqueFd sockfd,
+                     const std::optional<InetAddress>& peerAddr);
+  // On state's loop: the connection is done; it is destroyed from the loop's
+  // queue (we may be inside its own event handler).
+  static void removeConnection(LoopState* state, const TcpConnectionPtr& conn);
+  // On state's loop: the server is going; destroys its connections.
+  static void tearDown(LoopState* state);
 
   EventLoop* loop_;
   const std::string name_;
-  std::unique_ptr<Acceptor> acceptor_;
+  std::unique_ptr<Acceptor> acceptor_;  // kHandOver, or no I/O threads
   std::unique_ptr<EventLoopThreadPool> threadPool_;
   ConnectionCallback connectionCallback_;
   MessageCallback messageCallback_;
@@ -103,20 +146,19 @@ class TcpServer {
   bool tcpNoDelay_ = false;
   std::optional<size_t> maxQueuedOutput_;      // unset: the connection's default
   bool noDelayInherited_ = false;              // set on the listening socket
-  InetAddress listenAddr_;                     // as bound (real port), set in start()
+  AcceptMode acceptMode_ = AcceptMode::kPerLoop;
+  int deferAcceptSeconds_ = 0;
+  InetAddress listenAddr_;  // as bound (the real port)
   Duration idleTimeout_{};
   Duration idleTick_{};
   TimingWheel::ExpireCallback idleCallback_;
-  // One per I/O loop while the idle timeout is on. Used on that loop only
-  // (the server's thread reads the map, never a wheel); see ~TcpServer.
-  std::unordered_map<EventLoop*, std::unique_ptr<TimingWheel>> idleWheels_;
   bool started_ = false;
-  uint64_t nextConnId_ = 1;
-  std::unordered_map<TcpConnection*, TcpConnectionPtr> connections_;
-  // Expires when the server dies. Close callbacks run on I/O threads and hop
-  // back to this loop; they touch the server only if this is still alive, and
-  // check it on this loop's thread, the thread that destroys the server.
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
+  std::atomic<uint64_t> nextConnId_{1};
+  // One per I/O loop (the server's own without threads), from start(). Each
+  // is also held by the tear-down functor queued to its loop by ~TcpServer,
+  // so it lives until its connections are gone.
+  std::vector<std::shared_ptr<LoopState>> loopStates_;
+  size_t nextLoop_ = 0;  // kHandOver's round-robin
 };
 
 }  // namespace libnet

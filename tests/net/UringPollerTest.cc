@@ -389,7 +389,9 @@ TEST_F(UringManyConnectionsTest, ThousandConcurrentConnectionsOnTwoIoLoopsEchoEv
     EXPECT_EQ(notOnRing, 0);
     EXPECT_EQ(perLoop.size(), 2u);
     EXPECT_EQ(perLoop.count(server.loop()), 0u) << "a connection was served on the accept loop";
-    for (const auto& [loop, n] : perLoop) EXPECT_EQ(n, kConnections / 2);
+    // One listening socket per loop (the default AcceptMode): the kernel
+    // spreads connections by a hash of their addresses, about evenly.
+    for (const auto& [loop, n] : perLoop) EXPECT_GE(n, kConnections / 4);
   }
   clients.clear();
   EXPECT_TRUE(waitUntil([&] { return server.downs_.load() == kConnections; }));
