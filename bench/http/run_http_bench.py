@@ -363,6 +363,8 @@ class Server:
             binary = ctx["binary"] if stem == self.name else ctx["baseline"]
             argv = [binary, "--port", str(self.port), "--threads", str(ctx["threads"]),
                     "--backend", stem.split("-", 1)[1], "--root", ctx["www"]]
+            if ctx["threads"] > 0:
+                argv += ["--accept", ctx["accept"]]
         # Output goes to a file, not a pipe: a chatty server can never block on
         # a full pipe, and the file is there to quote when something fails.
         with open(self.logpath, "w") as out:
@@ -807,6 +809,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0,
                     help="http_server --threads (default 0: one loop thread accepts and serves, "
                     "as nginx's single worker does)")
+    ap.add_argument("--accept", choices=["per-loop", "hand-over"], default="per-loop",
+                    help="http_server --accept, with --threads (default per-loop)")
     ap.add_argument("--server-cpus", default=str(SERVER_CPU),
                     help="CPUs the server is pinned to, taskset's list (default %d)" % SERVER_CPU)
     ap.add_argument("--client-cpus", default=str(CLIENT_CPU),
@@ -833,7 +837,8 @@ def main():
     scenarios = [s for s in SCENARIOS if s in scenarios]  # table order
 
     ctx = {"threads": args.threads, "quiet_wait": args.quiet_wait,
-           "server_cpus": args.server_cpus, "client_cpus": args.client_cpus}
+           "server_cpus": args.server_cpus, "client_cpus": args.client_cpus,
+           "accept": args.accept}
     missing = []
     ctx["wrk"] = find_tool("wrk")
     if ctx["wrk"] is None:

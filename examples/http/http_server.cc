@@ -22,6 +22,7 @@
 #include "examples/common/QuitOnSignal.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/TcpServer.h"
 #include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
 
@@ -32,6 +33,7 @@ using libnet::Flags;
 using libnet::InetAddress;
 using libnet::PollerKind;
 using libnet::QuitOnSignal;
+using libnet::TcpServer;
 using libnet::http::HttpRequest;
 using libnet::http::HttpResponse;
 using libnet::http::HttpServer;
@@ -42,12 +44,15 @@ constexpr int kExitSetupError = 1;
 constexpr const char* kUsage =
     "usage: http_server [--address ADDR] [--port N] [--threads N] [--backend B] [--root DIR]\n"
     "                   [--idle-timeout S] [--header-timeout S] [--max-body BYTES]\n"
-    "                   [--max-body-memory BYTES]\n"
+    "                   [--max-body-memory BYTES] [--accept MODE]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
     "  --threads N           I/O loop threads; 0 serves everything on the main thread (default 0)\n"
     "  --backend B           epoll, uring or auto (default auto: io_uring if it works here)\n"
+    "  --accept MODE         with --threads: per-loop (a SO_REUSEPORT listening socket per I/O\n"
+    "                        loop, each accepting its own) or hand-over (the main loop accepts\n"
+    "                        and hands connections to the I/O loops) (default per-loop)\n"
     "  --root DIR            serve files under DIR (default: none, only /hello)\n"
     "  --idle-timeout S      close keep-alive connections idle for S seconds; 0 never (default "
     "60)\n"
@@ -89,6 +94,17 @@ int main(int argc, char* argv[]) {
   flags.addInt("--header-timeout", &headerTimeout, 1, 86400);
   flags.addInt("--max-body", &maxBody, 0, 1 << 30);
   // A byte count, not an int: a budget of several GiB is reasonable.
+  TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
+  flags.addCustom("--accept", [&acceptMode](std::string_view value) {
+    if (value == "per-loop") {
+      acceptMode = TcpServer::AcceptMode::kPerLoop;
+    } else if (value == "hand-over") {
+      acceptMode = TcpServer::AcceptMode::kHandOver;
+    } else {
+      return "invalid value '" + std::string(value) + "' (expected per-loop or hand-over)";
+    }
+    return std::string();
+  });
   flags.addCustom("--max-body-memory", [&maxBodyMemory](std::string_view value) {
     size_t parsed = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
@@ -115,6 +131,7 @@ int main(int argc, char* argv[]) {
     options.maxBufferedBodyBytes = maxBodyMemory;
     HttpServer server(&loop, *listenAddr, "http", options);
     server.setThreadNum(threads);
+    server.tcpServer().setAcceptMode(acceptMode);
     server.setHandler([&files](const HttpRequest& request, HttpResponse* response) {
       if (request.path() == "/hello") {
         response->setStatus(200);

@@ -599,6 +599,85 @@ TEST_P(TcpServerTest, ManyShortConnectionsLeaveNoFds) {
       << test::openFdCount() << " fds open, " << baseline << " before";
 }
 
+// The short-connection path end to end, in both accept modes on two I/O
+// loops: 5000 connections each, every one answered with exactly its own bytes
+// and then closed by the server (closeAfterOutput, as an HTTP server does
+// for "Connection: close"), then a storm of peers that send and reset at
+// once; afterwards no fd is left open and the server still serves.
+TEST_P(TcpServerTest, ShortConnectionStormsAreAnsweredAndLeaveNoFdsInBothAcceptModes) {
+  constexpr int kConnections = 5000;
+  constexpr int kResets = 1000;
+  for (const TcpServer::AcceptMode mode :
+       {TcpServer::AcceptMode::kPerLoop, TcpServer::AcceptMode::kHandOver}) {
+    SCOPED_TRACE(mode == TcpServer::AcceptMode::kPerLoop ? "per loop" : "hand over");
+    const int baseline = test::openFdCount();
+    startServer(
+        [mode](TcpServer& server) {
+          server.setAcceptMode(mode);
+          server.setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
+            if (buffer->readableBytes() < 16) return;  // the whole request first
+            conn->send(buffer);
+            conn->closeAfterOutput();
+          });
+        },
+        2);
+    for (int i = 0; i < kConnections; ++i) {
+      BlockingClient client(address_);
+      char request[17];
+      std::snprintf(request, sizeof request, "request %08d", i);
+      ASSERT_TRUE(client.sendAll(std::string_view(request, 16))) << "connection " << i;
+      bool eof = false;
+      ASSERT_EQ(client.recvUntilEof(&eof), std::string_view(request, 16)) << "connection " << i;
+      ASSERT_TRUE(eof) << "connection " << i;
+    }
+    for (int i = 0; i < kResets; ++i) {
+      BlockingClient client(address_);
+      ASSERT_TRUE(client.sendAll("reset right away"));
+      client.resetConnection();
+    }
+    EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }))
+        << connectionCount() << " connections left";
+    EXPECT_EQ(ups_.load(), kConnections + kResets);
+    EXPECT_TRUE(waitUntil([&] { return downs_.load() == kConnections + kResets; }))
+        << downs_.load() << " of " << kConnections + kResets << " connections went down";
+    {
+      BlockingClient client(address_);
+      ASSERT_TRUE(client.sendAll("still serving...")) ;
+      bool eof = false;
+      EXPECT_EQ(client.recvUntilEof(&eof), "still serving...");
+    }
+    stopServer();
+    EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+        << test::openFdCount() << " fds open, " << baseline << " before";
+  }
+}
+
+// One listening socket per loop takes SO_REUSEPORT, yet another server
+// binding the port still gets "address in use", as without threads.
+TEST_P(TcpServerTest, PerLoopListenersStillRefuseASecondServerOnThePort) {
+  startServer({}, 2);
+  EXPECT_THROW(runSync(loop_, [&] { TcpServer other(loop_, address_, "other"); }),
+               std::system_error);
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll("ping"));
+  EXPECT_EQ(client.recvExactly(4), "ping");
+}
+
+// TCP_DEFER_ACCEPT: a connection is handed to the server once its first bytes
+// have arrived; a silent one waits in the kernel (here for up to 30 s, far
+// longer than the test takes).
+TEST_P(TcpServerTest, DeferAcceptHandsOverConnectionsOnceTheyHaveSpoken) {
+  startServer([](TcpServer& server) { server.setDeferAccept(30); }, 2);
+  BlockingClient silent(address_);
+  BlockingClient talker(address_);
+  ASSERT_TRUE(talker.sendAll("hello"));
+  EXPECT_EQ(talker.recvExactly(5), "hello");
+  EXPECT_EQ(connectionCount(), 1u) << "the silent connection was accepted before speaking";
+  ASSERT_TRUE(silent.sendAll("late"));
+  EXPECT_EQ(silent.recvExactly(4), "late");
+  EXPECT_EQ(connectionCount(), 2u);
+}
+
 TEST_P(TcpServerTest, DestroyingServerClosesLiveConnections) {
   startServer({}, 2);
   std::vector<std::unique_ptr<BlockingClient>> clients;
