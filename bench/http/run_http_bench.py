@@ -69,7 +69,12 @@ HELLO_BODY = b"hello world\n"
 FILES = {"1k.bin": 1024, "148k.bin": 148 * 1024}
 
 ALL_SERVERS = ["nginx", "libnet-epoll", "libnet-uring"]
-SHORT = {"nginx": "nginx", "libnet-epoll": "epoll", "libnet-uring": "uring"}
+# With --threads: the libnet servers in the other accept mode (hand-over:
+# the main loop accepts and hands connections to the I/O loops), to run next
+# to the default per-loop ones; ask for them by name in --servers.
+HANDOVER_SERVERS = ["libnet-epoll-handover", "libnet-uring-handover"]
+SHORT = {"nginx": "nginx", "libnet-epoll": "epoll", "libnet-uring": "uring",
+         "libnet-epoll-handover": "epoll-ho", "libnet-uring-handover": "uring-ho"}
 # --baseline-binary: each libnet server gets a twin, named with the suffix,
 # that runs the baseline build.
 BASE_SUFFIX = "@base"
@@ -363,8 +368,10 @@ class Server:
             binary = ctx["binary"] if stem == self.name else ctx["baseline"]
             argv = [binary, "--port", str(self.port), "--threads", str(ctx["threads"]),
                     "--backend", stem.split("-", 1)[1], "--root", ctx["www"]]
+            argv[argv.index("--backend") + 1] = stem.split("-")[1]
             if ctx["threads"] > 0:
-                argv += ["--accept", ctx["accept"]]
+                argv += ["--accept",
+                         "hand-over" if stem.endswith("-handover") else ctx["accept"]]
         # Output goes to a file, not a pipe: a chatty server can never block on
         # a full pipe, and the file is there to quote when something fails.
         with open(self.logpath, "w") as out:
@@ -797,7 +804,8 @@ def main():
     ap.add_argument("--reps", type=int, help="runs per server and scenario (default 3; --quick 1)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 3 s x 1 rep")
     ap.add_argument("--servers", default=",".join(ALL_SERVERS),
-                    help="comma-separated, in run order: " + ", ".join(ALL_SERVERS))
+                    help="comma-separated, in run order: " + ", ".join(ALL_SERVERS) +
+                    " (default), and with --threads " + ", ".join(HANDOVER_SERVERS))
     ap.add_argument("--scenarios", default="hello,close,static",
                     help="comma-separated scenarios (%s) or groups (%s)" %
                     (", ".join(SCENARIOS), ", ".join(GROUPS)))
@@ -831,7 +839,7 @@ def main():
 
     seconds = args.seconds or (3 if args.quick else 10)
     reps = args.reps or (1 if args.quick else 3)
-    servers = parse_list(args.servers, ALL_SERVERS, "server")
+    servers = parse_list(args.servers, ALL_SERVERS + HANDOVER_SERVERS, "server")
     groups = {g: [s for s in SCENARIOS if SCENARIOS[s][0] == g] for g in GROUPS}
     scenarios = parse_list(args.scenarios, SCENARIOS, "scenario", groups)
     scenarios = [s for s in SCENARIOS if s in scenarios]  # table order

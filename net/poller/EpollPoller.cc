@@ -11,12 +11,6 @@
 
 namespace libnet {
 
-namespace {
-// Channel::pollerState() values.
-constexpr int kNew = -1;
-constexpr int kAdded = 1;
-constexpr int kDetached = 2;  // known, but with no interest: not in the epoll set
-}  // namespace
 
 EpollPoller::EpollPoller(EventLoop* loop)
     : Poller(loop), epollFd_(::epoll_create1(EPOLL_CLOEXEC)), events_(kInitEventListSize) {
@@ -33,8 +27,15 @@ Timestamp EpollPoller::poll(Duration timeout, ChannelList* active) {
   const Timestamp now = Timestamp::now();
   if (n > 0) {
     for (int i = 0; i < n; ++i) {
-      auto* channel = static_cast<Channel*>(events_[static_cast<size_t>(i)].data.ptr);
-      channel->setReturnedEvents(events_[static_cast<size_t>(i)].events);
+      const epoll_event& event = events_[static_cast<size_t>(i)];
+      const auto slot = static_cast<uint32_t>(event.data.u64);
+      const auto generation = static_cast<uint32_t>(event.data.u64 >> 32);
+      // A registration left behind by an fd closed without EPOLL_CTL_DEL
+      // whose socket lives on elsewhere (see EpollPoller.h): not ours.
+      if (slot >= slots_.size() || slots_[slot].generation != generation) continue;
+      Channel* channel = slots_[slot].channel;
+      if (channel == nullptr) continue;
+      channel->setReturnedEvents(event.events);
       active->push_back(channel);
     }
     // A full batch suggests more were ready: take more next time.
@@ -48,37 +49,62 @@ Timestamp EpollPoller::poll(Duration timeout, ChannelList* active) {
 
 void EpollPoller::updateChannel(Channel* channel) {
   ownerLoop_->assertInLoopThread();
-  const int state = channel->pollerState();
-  if (state == kNew || state == kDetached) {
-    if (channel->isNoneEvent()) {
-      channel->setPollerState(kDetached);
-      return;
+  if (channel->pollerState() < 0) {
+    uint32_t slot;
+    if (!freeSlots_.empty()) {
+      slot = freeSlots_.back();
+      freeSlots_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(slots_.size());
+      slots_.emplace_back();
     }
-    control(EPOLL_CTL_ADD, channel);
-    channel->setPollerState(kAdded);
+    slots_[slot].channel = channel;
+    channel->setPollerState(static_cast<int>(slot));
+  }
+  const auto slot = static_cast<uint32_t>(channel->pollerState());
+  Slot& s = slots_[slot];
+  if (!s.added) {
+    if (channel->isNoneEvent()) return;
+    control(EPOLL_CTL_ADD, channel, slot);
+    s.added = true;
   } else if (channel->isNoneEvent()) {
-    control(EPOLL_CTL_DEL, channel);
-    channel->setPollerState(kDetached);
+    control(EPOLL_CTL_DEL, channel, slot);
+    s.added = false;
   } else {
-    control(EPOLL_CTL_MOD, channel);
+    control(EPOLL_CTL_MOD, channel, slot);
   }
 }
 
 void EpollPoller::removeChannel(Channel* channel) {
   ownerLoop_->assertInLoopThread();
-  if (channel->pollerState() == kAdded) control(EPOLL_CTL_DEL, channel);
-  channel->setPollerState(kNew);
+  if (channel->pollerState() < 0) return;
+  const auto slot = static_cast<uint32_t>(channel->pollerState());
+  if (slots_[slot].added) control(EPOLL_CTL_DEL, channel, slot);
+  freeSlot(channel);
 }
 
 void EpollPoller::removeChannelBeforeClose(Channel* channel) {
   ownerLoop_->assertInLoopThread();
-  channel->setPollerState(kNew);
+  if (channel->pollerState() < 0) return;
+  freeSlot(channel);
 }
 
-void EpollPoller::control(int op, Channel* channel) {
+void EpollPoller::freeSlot(Channel* channel) {
+  const auto slot = static_cast<uint32_t>(channel->pollerState());
+  Slot& s = slots_[slot];
+  s.channel = nullptr;
+  s.added = false;
+  // Events of the old registration, already fetched or still to come (its
+  // socket kept alive elsewhere), now read as stale.
+  ++s.generation;
+  freeSlots_.push_back(slot);
+  channel->setPollerState(-1);
+}
+
+void EpollPoller::control(int op, Channel* channel, uint32_t slot) {
   struct epoll_event event {};
   event.events = channel->events() | EPOLLET;
-  event.data.ptr = channel;
+  event.data.u64 = (static_cast<uint64_t>(slots_[slot].generation) << 32) | slot;
   if (::epoll_ctl(epollFd_.get(), op, channel->fd(), &event) < 0) {
     // ADD/MOD failing means a broken invariant (bad or duplicate fd); DEL of an
     // fd that was already closed elsewhere is only worth a log line.

@@ -1,12 +1,22 @@
 // EpollPoller: the Poller backend on epoll with EPOLLET. Each Channel is added
 // once with the interest it has and modified only when that interest changes;
 // a connection (EpollConnectionIo) registers read and write together once, so
-// the hot path makes no epoll_ctl calls. Owned by the EventLoop; loop thread
-// only.
+// the hot path makes no epoll_ctl calls.
+//
+// An event names its Channel by a slot of this poller's table and the slot's
+// generation (epoll_event.data), not by the Channel's address: a connection's
+// fd is closed without EPOLL_CTL_DEL (removeChannelBeforeClose), and should
+// its socket live on elsewhere (a child forked without exec, a dup), epoll
+// keeps reporting the old registration; those events carry a generation
+// that is no longer the slot's and are dropped, where a pointer would point
+// at a freed Channel.
+//
+// Owned by the EventLoop; loop thread only.
 #pragma once
 
 #include <sys/epoll.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "base/UniqueFd.h"
@@ -33,10 +43,19 @@ class EpollPoller final : public Poller {
 
  private:
   static constexpr int kInitEventListSize = 64;
-  void control(int op, Channel* channel);
+  struct Slot {
+    Channel* channel = nullptr;
+    uint32_t generation = 0;
+    bool added = false;  // in the epoll set
+  };
+
+  void control(int op, Channel* channel, uint32_t slot);
+  void freeSlot(Channel* channel);
 
   UniqueFd epollFd_;
   std::vector<struct epoll_event> events_;
+  std::vector<Slot> slots_;  // Channel::pollerState() is the index
+  std::vector<uint32_t> freeSlots_;
 };
 
 }  // namespace libnet
