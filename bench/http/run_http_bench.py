@@ -344,10 +344,11 @@ class Server:
 
     unannounced_warned = False
 
-    def __init__(self, name, ctx, port):
+    def __init__(self, name, ctx, port, prefix=()):
         self.name = name
         self.ctx = ctx
         self.port = port
+        self.prefix = list(prefix)  # a wrapper such as strace, run under taskset
         self.proc = None
         self.logpath = os.path.join(ctx["tmp"], "%s-%d.log" % (name, port))
 
@@ -375,7 +376,7 @@ class Server:
         # Output goes to a file, not a pipe: a chatty server can never block on
         # a full pipe, and the file is there to quote when something fails.
         with open(self.logpath, "w") as out:
-            self.proc = subprocess.Popen(pinned(ctx["server_cpus"], argv), stdout=out,
+            self.proc = subprocess.Popen(pinned(ctx["server_cpus"], self.prefix + argv), stdout=out,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          preexec_fn=raise_nofile)
         self.wait_ready()
@@ -676,6 +677,7 @@ def markdown_table(group, scenarios, servers, results):
     header += ["%s req/s" % s for s in servers]
     header += ["%s/nginx" % short(s) for s in others]
     header += ["%s now/base" % short(s) for s in twins]
+    header += ["p50 ms %s" % s for s in servers]
     header += ["p99 ms %s" % s for s in servers]
     header += ["max ms %s" % s for s in servers]
     header += ["server CPU s/100k %s" % s for s in servers]
@@ -698,6 +700,7 @@ def markdown_table(group, scenarios, servers, results):
         row += [med_cell([r["rps"] for r in ok[s]], fmt_rps) for s in servers]
         row += [ratio(med[s], med["nginx"]) for s in others]
         row += [ratio(med[s], med[s + BASE_SUFFIX]) for s in twins]
+        row += [med_cell([r["p50_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
         row += [med_cell([r["p99_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
         row += [med_cell([r["max_ms"] for r in ok[s]], lambda v: "%.0f" % v) for s in servers]
         row += [med_cell([r["cpu_per_100k"] for r in ok[s]], lambda v: "%.2f" % v)
@@ -730,6 +733,80 @@ def markdown_table(group, scenarios, servers, results):
     if failed:
         lines.append("")
         lines += ["- " + f for f in failed]
+    lines.append("")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------ system calls
+
+# Calls a loop makes once per turn, shared by the connections of that turn.
+PER_TURN_CALLS = ("epoll_wait", "io_uring_enter")
+SYSCALL_RUN_SECONDS = 3
+SYSCALL_RUN_CONNS = 100
+
+
+def count_syscalls(ctx, name, port):
+    """Runs NAME under `strace -f -c` while wrk makes short connections
+    (GET /hello, `Connection: close`) for a few seconds; returns
+    ({syscall: calls}, completed requests). The server's start and stop
+    are in the counts too: a few hundred calls against tens of thousands."""
+    summary = os.path.join(ctx["tmp"], "strace-%s-%d.txt" % (name, port))
+    server = Server(name, ctx, port, prefix=["strace", "-f", "-qq", "-c", "-o", summary])
+    try:
+        server.start()
+        argv = pinned(ctx["client_cpus"],
+                      [ctx["wrk"], "-t1", "-c%d" % SYSCALL_RUN_CONNS,
+                       "-d%ds" % SYSCALL_RUN_SECONDS, "-H", "Connection: close",
+                       "http://127.0.0.1:%d/hello" % server.port])
+        w = subprocess.run(argv, capture_output=True, text=True,
+                           timeout=SYSCALL_RUN_SECONDS + 60, preexec_fn=raise_nofile)
+        m = re.search(r"^\s*(\d+) requests in", w.stdout, re.M)
+        if w.returncode != 0 or not m:
+            raise RunError("wrk failed under strace: %s" % (w.stdout + w.stderr)[-300:])
+        requests = int(m.group(1))
+    finally:
+        # The traced server is strace's child (nginx: its master, which
+        # stops the worker); strace writes the summary when it exits.
+        if server.proc is not None and server.proc.poll() is None:
+            for pid in process_tree(server.proc.pid):
+                if pid != server.proc.pid:
+                    try:
+                        os.kill(pid, signal.SIGTERM)
+                    except OSError:
+                        pass
+                    break
+            try:
+                server.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.stop()
+    calls = {}
+    with open(summary) as f:
+        for line in f:
+            fields = line.split()
+            if (len(fields) >= 5 and re.fullmatch(r"[\d.]+", fields[0]) and fields[3].isdigit()
+                    and fields[-1] != "total"):
+                calls[fields[-1]] = int(fields[3])
+    return calls, requests
+
+
+def syscall_table(ctx, servers, next_port):
+    lines = ["### System calls per request (a new connection per request, %d connections, "
+             "`strace -f -c` over a %d s wrk run)" % (SYSCALL_RUN_CONNS, SYSCALL_RUN_SECONDS), "",
+             "| server | per request | without %s | calls made at least once per 50 requests |" %
+             " / ".join(PER_TURN_CALLS), "|---|---|---|---|"]
+    for name in servers:
+        log("system calls: %s under strace" % name)
+        try:
+            calls, requests = count_syscalls(ctx, name, next_port())
+        except (RunError, OSError, subprocess.SubprocessError) as e:
+            lines.append("| %s | failed: %s | | |" % (name, e))
+            continue
+        per = {k: v / requests for k, v in calls.items()}
+        total = sum(per.values())
+        own = sum(v for k, v in per.items() if k not in PER_TURN_CALLS)
+        shown = ", ".join("%s %.2f" % (k, v) for k, v in sorted(per.items(), key=lambda kv: -kv[1])
+                          if v >= 0.02)
+        lines.append("| %s | %.2f | %.2f | %s |" % (name, total, own, shown))
     lines.append("")
     return "\n".join(lines)
 
@@ -819,6 +896,9 @@ def main():
                     "as nginx's single worker does)")
     ap.add_argument("--accept", choices=["per-loop", "hand-over"], default="per-loop",
                     help="http_server --accept, with --threads (default per-loop)")
+    ap.add_argument("--syscalls", action="store_true",
+                    help="after the tables, run each server once more under strace -f -c "
+                    "with short connections and print the system calls per request")
     ap.add_argument("--server-cpus", default=str(SERVER_CPU),
                     help="CPUs the server is pinned to, taskset's list (default %d)" % SERVER_CPU)
     ap.add_argument("--client-cpus", default=str(CLIENT_CPU),
@@ -1094,6 +1174,8 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
         in_group = [s for s in scenarios if SCENARIOS[s][0] == group]
         if in_group and active:
             print(markdown_table(group, in_group, active, results))
+    if args.syscalls and active:
+        print(syscall_table(ctx, active, next_port))
     log("CSV: %s (%s total)" % (csv_path, fmt_dur(time.time() - t0)))
     failed = any("error" in r for runs in results.values() for r in runs)
     return 1 if skipped or failed else 0

@@ -44,7 +44,7 @@ constexpr int kExitSetupError = 1;
 constexpr const char* kUsage =
     "usage: http_server [--address ADDR] [--port N] [--threads N] [--backend B] [--root DIR]\n"
     "                   [--idle-timeout S] [--header-timeout S] [--max-body BYTES]\n"
-    "                   [--max-body-memory BYTES] [--accept MODE]\n"
+    "                   [--max-body-memory BYTES] [--accept MODE] [--defer-accept S]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -53,6 +53,8 @@ constexpr const char* kUsage =
     "  --accept MODE         with --threads: per-loop (a SO_REUSEPORT listening socket per I/O\n"
     "                        loop, each accepting its own) or hand-over (the main loop accepts\n"
     "                        and hands connections to the I/O loops) (default per-loop)\n"
+    "  --defer-accept S      TCP_DEFER_ACCEPT: take a connection only once its request has\n"
+    "                        started to arrive, or after about S seconds; 0 off (default 0)\n"
     "  --root DIR            serve files under DIR (default: none, only /hello)\n"
     "  --idle-timeout S      close keep-alive connections idle for S seconds; 0 never (default "
     "60)\n"
@@ -92,6 +94,8 @@ int main(int argc, char* argv[]) {
   flags.addDirectory("--root", &root);
   flags.addInt("--idle-timeout", &idleTimeout, 0, 86400);
   flags.addInt("--header-timeout", &headerTimeout, 1, 86400);
+  int deferAccept = 0;
+  flags.addInt("--defer-accept", &deferAccept, 0, 3600);
   flags.addInt("--max-body", &maxBody, 0, 1 << 30);
   // A byte count, not an int: a budget of several GiB is reasonable.
   TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
@@ -132,6 +136,7 @@ int main(int argc, char* argv[]) {
     HttpServer server(&loop, *listenAddr, "http", options);
     server.setThreadNum(threads);
     server.tcpServer().setAcceptMode(acceptMode);
+    server.tcpServer().setDeferAccept(deferAccept);
     server.setHandler([&files](const HttpRequest& request, HttpResponse* response) {
       if (request.path() == "/hello") {
         response->setStatus(200);

@@ -75,6 +75,7 @@ void HttpRequest::clear() {
   // capacity that vector::clear() would free. Pushed last field first, so
   // addHeader() pops them in the old order: requests from one client repeat
   // their fields, and each string then gets a value of the size it had.
+  spareHeaders_.reserve(spareHeaders_.size() + headers_.size());
   for (auto it = headers_.rbegin(); it != headers_.rend(); ++it) {
     spareHeaders_.push_back(std::move(*it));
   }
@@ -83,6 +84,8 @@ void HttpRequest::clear() {
 
 void HttpRequest::addHeader(std::string_view name, std::string_view value) {
   if (spareHeaders_.empty()) {
+    // Room for a typical request's fields at once, not 1, 2, 4, 8 in turn.
+    if (headers_.capacity() == 0) headers_.reserve(kTypicalHeaders);
     headers_.emplace_back(name, value);
     return;
   }

@@ -80,6 +80,7 @@ class HttpRequest {
   std::string target_;
   std::string path_;
   std::string query_;
+  static constexpr size_t kTypicalHeaders = 8;
   std::vector<Header> headers_;
   // Fields from earlier requests, kept for their string capacity.
   std::vector<Header> spareHeaders_;

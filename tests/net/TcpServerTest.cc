@@ -661,15 +661,16 @@ TEST_P(TcpServerTest, ShortConnectionStormsAreAnsweredAndLeaveNoFdsInBothAcceptM
 // dropped, not dispatched to the freed Channel (ASan would report the use
 // after free), and the server must go on serving.
 TEST_P(TcpServerTest, EventsOfASocketThatOutlivedItsConnectionAreDropped) {
-  std::atomic<int> duplicate{-1};
-  std::atomic<int> downs{0};
+  // Shared with the callbacks, which may run until the server is gone.
+  auto duplicate = std::make_shared<std::atomic<int>>(-1);
+  auto downs = std::make_shared<std::atomic<int>>(0);
   startServer(
-      [&](TcpServer& server) {
-        server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      [duplicate, downs](TcpServer& server) {
+        server.setConnectionCallback([duplicate, downs](const TcpConnectionPtr& conn) {
           if (!conn->connected()) {
-            downs.fetch_add(1);
-          } else if (duplicate.load() < 0) {
-            duplicate.store(::dup(conn->fd()));
+            downs->fetch_add(1);
+          } else if (duplicate->load() < 0) {
+            duplicate->store(::dup(conn->fd()));
           }
         });
         server.setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
@@ -681,21 +682,22 @@ TEST_P(TcpServerTest, EventsOfASocketThatOutlivedItsConnectionAreDropped) {
   BlockingClient first(address_);
   ASSERT_TRUE(first.sendAll("one"));
   EXPECT_EQ(first.recvExactly(3), "one");
-  ASSERT_TRUE(waitUntil([&] { return downs.load() == 1; }));
-  ASSERT_GE(duplicate.load(), 0);
+  ASSERT_TRUE(waitUntil([&] { return downs->load() == 1; }));
+  ASSERT_GE(duplicate->load(), 0);
   // The duplicate keeps the socket open: these bytes make epoll report the
   // old registration (the connection is gone).
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(first.sendAll("stale"));
   BlockingClient second(address_);
   ASSERT_TRUE(second.sendAll("two"));
   EXPECT_EQ(second.recvExactly(3), "two");
-  ASSERT_TRUE(waitUntil([&] { return downs.load() == 2; }));
-  ::close(duplicate.load());
+  ASSERT_TRUE(waitUntil([&] { return downs->load() == 2; }));
+  ::close(duplicate->load());
   bool eof = false;
   (void)first.recvUntilEof(&eof);  // the last reference gone, the socket closes
   BlockingClient third(address_);
   ASSERT_TRUE(third.sendAll("three"));
   EXPECT_EQ(third.recvExactly(5), "three");
+  stopServer();
 }
 
 // One listening socket per loop takes SO_REUSEPORT, yet another server

@@ -33,7 +33,12 @@ stop_servers() {
 }
 trap stop_servers EXIT
 
-"$SERVER" 127.0.0.1 0 2 >"$TMP/server.out" 2>"$TMP/server.err" &
+# Created here, not by the background job's redirection: the polls below
+# may run before the job has opened them (sed on a missing file fails, and
+# set -e would end the test).
+: >"$TMP/server.out"
+: >"$TMP/stuck.out"
+"$SERVER" 127.0.0.1 0 2 >>"$TMP/server.out" 2>"$TMP/server.err" &
 server_pid=$!
 port=""
 for _ in $(seq 400); do
@@ -57,7 +62,7 @@ s.bind(("127.0.0.1", 0))
 s.listen(1)
 print(s.getsockname()[1], flush=True)
 signal.pause()  # until the SIGTERM of stop_servers
-' >"$TMP/stuck.out" &
+' >>"$TMP/stuck.out" &
 stuck_pid=$!
 stuck_port=""
 for _ in $(seq 400); do

@@ -41,7 +41,9 @@ trap stop_server EXIT
 start_server() {
   local name=$1
   shift
-  "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  # Created first: the poll below may run before the job has opened it.
+  : >"$TMP/$name.out"
+  "$@" >>"$TMP/$name.out" 2>"$TMP/$name.err" &
   server_pid=$!
   port=""
   for _ in $(seq 200); do
