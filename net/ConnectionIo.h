@@ -112,8 +112,10 @@ class ConnectionIo {
   virtual void flush() = 0;
   // Stop all I/O now: the connection is closed and its output dropped.
   virtual void close() = 0;
-  // The owner is done with the fd: onReleased() follows as soon as no
-  // operation is in flight (perhaps from inside this call).
+  // The owner is done with the fd: onReleased() follows, from inside this
+  // call (both strategies: an io_uring op still in flight holds the socket in
+  // the kernel, not the fd). The strategy may outlive the call until its
+  // last op in flight completes (it keeps the owner alive meanwhile).
   virtual void release() = 0;
 };
 

@@ -90,6 +90,18 @@ void UringConnectionIo::cancel(UringOp op) {
 void UringConnectionIo::release() {
   closed_ = true;
   released_ = true;
+  // The slot and the fd go now, in the same submission as the cancels that
+  // close() queued (and after them): an op still in flight holds the socket
+  // in the kernel until it completes, so the peer sees the close only then,
+  // and its completion still comes to this handler. Waiting for those
+  // completions before closing cost a short connection one more loop turn.
+  if (fixed_ >= 0) {
+    // Before the fd's own close: the table's reference would otherwise keep
+    // the socket open.
+    poller_->unregisterFile(fixed_);
+    fixed_ = -1;
+  }
+  poller_->closeFile(owner_->onReleased());
   releaseIfIdle();  // or when the last op in flight completes
 }
 
@@ -112,16 +124,9 @@ void UringConnectionIo::releaseIfIdle() {
     poller_->unregisterHandler(token_);
     token_ = 0;
   }
-  // Before the owner closes the fd: the table's reference would otherwise
-  // keep the socket open.
-  if (fixed_ >= 0) {
-    poller_->unregisterFile(fixed_);
-    fixed_ = -1;
-  }
   // Nothing will be sent any more: received bytes queued in place go back
   // to the ring now, while it exists (the connection may outlive the loop).
   output_->releaseViews();
-  poller_->closeFile(owner_->onReleased());
 }
 
 void UringConnectionIo::armRecv() {

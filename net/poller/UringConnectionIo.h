@@ -15,7 +15,11 @@
 // socket is full.
 //
 // Every op in flight keeps the connection alive (Owner::keepAlive); closing
-// cancels them, and release() reports the fd free only when none is left.
+// cancels them (each by its user_data), and release() empties the socket's
+// file-table slot and closes its fd through the ring at once, in the same
+// submission as those cancels: the kernel holds the socket for the ops still
+// in flight, whose completions still come here; the handler is unregistered
+// when the last one has.
 //
 // Owned by its TcpConnection; loop thread only.
 #pragma once
