@@ -82,19 +82,13 @@ int Socket::getSocketError(int fd) {
 }
 
 InetAddress Socket::localAddress(int fd) {
-  sockaddr_storage storage{};
-  socklen_t len = sizeof storage;
-  InetAddress address;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &len) == 0) {
-    address.setSockAddr(storage);
-  } else {
-    LOG_SYSERR << "getsockname fd=" << fd;
-  }
-  return address;
+  if (std::optional<InetAddress> address = tryAddress(fd, false)) return *address;
+  LOG_SYSERR << "getsockname fd=" << fd;
+  return InetAddress();
 }
 
 InetAddress Socket::peerAddress(int fd) {
-  if (std::optional<InetAddress> address = tryPeerAddress(fd)) return *address;
+  if (std::optional<InetAddress> address = tryAddress(fd, true)) return *address;
   if (errno == ENOTCONN) {
     LOG_DEBUG << "getpeername fd=" << fd << ": the peer is gone";
   } else {
@@ -102,8 +96,6 @@ InetAddress Socket::peerAddress(int fd) {
   }
   return InetAddress();
 }
-
-std::optional<InetAddress> Socket::tryPeerAddress(int fd) { return tryAddress(fd, true); }
 
 std::optional<InetAddress> Socket::tryAddress(int fd, bool peer) {
   sockaddr_storage storage{};

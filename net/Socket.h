@@ -41,11 +41,9 @@ class Socket {
   [[nodiscard]] static int getSocketError(int fd);
   [[nodiscard]] static InetAddress localAddress(int fd);
   [[nodiscard]] static InetAddress peerAddress(int fd);
-  // The peer's address, or nullopt with errno set (ENOTCONN: the peer reset
-  // the connection before anyone asked). Logs nothing.
-  [[nodiscard]] static std::optional<InetAddress> tryPeerAddress(int fd);
   // The peer's (getpeername) or the local (getsockname) address, or nullopt
-  // with errno set. Logs nothing.
+  // with errno set (ENOTCONN: the peer reset the connection before anyone
+  // asked for its address). Logs nothing.
   [[nodiscard]] static std::optional<InetAddress> tryAddress(int fd, bool peer);
   // Errors a peer or the network causes on an established connection
   // (reset, broken pipe, no longer connected, timed out, unreachable):

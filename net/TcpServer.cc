@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "base/Logging.h"
 #include "net/Acceptor.h"

@@ -30,7 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"

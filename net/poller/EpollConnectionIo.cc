@@ -85,7 +85,7 @@ void EpollConnectionIo::release() {
   // (accepted close-on-exec, never duplicated): closing it takes it out of
   // the epoll set, so no EPOLL_CTL_DEL first.
   channel_.removeBeforeClose();
-  UniqueFd fd = owner_->onReleased();  // nothing is ever in flight here
+  owner_->onReleased().reset();  // nothing is ever in flight here
 }
 
 // The connection outlives both handlers while they run: the Channel's tie

@@ -11,7 +11,6 @@
 
 namespace libnet {
 
-
 EpollPoller::EpollPoller(EventLoop* loop)
     : Poller(loop), epollFd_(::epoll_create1(EPOLL_CLOEXEC)), events_(kInitEventListSize) {
   if (!epollFd_) throw std::system_error(errno, std::system_category(), "epoll_create1");
