@@ -79,6 +79,12 @@ EventLoop::~EventLoop() {
   // connection closed by its owner's destructor, still runs while the poller
   // exists, so nothing it owns dies registered.
   drainPendingFunctors();
+  if (!destroyHooks_.empty()) {
+    std::vector<Functor> hooks;
+    hooks.swap(destroyHooks_);
+    for (Functor& hook : hooks) runGuarded("a destroy hook", hook);
+    drainPendingFunctors();
+  }
   drainOperationsInFlight();
   wakeupChannel_->disableAll();
   wakeupChannel_->remove();
@@ -121,6 +127,11 @@ void EventLoop::loop() {
   drainPendingFunctors();
   quit_.store(false, std::memory_order_relaxed);
   looping_.store(false);
+}
+
+void EventLoop::runOnDestroy(Functor cb) {
+  assertInLoopThread();
+  destroyHooks_.push_back(std::move(cb));
 }
 
 void EventLoop::quit() {

@@ -57,6 +57,12 @@ class EventLoop {
   void queueInLoop(Functor cb);
   [[nodiscard]] size_t queueSize() const;
 
+  // Loop thread. Runs `cb` when the loop is destroyed, on the destroying
+  // thread: after the work still queued has run, before the timers and the
+  // backend go (what it queues in turn still runs). The coroutine layer
+  // destroys the tasks still suspended on this loop there (net/coro/Spawn.h).
+  void runOnDestroy(Functor cb);
+
   // Timers on the monotonic clock. Any thread.
   TimerId runAt(MonoTime when, TimerCallback cb);
   TimerId runAfter(Duration delay, TimerCallback cb);
@@ -138,6 +144,7 @@ class EventLoop {
   mutable std::mutex mutex_;
   std::vector<Functor> pendingFunctors_;  // guarded by mutex_
   std::vector<Functor> functors_;         // the batch being run (loop thread)
+  std::vector<Functor> destroyHooks_;     // runOnDestroy() (loop thread)
 };
 
 }  // namespace libnet

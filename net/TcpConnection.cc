@@ -210,6 +210,9 @@ void TcpConnection::shutdownInLoop() {
   if (output_.empty() && !writeShutdown_ && state_.load() != State::kDisconnected) {
     writeShutdown_ = true;
     socket_.shutdownWrite();
+    // Both sides are done (an attachment kept the connection open after the
+    // peer's half-close): nothing more can move.
+    if (peerClosed_) handleClose();
   }
   // Otherwise onOutputDrained() does it.
 }
@@ -244,6 +247,7 @@ void TcpConnection::handleClose() {
   // A throwing "down" callback is logged; the close goes on regardless, so
   // the owner still forgets the connection.
   callUser("connection (down)", [&] { connectionCallback_(guard); });
+  if (attachment_) attachment_->onClosed();
   if (closeCallback_) closeCallback_(guard);
 }
 
@@ -333,6 +337,7 @@ void TcpConnection::connectDestroyed() {
     io_->close();
     const TcpConnectionPtr self = shared_from_this();
     callUser("connection (down)", [&] { connectionCallback_(self); });
+    if (attachment_) attachment_->onClosed();
   }
   // Its buffers are freed when the last reference goes, soon after.
   loop_->bufferPool().noteFreed(bufferCapacity());
@@ -394,7 +399,8 @@ void TcpConnection::onOutputDrained() {
   output_.reclaim();
   checkOutputLimit();
   queueWriteComplete();
-  if (peerClosed_ || closeWhenDrained_) {
+  if (attachment_) attachment_->onOutputDrained();
+  if ((peerClosed_ && !attachment_) || closeWhenDrained_) {
     handleClose();
     return;
   }
@@ -403,6 +409,11 @@ void TcpConnection::onOutputDrained() {
 
 void TcpConnection::onPeerClosed() {
   peerClosed_ = true;
+  if (attachment_ && !writeShutdown_) {
+    // The layer decides when to close (see ConnectionAttachment).
+    attachment_->onPeerHalfClosed();
+    return;
+  }
   // What we owe the peer still goes out; close once it has.
   if (output_.empty()) handleClose();
 }

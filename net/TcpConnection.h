@@ -37,6 +37,7 @@
 #include "base/Timestamp.h"
 #include "net/Buffer.h"
 #include "net/Callbacks.h"
+#include "net/ConnectionAttachment.h"
 #include "net/ConnectionIo.h"
 #include "net/InetAddress.h"
 #include "net/OutputQueue.h"
@@ -156,6 +157,14 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
 
   [[nodiscard]] Buffer* inputBuffer() { return &inputBuffer_; }
 
+  // A layer's per-connection state (see ConnectionAttachment), kept until
+  // the connection is destroyed; it changes what the peer's half-close does.
+  // Loop thread, before or inside the connection (up) callback.
+  void setAttachment(std::shared_ptr<ConnectionAttachment> attachment) {
+    attachment_ = std::move(attachment);
+  }
+  [[nodiscard]] ConnectionAttachment* attachment() const { return attachment_.get(); }
+
   // For TcpServer / TcpClient only.
   void setCloseCallback(CloseCallback cb) { closeCallback_ = std::move(cb); }
   // Before connectEstablished(): track idleness in `wheel`, a wheel of this
@@ -264,6 +273,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   OutputQueue output_;
   std::unique_ptr<ConnectionIo> io_;  // after the buffers it works on
   std::any context_;
+  std::shared_ptr<ConnectionAttachment> attachment_;
 };
 
 }  // namespace libnet

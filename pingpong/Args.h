@@ -1,5 +1,6 @@
 // Command-line handling shared by pingpong_server and pingpong_client:
-// "[--backend epoll|uring|auto] [--log-dir DIR] POSITIONAL..." with --help.
+// "[--backend epoll|uring|auto] [--log-dir DIR] [--coro] POSITIONAL..." with
+// --help.
 #pragma once
 
 #include <charconv>
@@ -15,6 +16,7 @@ namespace libnet::pingpong {
 struct Args {
   PollerKind backend = PollerKind::kAuto;
   std::string logDir;  // empty: log to stderr
+  bool coro = false;   // --coro: the coroutine layer instead of callbacks
   std::vector<std::string> positional;
   bool help = false;
   std::string error;  // non-empty: bad command line
@@ -38,8 +40,10 @@ inline bool takeOption(std::string_view arg, std::string_view name, int* i, int 
   return true;
 }
 
-// acceptsLogDir: whether --log-dir is an option of this program.
-inline Args parseArgs(int argc, char* argv[], size_t positionalCount, bool acceptsLogDir = false) {
+// acceptsLogDir / acceptsCoro: whether --log-dir / --coro is an option of
+// this program.
+inline Args parseArgs(int argc, char* argv[], size_t positionalCount, bool acceptsLogDir = false,
+                      bool acceptsCoro = false) {
   Args args;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -61,6 +65,10 @@ inline Args parseArgs(int argc, char* argv[], size_t positionalCount, bool accep
     if (acceptsLogDir && takeOption(arg, "--log-dir", &i, argc, argv, &value, &args.error)) {
       if (!args.error.empty()) return args;
       args.logDir = std::string(value);
+      continue;
+    }
+    if (acceptsCoro && arg == "--coro") {
+      args.coro = true;
       continue;
     }
     if (arg.starts_with("--")) {

@@ -13,13 +13,17 @@
 // closes then and the RESULT line covers it (before the start: no result);
 // the exit status is 0 either way.
 //
+// With --coro every session is a coroutine (net/coro/): it connects with
+// coro::connect() and echoes with Stream reads and writes; the protocol, the
+// output and the measurement are the same.
+//
 // A session whose connect attempt fails (refused, unreachable, ...) ends the
 // run at once: every session is closed, "pingpong_client: connect to
 // ADDR:PORT: REASON" goes to stderr and the exit status is 1. So does a run
 // whose sessions are not all connected within 60 s.
 //
-//   pingpong_client [--backend epoll|uring|auto] <address> <port> <threads>
-//                   <blocksize> <sessions> <time>
+//   pingpong_client [--backend epoll|uring|auto] [--coro] <address> <port>
+//                   <threads> <blocksize> <sessions> <time>
 
 #include <atomic>
 #include <cstdio>
@@ -39,6 +43,7 @@
 #include "net/InetAddress.h"
 #include "net/TcpClient.h"
 #include "net/TcpConnection.h"
+#include "net/coro/Coro.h"
 #include "pingpong/Args.h"
 
 using namespace libnet;
@@ -46,11 +51,12 @@ using namespace libnet;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: pingpong_client [--backend epoll|uring|auto] <address> <port> <threads>\n"
-    "                       <blocksize> <sessions> <time>\n"
+    "usage: pingpong_client [--backend epoll|uring|auto] [--coro] <address> <port>\n"
+    "                       <threads> <blocksize> <sessions> <time>\n"
     "  <sessions> connections over <threads> loop threads ping-pong <blocksize>-byte\n"
     "  messages for <time> seconds, then one RESULT line is printed.\n"
     "  A failed connect ends the run at once with exit status 1.\n"
+    "  --coro: every session is a coroutine (connect, read, write) instead of callbacks.\n"
     "  The LIBNET_POLLER environment variable overrides --backend.\n";
 
 class Client;
@@ -58,9 +64,9 @@ class Client;
 // One connection. Lives on its loop's thread (created and destroyed there).
 class Session {
  public:
-  Session(EventLoop* loop, const InetAddress& server, Client* owner, int id);
+  Session(EventLoop* loop, const InetAddress& server, Client* owner, int id, bool coro);
 
-  void connect() { client_.connect(); }
+  void connect();
   void start(const std::string& message);
   void stop();
 
@@ -71,8 +77,18 @@ class Session {
   void onConnection(const TcpConnectionPtr& conn);
   void onMessage(const TcpConnectionPtr& conn, Buffer* buffer);
   void reportDown();
+  // --coro: connects, then holds the stream until start().
+  coro::Task<> connectCoro();
+  // --coro: the ping-pong itself, until the connection closes.
+  coro::Task<> pingCoro(coro::Stream stream, const std::string* message);
 
+  EventLoop* loop_;
   TcpClient client_;
+  const bool coro_;
+  coro::Stream stream_;            // --coro: connected, not started yet
+  std::stop_source stopConnect_;   // --coro: ends a pending connect
+  bool connecting_ = false;        // --coro: connectCoro() is running
+  bool pinging_ = false;           // --coro: pingCoro() is running
   bool downReported_ = false;
   Client* owner_;
   std::atomic<bool> counting_{false};
@@ -83,13 +99,14 @@ class Session {
 class Client {
  public:
   Client(EventLoop* loop, const InetAddress& server, int threads, size_t blocksize, int sessions,
-         double seconds)
+         double seconds, bool coro)
       : loop_(loop),
         pool_(loop, "pingpong-client"),
         message_(blocksize, '\0'),
         sessionCount_(sessions),
         seconds_(seconds),
-        server_(server) {
+        server_(server),
+        coro_(coro) {
     for (size_t i = 0; i < blocksize; ++i) message_[i] = static_cast<char>(i % 128);
     pool_.setThreadNum(threads);
     pool_.start();
@@ -101,7 +118,7 @@ class Client {
       EventLoop* ioLoop = pool_.getNextLoop();
       loops_.push_back(ioLoop);
       ioLoop->runInLoop([this, ioLoop, i] {
-        sessions_[static_cast<size_t>(i)] = std::make_unique<Session>(ioLoop, server_, this, i);
+        sessions_[static_cast<size_t>(i)] = std::make_unique<Session>(ioLoop, server_, this, i, coro_);
         sessions_[static_cast<size_t>(i)]->connect();
       });
     }
@@ -220,6 +237,7 @@ class Client {
   const int sessionCount_;
   const double seconds_;
   const InetAddress server_;
+  const bool coro_;
   std::vector<std::unique_ptr<Session>> sessions_;
   std::vector<EventLoop*> loops_;
   std::atomic<int> connected_{0};
@@ -232,9 +250,10 @@ class Client {
   MonoTime stop_{};
 };
 
-Session::Session(EventLoop* loop, const InetAddress& server, Client* owner, int id)
-    : client_(loop, server, "session" + std::to_string(id)), owner_(owner) {
+Session::Session(EventLoop* loop, const InetAddress& server, Client* owner, int id, bool coro)
+    : loop_(loop), client_(loop, server, "session" + std::to_string(id)), coro_(coro), owner_(owner) {
   client_.setTcpNoDelay(true);
+  if (coro_) return;  // coro::connect() sets the callbacks
   client_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   client_.setMessageCallback(
       [this](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) { onMessage(conn, buffer); });
@@ -246,13 +265,68 @@ Session::Session(EventLoop* loop, const InetAddress& server, Client* owner, int 
   });
 }
 
+void Session::connect() {
+  if (!coro_) {
+    client_.connect();
+    return;
+  }
+  connecting_ = true;
+  coro::spawn(loop_, connectCoro(), stopConnect_.get_token());
+}
+
+coro::Task<> Session::connectCoro() {
+  // The client's own 60 s limit ends a run whose sessions do not connect.
+  coro::ConnectResult result = co_await coro::connect(client_, std::chrono::seconds(120));
+  connecting_ = false;
+  if (!result) {
+    // No retry, as in callback mode: the owner then stops every session.
+    if (result.error == coro::Errc::kConnectFailed) owner_->onConnectFailed(result.sysError);
+    reportDown();
+    co_return;
+  }
+  stream_ = std::move(result.stream);
+  owner_->onConnected();
+}
+
+coro::Task<> Session::pingCoro(coro::Stream stream, const std::string* message) {
+  co_await stream.write(*message);
+  while (coro::Input in = co_await stream.read()) {
+    if (!counting_.load(std::memory_order_relaxed)) break;
+    bytesRead_.fetch_add(in->readableBytes(), std::memory_order_relaxed);
+    messagesRead_.fetch_add(1, std::memory_order_relaxed);
+    if (co_await stream.write(&*in) != coro::Errc::kOk) break;
+  }
+  pinging_ = false;
+  reportDown();
+}
+
 void Session::start(const std::string& message) {
   counting_ = true;
+  if (coro_) {
+    if (!stream_) return;
+    pinging_ = true;
+    coro::spawn(loop_, pingCoro(std::move(stream_), &message));
+    return;
+  }
   if (TcpConnectionPtr conn = client_.connection()) conn->send(message);
 }
 
 void Session::stop() {
   counting_ = false;
+  if (coro_) {
+    // Each coroutine reports the session down as it ends; one that is not
+    // running cannot.
+    if (connecting_) {
+      stopConnect_.request_stop();
+    } else if (pinging_) {
+      stream_ = coro::Stream();
+      if (TcpConnectionPtr conn = client_.connection()) conn->forceClose();
+    } else {
+      stream_ = coro::Stream();
+      reportDown();
+    }
+    return;
+  }
   client_.stop();
   if (TcpConnectionPtr conn = client_.connection()) {
     conn->forceClose();
@@ -288,7 +362,8 @@ void Session::onMessage(const TcpConnectionPtr& conn, Buffer* buffer) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  const pingpong::Args args = pingpong::parseArgs(argc, argv, 6);
+  const pingpong::Args args =
+      pingpong::parseArgs(argc, argv, 6, /*acceptsLogDir=*/false, /*acceptsCoro=*/true);
   if (args.help) {
     std::cout << kUsage;
     return 0;
@@ -315,7 +390,7 @@ int main(int argc, char* argv[]) {
     QuitOnSignal::blockStopSignals();
     EventLoop loop(args.backend);
     Client client(&loop, *address, static_cast<int>(*threads), static_cast<size_t>(*blocksize),
-                  static_cast<int>(*sessions), static_cast<double>(*seconds));
+                  static_cast<int>(*sessions), static_cast<double>(*seconds), args.coro);
     QuitOnSignal onStop(&loop, [&client] { client.interrupt(); });
     // Connecting many sessions can take a while; give up if it takes far too long.
     loop.runAfter(std::chrono::seconds(60), [&] {
@@ -330,7 +405,8 @@ int main(int argc, char* argv[]) {
       client.destroySessions();
       return client.failed() ? 1 : 0;
     }
-    const std::string impl = "libnet-" + std::string(pollerKindName(loop.pollerKind()));
+    const std::string impl = std::string(args.coro ? "libnet-coro-" : "libnet-") +
+                             std::string(pollerKindName(loop.pollerKind()));
     client.report(impl.c_str());
     client.destroySessions();
   } catch (const std::system_error& e) {

@@ -1,0 +1,33 @@
+// ConnectionAttachment: per-connection state of a layer built on TcpConnection
+// (the coroutine layer's StreamState, net/coro/), owned by the connection it
+// is attached to and told of the events such a layer cannot learn from the
+// callbacks alone (or only at the cost of a queued call per message).
+//
+// With an attachment, the peer's half-close (end of input) no longer closes
+// the connection once its output has drained: the connection stays open for
+// output until the layer closes it (shutdown(), closeAfterOutput(),
+// forceClose()), so that a reply computed after the peer's last byte still
+// goes out. Every call comes on the connection's loop thread.
+#pragma once
+
+namespace libnet {
+
+class ConnectionAttachment {
+ public:
+  ConnectionAttachment() = default;
+  virtual ~ConnectionAttachment() = default;
+  ConnectionAttachment(const ConnectionAttachment&) = delete;
+  ConnectionAttachment& operator=(const ConnectionAttachment&) = delete;
+
+  // The peer closed its side; every byte it sent has been delivered.
+  virtual void onPeerHalfClosed() = 0;
+  // Output that had to be queued has all been written (not called for a
+  // send written at once). Called from inside the backend's own handling:
+  // it must not send; queue whatever it wants to do on the loop.
+  virtual void onOutputDrained() = 0;
+  // The connection closed (any reason); after the connection (down)
+  // callback. Nothing more can be sent or received.
+  virtual void onClosed() = 0;
+};
+
+}  // namespace libnet

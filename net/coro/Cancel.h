@@ -1,0 +1,127 @@
+// withTimeout() and withStop(): a cancellation scope around any awaitable (a
+// Task, a read, a write, a sleep, a connect).
+//
+//   Input in = co_await withTimeout(5s, stream.readUntil("\r\n\r\n"));
+//   co_await withStop(token, handleClient(std::move(stream)));
+//
+// When the timeout expires (or the stop is requested), the library operation
+// the task is suspended on inside the scope ends at once with
+// Errc::kTimedOut (kCancelled), and so does every operation started inside
+// the scope afterwards: the code inside sees an ordinary error result and
+// unwinds as it chooses. The wrapper returns whatever the awaitable returns.
+// An operation not of the library (an awaitable of your own) is not
+// interrupted; the next library operation inside the scope ends at once.
+//
+// Nesting works as expected: the innermost scope's reason is reported only
+// when it is the one that fired. The stop callback may run on any thread; it
+// reaches the loop through its queue. Loop thread otherwise; one timer (or
+// one stop registration) per use.
+#pragma once
+
+#include <coroutine>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <utility>
+
+#include "base/Timestamp.h"
+#include "net/TimerId.h"
+#include "net/coro/Task.h"
+#include "net/coro/TaskContext.h"
+
+namespace libnet::coro {
+
+namespace detail {
+
+// The scope of a withTimeout(): a timer on the task's loop that cancels it.
+class TimeoutScope {
+ public:
+  explicit TimeoutScope(Duration timeout) : timeout_(timeout) {}
+  TimeoutScope(TimeoutScope&& other) noexcept : timeout_(other.timeout_) {}  // before entering
+  TimeoutScope& operator=(TimeoutScope&&) = delete;
+  ~TimeoutScope() { leave(); }
+
+  void enter(TaskContext* context);
+  void leave();
+
+ private:
+  Duration timeout_;
+  TaskContext* context_ = nullptr;
+  CancelScope scope_;
+  TimerId timer_;
+};
+
+// The scope of a withStop(): a std::stop_callback that cancels it from the
+// loop.
+class StopScope {
+ public:
+  explicit StopScope(std::stop_token stop) : stop_(std::move(stop)) {}
+  StopScope(StopScope&& other) noexcept : stop_(std::move(other.stop_)) {}  // before entering
+  StopScope& operator=(StopScope&&) = delete;
+  ~StopScope() { leave(); }
+
+  void enter(TaskContext* context);
+  void leave();
+
+  // Shared with the stop callback, which may outlive the scope on another
+  // thread: the loop side clears `scope` when the scope is left.
+  struct Relay {
+    EventLoop* loop;
+    TaskContext* context;
+    CancelScope* scope;
+  };
+  struct Request {
+    std::shared_ptr<Relay> relay;
+    void operator()() const;
+  };
+
+ private:
+  std::stop_token stop_;
+  TaskContext* context_ = nullptr;
+  CancelScope scope_;
+  std::shared_ptr<Relay> relay_;
+  std::optional<std::stop_callback<Request>> callback_;
+};
+
+// A scope (Scope: TimeoutScope or StopScope) around an awaiter.
+template <class Scope, class Awaiter>
+class Scoped {
+ public:
+  Scoped(Scope scope, Awaiter inner) : scope_(std::move(scope)), inner_(std::move(inner)) {}
+
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  template <class P>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> awaiting) {
+    scope_.enter(awaiting.promise().context());
+    if (inner_.await_ready()) return awaiting;
+    return suspendInto(inner_, awaiting);
+  }
+  decltype(auto) await_resume() {
+    scope_.leave();
+    return inner_.await_resume();
+  }
+
+ private:
+  // Declared first so that it goes last: the inner awaiter (and the frames
+  // it owns) leaves its own scopes before this one is left.
+  Scope scope_;
+  Awaiter inner_;
+};
+
+}  // namespace detail
+
+template <class A>
+auto withTimeout(Duration timeout, A&& awaitable) {
+  auto inner = detail::awaiterOf(std::forward<A>(awaitable));
+  return detail::Scoped<detail::TimeoutScope, decltype(inner)>(detail::TimeoutScope(timeout),
+                                                               std::move(inner));
+}
+
+template <class A>
+auto withStop(std::stop_token stop, A&& awaitable) {
+  auto inner = detail::awaiterOf(std::forward<A>(awaitable));
+  return detail::Scoped<detail::StopScope, decltype(inner)>(detail::StopScope(std::move(stop)),
+                                                            std::move(inner));
+}
+
+}  // namespace libnet::coro

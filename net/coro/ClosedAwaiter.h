@@ -1,0 +1,42 @@
+// ClosedAwaiter: Stream::closed(), awaited at once: resumes when the peer
+// half-closes (kEof) or the connection closes (kClosed). Input that arrives
+// while it waits (and input left unread) is dropped: a coroutine waiting for
+// the end has no use for it, and memory stays bounded. Movable until awaited;
+// loop thread only.
+#pragma once
+
+#include <coroutine>
+
+#include "net/coro/Errc.h"
+#include "net/coro/StreamState.h"
+#include "net/coro/TaskContext.h"
+
+namespace libnet::coro {
+
+class ClosedAwaiter : public Cancelable {
+ public:
+  explicit ClosedAwaiter(StreamState* state) : state_(state) {}
+  ClosedAwaiter(ClosedAwaiter&& other) noexcept : state_(other.state_) {}
+  ClosedAwaiter& operator=(ClosedAwaiter&&) = delete;
+  ~ClosedAwaiter();
+
+  [[nodiscard]] bool await_ready();
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> awaiting) {
+    return suspend(awaiting, awaiting.promise().context());
+  }
+  [[nodiscard]] Errc await_resume() const noexcept { return result_; }
+
+  void cancel(Errc why) override;
+  void complete(Errc result);
+
+ private:
+  bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
+
+  StreamState* state_;
+  Errc result_ = Errc::kOk;
+  TaskContext* context_ = nullptr;
+  std::coroutine_handle<> awaiting_;
+};
+
+}  // namespace libnet::coro

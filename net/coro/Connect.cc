@@ -1,0 +1,88 @@
+#include "net/coro/Connect.h"
+
+#include "net/EventLoop.h"
+#include "net/TcpClient.h"
+#include "net/TcpConnection.h"
+
+namespace libnet::coro {
+
+ConnectAwaiter::~ConnectAwaiter() {
+  if (context_ == nullptr) return;
+  context_->resumedFrom(this);
+  if (pending_ && pending_->waiter == this) {
+    // Destroyed while waiting (its loop went away).
+    pending_->waiter = nullptr;
+    if (timer_.valid()) context_->loop()->cancel(timer_);
+  }
+}
+
+bool ConnectAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
+  if (const Errc why = context->cancelled(); why != Errc::kOk) {
+    result_ = why;
+    return false;
+  }
+  client_->getLoop()->assertInLoopThread();
+  context_ = context;
+  awaiting_ = awaiting;
+  pending_ = std::make_shared<Pending>();
+  pending_->waiter = this;
+  // The outcome is reported from the loop's queue, not from inside the
+  // client's callbacks: the resumed coroutine may call connect() on the same
+  // client again, which replaces those callbacks.
+  client_->setConnectionCallback([pending = pending_](const TcpConnectionPtr& conn) {
+    if (!conn->connected()) return;  // down: the StreamState ends what is pending
+    if (pending->waiter == nullptr) {
+      conn->forceClose();  // too late: the await timed out or was cancelled
+      return;
+    }
+    StreamState::attach(conn);  // before its first byte arrives
+    pending->conn = conn;
+    conn->getLoop()->queueInLoop([pending] {
+      if (pending->waiter != nullptr) pending->waiter->finish(Errc::kOk);
+    });
+  });
+  client_->setMessageCallback(defaultMessageCallback);
+  client_->setConnectErrorCallback([pending = pending_, loop = client_->getLoop()](int err) {
+    if (pending->waiter == nullptr || pending->sysError != 0) return;
+    pending->sysError = err;
+    loop->queueInLoop([pending] {
+      if (pending->waiter != nullptr) pending->waiter->finish(Errc::kConnectFailed);
+    });
+  });
+  timer_ = context->loop()->runAfter(timeout_, [this] {
+    timer_ = TimerId();
+    finish(Errc::kTimedOut);
+  });
+  context->suspendOn(this);
+  client_->connect();
+  return true;
+}
+
+void ConnectAwaiter::finish(Errc result) {
+  pending_->waiter = nullptr;
+  if (timer_.valid()) context_->loop()->cancel(timer_);
+  timer_ = TimerId();
+  if (result != Errc::kOk) client_->stop();
+  context_->resumedFrom(this);
+  result_ = result;
+  awaiting_.resume();  // may destroy this
+}
+
+void ConnectAwaiter::cancel(Errc why) { finish(why); }
+
+ConnectResult ConnectAwaiter::await_resume() {
+  ConnectResult result;
+  result.error = result_;
+  if (pending_) {
+    result.sysError = result_ == Errc::kConnectFailed ? pending_->sysError : 0;
+    if (result_ == Errc::kOk) {
+      result.stream = Stream(std::move(pending_->conn));
+    } else if (pending_->conn) {
+      pending_->conn->forceClose();
+    }
+    pending_->conn.reset();
+  }
+  return result;
+}
+
+}  // namespace libnet::coro

@@ -1,0 +1,80 @@
+#include "net/coro/ReadAwaiter.h"
+
+namespace libnet::coro {
+
+ReadAwaiter::~ReadAwaiter() {
+  if (context_ == nullptr) return;
+  state_->clearReader(this);
+  context_->resumedFrom(this);
+}
+
+bool ReadAwaiter::satisfiedBy(const Buffer& input) {
+  const size_t readable = input.readableBytes();
+  switch (mode_) {
+    case Mode::kSome:
+      length_ = readable;
+      return readable > 0;
+    case Mode::kAtLeast:
+      length_ = count_;
+      return readable >= count_;
+    case Mode::kUntil: {
+      const std::string_view bytes = input.view();
+      const size_t at = bytes.find(delimiter_, scanned_);
+      if (at != std::string_view::npos && at + delimiter_.size() <= count_) {
+        length_ = at + delimiter_.size();
+        return true;
+      }
+      if (at != std::string_view::npos || readable >= count_) {
+        result_ = Errc::kTooLong;
+        length_ = 0;
+        return true;
+      }
+      // A delimiter may start in the last size()-1 bytes and end in the next.
+      if (readable >= delimiter_.size()) scanned_ = readable - delimiter_.size() + 1;
+      return false;
+    }
+  }
+  return false;
+}
+
+bool ReadAwaiter::settled() {
+  if (satisfiedBy(state_->input())) return true;
+  length_ = 0;
+  if (state_->closed()) {
+    result_ = Errc::kClosed;
+    return true;
+  }
+  if (state_->peerClosed()) {
+    result_ = Errc::kEof;
+    return true;
+  }
+  return false;
+}
+
+bool ReadAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
+  if (const Errc why = context->cancelled(); why != Errc::kOk) {
+    result_ = why;
+    return false;
+  }
+  context_ = context;
+  awaiting_ = awaiting;
+  context->suspendOn(this);
+  state_->setReader(this);
+  return true;
+}
+
+void ReadAwaiter::complete() {
+  state_->clearReader(this);
+  context_->resumedFrom(this);
+  if (result_ != Errc::kOk) length_ = 0;
+  awaiting_.resume();  // may destroy this
+}
+
+void ReadAwaiter::cancel(Errc why) {
+  state_->clearReader(this);
+  result_ = why;
+  length_ = 0;
+  awaiting_.resume();
+}
+
+}  // namespace libnet::coro

@@ -1,0 +1,60 @@
+#include "net/coro/Serve.h"
+
+#include "base/Logging.h"
+#include "net/EventLoop.h"
+#include "net/TcpServer.h"
+#include "net/coro/Spawn.h"
+
+namespace libnet::coro {
+
+namespace {
+
+// The root of one connection's task. `conn` is kept to close it if the task
+// throws (the task itself may have moved its Stream anywhere).
+detail::Detached runConnection(Task<> task, TcpConnectionPtr conn) {
+  Task<> local = std::move(task);
+  try {
+    co_await std::move(local);
+  } catch (const std::exception& e) {
+    LOG_ERROR << conn->name() << ": connection coroutine threw: " << e.what()
+              << "; closing the connection";
+    conn->forceClose();
+  } catch (...) {
+    LOG_ERROR << conn->name() << ": connection coroutine threw a non-standard exception"
+              << "; closing the connection";
+    conn->forceClose();
+  }
+}
+
+void startConnection(const ConnectionHandler& handler, const TcpConnectionPtr& conn) {
+  Task<> task;
+  try {
+    task = handler(Stream(conn));
+  } catch (const std::exception& e) {
+    LOG_ERROR << conn->name() << ": connection handler threw: " << e.what()
+              << "; closing the connection";
+    conn->forceClose();
+    return;
+  }
+  detail::startDetached(conn->getLoop(), runConnection(std::move(task), conn));
+}
+
+}  // namespace
+
+void serve(TcpServer& server, ConnectionHandler handler) {
+  EventLoop* loop = server.getLoop();
+  loop->assertInLoopThread();
+  // Every connection copies the server's callbacks: a plain pointer copies
+  // without allocating. The handler must outlive every connection's "up"
+  // callback, which runs while the server exists; the server's loop outlives
+  // the server.
+  auto* kept = new ConnectionHandler(std::move(handler));
+  loop->runOnDestroy([kept] { delete kept; });
+  server.setConnectionCallback([kept](const TcpConnectionPtr& conn) {
+    if (conn->connected()) startConnection(*kept, conn);
+    // Down: the connection's StreamState ends whatever is pending.
+  });
+  server.setMessageCallback(defaultMessageCallback);  // replaced per connection
+}
+
+}  // namespace libnet::coro

@@ -1,0 +1,48 @@
+// sleep(): suspends the task for a while, on its loop's timers.
+//
+//   Errc e = co_await sleep(100ms);  // kOk, or kTimedOut/kCancelled if a
+//                                    // scope around it was cancelled
+//
+// Loop thread. One timer per sleep (the loop's TimerQueue); destroying the
+// task while it sleeps cancels the timer.
+#pragma once
+
+#include <coroutine>
+
+#include "base/Timestamp.h"
+#include "net/TimerId.h"
+#include "net/coro/Errc.h"
+#include "net/coro/TaskContext.h"
+
+namespace libnet::coro {
+
+class SleepAwaiter : public Cancelable {
+ public:
+  explicit SleepAwaiter(Duration delay) : delay_(delay) {}
+  SleepAwaiter(SleepAwaiter&& other) noexcept : delay_(other.delay_) {}  // before awaiting
+  SleepAwaiter& operator=(SleepAwaiter&&) = delete;
+  ~SleepAwaiter();
+
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> awaiting) {
+    return suspend(awaiting, awaiting.promise().context());
+  }
+  [[nodiscard]] Errc await_resume() const noexcept { return result_; }
+
+  void cancel(Errc why) override;
+
+ private:
+  bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
+  void fire();
+
+  Duration delay_;
+  Errc result_ = Errc::kOk;
+  TaskContext* context_ = nullptr;
+  std::coroutine_handle<> awaiting_;
+  TimerId timer_;
+};
+
+[[nodiscard]] inline SleepAwaiter sleep(Duration delay) { return SleepAwaiter(delay); }
+
+}  // namespace libnet::coro

@@ -1,0 +1,119 @@
+// Stream: a connection as a coroutine sees it. Reads, writes and the wait for
+// the peer's close are awaitables that end with a value (Input, Errc), never
+// an exception:
+//
+//   Task<> echo(Stream stream) {
+//     while (Input in = co_await stream.read()) {
+//       if (co_await stream.write(&*in) != Errc::kOk) break;
+//     }
+//   }  // the stream goes: the connection closes once its output is written
+//
+// Ownership: a Stream owns a reference to its TcpConnection, so the
+// connection (and its unread input) lives at least as long as the Stream;
+// the state that suspended operations register with belongs to the
+// connection. Move-only. When the last Stream of a connection is destroyed
+// (its coroutine returned), the connection is closed once everything queued
+// has been written (TcpConnection::closeAfterOutput()).
+//
+// One read, one write and one closed() may be pending at a time (one task
+// reading while another writes is fine). When the connection closes (either
+// side, an error, its server stopping), every pending operation resumes with
+// Errc::kClosed; after the peer's half-close, reads end with Errc::kEof (once
+// the unread input cannot satisfy them) and writes still work, until the
+// Stream goes or shutdown()/close() is called.
+//
+// Thread: a Stream and its awaitables are used on the connection's loop only
+// (a coroutine runs on the loop that spawned it). docs/coroutines.md has the
+// model and the rules for timeouts and cancellation.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string_view>
+
+#include "base/UniqueFd.h"
+#include "net/Callbacks.h"
+#include "net/coro/ClosedAwaiter.h"
+#include "net/coro/ReadAwaiter.h"
+#include "net/coro/WriteAwaiter.h"
+
+namespace libnet::coro {
+
+class Stream {
+ public:
+  static constexpr size_t kDefaultMaxInput = StreamState::kDefaultMaxInput;
+  static constexpr size_t kDefaultWriteHighWater = StreamState::kDefaultWriteHighWater;
+
+  Stream() = default;
+  // Takes over `conn`'s input (its message callback). Loop thread, before
+  // the connection delivers its first byte: in its connection (up) callback
+  // or earlier. serve() and connect() do this for you.
+  explicit Stream(TcpConnectionPtr conn);
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();
+
+  [[nodiscard]] explicit operator bool() const { return state_ != nullptr; }
+  [[nodiscard]] const TcpConnectionPtr& connection() const { return conn_; }
+
+  // Whatever has arrived: at least one byte.
+  [[nodiscard]] ReadAwaiter read() {
+    return ReadAwaiter(state_, ReadAwaiter::Mode::kSome, 0, {});
+  }
+  // At least `count` bytes (Input::size() == count; more may be unread).
+  [[nodiscard]] ReadAwaiter readAtLeast(size_t count) {
+    return ReadAwaiter(state_, ReadAwaiter::Mode::kAtLeast, count, {});
+  }
+  // Up to and including the first `delimiter` (not empty; it must outlive
+  // the await), found within the first `limit` bytes (default: the stream's
+  // maxInput()), else Errc::kTooLong.
+  [[nodiscard]] ReadAwaiter readUntil(std::string_view delimiter, size_t limit = 0) {
+    return ReadAwaiter(state_, ReadAwaiter::Mode::kUntil, limit != 0 ? limit : state_->maxInput,
+                       delimiter);
+  }
+  // The unread input, as left by earlier reads.
+  [[nodiscard]] Buffer& input() const { return state_->input(); }
+
+  // `data` must stay valid only until the await starts (it is written or
+  // copied then).
+  [[nodiscard]] WriteAwaiter write(std::string_view data) { return WriteAwaiter(state_, data); }
+  // All readable bytes of `buffer` (emptied).
+  [[nodiscard]] WriteAwaiter write(Buffer* buffer) { return WriteAwaiter(state_, buffer); }
+  // TcpConnection::sendFile(): `length` bytes of `file` from `offset`, with
+  // `head` (optional, emptied) before them.
+  [[nodiscard]] WriteAwaiter sendFile(UniqueFd file, off_t offset, size_t length,
+                                      Buffer* head = nullptr) {
+    return WriteAwaiter(state_, std::move(file), offset, length, head);
+  }
+
+  // The peer's half-close (kEof) or the connection's close (kClosed).
+  [[nodiscard]] ClosedAwaiter closed() { return ClosedAwaiter(state_); }
+
+  // Half-closes our side once queued output is written (the connection
+  // closes fully when the peer has closed too). Any thread.
+  void shutdown() { conn_->shutdown(); }
+  // Closes now, dropping queued output; pending operations end with kClosed.
+  // Any thread.
+  void close() { conn_->forceClose(); }
+
+  // Unread input beyond which the stream stops reading from the socket
+  // while no read is pending (TCP then holds the peer back); also the
+  // default limit of readUntil(). Default 1 MiB.
+  void setMaxInput(size_t bytes) { state_->maxInput = bytes; }
+  [[nodiscard]] size_t maxInput() const { return state_->maxInput; }
+  // Queued output above which a write suspends its coroutine until the
+  // output has drained. Default 1 MiB.
+  void setWriteHighWater(size_t bytes) { state_->writeHighWater = bytes; }
+  [[nodiscard]] size_t writeHighWater() const { return state_->writeHighWater; }
+
+ private:
+  void release();
+
+  TcpConnectionPtr conn_;
+  StreamState* state_ = nullptr;
+};
+
+}  // namespace libnet::coro

@@ -1,0 +1,97 @@
+#include "net/coro/StreamState.h"
+
+#include "net/EventLoop.h"
+#include "net/coro/ClosedAwaiter.h"
+#include "net/coro/ReadAwaiter.h"
+#include "net/coro/WriteAwaiter.h"
+
+namespace libnet::coro {
+
+StreamState* StreamState::attach(const TcpConnectionPtr& conn) {
+  conn->getLoop()->assertInLoopThread();
+  if (auto* existing = dynamic_cast<StreamState*>(conn->attachment())) return existing;
+  auto state = std::make_shared<StreamState>(conn.get());
+  StreamState* raw = state.get();
+  // The connection owns the state, so the raw pointer lives as long as the
+  // callback that holds it (and fits in std::function without allocating).
+  conn->setMessageCallback(
+      [raw](const TcpConnectionPtr&, Buffer* buffer, Timestamp) { raw->onMessage(buffer); });
+  conn->setAttachment(std::move(state));
+  return raw;
+}
+
+void StreamState::onMessage(Buffer* buffer) {
+  if (detached_) {
+    buffer->retrieveAll();
+    return;
+  }
+  delivering_ = buffer;
+  if (reader_ != nullptr) {
+    // Resumes the coroutine here, on these bytes; it runs until it next
+    // suspends (usually on its next read), then the connection keeps what
+    // it left.
+    if (reader_->satisfiedBy(*buffer)) reader_->complete();
+  } else if (closedWaiter_ != nullptr) {
+    buffer->retrieveAll();
+  }
+  if (reader_ == nullptr && !stoppedRead_ && !closed_ && buffer->readableBytes() > maxInput) {
+    // No one is reading: hold the peer back (TCP flow control) instead of
+    // buffering without bound.
+    stoppedRead_ = true;
+    conn_->stopRead();
+  }
+  delivering_ = nullptr;
+}
+
+void StreamState::setReader(ReadAwaiter* reader) {
+  reader_ = reader;
+  if (stoppedRead_) {
+    stoppedRead_ = false;
+    conn_->startRead();  // delivers what is buffered first, from the loop
+  }
+}
+
+void StreamState::setClosedWaiter(ClosedAwaiter* waiter) {
+  closedWaiter_ = waiter;
+  input().retrieveAll();
+  if (stoppedRead_) {
+    stoppedRead_ = false;
+    conn_->startRead();  // the end of input must be seen
+  }
+}
+
+void StreamState::onPeerHalfClosed() {
+  peerClosed_ = true;
+  if (detached_) {
+    conn_->closeAfterOutput();
+    return;
+  }
+  if (ReadAwaiter* reader = reader_) reader->complete(Errc::kEof);
+  if (ClosedAwaiter* waiter = closedWaiter_) waiter->complete(Errc::kEof);
+}
+
+void StreamState::onClosed() {
+  closed_ = true;
+  // Each may resume a coroutine that suspends on another of them.
+  if (ReadAwaiter* reader = reader_) reader->complete(Errc::kClosed);
+  if (WriteAwaiter* writer = writer_) writer->complete(Errc::kClosed);
+  if (ClosedAwaiter* waiter = closedWaiter_) waiter->complete(Errc::kClosed);
+}
+
+void StreamState::onOutputDrained() {
+  // From inside the backend: the writer resumes from the loop's queue.
+  if (writer_ == nullptr || drainQueued_) return;
+  drainQueued_ = true;
+  conn_->getLoop()->queueInLoop([conn = conn_->shared_from_this()] {
+    static_cast<StreamState*>(conn->attachment())->resumeWriter();
+  });
+}
+
+void StreamState::resumeWriter() {
+  drainQueued_ = false;
+  if (writer_ != nullptr && !closed_ && conn_->queuedOutputBytes() <= writeHighWater) {
+    writer_->complete(Errc::kOk);
+  }
+}
+
+}  // namespace libnet::coro

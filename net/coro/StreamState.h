@@ -1,0 +1,86 @@
+// StreamState: the coroutine layer's state for one connection: where its
+// unread input is, and the operations suspended on it (at most one read, one
+// write and one wait for the close). Attached to the TcpConnection
+// (ConnectionAttachment), which owns it, so it lives exactly as long as the
+// connection; a Stream holds the connection and so keeps it alive.
+//
+// The connection's message callback resumes a suspended read inline, on the
+// bytes just delivered: on io_uring that is a view of the buffer ring, on
+// epoll the loop's scratch buffer, so a read that is satisfied at once costs
+// no copy and no allocation. Whatever the coroutine leaves unread when it
+// next suspends, the connection keeps (TcpConnection::settleInput), and
+// input() points there from then on. Loop thread only. Part of the layer's
+// inside; applications use Stream.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "net/ConnectionAttachment.h"
+#include "net/TcpConnection.h"
+
+namespace libnet::coro {
+
+class ClosedAwaiter;
+class ReadAwaiter;
+class WriteAwaiter;
+
+class StreamState final : public ConnectionAttachment {
+ public:
+  static constexpr size_t kDefaultMaxInput = 1024 * 1024;
+  static constexpr size_t kDefaultWriteHighWater = 1024 * 1024;
+
+  explicit StreamState(TcpConnection* conn) : conn_(conn) {}
+
+  // Attaches a new state to `conn` (loop thread, before its first byte is
+  // delivered) and takes over its message callback; or returns the one
+  // attached already.
+  static StreamState* attach(const TcpConnectionPtr& conn);
+
+  [[nodiscard]] TcpConnection* connection() const { return conn_; }
+  // The unread input: the bytes being delivered, or the connection's buffer.
+  [[nodiscard]] Buffer& input() const { return delivering_ ? *delivering_ : *conn_->inputBuffer(); }
+  [[nodiscard]] bool peerClosed() const { return peerClosed_; }
+  [[nodiscard]] bool closed() const { return closed_; }
+
+  // The operations' side.
+  void setReader(ReadAwaiter* reader);
+  void clearReader(const ReadAwaiter* reader) {
+    if (reader_ == reader) reader_ = nullptr;
+  }
+  void setWriter(WriteAwaiter* writer) { writer_ = writer; }
+  void clearWriter(const WriteAwaiter* writer) {
+    if (writer_ == writer) writer_ = nullptr;
+  }
+  void setClosedWaiter(ClosedAwaiter* waiter);
+  void clearClosedWaiter(const ClosedAwaiter* waiter) {
+    if (closedWaiter_ == waiter) closedWaiter_ = nullptr;
+  }
+  // The Stream is gone: input is dropped from now on.
+  void detach() { detached_ = true; }
+
+  size_t maxInput = kDefaultMaxInput;
+  size_t writeHighWater = kDefaultWriteHighWater;
+
+  // ConnectionAttachment.
+  void onPeerHalfClosed() override;
+  void onClosed() override;
+  void onOutputDrained() override;
+
+ private:
+  void onMessage(Buffer* buffer);
+  void resumeWriter();
+
+  TcpConnection* conn_;  // the owner
+  Buffer* delivering_ = nullptr;
+  ReadAwaiter* reader_ = nullptr;
+  WriteAwaiter* writer_ = nullptr;
+  ClosedAwaiter* closedWaiter_ = nullptr;
+  bool peerClosed_ = false;
+  bool closed_ = false;
+  bool detached_ = false;
+  bool stoppedRead_ = false;   // we stopped reading: input is over maxInput
+  bool drainQueued_ = false;   // resumeWriter() is queued
+};
+
+}  // namespace libnet::coro

@@ -1,0 +1,70 @@
+// WriteAwaiter: a write to a Stream (Stream::write(), sendFile()), awaited at
+// once. The bytes are handed to the connection as the await starts (written
+// straight to the socket when it has room, else queued, exactly as
+// TcpConnection::send()); the coroutine goes on at once unless the
+// connection's queued output is then above the stream's write high-water
+// mark, in which case it is suspended until that output has drained. So a
+// peer that does not read suspends its writer instead of growing memory.
+//
+// Result: kOk; kClosed if the connection was closed before or while
+// waiting (bytes not yet written are dropped); kTimedOut / kCancelled if a
+// scope around it was cancelled while waiting (the bytes stay queued).
+// Movable until awaited; loop thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <coroutine>
+#include <string_view>
+
+#include "base/UniqueFd.h"
+#include "net/Buffer.h"
+#include "net/coro/Errc.h"
+#include "net/coro/StreamState.h"
+#include "net/coro/TaskContext.h"
+
+namespace libnet::coro {
+
+class WriteAwaiter : public Cancelable {
+ public:
+  WriteAwaiter(StreamState* state, std::string_view data) : state_(state), data_(data) {}
+  // Takes all readable bytes of `buffer` (the stream's own input included:
+  // echoing what was read costs no copy the connection would not make).
+  WriteAwaiter(StreamState* state, Buffer* buffer) : state_(state), buffer_(buffer) {}
+  // TcpConnection::sendFile(): the stream owns `file` from now on.
+  WriteAwaiter(StreamState* state, UniqueFd file, off_t offset, size_t length, Buffer* head)
+      : state_(state), buffer_(head), file_(std::move(file)), offset_(offset), length_(length) {}
+  WriteAwaiter(WriteAwaiter&& other) noexcept
+      : state_(other.state_), data_(other.data_), buffer_(other.buffer_),
+        file_(std::move(other.file_)), offset_(other.offset_), length_(other.length_) {}
+  WriteAwaiter& operator=(WriteAwaiter&&) = delete;
+  ~WriteAwaiter();
+
+  [[nodiscard]] bool await_ready() { return start(); }
+  template <class P>
+  bool await_suspend(std::coroutine_handle<P> awaiting) {
+    return suspend(awaiting, awaiting.promise().context());
+  }
+  [[nodiscard]] Errc await_resume() const noexcept { return result_; }
+
+  void cancel(Errc why) override;
+  // For StreamState: the output drained (kOk), or the connection closed.
+  void complete(Errc result);
+
+ private:
+  // Hands the bytes over; true unless the writer must wait for a drain.
+  bool start();
+  bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
+
+  StreamState* state_;
+  std::string_view data_;
+  Buffer* buffer_ = nullptr;
+  UniqueFd file_;
+  off_t offset_ = 0;
+  size_t length_ = 0;
+  Errc result_ = Errc::kOk;
+  TaskContext* context_ = nullptr;
+  std::coroutine_handle<> awaiting_;
+};
+
+}  // namespace libnet::coro

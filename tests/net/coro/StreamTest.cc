@@ -1,0 +1,460 @@
+// The coroutine layer over real connections: serve() with a coroutine per
+// connection, Stream reads and writes, half-close, back-pressure, timeouts,
+// stop requests, exceptions, the loop going away with coroutines suspended,
+// and connect() on a TcpClient; over both backends.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net/EventLoop.h"
+#include "net/EventLoopThread.h"
+#include "net/TcpClient.h"
+#include "net/TcpServer.h"
+#include "net/coro/Coro.h"
+#include "tests/net/TestUtil.h"
+
+// Heap allocations made by each thread, for the steady-state test.
+namespace {
+thread_local uint64_t t_allocations = 0;
+}
+
+void* operator new(std::size_t size) {
+  ++t_allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+using namespace libnet;
+using namespace libnet::coro;
+using namespace std::chrono_literals;
+
+namespace {
+
+using test::BlockingClient;
+using test::runSync;
+using test::waitUntil;
+
+// What the handlers report; a member of the fixture, so it outlives the
+// server's connections (the handlers are kept until the loop goes).
+struct Report {
+  std::atomic<int> entered{0};
+  std::atomic<int> finished{0};
+  std::atomic<int> eof{0};
+  std::atomic<int> closed{0};
+  std::atomic<int> cancelled{0};
+  std::atomic<int> timedOut{0};
+  std::atomic<int> destroyed{0};
+  std::atomic<size_t> handedOver{0};
+  std::atomic<size_t> maxQueued{0};
+  std::stop_source stop;
+};
+
+struct CountOnExit {
+  explicit CountOnExit(std::atomic<int>* counter) : counter_(counter) {}
+  ~CountOnExit() { ++*counter_; }
+  std::atomic<int>* counter_;
+};
+
+class StreamTest : public ::testing::TestWithParam<PollerKind> {
+ protected:
+  void SetUp() override {
+    LIBNET_SKIP_IF_BACKEND_UNAVAILABLE(GetParam());
+    // Before the loop: the test that destroys it compares against this.
+    fdBaselineNoLoop_ = test::openFdCount();
+    thread_ = std::make_unique<EventLoopThread>(nullptr, "server", GetParam());
+    loop_ = thread_->startLoop();
+    fdBaseline_ = test::openFdCount();
+  }
+
+  void TearDown() override {
+    stopServer();
+    thread_.reset();
+  }
+
+  void startServer(ConnectionHandler handler) {
+    runSync(loop_, [&] {
+      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "coro");
+      serve(*server_, std::move(handler));
+      server_->start();
+    });
+    address_ = runSync(loop_, [&] { return server_->listenAddress(); });
+  }
+
+  void stopServer() {
+    if (server_) runSync(loop_, [&] { server_.reset(); });
+  }
+
+  static void raiseFdLimit() {
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+
+  Report report_;
+  int fdBaselineNoLoop_ = 0;
+  int fdBaseline_ = 0;
+  std::unique_ptr<EventLoopThread> thread_;
+  EventLoop* loop_ = nullptr;
+  std::unique_ptr<TcpServer> server_;
+  InetAddress address_;
+};
+
+Task<> echo(Stream stream) {
+  while (Input in = co_await stream.read()) {
+    if (co_await stream.write(&*in) != Errc::kOk) break;
+  }
+}
+
+TEST_P(StreamTest, Echo) {
+  startServer(echo);
+  BlockingClient client(address_);
+  for (int i = 0; i < 100; ++i) {
+    const std::string message = "message " + std::to_string(i);
+    ASSERT_TRUE(client.sendAll(message));
+    ASSERT_EQ(client.recvExactly(message.size()), message);
+  }
+}
+
+TEST_P(StreamTest, ReplyAfterThePeersHalfClose) {
+  startServer([](Stream stream) -> Task<> {
+    size_t total = 0;
+    Input in = co_await stream.read();
+    for (; in; in = co_await stream.read()) {
+      total += in->readableBytes();
+      in->retrieveAll();
+    }
+    if (in.error() != Errc::kEof) co_return;
+    // After the end of input: output still goes out.
+    co_await sleep(1ms);
+    co_await stream.write("got " + std::to_string(total));
+  });
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll(test::randomBytes(300'000, 7)));
+  client.shutdownWrite();
+  bool eof = false;
+  EXPECT_EQ(client.recvUntilEof(&eof), "got 300000");
+  EXPECT_TRUE(eof);
+}
+
+TEST_P(StreamTest, LargeTransferEveryByteVerified) {
+  startServer(echo);
+  BlockingClient client(address_);
+  const std::string data = test::randomBytes(16 * 1024 * 1024, 11);
+  std::atomic<bool> sent{false};
+  std::thread sender([&] { sent = client.sendAll(data); });
+  const std::string back = client.recvExactly(data.size());
+  sender.join();
+  EXPECT_TRUE(sent);
+  ASSERT_EQ(back.size(), data.size());
+  EXPECT_TRUE(back == data);
+}
+
+TEST_P(StreamTest, ReadUntilAndReadAtLeast) {
+  startServer([](Stream stream) -> Task<> {
+    Input line = co_await stream.readUntil("\r\n", 64);
+    if (line.error() == Errc::kTooLong) {
+      co_await stream.write("too long\n");
+      co_return;
+    }
+    if (!line) co_return;
+    co_await stream.write(line.view());
+    line.consume();
+    Input fixed = co_await stream.readAtLeast(5);
+    if (!fixed) co_return;
+    co_await stream.write(fixed.view());
+    fixed.consume();
+    // What is left after the match stays for the next read.
+    Input rest = co_await stream.read();
+    if (rest) co_await stream.write(&*rest);
+  });
+  BlockingClient client(address_);
+  for (const char* part : {"hel", "lo\r", "\nab", "cd", "efg"}) ASSERT_TRUE(client.sendAll(part));
+  EXPECT_EQ(client.recvExactly(14), "hello\r\nabcdefg");
+
+  BlockingClient tooLong(address_);
+  ASSERT_TRUE(tooLong.sendAll(std::string(100, 'x')));
+  bool eof = false;
+  EXPECT_EQ(tooLong.recvUntilEof(&eof), "too long\n");
+  EXPECT_TRUE(eof);
+}
+
+TEST_P(StreamTest, PeerClosesWhileACoroutineAwaitsARead) {
+  startServer([this](Stream stream) -> Task<> {
+    ++report_.entered;
+    Input in = co_await stream.read();
+    if (in.error() == Errc::kEof) ++report_.eof;
+    if (in.error() == Errc::kClosed) ++report_.closed;
+    ++report_.finished;
+  });
+  {
+    BlockingClient client(address_);
+    ASSERT_TRUE(waitUntil([&] { return report_.entered == 1; }));
+    client.close();  // FIN
+    ASSERT_TRUE(waitUntil([&] { return report_.finished == 1; }));
+    EXPECT_EQ(report_.eof, 1);
+  }
+  {
+    BlockingClient client(address_);
+    ASSERT_TRUE(waitUntil([&] { return report_.entered == 2; }));
+    client.resetConnection();  // RST
+    ASSERT_TRUE(waitUntil([&] { return report_.finished == 2; }));
+    EXPECT_EQ(report_.closed, 1);
+  }
+  stopServer();
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == fdBaseline_; }));
+}
+
+TEST_P(StreamTest, APeerThatNeverReadsSuspendsTheWriterWithBoundedMemory) {
+  constexpr size_t kChunk = 64 * 1024;
+  constexpr size_t kTotal = 100 * 1024 * 1024;
+  constexpr size_t kHighWater = 1024 * 1024;
+  startServer([this](Stream stream) -> Task<> {
+    stream.setWriteHighWater(kHighWater);
+    std::string chunk(kChunk, '\0');
+    for (size_t sent = 0; sent < kTotal; sent += kChunk) {
+      std::fill(chunk.begin(), chunk.end(), static_cast<char>((sent / kChunk) % 251));
+      if (co_await stream.write(chunk) != Errc::kOk) co_return;
+      report_.handedOver += kChunk;
+      const size_t queued = stream.connection()->queuedOutputBytes();
+      if (queued > report_.maxQueued) report_.maxQueued = queued;
+    }
+    ++report_.finished;
+  });
+  BlockingClient client(address_, /*rcvbuf=*/64 * 1024);
+  // The peer reads nothing: the writer gets past what the kernel buffers
+  // hold, then must be suspended, its queue at the high-water mark.
+  ASSERT_TRUE(waitUntil([&] { return report_.handedOver >= 2 * kHighWater; }));
+  EXPECT_LT(report_.handedOver.load(), kTotal / 2);
+  EXPECT_LE(report_.maxQueued.load(), kHighWater);
+  // Now read everything, checking every byte.
+  size_t received = 0;
+  bool intact = true;
+  while (received < kTotal) {
+    const std::string part = client.recvExactly(std::min<size_t>(kChunk, kTotal - received));
+    if (part.empty()) break;
+    for (size_t i = 0; i < part.size() && intact; ++i) {
+      intact = part[i] == static_cast<char>(((received + i) / kChunk) % 251);
+    }
+    received += part.size();
+  }
+  EXPECT_EQ(received, kTotal);
+  EXPECT_TRUE(intact);
+  ASSERT_TRUE(waitUntil([&] { return report_.finished == 1; }));
+  EXPECT_LE(report_.maxQueued.load(), kHighWater);
+}
+
+TEST_P(StreamTest, TimeoutFiresMidRead) {
+  startServer([](Stream stream) -> Task<> {
+    Input in = co_await withTimeout(100ms, stream.readAtLeast(10));
+    if (in.error() == Errc::kTimedOut) {
+      // What did arrive is still there.
+      co_await stream.write("timed out with " + std::to_string(stream.input().readableBytes()));
+    }
+  });
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll("12345"));
+  bool eof = false;
+  EXPECT_EQ(client.recvUntilEof(&eof), "timed out with 5");
+  EXPECT_TRUE(eof);
+}
+
+TEST_P(StreamTest, StopRequestedWhileAThousandCoroutinesAreSuspended) {
+  raiseFdLimit();
+  constexpr int kClients = 1000;
+  startServer([this](Stream stream) -> Task<> {
+    ++report_.entered;
+    Input in = co_await withStop(report_.stop.get_token(), stream.read());
+    if (in.error() == Errc::kCancelled) ++report_.cancelled;
+  });
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(std::make_unique<BlockingClient>(address_));
+  ASSERT_TRUE(waitUntil([&] { return report_.entered == kClients; }));
+  report_.stop.request_stop();  // from this thread, not the loop's
+  ASSERT_TRUE(waitUntil([&] { return report_.cancelled == kClients; }));
+  // Each coroutine returned, so its connection was closed.
+  for (auto& client : clients) {
+    bool eof = false;
+    EXPECT_EQ(client->recvUntilEof(&eof), "");
+    EXPECT_TRUE(eof);
+  }
+  clients.clear();
+  stopServer();
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == fdBaseline_; }));
+}
+
+TEST_P(StreamTest, DestroyingTheServerEndsEverySuspendedRead) {
+  raiseFdLimit();
+  constexpr int kClients = 1000;
+  startServer([this](Stream stream) -> Task<> {
+    ++report_.entered;
+    Input in = co_await stream.read();
+    if (in.error() == Errc::kClosed) ++report_.closed;
+  });
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(std::make_unique<BlockingClient>(address_));
+  ASSERT_TRUE(waitUntil([&] { return report_.entered == kClients; }));
+  stopServer();
+  // The server's loop tears its connections down right after.
+  EXPECT_TRUE(waitUntil([&] { return report_.closed == kClients; }));
+  clients.clear();
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == fdBaseline_; }));
+}
+
+TEST_P(StreamTest, TheLoopGoingAwayDestroysSuspendedCoroutines) {
+  constexpr int kClients = 100;
+  startServer([this](Stream stream) -> Task<> {
+    CountOnExit onExit(&report_.destroyed);
+    ++report_.entered;
+    co_await stream.write("hello");
+    co_await sleep(1h);  // holds its Stream, past its connection's close
+  });
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(std::make_unique<BlockingClient>(address_));
+  ASSERT_TRUE(waitUntil([&] { return report_.entered == kClients; }));
+  stopServer();
+  EXPECT_EQ(report_.destroyed, 0);
+  thread_.reset();  // the loop goes with a hundred coroutines asleep
+  EXPECT_EQ(report_.destroyed, kClients);
+  clients.clear();
+  EXPECT_EQ(test::openFdCount(), fdBaselineNoLoop_);
+}
+
+TEST_P(StreamTest, AnExceptionClosesOnlyItsConnection) {
+  startServer([](Stream stream) -> Task<> {
+    while (Input line = co_await stream.readUntil("\n")) {
+      if (line.view() == "boom\n") throw std::runtime_error("asked to throw");
+      co_await stream.write(line.view());
+      line.consume();
+    }
+  });
+  BlockingClient good(address_);
+  BlockingClient bad(address_);
+  ASSERT_TRUE(good.sendAll("one\n"));
+  EXPECT_EQ(good.recvExactly(4), "one\n");
+  ASSERT_TRUE(bad.sendAll("boom\n"));
+  bool eof = false;
+  EXPECT_EQ(bad.recvUntilEof(&eof), "");
+  EXPECT_TRUE(eof);
+  ASSERT_TRUE(good.sendAll("two\n"));
+  EXPECT_EQ(good.recvExactly(4), "two\n");
+  BlockingClient later(address_);
+  ASSERT_TRUE(later.sendAll("three\n"));
+  EXPECT_EQ(later.recvExactly(6), "three\n");
+}
+
+TEST_P(StreamTest, SteadyStateReadsAndWritesAllocateNothing) {
+  startServer(echo);
+  BlockingClient client(address_);
+  const std::string message(1000, 'm');
+  auto roundTrips = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      if (!client.sendAll(message) || client.recvExactly(message.size()) != message) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(roundTrips(100));  // warm up: buffers, pools, the ring
+  const auto before = runSync(loop_, [] { return std::pair(t_allocations, frameAllocations()); });
+  ASSERT_TRUE(roundTrips(2000));
+  const auto after = runSync(loop_, [] { return std::pair(t_allocations, frameAllocations()); });
+  EXPECT_EQ(after.second - before.second, 0u) << "coroutine frames";
+  // runSync's own functor is made on this thread, not the loop's.
+  EXPECT_EQ(after.first - before.first, 0u) << "heap allocations on the loop thread";
+}
+
+// connect() runs on a loop of the test thread.
+class ConnectTest : public StreamTest {};
+
+struct ConnectOutcome {
+  Errc error = Errc::kCancelled;
+  int sysError = -1;
+  std::string reply;
+};
+
+Task<> connectAndPing(EventLoop* loop, TcpClient* client, Duration timeout, ConnectOutcome* out) {
+  ConnectResult r = co_await connect(*client, timeout);
+  out->error = r.error;
+  out->sysError = r.sysError;
+  if (r) {
+    co_await r.stream.write("ping");
+    if (Input in = co_await r.stream.readAtLeast(4)) out->reply = std::string(in.view());
+  }
+  loop->quit();
+}
+
+TEST_P(ConnectTest, ConnectsWritesAndReads) {
+  startServer(echo);
+  EventLoop loop(GetParam());
+  TcpClient client(&loop, address_, "client");
+  ConnectOutcome out;
+  spawn(&loop, connectAndPing(&loop, &client, 5s, &out));
+  loop.runAfter(test::kWait, [&] { loop.quit(); });
+  loop.loop();
+  EXPECT_EQ(out.error, Errc::kOk);
+  EXPECT_EQ(out.reply, "ping");
+}
+
+TEST_P(ConnectTest, ARefusedConnectEndsWithItsErrno) {
+  InetAddress closedPort;
+  {
+    // A port that was just free: nothing listens there.
+    UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    InetAddress any(0, true);
+    ASSERT_EQ(::bind(probe.get(), any.getSockAddr(), any.sockLen()), 0);
+    sockaddr_in bound{};
+    socklen_t len = sizeof bound;
+    ::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&bound), &len);
+    closedPort = InetAddress(ntohs(bound.sin_port), true);
+  }
+  EventLoop loop(GetParam());
+  TcpClient client(&loop, closedPort, "client");
+  ConnectOutcome out;
+  spawn(&loop, connectAndPing(&loop, &client, 5s, &out));
+  loop.runAfter(test::kWait, [&] { loop.quit(); });
+  loop.loop();
+  EXPECT_EQ(out.error, Errc::kConnectFailed);
+  EXPECT_EQ(out.sysError, ECONNREFUSED);
+}
+
+TEST_P(ConnectTest, AConnectThatHangsTimesOut) {
+  // A listener whose accept queue is full and that never accepts: the
+  // kernel drops further SYNs, so a connect neither succeeds nor fails.
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  InetAddress any(0, true);
+  ASSERT_EQ(::bind(listener.get(), any.getSockAddr(), any.sockLen()), 0);
+  ASSERT_EQ(::listen(listener.get(), 0), 0);
+  sockaddr_in bound{};
+  socklen_t len = sizeof bound;
+  ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&bound), &len);
+  const InetAddress target(ntohs(bound.sin_port), true);
+  std::vector<std::unique_ptr<BlockingClient>> fillers;
+  // Backlog 0 queues one connection; the next SYNs are dropped.
+  fillers.push_back(std::make_unique<BlockingClient>(target));
+  EventLoop loop(GetParam());
+  TcpClient client(&loop, target, "client");
+  ConnectOutcome out;
+  spawn(&loop, connectAndPing(&loop, &client, 200ms, &out));
+  loop.runAfter(test::kWait, [&] { loop.quit(); });
+  loop.loop();
+  EXPECT_EQ(out.error, Errc::kTimedOut);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StreamTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
+                         test::pollerName);
+INSTANTIATE_TEST_SUITE_P(Backends, ConnectTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
+                         test::pollerName);
+
+}  // namespace
