@@ -58,6 +58,9 @@ BINARIES = {
     "pingpong_client": ("pingpong", "pingpong_client"),
     "asio_pingpong_server": ("pingpong/asio", "asio_pingpong_server"),
     "asio_pingpong_client": ("pingpong/asio", "asio_pingpong_client"),
+    "coro_pingpong_server": ("pingpong", "coro_pingpong_server"),
+    "asio_coro_pingpong_server": ("pingpong/asio", "asio_coro_pingpong_server"),
+    "asio_coro_pingpong_client": ("pingpong/asio", "asio_coro_pingpong_client"),
     "libevent_pingpong_server": ("pingpong/libevent", "libevent_pingpong_server"),
     "libevent_pingpong_client": ("pingpong/libevent", "libevent_pingpong_client"),
     "epoll_floor_server": ("pingpong/floor", "epoll_floor_server"),
@@ -74,6 +77,13 @@ IMPLS = {
     "libnet-epoll": (["pingpong_server", "--backend", "epoll"], LIBNET_EPOLL_CLIENT),
     "libnet-uring": (["pingpong_server", "--backend", "uring"], LIBNET_URING_CLIENT),
     "asio": (["asio_pingpong_server"], ["asio_pingpong_client"]),
+    # The coroutine layer (net/coro/): server and client written as one
+    # coroutine per connection, against Boost.Asio's C++20 coroutines.
+    "libnet-coro-epoll": (["coro_pingpong_server", "--backend", "epoll"],
+                          LIBNET_EPOLL_CLIENT + ["--coro"]),
+    "libnet-coro-uring": (["coro_pingpong_server", "--backend", "uring"],
+                          LIBNET_URING_CLIENT + ["--coro"]),
+    "asio-coro": (["asio_coro_pingpong_server"], ["asio_coro_pingpong_client"]),
     "libevent": (["libevent_pingpong_server"], ["libevent_pingpong_client"]),
     "floor-epoll": (["epoll_floor_server"], LIBNET_EPOLL_CLIENT),
     "floor-uring": (["uring_floor_server"], LIBNET_URING_CLIENT),
@@ -121,6 +131,15 @@ def table_specs(mode):
             sessions=[100, 1000],
             threads=list(range(1, min(4, NCPU) + 1)),
             pinned=False,
+        ),
+        "coro": dict(
+            title="Coroutines vs callbacks, single thread, 16 KiB messages",
+            impls=["libnet-epoll", "libnet-coro-epoll", "libnet-uring", "libnet-coro-uring",
+                   "asio", "asio-coro"],
+            blocksizes=[16384],
+            sessions=[1, 10, 100, 1000] + ([10000] if full else []),
+            threads=[1],
+            pinned=True,
         ),
         "backends": dict(
             title="libnet server on epoll vs io_uring (same epoll client)",
@@ -375,11 +394,21 @@ def markdown(name, spec, cells, mode, reps, seconds):
             ratios.append(("libnet-uring", "floor-uring"))
         if "server-uring" in impls:
             ratios.append(("server-uring", "server-epoll"))
+        for coro, anchor in (("libnet-coro-epoll", "libnet-epoll"),
+                             ("libnet-coro-uring", "libnet-uring"),
+                             ("libnet-coro-epoll", "asio-coro"),
+                             ("libnet-coro-uring", "asio-coro")):
+            if coro in impls and anchor in impls:
+                ratios.append((coro, anchor))
+        cpu_ratios = [(a, b) for a, b in (("libnet-coro-epoll", "libnet-epoll"),
+                                          ("libnet-coro-uring", "libnet-uring"))
+                      if a in impls and b in impls]
         header += ["%s/%s" % r for r in ratios]
         twins = [i for i in impls if i + BASE_SUFFIX in impls]
         header += ["%s MiB/s now/base" % short_name(i) for i in twins]
         header += ["server CPU s/GiB: " + ", ".join(impls)]
         header += ["%s CPU now/base" % short_name(i) for i in twins]
+        header += ["%s/%s CPU" % r for r in cpu_ratios]
         if name == "backends":
             header += ["server µs/msg: " + ", ".join(impls), "uring/epoll CPU per msg"]
             if "sfloor-uring" in impls:
@@ -410,6 +439,8 @@ def markdown(name, spec, cells, mode, reps, seconds):
                 for i in twins:
                     now, base = med[i], med[i + BASE_SUFFIX]
                     row.append(ratio(now["cpu"], base["cpu"]) if now and base else "-")
+                for a, b in cpu_ratios:
+                    row.append(ratio(med[a]["cpu"], med[b]["cpu"]) if med[a] and med[b] else "-")
                 if name == "backends":
                     row.append(", ".join("%.2f" % med[i]["us"] if med[i] else "-" for i in impls))
                     e, u = med.get("server-epoll"), med.get("server-uring")
@@ -453,8 +484,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["quick", "full"], default="quick")
-    ap.add_argument("--tables", default="single16k,single4k,multi",
-                    help="comma-separated: single16k, single4k, multi, backends")
+    ap.add_argument("--tables", default="single16k,single4k,multi,coro",
+                    help="comma-separated: single16k, single4k, multi, coro, backends")
     ap.add_argument("--seconds", type=int, help="seconds per run (quick 2, full 10)")
     ap.add_argument("--reps", type=int, help="runs per cell (quick 2, full 5)")
     ap.add_argument("--out", default=os.path.join(ROOT, "pingpong-results"),

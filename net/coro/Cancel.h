@@ -91,10 +91,10 @@ class Scoped {
 
   [[nodiscard]] bool await_ready() const noexcept { return false; }
   template <class P>
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<P> awaiting) {
+  bool await_suspend(std::coroutine_handle<P> awaiting) {
     scope_.enter(awaiting.promise().context());
-    if (inner_.await_ready()) return awaiting;
-    return suspendInto(inner_, awaiting);
+    if (inner_.await_ready()) return false;
+    return suspendOn(inner_, awaiting);
   }
   decltype(auto) await_resume() {
     scope_.leave();

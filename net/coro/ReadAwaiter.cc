@@ -14,6 +14,9 @@ bool ReadAwaiter::satisfiedBy(const Buffer& input) {
     case Mode::kSome:
       length_ = readable;
       return readable > 0;
+    case Mode::kMore:
+      length_ = readable;
+      return readable >= count_;
     case Mode::kAtLeast:
       length_ = count_;
       return readable >= count_;

@@ -1,4 +1,4 @@
-// ReadAwaiter: a read of a Stream (Stream::read(), readAtLeast(),
+// ReadAwaiter: a read of a Stream (Stream::read(), readMore(), readAtLeast(),
 // readUntil()), awaited at once. Ready without suspending when the unread
 // input already satisfies it; otherwise suspended until the bytes that do
 // arrive (resumed inline by the connection's delivery, on those bytes), the
@@ -17,7 +17,7 @@ namespace libnet::coro {
 
 class ReadAwaiter : public Cancelable {
  public:
-  enum class Mode : uint8_t { kSome, kAtLeast, kUntil };
+  enum class Mode : uint8_t { kSome, kMore, kAtLeast, kUntil };
 
   ReadAwaiter(StreamState* state, Mode mode, size_t count, std::string_view delimiter)
       : state_(state), mode_(mode), count_(count), delimiter_(delimiter) {}
@@ -53,7 +53,7 @@ class ReadAwaiter : public Cancelable {
 
   StreamState* state_;
   Mode mode_;
-  size_t count_;  // kAtLeast: bytes; kUntil: the most bytes to look through
+  size_t count_;  // kMore, kAtLeast: bytes; kUntil: the most bytes to look through
   std::string_view delimiter_;
   size_t scanned_ = 0;  // kUntil: no delimiter starts before this offset
   size_t length_ = 0;

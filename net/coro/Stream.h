@@ -59,9 +59,15 @@ class Stream {
   [[nodiscard]] explicit operator bool() const { return state_ != nullptr; }
   [[nodiscard]] const TcpConnectionPtr& connection() const { return conn_; }
 
-  // Whatever has arrived: at least one byte.
+  // Whatever has arrived: at least one byte. Ready at once while unread
+  // input remains: a coroutine that leaves an incomplete message unread
+  // (a parser's leftover) waits for the rest with readMore().
   [[nodiscard]] ReadAwaiter read() {
     return ReadAwaiter(state_, ReadAwaiter::Mode::kSome, 0, {});
+  }
+  // At least one byte more than is unread now; Input::size() is all of it.
+  [[nodiscard]] ReadAwaiter readMore() {
+    return ReadAwaiter(state_, ReadAwaiter::Mode::kMore, input().readableBytes() + 1, {});
   }
   // At least `count` bytes (Input::size() == count; more may be unread).
   [[nodiscard]] ReadAwaiter readAtLeast(size_t count) {

@@ -199,18 +199,24 @@ auto awaiterOf(A&& awaitable) {
   }
 }
 
-// An await_suspend() result as the handle to resume next.
+// Suspends `awaiting` on `awaiter` (an awaiter wrapped by another, such as
+// withTimeout()'s), with await_suspend()'s three result types folded into the
+// bool form: false resumes `awaiting` at once by returning to it (never by a
+// nested resume(), which would grow the stack of a loop whose operations
+// complete at once).
 template <class Awaiter, class P>
-std::coroutine_handle<> suspendInto(Awaiter& awaiter, std::coroutine_handle<P> awaiting) {
+bool suspendOn(Awaiter& awaiter, std::coroutine_handle<P> awaiting) {
   using Result = decltype(awaiter.await_suspend(awaiting));
   if constexpr (std::is_void_v<Result>) {
     awaiter.await_suspend(awaiting);
-    return std::noop_coroutine();
+    return true;
   } else if constexpr (std::is_same_v<Result, bool>) {
-    if (awaiter.await_suspend(awaiting)) return std::noop_coroutine();
-    return awaiting;
-  } else {
     return awaiter.await_suspend(awaiting);
+  } else {
+    const std::coroutine_handle<> next = awaiter.await_suspend(awaiting);
+    if (next == awaiting) return false;
+    next.resume();
+    return true;
   }
 }
 

@@ -10,6 +10,7 @@ set -euo pipefail
 bin() { echo "${TEST_SRCDIR}/libnet/$1"; }
 PP_SERVER=$(bin pingpong/pingpong_server)
 PP_CLIENT=$(bin pingpong/pingpong_client)
+CORO_SERVER=$(bin pingpong/coro_pingpong_server)
 ASIO_SERVER=$(bin pingpong/asio/asio_pingpong_server)
 ASIO_CLIENT=$(bin pingpong/asio/asio_pingpong_client)
 LE_SERVER=$(bin pingpong/libevent/libevent_pingpong_server)
@@ -93,6 +94,8 @@ check_pair() {
 SERVER_THREADS=0
 check_pair libnet-epoll "$PP_SERVER" --backend epoll -- "$PP_CLIENT" --backend epoll
 check_pair libnet-uring "$PP_SERVER" --backend uring -- "$PP_CLIENT" --backend uring
+check_pair libnet-coro-epoll "$CORO_SERVER" --backend epoll -- "$PP_CLIENT" --backend epoll --coro
+check_pair libnet-coro-uring "$CORO_SERVER" --backend uring -- "$PP_CLIENT" --backend uring --coro
 SERVER_THREADS=1
 check_pair asio "$ASIO_SERVER" -- "$ASIO_CLIENT"
 check_pair libevent "$LE_SERVER" -- "$LE_CLIENT"

@@ -1,0 +1,213 @@
+// coro_http_server: the HTTP/1.1 example written as one coroutine per
+// connection (net/coro/), in the shape of a hand-written io_uring server:
+// read, parse, respond, send the file. GET /hello answers "hello world\n";
+// every other GET or HEAD is a file under --root (sendfile(2); 404 when
+// missing, 403 outside the root). Keep-alive and pipelining (every complete
+// request in a read is answered, the answers go out in one write), the
+// parser's limits (4xx, then the connection is half-closed and drained so
+// the answer is not lost to a reset), a header deadline (408) and an idle
+// timeout. http_server is the same server on callbacks (net/http/HttpServer),
+// with more protections (a server-wide body budget); the HTTP benchmark
+// compares the two.
+//
+// SIGINT / SIGTERM stop it cleanly (exit 0); 1 if it cannot be set up, 2 for
+// bad arguments.
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "base/Logging.h"
+#include "examples/common/Flags.h"
+#include "examples/common/QuitOnSignal.h"
+#include "net/Buffer.h"
+#include "net/EventLoop.h"
+#include "net/InetAddress.h"
+#include "net/TcpServer.h"
+#include "net/coro/Coro.h"
+#include "net/http/HttpDate.h"
+#include "net/http/HttpParser.h"
+#include "net/http/HttpRequest.h"
+#include "net/http/HttpResponse.h"
+#include "net/http/StaticFiles.h"
+
+namespace {
+
+using namespace libnet;
+using namespace std::chrono_literals;
+using http::HttpParser;
+using http::HttpRequest;
+using http::HttpResponse;
+
+constexpr const char* kUsage =
+    "usage: coro_http_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
+    "                        [--root DIR] [--idle-timeout S] [--header-timeout S]\n"
+    "\n"
+    "  --address ADDR      numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
+    "  --port N            TCP port, 0..65535; 0 picks a free one (default 8000)\n"
+    "  --threads N         I/O loop threads; 0 serves everything on the main thread (default 0)\n"
+    "  --backend B         epoll, uring or auto (default auto)\n"
+    "  --root DIR          serve files under DIR (default: none, only /hello)\n"
+    "  --idle-timeout S    close keep-alive connections idle for S seconds; 0 never (default 60)\n"
+    "  --header-timeout S  a request's line and headers must be complete within S seconds of\n"
+    "                      its first byte, or it gets 408 (1 to 86400, default 10)\n"
+    "  --help              print this help and exit\n"
+    "\n"
+    "Prints \"coro_http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it.\n";
+
+constexpr std::string_view kHello = "hello world\n";
+
+struct Site {
+  std::unique_ptr<http::StaticFiles> files;
+  Duration headerTimeout = 10s;
+};
+
+std::string_view currentDate() {
+  thread_local http::HttpDateCache cache;
+  return cache.now();
+}
+
+// The answers of one read, sent in one write. Per thread: it is emptied by
+// the write before the coroutine can suspend, so connections never share
+// its contents.
+Buffer& batch() {
+  thread_local Buffer buffer(16 * 1024);
+  return buffer;
+}
+
+// Appends the answer to `request` to `out` (a file body: *file and its
+// length); returns whether the connection stays open.
+bool respond(const Site& site, const HttpRequest& request, Buffer* out, UniqueFd* file,
+             size_t* fileLength) {
+  HttpResponse response(!request.keepAlive());
+  if (request.version() == http::Version::kHttp10 && request.keepAlive()) {
+    response.setKeepAliveHeader(true);
+  }
+  if (request.path() == "/hello") {
+    response.setStatus(200);
+    response.setContentType("text/plain");
+    response.setBody(std::string(kHello));
+  } else if (site.files) {
+    site.files->serve(request, &response);
+  } else {
+    response.setStatusPage(404);
+  }
+  const bool headOnly = request.method() == http::Method::kHead;
+  response.appendToBuffer(out, currentDate(), headOnly);
+  if (response.hasFile() && !headOnly) {
+    *fileLength = response.contentLength();
+    *file = response.takeFile();
+  }
+  return !response.closeConnection();
+}
+
+// A bad request: answer, half-close, and drop what the client still sends
+// until it closes (bounded), so that the answer is not lost to a reset.
+coro::Task<> refuse(coro::Stream& stream, int status) {
+  HttpResponse response(/*close=*/true);
+  response.setStatusPage(status);
+  Buffer& out = batch();
+  response.appendToBuffer(&out, currentDate());
+  co_await stream.write(&out);
+  stream.shutdown();
+  co_await coro::withTimeout(5s, stream.closed());
+}
+
+coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
+  HttpParser parser;
+  std::optional<MonoTime> headerDeadline;
+  for (;;) {
+    // What is unread is an incomplete request (the parser took every
+    // complete one): wait for more. A request started and not yet through
+    // its headers must be through them by a deadline set when it was first
+    // seen, however its bytes trickle in; an idle connection is the
+    // TcpServer's idle timeout's business.
+    const bool midHeaders = parser.midRequest() && parser.inHeaderPhase();
+    if (!midHeaders) {
+      headerDeadline.reset();
+    } else if (!headerDeadline) {
+      headerDeadline = MonoClock::now() + site->headerTimeout;
+    }
+    coro::Input in =
+        midHeaders ? co_await coro::withTimeout(*headerDeadline - MonoClock::now(),
+                                                stream.readMore())
+                   : co_await stream.readMore();
+    if (in.error() == coro::Errc::kTimedOut) {
+      co_await refuse(stream, 408);
+      co_return;
+    }
+    if (!in) co_return;  // closed, or the client is done
+    Buffer& out = batch();
+    bool open = true;
+    while (open) {
+      const HttpParser::Result result = parser.parse(&*in);
+      if (result == HttpParser::Result::kNeedMore) break;
+      if (result == HttpParser::Result::kError) {
+        if (out.readableBytes() > 0) co_await stream.write(&out);
+        co_await refuse(stream, parser.errorStatus());
+        co_return;
+      }
+      UniqueFd file;
+      size_t fileLength = 0;
+      open = respond(*site, parser.request(), &out, &file, &fileLength);
+      parser.reset();
+      if (file) {
+        // The heads gathered so far go first, then the file, by sendfile(2).
+        if (co_await stream.sendFile(std::move(file), 0, fileLength, &out) != coro::Errc::kOk) {
+          co_return;
+        }
+      }
+    }
+    if (out.readableBytes() > 0 && co_await stream.write(&out) != coro::Errc::kOk) co_return;
+    if (!open) co_return;  // the stream goes: closed once the answers are out
+  }
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  std::string address = "0.0.0.0";
+  uint16_t port = 8000;
+  int threads = 0;
+  PollerKind backend = PollerKind::kAuto;
+  std::string root;
+  int idleTimeout = 60;
+  int headerTimeout = 10;
+  Flags flags("coro_http_server", kUsage);
+  flags.addAddress("--address", &address);
+  flags.addPort("--port", &port);
+  flags.addInt("--threads", &threads, 0, 1024);
+  flags.addBackend("--backend", &backend);
+  flags.addDirectory("--root", &root);
+  flags.addInt("--idle-timeout", &idleTimeout, 0, 86400);
+  flags.addInt("--header-timeout", &headerTimeout, 1, 86400);
+  if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
+
+  try {
+    Site site;
+    if (!root.empty()) site.files = std::make_unique<http::StaticFiles>(root);
+    site.headerTimeout = std::chrono::seconds(headerTimeout);
+
+    QuitOnSignal::blockStopSignals();  // before any thread exists
+    EventLoop loop(backend);
+    TcpServer server(&loop, *InetAddress::parse(address, port), "coro-http");
+    server.setThreadNum(threads);
+    if (idleTimeout > 0) server.setIdleTimeout(std::chrono::seconds(idleTimeout));
+    coro::serve(server, [&site](coro::Stream stream) {
+      return serveConnection(std::move(stream), &site);
+    });
+    server.start();
+    QuitOnSignal quitOnSignal(&loop);
+    std::cout << "coro_http_server listening on " << server.listenAddress().toIpPort()
+              << std::endl;
+    loop.loop();
+  } catch (const std::system_error& e) {
+    std::cerr << "coro_http_server: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
