@@ -7,7 +7,7 @@
 #   tools/install.sh --deb OUTDIR                      build libnet-dev_VERSION_ARCH.deb
 #
 # What lands under PREFIX (default /usr/local):
-#   include/{base,net,net/http}/*.h   the public headers (the hdrs of the
+#   include/{base,net,net/coro,net/http}/*.h  the public headers (the hdrs of the
 #                                     libraries in dist/BUILD and below them;
 #                                     nothing of net/poller/, no liburing)
 #   lib/libnet.a                      every libnet archive merged into one

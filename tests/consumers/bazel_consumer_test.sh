@@ -73,7 +73,7 @@ cat >"$workspace/BUILD" <<'EOF'
 cc_binary(
     name = "echo_roundtrip",
     srcs = ["echo_roundtrip.cc"],
-    deps = ["@libnet//:libnet"],
+    deps = ["@libnet//:libnet", "@libnet//:libnet_coro"],
 )
 EOF
 

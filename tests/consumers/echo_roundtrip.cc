@@ -1,7 +1,9 @@
 // echo_roundtrip: the program the consumer tests build against an installed or
 // imported libnet, the way an application would: an echo TcpServer on an
-// ephemeral loopback port and a TcpClient that sends one message through it
-// and checks that exactly those bytes come back. Uses the public headers only.
+// ephemeral loopback port, serving each connection with a coroutine (the
+// coroutine layer, net/coro/), and a TcpClient on callbacks that sends one
+// message through it and checks that exactly those bytes come back. Uses the
+// public headers only.
 //
 // Exit status: 0 on a verified echo, 1 on a mismatch, a failed connect or a
 // 10 s timeout (the reason on stderr).
@@ -15,13 +17,23 @@
 #include "net/TcpClient.h"
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
+#include "net/coro/Coro.h"
+
+namespace {
+
+libnet::coro::Task<> echo(libnet::coro::Stream stream) {
+  while (libnet::coro::Input in = co_await stream.read()) {
+    if (co_await stream.write(&*in) != libnet::coro::Errc::kOk) break;
+  }
+}
+
+}  // namespace
 
 int main() {
   using namespace libnet;
   EventLoop loop;
   TcpServer server(&loop, InetAddress(0, /*loopbackOnly=*/true), "consumer-echo");
-  server.setMessageCallback(
-      [](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) { conn->send(buffer); });
+  coro::serve(server, echo);
   server.start();
 
   const std::string message = "hello from a program that links libnet";

@@ -24,7 +24,8 @@ root=$stage/usr
 
 # --- the tree ---
 for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClient.h \
-  include/net/http/HttpServer.h include/base/Timestamp.h include/base/Logging.h \
+  include/net/http/HttpServer.h include/net/coro/Coro.h include/base/Timestamp.h \
+  include/base/Logging.h \
   lib/libnet.a "lib/libnet.so.$version" lib/pkgconfig/libnet.pc \
   lib/cmake/libnet/libnetConfig.cmake lib/cmake/libnet/libnetConfigVersion.cmake \
   share/libnet/install_manifest.txt; do
