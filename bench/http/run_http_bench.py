@@ -73,8 +73,12 @@ ALL_SERVERS = ["nginx", "libnet-epoll", "libnet-uring"]
 # the main loop accepts and hands connections to the I/O loops), to run next
 # to the default per-loop ones; ask for them by name in --servers.
 HANDOVER_SERVERS = ["libnet-epoll-handover", "libnet-uring-handover"]
+# examples/http:coro_http_server, the same server as one coroutine per
+# connection (net/coro/), against the callback one.
+CORO_SERVERS = ["libnet-coro-epoll", "libnet-coro-uring"]
 SHORT = {"nginx": "nginx", "libnet-epoll": "epoll", "libnet-uring": "uring",
-         "libnet-epoll-handover": "epoll-ho", "libnet-uring-handover": "uring-ho"}
+         "libnet-epoll-handover": "epoll-ho", "libnet-uring-handover": "uring-ho",
+         "libnet-coro-epoll": "coro-epoll", "libnet-coro-uring": "coro-uring"}
 # --baseline-binary: each libnet server gets a twin, named with the suffix,
 # that runs the baseline build.
 BASE_SUFFIX = "@base"
@@ -366,11 +370,13 @@ class Server:
             argv = [ctx["nginx"], "-p", ctx["nginx_dir"], "-c", conf]
         else:
             stem = self.name.removesuffix(BASE_SUFFIX)
+            coro = stem in CORO_SERVERS
             binary = ctx["binary"] if stem == self.name else ctx["baseline"]
+            if coro:
+                binary = os.path.join(ctx["tmp"], "coro_http_server")
             argv = [binary, "--port", str(self.port), "--threads", str(ctx["threads"]),
-                    "--backend", stem.split("-", 1)[1], "--root", ctx["www"]]
-            argv[argv.index("--backend") + 1] = stem.split("-")[1]
-            if ctx["threads"] > 0:
+                    "--backend", "uring" if "-uring" in stem else "epoll", "--root", ctx["www"]]
+            if ctx["threads"] > 0 and not coro:
                 argv += ["--accept",
                          "hand-over" if stem.endswith("-handover") else ctx["accept"]]
         # Output goes to a file, not a pipe: a chatty server can never block on
@@ -824,20 +830,24 @@ CSV_FIELDS = ["date", "scenario", "group", "path", "conns", "connection_close", 
 # ----------------------------------------------------------------------- main
 
 
-def build(ctx):
-    target = "//examples/http:http_server"
-    log("building: bazel build --config=opt " + target)
-    r = subprocess.run(["bazel", "build", "--config=opt", target], cwd=ROOT)
+def build(ctx, names):
+    """Builds examples/http's `names` (http_server, coro_http_server) and
+    copies them into the run's directory; returns their paths."""
+    targets = ["//examples/http:" + n for n in names]
+    log("building: bazel build --config=opt " + " ".join(targets))
+    r = subprocess.run(["bazel", "build", "--config=opt"] + targets, cwd=ROOT)
     if r.returncode != 0:
         sys.exit("run_http_bench: building %s failed; pass --binary PATH for a prebuilt "
-                 "http_server, or --servers nginx" % target)
+                 "http_server, or --servers nginx" % " ".join(targets))
     # bazel-bin follows the last build's configuration: copy the binary so
     # that a build elsewhere cannot swap it during the run.
     out = subprocess.run(["bazel", "info", "--config=opt", "bazel-bin"], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout.strip()
-    dst = os.path.join(ctx["tmp"], "http_server")
-    shutil.copy2(os.path.join(out, "examples", "http", "http_server"), dst)
-    return dst
+    paths = []
+    for name in names:
+        paths.append(os.path.join(ctx["tmp"], name))
+        shutil.copy2(os.path.join(out, "examples", "http", name), paths[-1])
+    return paths
 
 
 def make_www(ctx):
@@ -882,11 +892,14 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smoke run: 3 s x 1 rep")
     ap.add_argument("--servers", default=",".join(ALL_SERVERS),
                     help="comma-separated, in run order: " + ", ".join(ALL_SERVERS) +
-                    " (default), and with --threads " + ", ".join(HANDOVER_SERVERS))
+                    " (default), " + ", ".join(CORO_SERVERS) + " (the coroutine server), "
+                    "and with --threads " + ", ".join(HANDOVER_SERVERS))
     ap.add_argument("--scenarios", default="hello,close,static",
                     help="comma-separated scenarios (%s) or groups (%s)" %
                     (", ".join(SCENARIOS), ", ".join(GROUPS)))
     ap.add_argument("--binary", help="a prebuilt http_server (default: build it with Bazel)")
+    ap.add_argument("--coro-binary",
+                    help="with --binary: a prebuilt coro_http_server, for libnet-coro-*")
     ap.add_argument("--baseline-binary", metavar="PATH",
                     help="an http_server of an earlier build: adds libnet-epoll@base / "
                     "libnet-uring@base next to each selected libnet server, and now/base "
@@ -919,7 +932,7 @@ def main():
 
     seconds = args.seconds or (3 if args.quick else 10)
     reps = args.reps or (1 if args.quick else 3)
-    servers = parse_list(args.servers, ALL_SERVERS + HANDOVER_SERVERS, "server")
+    servers = parse_list(args.servers, ALL_SERVERS + HANDOVER_SERVERS + CORO_SERVERS, "server")
     groups = {g: [s for s in SCENARIOS if SCENARIOS[s][0] == g] for g in GROUPS}
     scenarios = parse_list(args.scenarios, SCENARIOS, "scenario", groups)
     scenarios = [s for s in SCENARIOS if s in scenarios]  # table order
@@ -972,8 +985,15 @@ def main():
 
     ctx["tmp"] = tempfile.mkdtemp(prefix="libnet-httpbench-")
     try:
-        if libnet:
-            ctx["binary"] = os.path.abspath(args.binary) if args.binary else build(ctx)
+        coro = any(s in CORO_SERVERS for s in servers)
+        if args.binary:
+            ctx["binary"] = os.path.abspath(args.binary)
+            if coro:
+                if not args.coro_binary:
+                    sys.exit("run_http_bench: with --binary, libnet-coro-* need --coro-binary")
+                shutil.copy2(args.coro_binary, os.path.join(ctx["tmp"], "coro_http_server"))
+        elif libnet:
+            ctx["binary"] = build(ctx, ["http_server"] + (["coro_http_server"] if coro else []))[0]
         if args.baseline_binary:
             # A copy, as build() makes: the path is often a baseline tree's
             # bazel-bin, which a build there can re-point during the run.

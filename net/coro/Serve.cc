@@ -28,15 +28,21 @@ detail::Detached runConnection(Task<> task, TcpConnectionPtr conn) {
 
 void startConnection(const ConnectionHandler& handler, const TcpConnectionPtr& conn) {
   Task<> task;
+  Stream stream(conn);
+  TaskContext* context = StreamState::attach(conn)->taskContext();
   try {
-    task = handler(Stream(conn));
+    task = handler(std::move(stream));
   } catch (const std::exception& e) {
     LOG_ERROR << conn->name() << ": connection handler threw: " << e.what()
               << "; closing the connection";
     conn->forceClose();
     return;
   }
-  detail::startDetached(conn->getLoop(), runConnection(std::move(task), conn));
+  // The root keeps `conn`, and so the context in its StreamState, until the
+  // root's frame is gone.
+  detail::Detached root = runConnection(std::move(task), conn);
+  root.handle.promise().useContext(context);
+  detail::startDetached(conn->getLoop(), root);
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ void DetachedPromise::unhandled_exception() noexcept {
 
 void DetachedPromise::startOn(EventLoop* loop) {
   loop->assertInLoopThread();
-  taskContext_.setLoop(loop);
+  context_->setLoop(loop);
   Registry::forThisThread().link(this, loop);
   std::coroutine_handle<DetachedPromise>::from_promise(*this).resume();
 }

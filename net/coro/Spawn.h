@@ -57,6 +57,10 @@ class DetachedPromise : public FrameBase {
   void return_void() noexcept {}
   void unhandled_exception() noexcept;
 
+  // Before startOn(): the task's context lives in `context` instead, which
+  // must outlive every frame of the task (serve() puts it in the
+  // connection's StreamState, next to what a message touches anyway).
+  void useContext(TaskContext* context) { context_ = context; }
   // Loop thread: joins the loop's live tasks, then runs until it suspends.
   void startOn(EventLoop* loop);
 

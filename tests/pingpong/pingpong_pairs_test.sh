@@ -13,6 +13,8 @@ PP_CLIENT=$(bin pingpong/pingpong_client)
 CORO_SERVER=$(bin pingpong/coro_pingpong_server)
 ASIO_SERVER=$(bin pingpong/asio/asio_pingpong_server)
 ASIO_CLIENT=$(bin pingpong/asio/asio_pingpong_client)
+ASIO_CORO_SERVER=$(bin pingpong/asio/asio_coro_pingpong_server)
+ASIO_CORO_CLIENT=$(bin pingpong/asio/asio_coro_pingpong_client)
 LE_SERVER=$(bin pingpong/libevent/libevent_pingpong_server)
 LE_CLIENT=$(bin pingpong/libevent/libevent_pingpong_client)
 EPOLL_FLOOR=$(bin pingpong/floor/epoll_floor_server)
@@ -98,6 +100,7 @@ check_pair libnet-coro-epoll "$CORO_SERVER" --backend epoll -- "$PP_CLIENT" --ba
 check_pair libnet-coro-uring "$CORO_SERVER" --backend uring -- "$PP_CLIENT" --backend uring --coro
 SERVER_THREADS=1
 check_pair asio "$ASIO_SERVER" -- "$ASIO_CLIENT"
+check_pair asio-coro "$ASIO_CORO_SERVER" -- "$ASIO_CORO_CLIENT"
 check_pair libevent "$LE_SERVER" -- "$LE_CLIENT"
 check_pair floor-epoll "$EPOLL_FLOOR" -- "$PP_CLIENT" --backend epoll
 check_pair floor-uring "$URING_FLOOR" -- "$PP_CLIENT" --backend uring
