@@ -190,6 +190,24 @@ TEST_P(StreamTest, ReadUntilAndReadAtLeast) {
   EXPECT_TRUE(eof);
 }
 
+TEST_P(StreamTest, ReadMoreWaitsForBytesBeyondTheUnreadOnes) {
+  startServer([](Stream stream) -> Task<> {
+    // Leaves "ab" unread: read() would return at once; readMore() waits for
+    // the next byte, and then has all three.
+    Input first = co_await stream.readAtLeast(2);
+    if (!first) co_return;
+    co_await stream.write("+");  // the client sends the next byte only now
+    Input more = co_await stream.readMore();
+    if (!more) co_return;
+    co_await stream.write(std::to_string(more.size()) + ":" + std::string(more.view()));
+  });
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll("ab"));
+  ASSERT_EQ(client.recvExactly(1), "+");
+  ASSERT_TRUE(client.sendAll("c"));
+  EXPECT_EQ(client.recvExactly(5), "3:abc");
+}
+
 TEST_P(StreamTest, PeerClosesWhileACoroutineAwaitsARead) {
   startServer([this](Stream stream) -> Task<> {
     ++report_.entered;
