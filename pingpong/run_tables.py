@@ -12,6 +12,7 @@ per table in --out.
   pingpong/run_tables.py                  # quick mode (about 5 minutes)
   pingpong/run_tables.py --mode full      # the full tables (10 s cells, 5 runs, 10000 sessions)
   pingpong/run_tables.py --tables backends
+  pingpong/run_tables.py --tables coro    # coroutines vs callbacks vs asio-coro
 
 Comparing two builds: with --baseline-bindir DIR, every libnet implementation
 in the selected tables (libnet-epoll, libnet-uring, server-epoll,

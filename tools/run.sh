@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # libnet's main job, from nothing: installs what is missing, builds optimized
 # binaries and reproduces the muduo book's ping-pong tables (libnet on epoll
-# and io_uring vs Boost.Asio vs libevent, plus library-free floors).
+# and io_uring vs Boost.Asio vs libevent, plus library-free floors), and the
+# coroutine table (libnet's coroutine layer vs its callbacks vs Boost.Asio's
+# C++20 coroutines).
 #
 #   tools/run.sh                 quick mode (about 5 minutes)
 #   tools/run.sh --mode full     the full tables (10 s cells, 5 runs, 10000 sessions)

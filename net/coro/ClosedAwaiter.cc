@@ -3,9 +3,9 @@
 namespace libnet::coro {
 
 ClosedAwaiter::~ClosedAwaiter() {
-  if (context_ == nullptr) return;
+  if (!suspended()) return;
   state_->clearClosedWaiter(this);
-  context_->resumedFrom(this);
+  forgetInTask();
 }
 
 bool ClosedAwaiter::await_ready() {
@@ -21,28 +21,19 @@ bool ClosedAwaiter::await_ready() {
 }
 
 bool ClosedAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
-  if (const Errc why = context->cancelled(); why != Errc::kOk) {
-    result_ = why;
-    return false;
-  }
-  context_ = context;
-  awaiting_ = awaiting;
-  context->suspendOn(this);
+  if (!prepareSuspend(awaiting, context)) return false;
   state_->setClosedWaiter(this);
   return true;
 }
 
 void ClosedAwaiter::complete(Errc result) {
   state_->clearClosedWaiter(this);
-  context_->resumedFrom(this);
-  result_ = result;
-  awaiting_.resume();  // may destroy this
+  resumeWith(result);
 }
 
 void ClosedAwaiter::cancel(Errc why) {
   state_->clearClosedWaiter(this);
-  result_ = why;
-  awaiting_.resume();
+  resumeWith(why);
 }
 
 }  // namespace libnet::coro

@@ -8,12 +8,12 @@
 #include <coroutine>
 
 #include "net/coro/Errc.h"
+#include "net/coro/Operation.h"
 #include "net/coro/StreamState.h"
-#include "net/coro/TaskContext.h"
 
 namespace libnet::coro {
 
-class ClosedAwaiter : public Cancelable {
+class ClosedAwaiter : public Operation {
  public:
   explicit ClosedAwaiter(StreamState* state) : state_(state) {}
   ClosedAwaiter(ClosedAwaiter&& other) noexcept : state_(other.state_) {}
@@ -34,9 +34,6 @@ class ClosedAwaiter : public Cancelable {
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
 
   StreamState* state_;
-  Errc result_ = Errc::kOk;
-  TaskContext* context_ = nullptr;
-  std::coroutine_handle<> awaiting_;
 };
 
 }  // namespace libnet::coro

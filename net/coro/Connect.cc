@@ -7,8 +7,8 @@
 namespace libnet::coro {
 
 ConnectAwaiter::~ConnectAwaiter() {
-  if (context_ == nullptr) return;
-  context_->resumedFrom(this);
+  if (!suspended()) return;
+  forgetInTask();
   if (pending_ && pending_->waiter == this) {
     // Destroyed while waiting (its loop went away).
     pending_->waiter = nullptr;
@@ -17,13 +17,8 @@ ConnectAwaiter::~ConnectAwaiter() {
 }
 
 bool ConnectAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
-  if (const Errc why = context->cancelled(); why != Errc::kOk) {
-    result_ = why;
-    return false;
-  }
   client_->getLoop()->assertInLoopThread();
-  context_ = context;
-  awaiting_ = awaiting;
+  if (!prepareSuspend(awaiting, context)) return false;
   pending_ = std::make_shared<Pending>();
   pending_->waiter = this;
   // The outcome is reported from the loop's queue, not from inside the
@@ -53,7 +48,6 @@ bool ConnectAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* cont
     timer_ = TimerId();
     finish(Errc::kTimedOut);
   });
-  context->suspendOn(this);
   client_->connect();
   return true;
 }
@@ -63,9 +57,7 @@ void ConnectAwaiter::finish(Errc result) {
   if (timer_.valid()) context_->loop()->cancel(timer_);
   timer_ = TimerId();
   if (result != Errc::kOk) client_->stop();
-  context_->resumedFrom(this);
-  result_ = result;
-  awaiting_.resume();  // may destroy this
+  resumeWith(result);
 }
 
 void ConnectAwaiter::cancel(Errc why) { finish(why); }

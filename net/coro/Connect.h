@@ -21,8 +21,8 @@
 
 #include "base/Timestamp.h"
 #include "net/TimerId.h"
+#include "net/coro/Operation.h"
 #include "net/coro/Stream.h"
-#include "net/coro/TaskContext.h"
 
 namespace libnet {
 class TcpClient;
@@ -37,7 +37,7 @@ struct ConnectResult {
   [[nodiscard]] explicit operator bool() const { return error == Errc::kOk; }
 };
 
-class ConnectAwaiter : public Cancelable {
+class ConnectAwaiter : public Operation {
  public:
   ConnectAwaiter(TcpClient* client, Duration timeout) : client_(client), timeout_(timeout) {}
   ConnectAwaiter(ConnectAwaiter&& other) noexcept
@@ -68,9 +68,6 @@ class ConnectAwaiter : public Cancelable {
 
   TcpClient* client_;
   Duration timeout_;
-  Errc result_ = Errc::kOk;
-  TaskContext* context_ = nullptr;
-  std::coroutine_handle<> awaiting_;
   std::shared_ptr<Pending> pending_;
   TimerId timer_;
 };

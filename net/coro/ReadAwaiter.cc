@@ -3,9 +3,9 @@
 namespace libnet::coro {
 
 ReadAwaiter::~ReadAwaiter() {
-  if (context_ == nullptr) return;
+  if (!suspended()) return;
   state_->clearReader(this);
-  context_->resumedFrom(this);
+  forgetInTask();
 }
 
 bool ReadAwaiter::satisfiedBy(const Buffer& input) {
@@ -55,29 +55,21 @@ bool ReadAwaiter::settled() {
 }
 
 bool ReadAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
-  if (const Errc why = context->cancelled(); why != Errc::kOk) {
-    result_ = why;
-    return false;
-  }
-  context_ = context;
-  awaiting_ = awaiting;
-  context->suspendOn(this);
+  if (!prepareSuspend(awaiting, context)) return false;
   state_->setReader(this);
   return true;
 }
 
 void ReadAwaiter::complete() {
   state_->clearReader(this);
-  context_->resumedFrom(this);
   if (result_ != Errc::kOk) length_ = 0;
-  awaiting_.resume();  // may destroy this
+  resumeWith(result_);
 }
 
 void ReadAwaiter::cancel(Errc why) {
   state_->clearReader(this);
-  result_ = why;
   length_ = 0;
-  awaiting_.resume();
+  resumeWith(why);
 }
 
 }  // namespace libnet::coro

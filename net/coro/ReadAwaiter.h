@@ -11,11 +11,11 @@
 #include <string_view>
 
 #include "net/coro/Input.h"
-#include "net/coro/TaskContext.h"
+#include "net/coro/Operation.h"
 
 namespace libnet::coro {
 
-class ReadAwaiter : public Cancelable {
+class ReadAwaiter : public Operation {
  public:
   enum class Mode : uint8_t { kSome, kMore, kAtLeast, kUntil };
 
@@ -57,9 +57,6 @@ class ReadAwaiter : public Cancelable {
   std::string_view delimiter_;
   size_t scanned_ = 0;  // kUntil: no delimiter starts before this offset
   size_t length_ = 0;
-  Errc result_ = Errc::kOk;
-  TaskContext* context_ = nullptr;
-  std::coroutine_handle<> awaiting_;
 };
 
 }  // namespace libnet::coro

@@ -5,34 +5,26 @@
 namespace libnet::coro {
 
 SleepAwaiter::~SleepAwaiter() {
-  if (context_ == nullptr) return;
+  if (!suspended()) return;
   if (timer_.valid()) context_->loop()->cancel(timer_);
-  context_->resumedFrom(this);
+  forgetInTask();
 }
 
 bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
-  context_ = context;
-  if (const Errc why = context->cancelled(); why != Errc::kOk) {
-    result_ = why;
-    return false;
-  }
-  awaiting_ = awaiting;
+  if (!prepareSuspend(awaiting, context)) return false;
   timer_ = context->loop()->runAfter(delay_, [this] { fire(); });
-  context->suspendOn(this);
   return true;
 }
 
 void SleepAwaiter::fire() {
   timer_ = TimerId();
-  context_->resumedFrom(this);
-  awaiting_.resume();
+  resumeWith(Errc::kOk);
 }
 
 void SleepAwaiter::cancel(Errc why) {
   context_->loop()->cancel(timer_);
   timer_ = TimerId();
-  result_ = why;
-  awaiting_.resume();
+  resumeWith(why);
 }
 
 }  // namespace libnet::coro

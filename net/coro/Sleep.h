@@ -12,11 +12,11 @@
 #include "base/Timestamp.h"
 #include "net/TimerId.h"
 #include "net/coro/Errc.h"
-#include "net/coro/TaskContext.h"
+#include "net/coro/Operation.h"
 
 namespace libnet::coro {
 
-class SleepAwaiter : public Cancelable {
+class SleepAwaiter : public Operation {
  public:
   explicit SleepAwaiter(Duration delay) : delay_(delay) {}
   SleepAwaiter(SleepAwaiter&& other) noexcept : delay_(other.delay_) {}  // before awaiting
@@ -37,9 +37,6 @@ class SleepAwaiter : public Cancelable {
   void fire();
 
   Duration delay_;
-  Errc result_ = Errc::kOk;
-  TaskContext* context_ = nullptr;
-  std::coroutine_handle<> awaiting_;
   TimerId timer_;
 };
 

@@ -3,9 +3,9 @@
 namespace libnet::coro {
 
 WriteAwaiter::~WriteAwaiter() {
-  if (context_ == nullptr) return;
+  if (!suspended()) return;
   state_->clearWriter(this);
-  context_->resumedFrom(this);
+  forgetInTask();
 }
 
 bool WriteAwaiter::start() {
@@ -26,28 +26,19 @@ bool WriteAwaiter::start() {
 }
 
 bool WriteAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
-  if (const Errc why = context->cancelled(); why != Errc::kOk) {
-    result_ = why;
-    return false;
-  }
-  context_ = context;
-  awaiting_ = awaiting;
-  context->suspendOn(this);
+  if (!prepareSuspend(awaiting, context)) return false;
   state_->setWriter(this);
   return true;
 }
 
 void WriteAwaiter::complete(Errc result) {
   state_->clearWriter(this);
-  context_->resumedFrom(this);
-  result_ = result;
-  awaiting_.resume();  // may destroy this
+  resumeWith(result);
 }
 
 void WriteAwaiter::cancel(Errc why) {
   state_->clearWriter(this);
-  result_ = why;
-  awaiting_.resume();
+  resumeWith(why);
 }
 
 }  // namespace libnet::coro

@@ -20,12 +20,12 @@
 #include "base/UniqueFd.h"
 #include "net/Buffer.h"
 #include "net/coro/Errc.h"
+#include "net/coro/Operation.h"
 #include "net/coro/StreamState.h"
-#include "net/coro/TaskContext.h"
 
 namespace libnet::coro {
 
-class WriteAwaiter : public Cancelable {
+class WriteAwaiter : public Operation {
  public:
   WriteAwaiter(StreamState* state, std::string_view data) : state_(state), data_(data) {}
   // Takes all readable bytes of `buffer` (the stream's own input included:
@@ -62,9 +62,6 @@ class WriteAwaiter : public Cancelable {
   UniqueFd file_;
   off_t offset_ = 0;
   size_t length_ = 0;
-  Errc result_ = Errc::kOk;
-  TaskContext* context_ = nullptr;
-  std::coroutine_handle<> awaiting_;
 };
 
 }  // namespace libnet::coro

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "pingpong/asio/IoContextPool.h"
+#include "pingpong/asio/Listen.h"
 #include "pingpong/floor/PingpongArgs.h"
 
 namespace {
@@ -80,28 +81,8 @@ int main(int argc, char** argv) {
   pingpong::IoContextPool pool(args.threads, /*keepAlive=*/true);
   boost::asio::io_context& main = pool.context(0);
 
-  const tcp::endpoint endpoint(boost::asio::ip::make_address(args.endpoint.address),
-                               args.endpoint.port);
   tcp::acceptor acceptor(main);
-  boost::system::error_code ec;
-  const char* step = "open";
-  acceptor.open(endpoint.protocol(), ec);
-  if (!ec) {
-    step = "setsockopt(SO_REUSEADDR)";
-    acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  }
-  if (!ec) {
-    step = "bind";
-    acceptor.bind(endpoint, ec);
-  }
-  if (!ec) {
-    step = "listen";
-    acceptor.listen(tcp::acceptor::max_listen_connections, ec);
-  }
-  if (ec) {
-    std::fprintf(stderr, "asio_coro_pingpong_server: cannot listen on %s: %s: %s\n",
-                 pingpong::formatEndpoint(args.endpoint.address, args.endpoint.port).c_str(), step,
-                 ec.message().c_str());
+  if (!pingpong::listenOn(acceptor, args.endpoint, "asio_coro_pingpong_server")) {
     return pingpong::kExitFailure;
   }
 

@@ -1,0 +1,17 @@
+// listenOn(): opens, binds and listens on the ping-pong servers' acceptor
+// (asio_pingpong_server and asio_coro_pingpong_server), saying which step
+// failed and why on stderr, as the other peers do.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "pingpong/floor/PingpongArgs.h"
+
+namespace pingpong {
+
+// False (after printing "<program>: cannot listen on ADDR:PORT: STEP: REASON")
+// if any step failed.
+bool listenOn(boost::asio::ip::tcp::acceptor& acceptor, const Endpoint& endpoint,
+              const char* program);
+
+}  // namespace pingpong
