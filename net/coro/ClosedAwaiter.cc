@@ -9,15 +9,8 @@ ClosedAwaiter::~ClosedAwaiter() {
 }
 
 bool ClosedAwaiter::await_ready() {
-  if (state_->closed()) {
-    result_ = Errc::kClosed;
-    return true;
-  }
-  if (state_->peerClosed()) {
-    result_ = Errc::kEof;
-    return true;
-  }
-  return false;
+  result_ = state_->end();
+  return result_ != Errc::kOk;
 }
 
 bool ClosedAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {

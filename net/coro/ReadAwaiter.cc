@@ -43,15 +43,8 @@ bool ReadAwaiter::satisfiedBy(const Buffer& input) {
 bool ReadAwaiter::settled() {
   if (satisfiedBy(state_->input())) return true;
   length_ = 0;
-  if (state_->closed()) {
-    result_ = Errc::kClosed;
-    return true;
-  }
-  if (state_->peerClosed()) {
-    result_ = Errc::kEof;
-    return true;
-  }
-  return false;
+  result_ = state_->end();
+  return result_ != Errc::kOk;
 }
 
 bool ReadAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {

@@ -43,6 +43,12 @@ class StreamState final : public ConnectionAttachment {
   [[nodiscard]] Buffer& input() const { return delivering_ ? *delivering_ : *conn_->inputBuffer(); }
   [[nodiscard]] bool peerClosed() const { return peerClosed_; }
   [[nodiscard]] bool closed() const { return closed_; }
+  // How the stream has ended so far: kClosed, kEof (the peer half-closed),
+  // or kOk (still open both ways).
+  [[nodiscard]] Errc end() const {
+    if (closed_) return Errc::kClosed;
+    return peerClosed_ ? Errc::kEof : Errc::kOk;
+  }
 
   // The operations' side.
   void setReader(ReadAwaiter* reader);
