@@ -9,7 +9,7 @@ median MiB/s (min-max) and the server's CPU time per GiB echoed, measured from
 Output: progress on stderr; markdown tables on stdout; a CSV and an SVG chart
 per table in --out.
 
-  pingpong/run_tables.py                  # quick mode (about 5 minutes)
+  pingpong/run_tables.py                  # quick mode (about 8 minutes)
   pingpong/run_tables.py --mode full      # the full tables (10 s cells, 5 runs, 10000 sessions)
   pingpong/run_tables.py --tables backends
   pingpong/run_tables.py --tables coro    # coroutines vs callbacks vs asio-coro

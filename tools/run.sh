@@ -5,7 +5,7 @@
 # coroutine table (libnet's coroutine layer vs its callbacks vs Boost.Asio's
 # C++20 coroutines).
 #
-#   tools/run.sh                 quick mode (about 5 minutes)
+#   tools/run.sh                 quick mode (about 8 minutes)
 #   tools/run.sh --mode full     the full tables (10 s cells, 5 runs, 10000 sessions)
 #   tools/run.sh --tables backends   epoll vs io_uring server cost
 #
