@@ -41,8 +41,6 @@ class StreamState final : public ConnectionAttachment {
   [[nodiscard]] TcpConnection* connection() const { return conn_; }
   // The unread input: the bytes being delivered, or the connection's buffer.
   [[nodiscard]] Buffer& input() const { return delivering_ ? *delivering_ : *conn_->inputBuffer(); }
-  [[nodiscard]] bool peerClosed() const { return peerClosed_; }
-  [[nodiscard]] bool closed() const { return closed_; }
   // How the stream has ended so far: kClosed, kEof (the peer half-closed),
   // or kOk (still open both ways).
   [[nodiscard]] Errc end() const {

@@ -10,7 +10,8 @@ WriteAwaiter::~WriteAwaiter() {
 
 bool WriteAwaiter::start() {
   TcpConnection* conn = state_->connection();
-  if (state_->closed() || conn->disconnected()) {
+  // The connection is disconnected before the state hears of the close.
+  if (conn->disconnected()) {
     if (buffer_ != nullptr) buffer_->retrieveAll();
     result_ = Errc::kClosed;
     return true;
