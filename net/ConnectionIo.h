@@ -8,6 +8,10 @@
 // buffer and the OutputQueue, and knows the backend only through this
 // interface; the strategy reports back through Owner.
 //
+// A ConnectionLayer (TLS, net/tls/) may stand between the connection and the
+// backend's strategy: its ConnectionIo is the connection's, and the backend's
+// strategy reports to it. The connection then sees plaintext only.
+//
 // Owned by its TcpConnection (which outlives it); loop thread only. Part of
 // the library's inside, not of its API.
 #pragma once
@@ -16,12 +20,15 @@
 #include <memory>
 #include <string_view>
 
+#include <sys/types.h>
+
 #include "base/Timestamp.h"
 #include "base/UniqueFd.h"
 
 namespace libnet {
 
 class Buffer;
+class EventLoop;
 class OutputQueue;
 
 // Where the bytes in a Buffer handed between a connection and its strategy
@@ -76,6 +83,9 @@ class ConnectionIo {
     // over, and the strategy closes it (the epoll strategy at once; the
     // io_uring strategy through the ring, with no system call of its own).
     [[nodiscard]] virtual UniqueFd onReleased() = 0;
+    // A strategy that was not ready() at start() has become ready (a TLS
+    // handshake completed): the connection may announce itself now.
+    virtual void onReady() {}
 
    protected:
     ~Owner() = default;
@@ -108,8 +118,25 @@ class ConnectionIo {
   // strategy may take the buffer's storage (or view) instead of copying its
   // bytes, and give a kApplication buffer spare storage back.
   [[nodiscard]] virtual int write(Buffer* buffer, InputKind kind) = 0;
-  // Something was queued on the OutputQueue directly (a file): move it.
+  // Queues `length` bytes of `file` from `offset` (and `head`, emptied, right
+  // before them) after everything queued; nothing moves until flush().
+  virtual void queueFile(UniqueFd file, off_t offset, size_t length, Buffer* head) = 0;
+  // Something was queued (a file): move it.
   virtual void flush() = 0;
+  // Whether application bytes can flow: true from start() on, except under
+  // a layer with a handshake to make first (it calls Owner::onReady()).
+  [[nodiscard]] virtual bool ready() const { return true; }
+  // Output the strategy holds in memory outside the OutputQueue (plaintext
+  // not yet encrypted), counted with the queue's for back-pressure and the
+  // high-water mark.
+  [[nodiscard]] virtual size_t heldBytes() const { return 0; }
+  // Whether the strategy holds output of its own still to go (held bytes,
+  // a file being encrypted): the connection is not drained until it is not.
+  [[nodiscard]] virtual bool holdsOutput() const { return false; }
+  // The connection is done sending (shutdown, close after output, end after
+  // the peer's): queue whatever the protocol says last (TLS close_notify).
+  // Called at most once that matters; later calls do nothing.
+  virtual void endOutput() {}
   // Stop all I/O now: the connection is closed and its output dropped.
   virtual void close() = 0;
   // The owner is done with the fd: onReleased() follows, from inside this

@@ -83,6 +83,14 @@ void OutputQueue::appendFile(UniqueFd file, off_t offset, size_t length) {
   files_.push_back(PendingFile{std::move(file), offset, length});
 }
 
+void OutputQueue::appendFile(UniqueFd file, off_t offset, size_t length, Buffer* head) {
+  if (head != nullptr) {
+    append(head->view());
+    head->retrieveAll();
+  }
+  appendFile(std::move(file), offset, length);
+}
+
 OutputQueue::FileResult OutputQueue::sendFile(int socketFd, bool* progressed) {
   PendingFile& file = files_.front();
   SigPipeSuppressor sigPipe;

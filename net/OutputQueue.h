@@ -38,6 +38,8 @@ class OutputQueue {
   // `length` bytes of `file` from `offset`, after everything queued; the
   // queue owns the fd until the file is sent or the queue cleared.
   void appendFile(UniqueFd file, off_t offset, size_t length);
+  // The same, with `head`'s bytes (emptied) right before the file.
+  void appendFile(UniqueFd file, off_t offset, size_t length, Buffer* head);
 
   // The bytes to write next (none of them in flight), ahead of any file.
   [[nodiscard]] Buffer& waiting() { return waiting_; }

@@ -114,6 +114,7 @@ bool Socket::isPeerError(int err) {
     case ENOTCONN:
     case ETIMEDOUT:
     case ECONNABORTED:
+    case EPROTO:  // a TLS peer that broke the protocol (net/tls)
     case EHOSTUNREACH:
     case ENETUNREACH:
       return true;

@@ -1,5 +1,7 @@
 #include "net/TcpClient.h"
 
+#include <cerrno>
+
 #include "base/Logging.h"
 #include "net/Connector.h"
 #include "net/EventLoop.h"
@@ -55,6 +57,7 @@ void TcpClient::stop() {
 
 void TcpClient::setConnectErrorCallback(ConnectErrorCallback cb) {
   // Held by the connector itself, which outlives any call it makes.
+  connectErrorCallback_ = cb;
   connector_->setConnectErrorCallback(std::move(cb));
 }
 
@@ -75,7 +78,8 @@ void TcpClient::newConnection(UniqueFd sockfd) {
   const InetAddress localAddr = Socket::localAddress(sockfd.get());
   std::string connName = name_ + ":" + peerAddr.toIpPort() + "#" + std::to_string(nextConnId_++);
   auto conn = std::make_shared<TcpConnection>(loop_, std::move(connName), std::move(sockfd),
-                                              localAddr, peerAddr);
+                                              localAddr, peerAddr, InetAddress(),
+                                              layer_.get());
   if (tcpNoDelay_) conn->setTcpNoDelay(true);
   conn->setConnectionCallback(connectionCallback_);
   conn->setMessageCallback(messageCallback_);
@@ -97,6 +101,9 @@ void TcpClient::removeConnection(const TcpConnectionPtr& conn) {
     if (connection_ == conn) connection_.reset();
   }
   loop_->queueInLoop([conn] { conn->connectDestroyed(); });
+  // Closed before it was announced: the layer's handshake failed (it logged
+  // why), a failed connect for the application.
+  if (!conn->announced() && connectErrorCallback_) connectErrorCallback_(EPROTO);
   if (retry_ && connect_) {
     LOG_INFO << "TcpClient " << name_ << " reconnecting to "
              << connector_->serverAddress().toIpPort();

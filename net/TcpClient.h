@@ -16,6 +16,7 @@
 
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
+#include "net/ConnectionLayer.h"
 #include "net/InetAddress.h"
 
 namespace libnet {
@@ -63,6 +64,14 @@ class TcpClient {
   // from inside the callback; stop() it there and destroy it afterwards (e.g.
   // from a queueInLoop() functor). Set it before connect().
   void setConnectErrorCallback(ConnectErrorCallback cb);
+  // Before connect(): a layer between the connection and its backend (TLS:
+  // std::make_shared<TlsLayer>(context, "host.name"), net/tls/). The
+  // connection (up) callback runs once the handshake is done; a connection
+  // whose handshake fails is reported to the connect-error callback with
+  // EPROTO (the layer logs why) and, with retry on, made again.
+  void setConnectionLayer(std::shared_ptr<const ConnectionLayer> layer) {
+    layer_ = std::move(layer);
+  }
 
  private:
   void newConnection(UniqueFd sockfd);
@@ -74,6 +83,8 @@ class TcpClient {
   ConnectionCallback connectionCallback_;
   MessageCallback messageCallback_;
   WriteCompleteCallback writeCompleteCallback_;
+  ConnectErrorCallback connectErrorCallback_;  // also held by the connector
+  std::shared_ptr<const ConnectionLayer> layer_;
   std::atomic<bool> retry_{false};
   std::atomic<bool> connect_{false};
   bool tcpNoDelay_ = false;

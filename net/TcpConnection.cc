@@ -21,7 +21,8 @@ void defaultMessageCallback(const TcpConnectionPtr&, Buffer* buffer, Timestamp) 
 
 TcpConnection::TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
                              std::optional<InetAddress> localAddr,
-                             std::optional<InetAddress> peerAddr, const InetAddress& localFallback)
+                             std::optional<InetAddress> peerAddr, const InetAddress& localFallback,
+                             const ConnectionLayer* layer)
     : loop_(loop),
       name_(std::move(name)),
       socket_(std::move(sockfd)),
@@ -32,7 +33,8 @@ TcpConnection::TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
       connectionCallback_(defaultConnectionCallback),
       messageCallback_(defaultMessageCallback),
       output_(&loop->bufferPool()),
-      io_(loop->poller().newConnectionIo({this, socket_.fd(), &inputBuffer_, &output_})) {
+      io_(layer ? layer->newConnectionIo(loop, {this, socket_.fd(), &inputBuffer_, &output_})
+                : loop->poller().newConnectionIo({this, socket_.fd(), &inputBuffer_, &output_})) {
   LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " created";
 }
 
@@ -123,7 +125,7 @@ void TcpConnection::logDroppedOutput() const {
 void TcpConnection::sendInLoop(std::string_view data) {
   loop_->assertInLoopThread();
   if (data.empty() || !acceptsOutput()) return;
-  const size_t before = output_.bufferedBytes();
+  const size_t before = bufferedOutput();
   afterWrite(io_->write(data), before);
 }
 
@@ -133,7 +135,7 @@ void TcpConnection::sendInLoop(Buffer* buffer) {
     buffer->retrieveAll();
     return;
   }
-  const size_t before = output_.bufferedBytes();
+  const size_t before = bufferedOutput();
   afterWrite(io_->write(buffer, kindOf(buffer)), before);
 }
 
@@ -151,7 +153,7 @@ void TcpConnection::afterWrite(int err, size_t bufferedBefore) {
     loop_->queueInLoop([self = shared_from_this()] { self->handleClose(); });
     return;
   }
-  const size_t buffered = output_.bufferedBytes();
+  const size_t buffered = bufferedOutput();
   if (highWaterMarkCallback_ && bufferedBefore < highWaterMark_ && buffered >= highWaterMark_) {
     loop_->queueInLoop([self = shared_from_this(), buffered] {
       if (!self->callUser("high-water mark",
@@ -160,7 +162,7 @@ void TcpConnection::afterWrite(int err, size_t bufferedBefore) {
       }
     });
   }
-  if (output_.empty()) {  // all written at once
+  if (outputDrained()) {  // all written at once
     queueWriteComplete();
     return;
   }
@@ -172,12 +174,8 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer*
   const State state = state_.load();
   if (state != State::kConnected && state != State::kDisconnecting) return;
   if (closeWhenDrained_) return;
-  if (head != nullptr) {
-    // Queued, not written now, so that it leaves with MSG_MORE.
-    output_.append(head->view());
-    head->retrieveAll();
-  }
-  output_.appendFile(std::move(file), offset, length);
+  // The head is queued, not written now, so that it leaves with MSG_MORE.
+  io_->queueFile(std::move(file), offset, length, head);
   checkOutputLimit();
   // Started from the loop rather than here: a write error closes the
   // connection, which must not happen inside the caller's callback.
@@ -188,7 +186,7 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer*
 
 size_t TcpConnection::queuedOutputBytes() const {
   loop_->assertInLoopThread();
-  return output_.queuedBytes();
+  return output_.queuedBytes() + io_->heldBytes();
 }
 
 size_t TcpConnection::bufferCapacity() const {
@@ -207,7 +205,9 @@ void TcpConnection::shutdown() {
 
 void TcpConnection::shutdownInLoop() {
   loop_->assertInLoopThread();
-  if (output_.empty() && !writeShutdown_ && state_.load() != State::kDisconnected) {
+  if (writeShutdown_ || state_.load() == State::kDisconnected) return;
+  io_->endOutput();  // TLS: close_notify, after everything queued
+  if (outputDrained()) {
     writeShutdown_ = true;
     socket_.shutdownWrite();
     // Both sides are done (an attachment kept the connection open after the
@@ -233,7 +233,8 @@ void TcpConnection::closeAfterOutput() {
   if (state != State::kConnected && state != State::kDisconnecting) return;
   state_.store(State::kDisconnecting);
   closeWhenDrained_ = true;  // later sends are dropped; onOutputDrained() closes
-  if (output_.empty()) {
+  io_->endOutput();
+  if (outputDrained()) {
     loop_->queueInLoop([self = shared_from_this()] { self->handleClose(); });
   }
 }
@@ -244,11 +245,16 @@ void TcpConnection::handleClose() {
   state_.store(State::kDisconnected);
   io_->close();
   TcpConnectionPtr guard(shared_from_this());
+  announceClosed();
+  if (closeCallback_) closeCallback_(guard);
+}
+
+void TcpConnection::announceClosed() {
   // A throwing "down" callback is logged; the close goes on regardless, so
   // the owner still forgets the connection.
-  callUser("connection (down)", [&] { connectionCallback_(guard); });
+  const TcpConnectionPtr self = shared_from_this();
+  if (announced_) callUser("connection (down)", [&] { connectionCallback_(self); });
   if (attachment_) attachment_->onClosed();
-  if (closeCallback_) closeCallback_(guard);
 }
 
 void TcpConnection::closeAfterThrow() {
@@ -302,7 +308,7 @@ void TcpConnection::unblockRead(ReadBlock why) {
 
 void TcpConnection::checkOutputLimit() {
   if (maxQueuedOutput_ == 0) return;
-  const size_t buffered = output_.bufferedBytes();
+  const size_t buffered = bufferedOutput();
   if (readBlocks_ & kOutputFull) {
     if (buffered <= maxQueuedOutput_ / 2) unblockRead(kOutputFull);
   } else if (buffered > maxQueuedOutput_) {
@@ -319,6 +325,16 @@ void TcpConnection::connectEstablished() {
   state_.store(State::kConnected);
   io_->start();
   if (idleWheel_) idleEntry_ = idleWheel_->add(shared_from_this());
+  if (io_->ready()) announce();
+}
+
+void TcpConnection::onReady() {
+  if (state_.load() == State::kDisconnected) return;
+  announce();
+}
+
+void TcpConnection::announce() {
+  announced_ = true;
   const TcpConnectionPtr self = shared_from_this();
   if (!callUser("connection (up)", [&] { connectionCallback_(self); })) closeAfterThrow();
 }
@@ -335,9 +351,7 @@ void TcpConnection::connectDestroyed() {
   if (state == State::kConnected || state == State::kDisconnecting) {
     state_.store(State::kDisconnected);
     io_->close();
-    const TcpConnectionPtr self = shared_from_this();
-    callUser("connection (down)", [&] { connectionCallback_(self); });
-    if (attachment_) attachment_->onClosed();
+    announceClosed();
   }
   // Its buffers are freed when the last reference goes, soon after.
   loop_->bufferPool().noteFreed(bufferCapacity());
@@ -415,7 +429,8 @@ void TcpConnection::onPeerClosed() {
     return;
   }
   // What we owe the peer still goes out; close once it has.
-  if (output_.empty()) handleClose();
+  io_->endOutput();
+  if (outputDrained()) handleClose();
 }
 
 void TcpConnection::onIoError(const char* call, int err) {

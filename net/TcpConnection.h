@@ -13,7 +13,10 @@
 // a ConnectionIo made once by the loop's Poller (net/poller/: on epoll, reads
 // until a short read on each edge and writes straight to the socket; on
 // io_uring, a multishot recv and one send in flight). The API is the same on
-// both.
+// both. With a ConnectionLayer (TLS, net/tls/), the layer's strategy stands
+// in between: callbacks see plaintext, and the connection (up) callback runs
+// once the handshake is done (a connection whose handshake fails is never
+// announced, and gets no (down) callback either).
 //
 // A callback that throws closes this connection only (logged at ERROR with
 // its name; unread input dropped): see docs/architecture.md, "Callbacks that
@@ -39,6 +42,7 @@
 #include "net/Callbacks.h"
 #include "net/ConnectionAttachment.h"
 #include "net/ConnectionIo.h"
+#include "net/ConnectionLayer.h"
 #include "net/InetAddress.h"
 #include "net/OutputQueue.h"
 #include "net/Socket.h"
@@ -60,10 +64,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   // wildcard address, or on io_uring (whose multishot accept reports no
   // peer address), makes no getsockname/getpeername call per connection.
   // `localFallback` is what localAddress() reports if the lookup can no
-  // longer be made (the listening address, say).
+  // longer be made (the listening address, say). `layer` (optional) makes
+  // the connection's I/O strategy instead of the loop's backend (TLS).
   TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
                 std::optional<InetAddress> localAddr, std::optional<InetAddress> peerAddr,
-                const InetAddress& localFallback = InetAddress());
+                const InetAddress& localFallback = InetAddress(),
+                const ConnectionLayer* layer = nullptr);
   ~TcpConnection();
   TcpConnection(const TcpConnection&) = delete;
   TcpConnection& operator=(const TcpConnection&) = delete;
@@ -81,6 +87,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   [[nodiscard]] bool connected() const { return state_.load() == State::kConnected; }
   [[nodiscard]] bool disconnected() const { return state_.load() == State::kDisconnected; }
   [[nodiscard]] int fd() const { return socket_.fd(); }
+  // Whether the connection (up) callback has run: false while a layer's
+  // handshake is under way, and for good if it failed. Loop thread.
+  [[nodiscard]] bool announced() const { return announced_; }
 
   // Any thread. Off the loop thread the bytes are copied (moved for an
   // rvalue string) and the write happens on the loop.
@@ -119,14 +128,16 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void stopRead();
   void startRead();
   // Bytes queued for the peer and not yet written: buffers, files still to
-  // send, and the bytes queued behind them. Loop thread.
+  // send, and the bytes queued behind them (under TLS: ciphertext not yet
+  // sent plus plaintext not yet encrypted). Loop thread.
   [[nodiscard]] size_t queuedOutputBytes() const;
   // Reading is on: not stopped by stopRead() nor paused by back-pressure.
   [[nodiscard]] bool isReading() const { return readBlocks_ == 0; }
 
   // Back-pressure: while more than `bytes` of output sit in this
   // connection's buffers (file ranges from sendFile() are not counted: they
-  // take no memory), reading from the peer pauses, so TCP flow control holds
+  // take no memory; under TLS, ciphertext not yet sent plus plaintext not yet
+  // encrypted, as for the high-water mark), reading from the peer pauses, so TCP flow control holds
   // back a peer that sends without reading what it is sent (an echo or
   // request-response server would otherwise buffer all it sends); reading
   // resumes once the buffered output has drained to half of it. 0 turns it
@@ -187,7 +198,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   [[nodiscard]] bool wantsInput() const override;
   [[nodiscard]] std::shared_ptr<void> keepAlive() override { return shared_from_this(); }
   [[nodiscard]] UniqueFd onReleased() override;
+  void onReady() override;
 
+  // Runs the connection (up) callback (once the strategy is ready()).
+  void announce();
+  // Output still held: queued buffers and files, and what a layer holds.
+  [[nodiscard]] size_t bufferedOutput() const { return output_.bufferedBytes() + io_->heldBytes(); }
+  [[nodiscard]] bool outputDrained() const { return output_.empty() && !io_->holdsOutput(); }
+  // Runs the (down) callback if the (up) one ran, then tells the attachment.
+  void announceClosed();
   // Which addresses are known (bits of addressesKnown_).
   enum AddressBit : uint8_t { kLocalKnown = 1, kPeerKnown = 2 };
   [[nodiscard]] InetAddress address(AddressBit which) const;
@@ -245,6 +264,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   bool peerClosed_ = false;        // we read EOF
   bool writeShutdown_ = false;     // shutdown(SHUT_WR) done
   bool closeWhenDrained_ = false;  // closeAfterOutput()
+  bool announced_ = false;         // the connection (up) callback ran
   Socket socket_;  // emptied, under addressMutex_, when the fd is handed back
   // Looked up lazily (see localAddress()): written once under the mutex,
   // then read without it once its bit is set.

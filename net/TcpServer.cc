@@ -159,7 +159,7 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
   std::string connName =
       name_ + "#" + std::to_string(nextConnId_.fetch_add(1, std::memory_order_relaxed));
   auto conn = std::make_shared<TcpConnection>(ioLoop, std::move(connName), std::move(sockfd),
-                                              localAddr, peerAddr, listenAddr_);
+                                              localAddr, peerAddr, listenAddr_, layer_.get());
   if (tcpNoDelay_ && !noDelayInherited_) conn->setTcpNoDelay(true);
   if (maxQueuedOutput_) conn->setMaxQueuedOutput(*maxQueuedOutput_);
   if (state->idleWheel) conn->setIdleWheel(state->idleWheel.get());

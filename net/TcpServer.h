@@ -34,6 +34,7 @@
 
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
+#include "net/ConnectionLayer.h"
 #include "net/InetAddress.h"
 #include "net/TimingWheel.h"
 
@@ -88,6 +89,12 @@ class TcpServer {
   void setDeferAccept(int seconds) { deferAcceptSeconds_ = seconds; }
   // TCP_NODELAY on every accepted connection.
   void setTcpNoDelay(bool on) { tcpNoDelay_ = on; }
+  // Before start(): a layer between every connection and its backend (TLS:
+  // std::make_shared<TlsLayer>(context), net/tls/). Callbacks see plaintext;
+  // the connection (up) callback runs once the handshake is done.
+  void setConnectionLayer(std::shared_ptr<const ConnectionLayer> layer) {
+    layer_ = std::move(layer);
+  }
   // Back-pressure for every connection (TcpConnection::setMaxQueuedOutput):
   // reading from a peer pauses while more than `bytes` of output wait for
   // it, and resumes once half has drained; 0 turns it off. Default:
@@ -144,6 +151,7 @@ class TcpServer {
   WriteCompleteCallback writeCompleteCallback_;
   ThreadInitCallback threadInitCallback_;
   bool tcpNoDelay_ = false;
+  std::shared_ptr<const ConnectionLayer> layer_;  // null: plain TCP
   std::optional<size_t> maxQueuedOutput_;      // unset: the connection's default
   bool noDelayInherited_ = false;              // set on the listening socket
   AcceptMode acceptMode_ = AcceptMode::kPerLoop;

@@ -18,6 +18,7 @@
 
 #include "net/Channel.h"
 #include "net/ConnectionIo.h"
+#include "net/OutputQueue.h"
 
 namespace libnet {
 
@@ -32,6 +33,9 @@ class EpollConnectionIo final : public ConnectionIo {
   void resumeRead() override;
   [[nodiscard]] int write(std::string_view data) override;
   [[nodiscard]] int write(Buffer* buffer, InputKind kind) override;
+  void queueFile(UniqueFd file, off_t offset, size_t length, Buffer* head) override {
+    output_->appendFile(std::move(file), offset, length, head);
+  }
   void flush() override { handleWrite(); }
   void close() override;
   void release() override;

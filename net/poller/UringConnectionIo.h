@@ -28,6 +28,7 @@
 #include <memory>
 
 #include "net/ConnectionIo.h"
+#include "net/OutputQueue.h"
 #include "net/poller/CompletionHandler.h"
 
 struct io_uring_sqe;
@@ -47,6 +48,9 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   void resumeRead() override { armRecv(); }
   [[nodiscard]] int write(std::string_view data) override;
   [[nodiscard]] int write(Buffer* buffer, InputKind kind) override;
+  void queueFile(UniqueFd file, off_t offset, size_t length, Buffer* head) override {
+    output_->appendFile(std::move(file), offset, length, head);
+  }
   void flush() override { pump(); }
   void close() override;
   void release() override;

@@ -1,0 +1,34 @@
+// ConnectionLayer: what stands between a TcpConnection's callbacks and its
+// backend's I/O strategy (TLS: net/tls/TlsLayer). Given to a TcpServer or a
+// TcpClient, it makes every connection's ConnectionIo: its own strategy,
+// which makes and drives the backend's (Poller::newConnectionIo) and shows
+// the connection the bytes as they are meant to be read (plaintext).
+//
+// Shared by the server or client that holds it and by every loop thread:
+// newConnectionIo() may be called from several threads at once, so an
+// implementation keeps only immutable state (or guards it).
+#pragma once
+
+#include <memory>
+
+#include "net/ConnectionIo.h"
+
+namespace libnet {
+
+class EventLoop;
+
+class ConnectionLayer {
+ public:
+  ConnectionLayer() = default;
+  virtual ~ConnectionLayer() = default;
+  ConnectionLayer(const ConnectionLayer&) = delete;
+  ConnectionLayer& operator=(const ConnectionLayer&) = delete;
+
+  // The strategy that the connection (parts.owner) of `loop` will drive.
+  // Called by whichever thread makes the connection (a server's accepting
+  // loop); the strategy runs on `loop`'s thread from start() on.
+  [[nodiscard]] virtual std::unique_ptr<ConnectionIo> newConnectionIo(
+      EventLoop* loop, const ConnectionIo::Parts& parts) const = 0;
+};
+
+}  // namespace libnet

@@ -1,0 +1,286 @@
+#include "net/tls/TlsConnectionIo.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include "base/Logging.h"
+#include "net/BufferPool.h"
+#include "net/EventLoop.h"
+#include "net/OutputQueue.h"
+#include "net/Poller.h"
+
+namespace libnet {
+
+namespace {
+
+// The most plaintext one TLS record carries: a send up to this size is one
+// record and one write; a larger one is gathered (corked) into one write.
+constexpr size_t kRecordPlaintext = 16 * 1024;
+
+}  // namespace
+
+TlsConnectionIo::TlsConnectionIo(EventLoop* loop, const ConnectionIo::Parts& parts,
+                                 std::shared_ptr<const TlsContext> context,
+                                 const std::string& peerName)
+    : loop_(loop),
+      owner_(parts.owner),
+      input_(parts.input),
+      output_(parts.output),
+      session_(context, peerName, this),
+      inner_(loop->poller().newConnectionIo({this, parts.fd, &cipherInput_, parts.output})),
+      handshakeTimeout_(context->handshakeTimeout()) {}
+
+TlsConnectionIo::~TlsConnectionIo() = default;
+
+// ---- what the connection asks ----
+
+void TlsConnectionIo::start() {
+  inner_->start();
+  if (handshakeTimeout_ > TlsContext::Duration::zero()) {
+    // The connection owns this object: alive while the connection is.
+    handshakeTimer_ = loop_->runAfter(
+        handshakeTimeout_, [this, alive = std::weak_ptr<void>(owner_->keepAlive())] {
+          if (alive.lock()) onHandshakeTimeout();
+        });
+  }
+  if (!session_.isServer()) {
+    if (session_.startHandshake() == TlsSession::Status::kFailed) {
+      fail("handshake");
+      return;
+    }
+    if (const int err = std::exchange(writeError_, 0)) owner_->onIoError("send", err);
+  }
+}
+
+void TlsConnectionIo::resumeRead() {
+  // Ciphertext the backend kept while reading was paused comes first.
+  if (cipherInput_.readableBytes() > 0) {
+    onInput(&cipherInput_, InputKind::kConnectionInput, Timestamp::now());
+    if (closed_ || !owner_->wantsInput()) return;
+  }
+  inner_->resumeRead();
+}
+
+int TlsConnectionIo::write(std::string_view data) {
+  if (closed_) return 0;
+  if (!session_.established()) {
+    // Before the handshake completes (a client's early send): held, then
+    // encrypted in order once it has.
+    loop_->bufferPool().lend(&pending_);
+    pending_.append(data);
+    return 0;
+  }
+  // A send of more than one record leaves in one write rather than one per
+  // record: the records gather here first (one copy of ciphertext, cheaper
+  // than a system call per 16 KiB).
+  corking_ = data.size() > kRecordPlaintext;
+  if (corking_) loop_->bufferPool().lend(&corked_);
+  const TlsSession::Status status = session_.send(data);
+  if (corking_) {
+    corking_ = false;
+    if (writeError_ == 0 && corked_.readableBytes() > 0) {
+      writeError_ = inner_->write(&corked_, InputKind::kApplication);
+    }
+    corked_.retrieveAll();
+    loop_->bufferPool().reclaim(&corked_);
+  }
+  if (status == TlsSession::Status::kFailed) {
+    // Encryption does not fail on good input; if OpenSSL says otherwise, the
+    // connection cannot go on.
+    LOG_ERROR << "TLS send failed: " << session_.error();
+    return EPROTO;
+  }
+  return std::exchange(writeError_, 0);
+}
+
+int TlsConnectionIo::write(Buffer* buffer, InputKind) {
+  // The bytes are encrypted into OpenSSL's buffer: the caller's storage is
+  // never taken, whatever its kind.
+  const int err = write(buffer->view());
+  buffer->retrieveAll();
+  return err;
+}
+
+void TlsConnectionIo::queueFile(UniqueFd file, off_t offset, size_t length, Buffer* head) {
+  if (head != nullptr) {
+    // Cannot fail here: a write error is also seen by the next write.
+    if (const int err = write(head->view())) writeError_ = err;
+    head->retrieveAll();
+  }
+  if (length > 0) files_.push_back(PendingFile{std::move(file), offset, length});
+}
+
+void TlsConnectionIo::flush() {
+  if (closed_) return;
+  if (const int err = std::exchange(writeError_, 0)) {
+    owner_->onIoError("send", err);
+    return;
+  }
+  const bool held = holdsOutput();
+  pumpFiles();
+  if (closed_) return;
+  inner_->flush();
+  // Everything may have gone out at once: the backend then reports nothing.
+  if (held && !closed_ && drained()) owner_->onOutputDrained();
+}
+
+void TlsConnectionIo::close() {
+  if (closed_) return;
+  closed_ = true;
+  if (handshakeTimer_.valid()) loop_->cancel(handshakeTimer_);
+  handshakeTimer_ = TimerId();
+  files_.clear();
+  inner_->close();
+}
+
+void TlsConnectionIo::endOutput() {
+  endRequested_ = true;
+  if (!closed_ && files_.empty() && pending_.readableBytes() == 0) session_.sendCloseNotify();
+}
+
+// ---- what the backend reports ----
+
+void TlsConnectionIo::onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
+  receive(buffer->view(), receiveTime);
+  // The ciphertext is all taken: shared storage is empty again, a ring view
+  // goes back, our own buffer gives its storage back to the pool.
+  buffer->retrieveAll();
+  if (kind == InputKind::kConnectionInput) {
+    loop_->bufferPool().reclaim(buffer);
+  } else {
+    buffer->releaseBorrowed();
+  }
+}
+
+void TlsConnectionIo::receive(std::string_view ciphertext, Timestamp receiveTime) {
+  if (closed_) return;
+  const bool wasEstablished = session_.established();
+  loop_->bufferPool().lend(input_);
+  const TlsSession::Status status = session_.receive(ciphertext, input_);
+  if (const int err = std::exchange(writeError_, 0)) {
+    owner_->onIoError("send", err);
+    return;
+  }
+  if (status == TlsSession::Status::kFailed) {
+    fail(wasEstablished ? "read" : "handshake");
+    return;
+  }
+  if (!wasEstablished && session_.established()) {
+    onEstablished();
+    if (closed_) return;
+  }
+  if (input_->readableBytes() > 0) {
+    // Paused: the plaintext waits in the connection's buffer, which the
+    // connection delivers when reading resumes.
+    if (owner_->wantsInput()) owner_->onInput(input_, InputKind::kConnectionInput, receiveTime);
+  } else {
+    loop_->bufferPool().reclaim(input_);
+  }
+  if (closed_ || status != TlsSession::Status::kPeerClosed || peerClosedReported_) return;
+  peerClosedReported_ = true;
+  owner_->onPeerClosed();
+}
+
+void TlsConnectionIo::onEstablished() {
+  if (handshakeTimer_.valid()) loop_->cancel(handshakeTimer_);
+  handshakeTimer_ = TimerId();
+  LOG_DEBUG << "TLS established: " << session_.version() << " " << session_.cipher()
+            << (session_.resumed() ? " (resumed)" : "");
+  if (pending_.readableBytes() > 0) {
+    Buffer held(0);
+    held.swap(pending_);
+    const int err = write(held.view());
+    held.retrieveAll();
+    loop_->bufferPool().reclaim(&held);
+    if (err != 0) {
+      owner_->onIoError("send", err);
+      return;
+    }
+  }
+  owner_->onReady();
+}
+
+void TlsConnectionIo::onOutputProgress() {
+  owner_->onOutputProgress();
+  if (!closed_ && !files_.empty()) pumpFiles();
+}
+
+void TlsConnectionIo::onOutputDrained() {
+  if (!files_.empty()) {
+    pumpFiles();
+    if (closed_ || !drained()) return;  // the backend reports again
+  }
+  owner_->onOutputDrained();
+}
+
+void TlsConnectionIo::onPeerClosed() {
+  if (peerClosedReported_ || closed_) return;
+  if (!session_.established()) {
+    LOG_DEBUG << "TLS: peer closed during the handshake";
+    owner_->onIoError("TLS handshake (peer closed)", ECONNRESET);
+    return;
+  }
+  // The end of the TCP stream without close_notify: the data may have been
+  // cut short by anyone on the path, so it is not a clean end of input.
+  owner_->onIoError("TLS read (end of stream without close_notify)", ECONNABORTED);
+}
+
+void TlsConnectionIo::onCiphertext(std::string_view bytes) {
+  if (corking_) {
+    corked_.append(bytes);
+    return;
+  }
+  if (writeError_ != 0 || closed_) return;
+  writeError_ = inner_->write(bytes);
+}
+
+// ---- helpers ----
+
+bool TlsConnectionIo::drained() const { return output_->empty() && !holdsOutput(); }
+
+void TlsConnectionIo::fail(const char* during) {
+  if (session_.isServer()) {
+    LOG_DEBUG << "TLS " << during << " failed: " << session_.error();
+  } else {
+    LOG_ERROR << "TLS " << during << " failed: " << session_.error();
+  }
+  owner_->onIoError("TLS", EPROTO);
+}
+
+void TlsConnectionIo::onHandshakeTimeout() {
+  handshakeTimer_ = TimerId();
+  if (closed_ || session_.established()) return;
+  LOG_DEBUG << "TLS handshake not completed in time; closing";
+  owner_->onIoError("TLS handshake", ETIMEDOUT);
+}
+
+void TlsConnectionIo::pumpFiles() {
+  // Read into a per-thread chunk: no allocation, and the loop thread is the
+  // only user between two calls.
+  thread_local char chunk[kRecordPlaintext];
+  while (!files_.empty() && !closed_ && session_.established() &&
+         output_->bufferedBytes() < kFileWindow) {
+    PendingFile& file = files_.front();
+    const size_t want = std::min(file.remaining, sizeof chunk);
+    const ssize_t n = ::pread(file.fd.get(), chunk, want, file.offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // A file shorter than announced: the peer was promised more bytes.
+      owner_->onIoError("pread", n < 0 ? errno : EIO);
+      return;
+    }
+    file.offset += n;
+    file.remaining -= static_cast<size_t>(n);
+    if (file.remaining == 0) files_.pop_front();
+    if (const int err = write(std::string_view(chunk, static_cast<size_t>(n)))) {
+      owner_->onIoError("send", err);
+      return;
+    }
+  }
+  if (endRequested_ && !closed_) endOutput();
+}
+
+}  // namespace libnet

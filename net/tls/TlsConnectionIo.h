@@ -1,0 +1,127 @@
+// TlsConnectionIo: a connection's I/O strategy under TLS. It stands between
+// the TcpConnection (its Owner, which sees plaintext only) and the loop's
+// backend strategy (epoll or io_uring, made here, which reports to this
+// object and moves ciphertext), with a TlsSession in between:
+//
+//   received ciphertext (scratch buffer / ring view / own buffer)
+//     -> TlsSession::receive -> plaintext appended to the connection's input
+//        buffer -> Owner::onInput (kConnectionInput)
+//   send(plaintext) -> TlsSession::send -> each record -> backend write
+//
+// The connection is announced (Owner::onReady) when the handshake completes;
+// a handshake still incomplete after the context's handshake timeout, a
+// protocol error or a failed verification closes it (Owner::onIoError with
+// EPROTO or ETIMEDOUT; a client logs the reason at ERROR, a server at DEBUG:
+// bad peers are routine for a server). A peer's close_notify is the
+// connection's end of input (Owner::onPeerClosed); a TCP end of stream without
+// it is a truncation, reported as an error (ECONNABORTED), not as a clean end.
+// endOutput() sends close_notify once everything queued has been encrypted.
+//
+// Files (queueFile) are read in 16 KiB chunks and encrypted as the backend's
+// queue drains, at most kFileWindow bytes of ciphertext ahead.
+//
+// Owned by its TcpConnection; loop thread only, from start() on.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "net/Buffer.h"
+#include "net/ConnectionIo.h"
+#include "net/TimerId.h"
+#include "net/tls/TlsContext.h"
+#include "net/tls/TlsSession.h"
+
+namespace libnet {
+
+class EventLoop;
+
+class TlsConnectionIo final : public ConnectionIo,
+                              private ConnectionIo::Owner,
+                              private TlsSession::Output {
+ public:
+  // Ciphertext of a file allowed to wait in the backend's queue.
+  static constexpr size_t kFileWindow = 256 * 1024;
+
+  // `parts` are the connection's; `peerName` as for TlsSession.
+  TlsConnectionIo(EventLoop* loop, const ConnectionIo::Parts& parts,
+                  std::shared_ptr<const TlsContext> context, const std::string& peerName);
+  ~TlsConnectionIo() override;
+
+  // ConnectionIo: what the connection asks.
+  void start() override;
+  void pauseRead() override { inner_->pauseRead(); }
+  void resumeRead() override;
+  [[nodiscard]] int write(std::string_view data) override;
+  [[nodiscard]] int write(Buffer* buffer, InputKind kind) override;
+  void queueFile(UniqueFd file, off_t offset, size_t length, Buffer* head) override;
+  void flush() override;
+  void close() override;
+  void release() override { inner_->release(); }
+  [[nodiscard]] bool ready() const override { return session_.established(); }
+  [[nodiscard]] size_t heldBytes() const override { return pending_.readableBytes(); }
+  [[nodiscard]] bool holdsOutput() const override {
+    return pending_.readableBytes() > 0 || !files_.empty();
+  }
+  void endOutput() override;
+
+  [[nodiscard]] const TlsSession& session() const { return session_; }
+
+ private:
+  struct PendingFile {
+    UniqueFd fd;
+    off_t offset;
+    size_t remaining;
+  };
+
+  // ConnectionIo::Owner: what the backend's strategy reports.
+  void onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) override;
+  void onOutputProgress() override;
+  void onOutputDrained() override;
+  void onPeerClosed() override;
+  void onIoError(const char* call, int err) override { owner_->onIoError(call, err); }
+  [[nodiscard]] bool wantsInput() const override { return !closed_ && owner_->wantsInput(); }
+  [[nodiscard]] std::shared_ptr<void> keepAlive() override { return owner_->keepAlive(); }
+  [[nodiscard]] UniqueFd onReleased() override { return owner_->onReleased(); }
+
+  // TlsSession::Output: a record to send.
+  void onCiphertext(std::string_view bytes) override;
+
+  // Decrypts `ciphertext` (all of it) and reports what came of it.
+  void receive(std::string_view ciphertext, Timestamp receiveTime);
+  // The handshake just completed: send what waited, announce.
+  void onEstablished();
+  // Encrypts and sends; false (the connection is closing) on failure.
+  bool encrypt(std::string_view plaintext);
+  // The session failed: log why and close.
+  void fail(const char* during);
+  // Encrypts file chunks while the backend's queue is below kFileWindow;
+  // then, if nothing more is held, the close_notify endOutput() asked for.
+  void pumpFiles();
+  void onHandshakeTimeout();
+  // Whether the backend has written everything and nothing is held here.
+  [[nodiscard]] bool drained() const;
+
+  EventLoop* loop_;
+  ConnectionIo::Owner* owner_;  // the connection
+  Buffer* input_;         // the connection's: plaintext for the callbacks
+  OutputQueue* output_;   // the connection's: ciphertext, moved by inner_
+  Buffer cipherInput_{0};  // ciphertext the backend kept while reading paused
+  TlsSession session_;
+  std::unique_ptr<ConnectionIo> inner_;  // the backend's strategy
+  // Plaintext sent before the handshake completed.
+  Buffer pending_{0};
+  // Records of one large send, gathered to leave in one write.
+  Buffer corked_{0};
+  bool corking_ = false;
+  std::deque<PendingFile> files_;
+  const TlsContext::Duration handshakeTimeout_;
+  TimerId handshakeTimer_;
+  int writeError_ = 0;  // a backend write that failed inside the session
+  bool closed_ = false;
+  bool endRequested_ = false;
+  bool peerClosedReported_ = false;
+};
+
+}  // namespace libnet

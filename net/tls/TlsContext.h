@@ -1,0 +1,106 @@
+// TlsContext: the settings every TLS connection of one side shares: for a
+// server, its certificate chain and key (and, optionally, the CA that client
+// certificates must chain to); for a client, the CAs it trusts (a file, or
+// the system's store) and whether it verifies the server at all (it does
+// unless told otherwise). Wraps one OpenSSL 3 SSL_CTX.
+//
+// Made once, before the server or client starts, by newServer() /
+// newClient(), which throw TlsError with OpenSSL's reason when a file cannot
+// be used. Immutable afterwards, so one context may be shared by any number
+// of connections on any number of loop threads (OpenSSL makes SSL objects
+// from one SSL_CTX concurrently). Held by std::shared_ptr: every connection
+// keeps its context alive.
+//
+// What is always on: TLS 1.2 and 1.3 only (no SSL 3, TLS 1.0 or 1.1),
+// renegotiation refused, OpenSSL's default cipher lists. See docs/tls.md for
+// the threat model and every default.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX
+
+namespace libnet {
+
+// A TLS context could not be made (an unreadable certificate, a key that does
+// not match it, a bad option); what() says which and OpenSSL's reason.
+class TlsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class TlsVersion { kTls12, kTls13 };
+
+class TlsContext {
+ public:
+  using Duration = std::chrono::steady_clock::duration;
+  static constexpr Duration kDefaultHandshakeTimeout = std::chrono::seconds(10);
+
+  struct ServerOptions {
+    std::string certChainFile;  // PEM: the server's certificate, then its chain
+    std::string keyFile;        // PEM: the private key of that certificate
+    // Non-empty: clients must present a certificate that chains to a CA in
+    // this PEM file (mutual TLS); the handshake fails otherwise.
+    std::string clientCaFile;
+    // ALPN protocols offered, in order of preference ("http/1.1"); a client
+    // offering none of them still connects, without ALPN.
+    std::vector<std::string> alpn;
+    bool sessionTickets = true;  // resumption by session ticket
+    TlsVersion minVersion = TlsVersion::kTls12;
+    // A connection whose handshake has not completed this long after it was
+    // accepted is closed; zero: no limit (the idle timeout still applies).
+    Duration handshakeTimeout = kDefaultHandshakeTimeout;
+  };
+
+  struct ClientOptions {
+    // PEM file of the CAs trusted to sign servers' certificates; empty: the
+    // system's store (/etc/ssl/certs).
+    std::string caFile;
+    // Off: the server's certificate and name are not checked at all (tests,
+    // pinned peers); never the default.
+    bool verifyPeer = true;
+    // A certificate and key to present when the server asks (mutual TLS).
+    std::string certChainFile;
+    std::string keyFile;
+    std::vector<std::string> alpn;  // protocols offered, in order
+    TlsVersion minVersion = TlsVersion::kTls12;
+    Duration handshakeTimeout = kDefaultHandshakeTimeout;
+  };
+
+  [[nodiscard]] static std::shared_ptr<TlsContext> newServer(const ServerOptions& options);
+  [[nodiscard]] static std::shared_ptr<TlsContext> newClient(const ClientOptions& options);
+
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+
+  [[nodiscard]] bool isServer() const { return server_; }
+  [[nodiscard]] bool verifiesPeer() const { return verifyPeer_; }
+  [[nodiscard]] Duration handshakeTimeout() const { return handshakeTimeout_; }
+  // For settings this class does not cover; change nothing once connections
+  // are being made.
+  [[nodiscard]] ssl_ctx_st* native() const { return ctx_; }
+
+  // OpenSSL's pending errors on this thread, as one line ("" if none),
+  // clearing them.
+  [[nodiscard]] static std::string takeErrors();
+
+ private:
+  TlsContext(ssl_ctx_st* ctx, bool server, bool verifyPeer, Duration handshakeTimeout,
+             std::vector<unsigned char> alpnWire);
+  void enableServerAlpn();
+
+  ssl_ctx_st* ctx_;
+  const bool server_;
+  const bool verifyPeer_;
+  const Duration handshakeTimeout_;
+  // ALPN protocols in wire format (length-prefixed), for the server's
+  // selection callback.
+  const std::vector<unsigned char> alpnWire_;
+};
+
+}  // namespace libnet
