@@ -61,6 +61,17 @@ void Flags::addDirectory(std::string name, std::string* target) {
   });
 }
 
+void Flags::addFile(std::string name, std::string* target) {
+  add(std::move(name), [target](std::string_view value) {
+    std::error_code ec;
+    if (value.empty() || !std::filesystem::is_regular_file(std::string(value), ec)) {
+      return "'" + std::string(value) + "' is not a file";
+    }
+    *target = std::string(value);
+    return std::string();
+  });
+}
+
 void Flags::addBackend(std::string name, PollerKind* target) {
   add(std::move(name), [target](std::string_view value) {
     const auto kind = parsePollerKind(value);

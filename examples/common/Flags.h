@@ -33,6 +33,8 @@ class Flags {
   void addInt(std::string name, int* target, int min, int max);
   // An existing directory (an empty value is refused).
   void addDirectory(std::string name, std::string* target);
+  // An existing regular file (readable by name; opening it is the user's).
+  void addFile(std::string name, std::string* target);
   // epoll | uring | auto.
   void addBackend(std::string name, PollerKind* target);
   // Any other check: `set` returns an error message, or "" when it took the value.

@@ -35,6 +35,8 @@
 #include "base/Logging.h"
 #include "examples/common/Flags.h"
 #include "examples/common/QuitOnSignal.h"
+#include "examples/common/ServerTls.h"
+#include "net/tls/TlsContext.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
@@ -61,6 +63,7 @@ constexpr int kDefaultMaxQueuedOutput = 1024 * 1024;
 constexpr std::string_view kUsage =
     "usage: echo_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
     "                   [--idle-timeout SECONDS] [--max-queued-output BYTES] [--log-dir DIR]\n"
+    "                   [--tls-cert FILE --tls-key FILE]\n"
     "\n"
     "  --address ADDR  numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N        TCP port, 0..65535; 0 picks a free one (default 2007)\n"
@@ -75,6 +78,8 @@ constexpr std::string_view kUsage =
     "                  to be sent to it, resume when half are out; 0 turns it off\n"
     "                  (default 1048576)\n"
     "  --log-dir DIR   log asynchronously to files in DIR instead of stderr\n"
+    "  --tls-cert FILE serve TLS (1.2/1.3) with this PEM certificate chain\n"
+    "  --tls-key FILE  ... and this PEM private key (both or neither)\n"
     "  --help          print this help and exit\n"
     "\n"
     "Prints \"echo_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it.\n";
@@ -87,6 +92,7 @@ struct Options {
   int maxQueuedOutput = kDefaultMaxQueuedOutput;  // 0: off
   libnet::PollerKind backend = libnet::PollerKind::kAuto;
   std::string logDir;  // empty: log to stderr
+  libnet::ServerTls tls;
 };
 
 // nullopt: go on; otherwise the exit status (the reason is printed).
@@ -100,7 +106,13 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
   flags.addInt("--max-queued-output", &options->maxQueuedOutput, 0,
                std::numeric_limits<int>::max());
   flags.addDirectory("--log-dir", &options->logDir);
-  return flags.parse(argc, argv);
+  options->tls.addTo(&flags);
+  if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return exitStatus;
+  if (const std::string problem = options->tls.check(); !problem.empty()) {
+    std::cerr << "echo_server: " << problem << "\n" << kUsage;
+    return libnet::Flags::kExitUsage;
+  }
+  return std::nullopt;
 }
 
 void onConnection(const TcpConnectionPtr& conn) {
@@ -148,6 +160,7 @@ int main(int argc, char* argv[]) {
     TcpServer server(&loop, *listenAddr, "echo");
     server.setThreadNum(options.threads);
     server.setMaxQueuedOutput(static_cast<size_t>(options.maxQueuedOutput));
+    server.setConnectionLayer(options.tls.layer());
     server.setConnectionCallback(onConnection);
     server.setMessageCallback(onMessage);
     if (options.idleTimeoutSeconds > 0) {
@@ -160,6 +173,9 @@ int main(int argc, char* argv[]) {
     loop.loop();
     // Destroyed in reverse order, on this (the loop's) thread.
   } catch (const std::system_error& e) {
+    std::cerr << "echo_server: " << e.what() << "\n";
+    return kExitSetupError;
+  } catch (const libnet::TlsError& e) {
     std::cerr << "echo_server: " << e.what() << "\n";
     return kExitSetupError;
   }

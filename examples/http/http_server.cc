@@ -20,6 +20,8 @@
 #include "base/Logging.h"
 #include "examples/common/Flags.h"
 #include "examples/common/QuitOnSignal.h"
+#include "examples/common/ServerTls.h"
+#include "net/tls/TlsContext.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
 #include "net/TcpServer.h"
@@ -45,6 +47,7 @@ constexpr const char* kUsage =
     "usage: http_server [--address ADDR] [--port N] [--threads N] [--backend B] [--root DIR]\n"
     "                   [--idle-timeout S] [--header-timeout S] [--max-body BYTES]\n"
     "                   [--max-body-memory BYTES] [--accept MODE] [--defer-accept S]\n"
+    "                   [--tls-cert FILE --tls-key FILE]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -67,6 +70,9 @@ constexpr const char* kUsage =
     "                        request bodies still arriving, over all connections, may take at\n"
     "                        most BYTES; a body that does not fit gets 503; 0 no bound\n"
     "                        (default 67108864)\n"
+    "  --tls-cert FILE       serve HTTPS (TLS 1.2/1.3, ALPN http/1.1) with this PEM certificate\n"
+    "                        chain\n"
+    "  --tls-key FILE        ... and this PEM private key (both or neither)\n"
     "  --help                print this help and exit\n"
     "\n"
     "GET /hello answers \"hello world\\n\". Prints \"http_server listening on IP:PORT\" once\n"
@@ -118,7 +124,13 @@ int main(int argc, char* argv[]) {
     maxBodyMemory = parsed;
     return std::string();
   });
+  libnet::ServerTls tls;
+  tls.addTo(&flags);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
+  if (const std::string problem = tls.check(); !problem.empty()) {
+    std::cerr << "http_server: " << problem << "\n" << kUsage;
+    return Flags::kExitUsage;
+  }
 
   const std::optional<InetAddress> listenAddr = InetAddress::parse(address, port);
 
@@ -137,6 +149,7 @@ int main(int argc, char* argv[]) {
     server.setThreadNum(threads);
     server.tcpServer().setAcceptMode(acceptMode);
     server.tcpServer().setDeferAccept(deferAccept);
+    server.tcpServer().setConnectionLayer(tls.layer({"http/1.1"}));
     server.setHandler([&files](const HttpRequest& request, HttpResponse* response) {
       if (request.path() == "/hello") {
         response->setStatus(200);
@@ -150,9 +163,13 @@ int main(int argc, char* argv[]) {
     });
     server.start();
     QuitOnSignal quitOnSignal(&loop);
+    if (tls.enabled()) std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
     std::cout << "http_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
   } catch (const std::system_error& e) {
+    std::cerr << "http_server: " << e.what() << "\n";
+    return kExitSetupError;
+  } catch (const libnet::TlsError& e) {
     std::cerr << "http_server: " << e.what() << "\n";
     return kExitSetupError;
   }
