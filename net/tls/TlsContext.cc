@@ -3,6 +3,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <fstream>
 #include <utility>
 
 namespace libnet {
@@ -28,9 +29,6 @@ SSL_CTX* newBaseContext(bool server, TlsVersion minVersion) {
   // Renegotiation (TLS 1.2) is refused: it is a way to make a server spend
   // handshakes on one connection, and no client we serve needs it.
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-  // Reads come from memory that is always drained: an SSL_read must return
-  // "want read" rather than retry on its own.
-  SSL_CTX_clear_mode(ctx, SSL_MODE_AUTO_RETRY);
   return ctx;
 }
 
@@ -53,7 +51,8 @@ void loadCertificate(SSL_CTX* ctx, const std::string& chain, const std::string& 
     throw TlsError("TLS: cannot use certificate chain '" + chain + "': " + TlsContext::takeErrors());
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
-    throw TlsError("TLS: cannot use private key '" + key + "': " + TlsContext::takeErrors());
+    throw TlsError("TLS: cannot use private key '" + key + "' with certificate '" + chain +
+                   "': " + TlsContext::takeErrors());
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
     throw TlsError("TLS: private key '" + key + "' does not match certificate '" + chain +
@@ -69,6 +68,16 @@ struct ContextGuard {
 };
 
 }  // namespace
+
+bool TlsContext::kernelTlsAvailable() {
+  // Lists the upper-layer protocols TCP can take; "tls" once the module is in.
+  std::ifstream available("/proc/sys/net/ipv4/tcp_available_ulp");
+  std::string name;
+  while (available >> name) {
+    if (name == "tls") return true;
+  }
+  return false;
+}
 
 std::string TlsContext::takeErrors() {
   std::string text;

@@ -85,6 +85,10 @@ class TlsContext {
   // are being made.
   [[nodiscard]] ssl_ctx_st* native() const { return ctx_; }
 
+  // Whether this kernel offers kernel TLS (a "tls" upper-layer protocol for
+  // TCP). libnet does not use it yet: see docs/tls.md.
+  [[nodiscard]] static bool kernelTlsAvailable();
+
   // OpenSSL's pending errors on this thread, as one line ("" if none),
   // clearing them.
   [[nodiscard]] static std::string takeErrors();

@@ -133,12 +133,18 @@ TlsSession::Status TlsSession::receive(std::string_view ciphertext, Buffer* plai
   for (;;) {
     plaintext->ensureWritableBytes(kRecordPlaintext);
     size_t got = 0;
+    const size_t before = input_.size();
     const int r = SSL_read_ex(ssl_, plaintext->beginWrite(), plaintext->writableBytes(), &got);
     if (r == 1) {
       plaintext->hasWritten(got);
       continue;
     }
     const int e = SSL_get_error(ssl_, r);
+    // "Want read" with input left: a record that was not application data
+    // (a session ticket, a key update) was taken; go on with the rest. With
+    // SSL_MODE_AUTO_RETRY (OpenSSL's default) this does not happen; kept so
+    // that the input is always taken whole.
+    if (e == SSL_ERROR_WANT_READ && !input_.empty() && input_.size() < before) continue;
     if (e == SSL_ERROR_WANT_READ) break;  // all of the input is taken
     status = e == SSL_ERROR_ZERO_RETURN ? Status::kPeerClosed : fail(e);
     break;
