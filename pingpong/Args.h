@@ -1,6 +1,6 @@
 // Command-line handling shared by pingpong_server and pingpong_client:
-// "[--backend epoll|uring|auto] [--log-dir DIR] [--coro] POSITIONAL..." with
-// --help.
+// "[--backend epoll|uring|auto] [--log-dir DIR] [--coro] [--tls-cert FILE
+// --tls-key FILE | --tls-ca FILE] POSITIONAL..." with --help.
 #pragma once
 
 #include <charconv>
@@ -17,6 +17,11 @@ struct Args {
   PollerKind backend = PollerKind::kAuto;
   std::string logDir;  // empty: log to stderr
   bool coro = false;   // --coro: the coroutine layer instead of callbacks
+  // TLS: a server's certificate chain and key, a client's CA file (each
+  // turns TLS on); empty: plain TCP.
+  std::string tlsCert;
+  std::string tlsKey;
+  std::string tlsCa;
   std::vector<std::string> positional;
   bool help = false;
   std::string error;  // non-empty: bad command line
@@ -41,7 +46,8 @@ inline bool takeOption(std::string_view arg, std::string_view name, int* i, int 
 }
 
 // acceptsLogDir / acceptsCoro: whether --log-dir / --coro is an option of
-// this program.
+// this program. Every program takes the TLS options; which of them a program
+// uses (and needs together) it checks itself.
 inline Args parseArgs(int argc, char* argv[], size_t positionalCount, bool acceptsLogDir = false,
                       bool acceptsCoro = false) {
   Args args;
@@ -65,6 +71,15 @@ inline Args parseArgs(int argc, char* argv[], size_t positionalCount, bool accep
     if (acceptsLogDir && takeOption(arg, "--log-dir", &i, argc, argv, &value, &args.error)) {
       if (!args.error.empty()) return args;
       args.logDir = std::string(value);
+      continue;
+    }
+    std::string* tlsFile = nullptr;
+    if (takeOption(arg, "--tls-cert", &i, argc, argv, &value, &args.error)) tlsFile = &args.tlsCert;
+    else if (takeOption(arg, "--tls-key", &i, argc, argv, &value, &args.error)) tlsFile = &args.tlsKey;
+    else if (takeOption(arg, "--tls-ca", &i, argc, argv, &value, &args.error)) tlsFile = &args.tlsCa;
+    if (tlsFile) {
+      if (!args.error.empty()) return args;
+      *tlsFile = std::string(value);
       continue;
     }
     if (acceptsCoro && arg == "--coro") {

@@ -12,6 +12,8 @@
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
 #include "net/TcpServer.h"
+#include "net/tls/TlsContext.h"
+#include "net/tls/TlsLayer.h"
 #include "pingpong/Args.h"
 
 namespace libnet::pingpong {
@@ -20,11 +22,13 @@ namespace {
 
 std::string usage(const ServerProgram& program) {
   return std::string("usage: ") + program.name +
-         " [--backend epoll|uring|auto] [--log-dir DIR] <address> <port> <threads>\n"
+         " [--backend epoll|uring|auto] [--log-dir DIR]\n"
+         "       [--tls-cert FILE --tls-key FILE] <address> <port> <threads>\n"
          "  Echoes everything it receives" + program.how + ". <threads> I/O loops (0: all on the\n"
          "  main loop). Prints \"listening on ADDR:PORT\" when ready; SIGINT/SIGTERM stop it.\n"
          "  The LIBNET_POLLER environment variable overrides --backend.\n"
-         "  --log-dir DIR logs asynchronously to files in DIR instead of stderr.\n";
+         "  --log-dir DIR logs asynchronously to files in DIR instead of stderr.\n"
+         "  --tls-cert/--tls-key serve TLS with this PEM certificate chain and key.\n";
 }
 
 }  // namespace
@@ -37,6 +41,11 @@ int serverMain(int argc, char* argv[], const ServerProgram& program) {
   }
   if (!args.error.empty()) {
     std::cerr << program.name << ": " << args.error << "\n" << usage(program);
+    return 2;
+  }
+  if (args.tlsCert.empty() != args.tlsKey.empty() || !args.tlsCa.empty()) {
+    std::cerr << program.name << ": --tls-cert and --tls-key go together (no --tls-ca)\n"
+              << usage(program);
     return 2;
   }
   const auto port = InetAddress::parsePort(args.positional[1]);
@@ -75,6 +84,12 @@ int serverMain(int argc, char* argv[], const ServerProgram& program) {
     TcpServer server(&loop, *address, program.name);
     server.setThreadNum(static_cast<int>(*threads));
     server.setTcpNoDelay(true);
+    if (!args.tlsCert.empty()) {
+      TlsContext::ServerOptions tls;
+      tls.certChainFile = args.tlsCert;
+      tls.keyFile = args.tlsKey;
+      server.setConnectionLayer(std::make_shared<TlsLayer>(TlsContext::newServer(tls)));
+    }
     program.serve(server);
     server.start();
     QuitOnSignal quitOnSignal(&loop);
@@ -82,6 +97,9 @@ int serverMain(int argc, char* argv[], const ServerProgram& program) {
               << pollerKindName(loop.pollerKind()) << ")" << std::endl;
     loop.loop();
   } catch (const std::system_error& e) {
+    std::cerr << program.name << ": " << e.what() << "\n";
+    return 1;
+  } catch (const TlsError& e) {
     std::cerr << program.name << ": " << e.what() << "\n";
     return 1;
   }

@@ -22,8 +22,11 @@
 // ADDR:PORT: REASON" goes to stderr and the exit status is 1. So does a run
 // whose sessions are not all connected within 60 s.
 //
-//   pingpong_client [--backend epoll|uring|auto] [--coro] <address> <port>
-//                   <threads> <blocksize> <sessions> <time>
+// With --tls-ca FILE every session is TLS, the server's certificate checked
+// against FILE and <address>; the clock starts once every handshake is done.
+//
+//   pingpong_client [--backend epoll|uring|auto] [--coro] [--tls-ca FILE]
+//                   <address> <port> <threads> <blocksize> <sessions> <time>
 
 #include <atomic>
 #include <cstdio>
@@ -42,6 +45,8 @@
 #include "net/EventLoopThreadPool.h"
 #include "net/InetAddress.h"
 #include "net/TcpClient.h"
+#include "net/tls/TlsContext.h"
+#include "net/tls/TlsLayer.h"
 #include "net/TcpConnection.h"
 #include "net/coro/Coro.h"
 #include "pingpong/Args.h"
@@ -51,12 +56,13 @@ using namespace libnet;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: pingpong_client [--backend epoll|uring|auto] [--coro] <address> <port>\n"
-    "                       <threads> <blocksize> <sessions> <time>\n"
+    "usage: pingpong_client [--backend epoll|uring|auto] [--coro] [--tls-ca FILE]\n"
+    "                       <address> <port> <threads> <blocksize> <sessions> <time>\n"
     "  <sessions> connections over <threads> loop threads ping-pong <blocksize>-byte\n"
     "  messages for <time> seconds, then one RESULT line is printed.\n"
     "  A failed connect ends the run at once with exit status 1.\n"
     "  --coro: every session is a coroutine (connect, read, write) instead of callbacks.\n"
+    "  --tls-ca FILE: TLS, trusting the CAs in FILE; the handshakes are not timed.\n"
     "  The LIBNET_POLLER environment variable overrides --backend.\n";
 
 class Client;
@@ -64,7 +70,8 @@ class Client;
 // One connection. Lives on its loop's thread (created and destroyed there).
 class Session {
  public:
-  Session(EventLoop* loop, const InetAddress& server, Client* owner, int id, bool coro);
+  Session(EventLoop* loop, const InetAddress& server, Client* owner, int id, bool coro,
+          const std::shared_ptr<const ConnectionLayer>& tls);
 
   void connect();
   void start(const std::string& message);
@@ -99,14 +106,15 @@ class Session {
 class Client {
  public:
   Client(EventLoop* loop, const InetAddress& server, int threads, size_t blocksize, int sessions,
-         double seconds, bool coro)
+         double seconds, bool coro, std::shared_ptr<const ConnectionLayer> tls)
       : loop_(loop),
         pool_(loop, "pingpong-client"),
         message_(blocksize, '\0'),
         sessionCount_(sessions),
         seconds_(seconds),
         server_(server),
-        coro_(coro) {
+        coro_(coro),
+        tls_(std::move(tls)) {
     for (size_t i = 0; i < blocksize; ++i) message_[i] = static_cast<char>(i % 128);
     pool_.setThreadNum(threads);
     pool_.start();
@@ -118,7 +126,8 @@ class Client {
       EventLoop* ioLoop = pool_.getNextLoop();
       loops_.push_back(ioLoop);
       ioLoop->runInLoop([this, ioLoop, i] {
-        sessions_[static_cast<size_t>(i)] = std::make_unique<Session>(ioLoop, server_, this, i, coro_);
+        sessions_[static_cast<size_t>(i)] =
+            std::make_unique<Session>(ioLoop, server_, this, i, coro_, tls_);
         sessions_[static_cast<size_t>(i)]->connect();
       });
     }
@@ -238,6 +247,7 @@ class Client {
   const double seconds_;
   const InetAddress server_;
   const bool coro_;
+  const std::shared_ptr<const ConnectionLayer> tls_;  // null: plain TCP
   std::vector<std::unique_ptr<Session>> sessions_;
   std::vector<EventLoop*> loops_;
   std::atomic<int> connected_{0};
@@ -250,9 +260,11 @@ class Client {
   MonoTime stop_{};
 };
 
-Session::Session(EventLoop* loop, const InetAddress& server, Client* owner, int id, bool coro)
+Session::Session(EventLoop* loop, const InetAddress& server, Client* owner, int id, bool coro,
+                 const std::shared_ptr<const ConnectionLayer>& tls)
     : loop_(loop), client_(loop, server, "session" + std::to_string(id)), coro_(coro), owner_(owner) {
   client_.setTcpNoDelay(true);
+  client_.setConnectionLayer(tls);
   if (coro_) return;  // coro::connect() sets the callbacks
   client_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   client_.setMessageCallback(
@@ -382,15 +394,26 @@ int main(int argc, char* argv[]) {
     std::cerr << "pingpong_client: bad argument\n" << kUsage;
     return 2;
   }
+  if (!args.tlsCert.empty() || !args.tlsKey.empty()) {
+    std::cerr << "pingpong_client: a client takes --tls-ca only\n" << kUsage;
+    return 2;
+  }
   Logger::setLevel(std::max(Logger::level(), LogLevel::kWarn));
 
   try {
     // Before any thread exists: SIGINT/SIGTERM stay pending for the signalfd
     // of the main loop, which ends the run cleanly (exit 0).
     QuitOnSignal::blockStopSignals();
+    std::shared_ptr<const ConnectionLayer> tls;
+    if (!args.tlsCa.empty()) {
+      TlsContext::ClientOptions options;
+      options.caFile = args.tlsCa;
+      // The server's certificate is checked against the address given.
+      tls = std::make_shared<TlsLayer>(TlsContext::newClient(options), args.positional[0]);
+    }
     EventLoop loop(args.backend);
     Client client(&loop, *address, static_cast<int>(*threads), static_cast<size_t>(*blocksize),
-                  static_cast<int>(*sessions), static_cast<double>(*seconds), args.coro);
+                  static_cast<int>(*sessions), static_cast<double>(*seconds), args.coro, tls);
     QuitOnSignal onStop(&loop, [&client] { client.interrupt(); });
     // Connecting many sessions can take a while; give up if it takes far too long.
     loop.runAfter(std::chrono::seconds(60), [&] {
@@ -406,10 +429,13 @@ int main(int argc, char* argv[]) {
       return client.failed() ? 1 : 0;
     }
     const std::string impl = std::string(args.coro ? "libnet-coro-" : "libnet-") +
-                             std::string(pollerKindName(loop.pollerKind()));
+                             (tls ? "tls-" : "") + std::string(pollerKindName(loop.pollerKind()));
     client.report(impl.c_str());
     client.destroySessions();
   } catch (const std::system_error& e) {
+    std::cerr << "pingpong_client: " << e.what() << "\n";
+    return 1;
+  } catch (const TlsError& e) {
     std::cerr << "pingpong_client: " << e.what() << "\n";
     return 1;
   }

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Builds the HttpParser fuzz target with clang's libFuzzer (plus ASan and
-# UBSan) and runs it for a while, starting from the seed corpus.
+# Builds the fuzz targets with clang's libFuzzer (plus ASan and UBSan) and
+# runs each for a while, starting from its seed corpus: http (the HttpParser)
+# and tls (the TLS input path, TlsSession as a server).
 #
-#   tools/fuzz.sh [SECONDS]     run for SECONDS (default 60)
+#   tools/fuzz.sh [SECONDS [TARGET...]]   each TARGET for SECONDS (default: 60, all)
 #
 # Everything it writes is under $LIBNET_FUZZ_DIR (default .cache/fuzz in the
 # repository, which git ignores): build/ the binary, corpus.XXXXXX/ the
 # working corpus (a fresh copy of the seeds in a directory made for the run
 # and removed after it, so neither the repository's corpus nor anything else
 # in $LIBNET_FUZZ_DIR is touched), artifacts/ crash, leak and timeout inputs,
-# fuzz.log.
+# fuzz-TARGET.log.
 # Exits non-zero if clang++ or its libFuzzer runtime is missing, or if the run
 # found anything; the input that failed is named in the last lines printed.
 # See docs/fuzzing.md.
@@ -19,9 +20,12 @@ root=$PWD
 
 seconds=${1:-60}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds == 0)); then
-  echo "usage: tools/fuzz.sh [SECONDS]" >&2
+  echo "usage: tools/fuzz.sh [SECONDS [http|tls ...]]" >&2
   exit 2
 fi
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(http tls)
 
 # Not built through Bazel: Bazel 4 has no libFuzzer support of its own (that
 # is rules_fuzzing, which would have to be downloaded), and pointing it at
@@ -29,7 +33,7 @@ fi
 # gives every C++ action a new command line. The gcc outputs in bazel-out are
 # then rebuilt on every switch between the two, for the whole tree, on a
 # machine where the other configurations are built all day. The target needs
-# six source files; clang compiles them directly in seconds.
+# a handful of source files; clang compiles them directly in seconds.
 CXX=${CLANG_CXX:-clang++}
 if ! command -v "$CXX" >/dev/null 2>&1; then
   echo "fuzz.sh: $CXX not found (Debian: apt-get install clang libclang-rt-14-dev, or tools/setup.sh)" >&2
@@ -44,89 +48,112 @@ fi
 work=${LIBNET_FUZZ_DIR:-$root/.cache/fuzz}
 build=$work/build
 artifacts=$work/artifacts
-log=$work/fuzz.log
-binary=$build/http_parser_fuzzer
 mkdir -p "$build" "$artifacts"
 
-sources=(
-  tests/net/http/fuzz/HttpParserFuzzer.cc
-  tests/net/http/fuzz/ParseTrace.cc
-  tests/net/http/fuzz/SplitPlan.cc
-  net/http/HttpParser.cc
-  net/http/HttpRequest.cc
-  net/Buffer.cc
-  net/BufferStorage.cc
-)
-headers=(
-  tests/net/http/fuzz/ParseTrace.h
-  tests/net/http/fuzz/SplitPlan.h
-  net/http/HttpChars.h
-  net/http/HttpParser.h
-  net/http/HttpRequest.h
-  net/Buffer.h
-  net/BufferStorage.h
-)
 # -fno-sanitize-recover: a UBSan report stops the run like an ASan one does,
 # instead of scrolling past while libFuzzer goes on.
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -Wall -Wextra -I"$root")
 
-# Rebuilt when a source or header is newer than the binary or the compiler
-# or flags changed; otherwise the binary is reused.
-signature="$("$CXX" --version | head -n1) ${flags[*]}"
-stale=0
-if [[ ! -x $binary || ! -f $build/signature || $(<"$build/signature") != "$signature" ]]; then
-  stale=1
-else
-  for f in "${sources[@]}" "${headers[@]}"; do
-    [[ $f -nt $binary ]] && stale=1 && break
-  done
-fi
-if ((stale)); then
-  echo "fuzz.sh: building $binary" >&2
-  "$CXX" "${flags[@]}" "${sources[@]}" -o "$binary.tmp"
-  mv "$binary.tmp" "$binary"
-  echo "$signature" >"$build/signature"
-fi
-
-corpus=$(mktemp -d "$work/corpus.XXXXXX")
-trap 'rm -rf "$corpus"' EXIT
-cp tests/net/http/fuzz/corpus/* "$corpus/"
-seeds=$(find "$corpus" -type f | wc -l)
-
 symbolizer=$(command -v llvm-symbolizer || true)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 [[ -n $symbolizer ]] && export ASAN_SYMBOLIZER_PATH=$symbolizer
 
-# -max_len 8192 lets an input reach the default 8 KiB request-line limit;
-# the small limits the target also runs under cover the rest. -timeout and
-# -rss_limit_mb turn a parser that hangs or hoards memory into a failure.
-echo "fuzz.sh: fuzzing for ${seconds}s from $seeds seeds" >&2
-status=0
-"$binary" \
-  -max_total_time="$seconds" \
-  -dict=tests/net/http/fuzz/http.dict \
-  -max_len=8192 \
-  -timeout=10 \
-  -rss_limit_mb=2048 \
-  -print_final_stats=1 \
-  -artifact_prefix="$artifacts/" \
-  "$corpus" >"$log" 2>&1 || status=$?
+# What each target is made of and how it runs: sources, headers (for
+# staleness), libraries, seed corpus and libFuzzer options.
+target_spec() {
+  case $1 in
+    http)
+      sources=(tests/net/http/fuzz/HttpParserFuzzer.cc tests/net/http/fuzz/ParseTrace.cc
+        tests/net/http/fuzz/SplitPlan.cc net/http/HttpParser.cc net/http/HttpRequest.cc
+        net/Buffer.cc net/BufferStorage.cc)
+      headers=(tests/net/http/fuzz/ParseTrace.h tests/net/http/fuzz/SplitPlan.h
+        net/http/HttpChars.h net/http/HttpParser.h net/http/HttpRequest.h net/Buffer.h
+        net/BufferStorage.h)
+      libs=()
+      seeds_dir=tests/net/http/fuzz/corpus
+      # -max_len 8192 lets an input reach the default 8 KiB request-line
+      # limit; the small limits the target also runs under cover the rest.
+      options=(-dict=tests/net/http/fuzz/http.dict -max_len=8192)
+      ;;
+    tls)
+      sources=(tests/net/tls/fuzz/TlsInputFuzzer.cc tests/net/tls/TestPki.cc
+        net/tls/TlsSession.cc net/tls/TlsContext.cc net/Buffer.cc net/BufferStorage.cc)
+      headers=(tests/net/tls/TestPki.h net/tls/TlsSession.h net/tls/TlsContext.h net/Buffer.h
+        net/BufferStorage.h)
+      libs=(-lssl -lcrypto)
+      seeds_dir=tests/net/tls/fuzz/corpus
+      # Two records' worth: a ClientHello, a few records after the handshake.
+      options=(-max_len=40000)
+      ;;
+    *)
+      echo "fuzz.sh: unknown target '$1' (http, tls)" >&2
+      exit 2
+      ;;
+  esac
+}
 
-grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|Dictionary:|stat::)' "$log" >&2 || true
-execs=$(sed -n 's/^stat::number_of_executed_units:[[:space:]]*//p' "$log" | tail -n1)
-files=$(find "$corpus" -type f | wc -l)
-echo "fuzz: ${execs:-?} executions in ${seconds}s, corpus $seeds -> $files files, log $log"
-if ((status != 0)); then
-  tail -n 40 "$log" >&2
-  failed=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log")
-  echo "fuzz: FAILED (libFuzzer exit status $status)"
-  for f in $failed; do
-    echo "fuzz: failing input: $f"
-    echo "fuzz: reproduce with: $binary $f"
-  done
-  exit "$status"
-fi
-echo "fuzz: no failure"
+# Rebuilds the binary of target $1 when a source or header is newer than it
+# or the compiler or flags changed.
+build_target() {
+  local binary=$build/$1_fuzzer signature stale=0 f
+  signature="$("$CXX" --version | head -n1) ${flags[*]} ${libs[*]}"
+  if [[ ! -x $binary || ! -f $binary.signature || $(<"$binary.signature") != "$signature" ]]; then
+    stale=1
+  else
+    for f in "${sources[@]}" "${headers[@]}"; do
+      [[ $f -nt $binary ]] && stale=1 && break
+    done
+  fi
+  if ((stale)); then
+    echo "fuzz.sh: building $binary" >&2
+    "$CXX" "${flags[@]}" "${sources[@]}" "${libs[@]}" -o "$binary.tmp"
+    mv "$binary.tmp" "$binary"
+    echo "$signature" >"$binary.signature"
+  fi
+}
+
+# -timeout and -rss_limit_mb turn a target that hangs or hoards memory into
+# a failure.
+run_target() {
+  local name=$1 binary=$build/$1_fuzzer log=$work/fuzz-$1.log corpus seeds status=0
+  corpus=$(mktemp -d "$work/corpus.XXXXXX")
+  cp "$seeds_dir"/* "$corpus/"
+  seeds=$(find "$corpus" -type f | wc -l)
+  echo "fuzz.sh: fuzzing $name for ${seconds}s from $seeds seeds" >&2
+  "$binary" \
+    -max_total_time="$seconds" \
+    "${options[@]}" \
+    -timeout=10 \
+    -rss_limit_mb=2048 \
+    -print_final_stats=1 \
+    -artifact_prefix="$artifacts/$name-" \
+    "$corpus" >"$log" 2>&1 || status=$?
+  grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|Dictionary:|stat::)' "$log" >&2 || true
+  local execs files failed f
+  execs=$(sed -n 's/^stat::number_of_executed_units:[[:space:]]*//p' "$log" | tail -n1)
+  files=$(find "$corpus" -type f | wc -l)
+  rm -rf "$corpus"
+  echo "fuzz $name: ${execs:-?} executions in ${seconds}s, corpus $seeds -> $files files, log $log"
+  if ((status != 0)); then
+    tail -n 40 "$log" >&2
+    failed=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log")
+    echo "fuzz $name: FAILED (libFuzzer exit status $status)"
+    for f in $failed; do
+      echo "fuzz $name: failing input: $f"
+      echo "fuzz $name: reproduce with: $binary $f"
+    done
+    return "$status"
+  fi
+  echo "fuzz $name: no failure"
+}
+
+overall=0
+for target in "${targets[@]}"; do
+  target_spec "$target"
+  build_target "$target"
+  run_target "$target" || overall=$?
+done
+exit "$overall"

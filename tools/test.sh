@@ -4,7 +4,8 @@
 #   tools/test.sh                 the suite three times: plain, ASan+UBSan, TSan;
 #                                 the consumer tests (libnet used from another
 #                                 Bazel workspace, installed for CMake and
-#                                 pkg-config); the HttpParser fuzzer for a minute
+#                                 pkg-config); the HttpParser and TLS-input
+#                                 fuzzers, a minute each
 #   tools/test.sh --config=tsan   one run with the given bazel options
 #
 # The full run also runs every C++ test once more as on a kernel without
