@@ -28,15 +28,25 @@ consumers of the archive.
 
 load("@bazel_tools//tools/cpp:toolchain_utils.bzl", "find_cpp_toolchain")
 
-def _linker_inputs(deps):
-    """The deps' linker inputs, each library once, in Bazel's link order."""
+def _linker_inputs(deps, exclude = []):
+    """The deps' linker inputs, each library once, in Bazel's link order,
+    less those that `exclude` (targets shipped in another library) bring."""
     merged = cc_common.merge_cc_infos(cc_infos = [dep[CcInfo] for dep in deps])
-    return merged.linking_context.linker_inputs.to_list()
+    excluded = {}
+    if exclude:
+        others = cc_common.merge_cc_infos(cc_infos = [dep[CcInfo] for dep in exclude])
+        for linker_input in others.linking_context.linker_inputs.to_list():
+            excluded[str(linker_input.owner)] = True
+    return [
+        linker_input
+        for linker_input in merged.linking_context.linker_inputs.to_list()
+        if str(linker_input.owner) not in excluded
+    ]
 
 def _merged_static_library_impl(ctx):
     cc_toolchain = find_cpp_toolchain(ctx)
     archives = []
-    for linker_input in _linker_inputs(ctx.attr.deps):
+    for linker_input in _linker_inputs(ctx.attr.deps, ctx.attr.exclude):
         for library in linker_input.libraries:
             # The non-PIC archive is what Bazel's own binaries (the tests, the
             # benchmarks) link; GCC's default on Debian makes it PIE code, so
@@ -90,6 +100,9 @@ cc_merged_static_library = rule(
     implementation = _merged_static_library_impl,
     attrs = {
         "deps": attr.label_list(providers = [CcInfo]),
+        # Targets whose archives another library file ships (libnet_tls.a
+        # leaves out what libnet.a has).
+        "exclude": attr.label_list(providers = [CcInfo]),
         "out": attr.output(mandatory = True),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
     },
@@ -105,7 +118,7 @@ def _whole_shared_library_impl(ctx):
         unsupported_features = ctx.disabled_features,
     )
     linker_inputs = []
-    for linker_input in _linker_inputs(ctx.attr.deps):
+    for linker_input in _linker_inputs(ctx.attr.deps, ctx.attr.exclude):
         libraries = []
         for library in linker_input.libraries:
             if library.pic_static_library == None:
@@ -130,8 +143,14 @@ def _whole_shared_library_impl(ctx):
         cc_toolchain = cc_toolchain,
         linking_contexts = [cc_common.create_linking_context(linker_inputs = depset(linker_inputs))],
         output_type = "dynamic_library",
-        user_link_flags = ["@" + ctx.file.linkopts_file.path],
-        additional_inputs = [ctx.file.linkopts_file],
+        # Each shared library it links against is named by its file
+        # (-l:libnet.so), so that the result records its soname as NEEDED.
+        user_link_flags = ["@" + ctx.file.linkopts_file.path] + [
+            flag
+            for so in ctx.files.link_against
+            for flag in ["-L" + so.dirname, "-l:" + so.basename]
+        ],
+        additional_inputs = [ctx.file.linkopts_file] + ctx.files.link_against,
     )
     return [DefaultInfo(files = depset([outputs.library_to_link.dynamic_library]))]
 
@@ -139,6 +158,11 @@ cc_whole_shared_library = rule(
     implementation = _whole_shared_library_impl,
     attrs = {
         "deps": attr.label_list(providers = [CcInfo]),
+        # As for cc_merged_static_library; their symbols come from
+        # link_against instead.
+        "exclude": attr.label_list(providers = [CcInfo]),
+        # Shared libraries (files) the result needs at run time.
+        "link_against": attr.label_list(allow_files = [".so"]),
         # lib<library_name>.so is the output.
         "library_name": attr.string(mandatory = True),
         # A response file of link options (the soname, which is derived from

@@ -13,6 +13,7 @@ per table in --out.
   pingpong/run_tables.py --mode full      # the full tables (10 s cells, 5 runs, 10000 sessions)
   pingpong/run_tables.py --tables backends
   pingpong/run_tables.py --tables coro    # coroutines vs callbacks vs asio-coro
+  pingpong/run_tables.py --tables tls     # TLS: libnet vs Boost.Asio's ssl::stream
 
 Comparing two builds: with --baseline-bindir DIR, every libnet implementation
 in the selected tables (libnet-epoll, libnet-uring, server-epoll,
@@ -62,12 +63,16 @@ BINARIES = {
     "coro_pingpong_server": ("pingpong", "coro_pingpong_server"),
     "asio_coro_pingpong_server": ("pingpong/asio", "asio_coro_pingpong_server"),
     "asio_coro_pingpong_client": ("pingpong/asio", "asio_coro_pingpong_client"),
+    "asio_ssl_pingpong_server": ("pingpong/asio", "asio_ssl_pingpong_server"),
+    "asio_ssl_pingpong_client": ("pingpong/asio", "asio_ssl_pingpong_client"),
     "libevent_pingpong_server": ("pingpong/libevent", "libevent_pingpong_server"),
     "libevent_pingpong_client": ("pingpong/libevent", "libevent_pingpong_client"),
     "epoll_floor_server": ("pingpong/floor", "epoll_floor_server"),
     "uring_floor_server": ("pingpong/floor", "uring_floor_server"),
 }
 
+TLS_SERVER = ["--tls-cert", "@CERT@", "--tls-key", "@KEY@"]
+TLS_CLIENT = ["--tls-ca", "@CA@"]
 LIBNET_EPOLL_CLIENT = ["pingpong_client", "--backend", "epoll"]
 LIBNET_URING_CLIENT = ["pingpong_client", "--backend", "uring"]
 
@@ -85,6 +90,14 @@ IMPLS = {
     "libnet-coro-uring": (["coro_pingpong_server", "--backend", "uring"],
                           LIBNET_URING_CLIENT + ["--coro"]),
     "asio-coro": (["asio_coro_pingpong_server"], ["asio_coro_pingpong_client"]),
+    # TLS 1.3 over the same OpenSSL (net/tls/ against asio's ssl::stream);
+    # @CERT@, @KEY@ and @CA@ are the run's certificates (make_certs).
+    "libnet-tls-epoll": (["pingpong_server", "--backend", "epoll"] + TLS_SERVER,
+                         LIBNET_EPOLL_CLIENT + TLS_CLIENT),
+    "libnet-tls-uring": (["pingpong_server", "--backend", "uring"] + TLS_SERVER,
+                         LIBNET_URING_CLIENT + TLS_CLIENT),
+    "asio-ssl": (["asio_ssl_pingpong_server"] + TLS_SERVER,
+                 ["asio_ssl_pingpong_client"] + TLS_CLIENT),
     "libevent": (["libevent_pingpong_server"], ["libevent_pingpong_client"]),
     "floor-epoll": (["epoll_floor_server"], LIBNET_EPOLL_CLIENT),
     "floor-uring": (["uring_floor_server"], LIBNET_URING_CLIENT),
@@ -139,6 +152,14 @@ def table_specs(mode):
                    "asio", "asio-coro"],
             blocksizes=[16384],
             sessions=[1, 10, 100, 1000] + ([10000] if full else []),
+            threads=[1],
+            pinned=True,
+        ),
+        "tls": dict(
+            title="TLS 1.3 (AES-256-GCM), single thread, 16 KiB messages; handshakes not timed",
+            impls=["libnet-tls-epoll", "libnet-tls-uring", "asio-ssl"],
+            blocksizes=[16384],
+            sessions=[1, 10, 100] + ([1000] if full else []),
             threads=[1],
             pinned=True,
         ),
@@ -239,12 +260,37 @@ class CellError(RuntimeError):
     pass
 
 
+# The certificates of the TLS table, made once per run (make_certs).
+CERTS = {}
+
+
+def make_certs(directory):
+    """A CA and a server certificate it signs (P-256, for 127.0.0.1), with the
+    openssl command."""
+    run = lambda argv: subprocess.run(argv, cwd=directory, check=True, capture_output=True)
+    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=pingpong CA"])
+    run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"])
+    with open(os.path.join(directory, "ext.cnf"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    run(["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+         "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf"])
+    CERTS.update({"@CERT@": os.path.join(directory, "server.pem"),
+                  "@KEY@": os.path.join(directory, "server.key"),
+                  "@CA@": os.path.join(directory, "ca.pem")})
+
+
+def with_certs(argv):
+    return [CERTS.get(a, a) for a in argv]
+
+
 def run_once(bindir, impl, blocksize, sessions, threads, seconds, pinned, port):
     server_argv, client_argv = IMPLS[impl.removesuffix(BASE_SUFFIX)]
     server_threads = 0 if threads == 1 and impl.startswith(("libnet", "server")) else threads
-    server = [os.path.join(bindir, server_argv[0])] + server_argv[1:] + [
+    server = [os.path.join(bindir, server_argv[0])] + with_certs(server_argv[1:]) + [
         "127.0.0.1", str(port), str(server_threads)]
-    client = [os.path.join(bindir, client_argv[0])] + client_argv[1:] + [
+    client = [os.path.join(bindir, client_argv[0])] + with_certs(client_argv[1:]) + [
         "127.0.0.1", str(port), str(threads), str(blocksize), str(sessions), str(seconds)]
     srv = subprocess.Popen(taskset(0 if pinned else None, server), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
@@ -395,6 +441,9 @@ def markdown(name, spec, cells, mode, reps, seconds):
             ratios.append(("libnet-uring", "floor-uring"))
         if "server-uring" in impls:
             ratios.append(("server-uring", "server-epoll"))
+        for tls in ("libnet-tls-epoll", "libnet-tls-uring"):
+            if tls in impls and "asio-ssl" in impls:
+                ratios.append((tls, "asio-ssl"))
         for coro, anchor in (("libnet-coro-epoll", "libnet-epoll"),
                              ("libnet-coro-uring", "libnet-uring"),
                              ("libnet-coro-epoll", "asio-coro"),
@@ -402,7 +451,9 @@ def markdown(name, spec, cells, mode, reps, seconds):
             if coro in impls and anchor in impls:
                 ratios.append((coro, anchor))
         cpu_ratios = [(a, b) for a, b in (("libnet-coro-epoll", "libnet-epoll"),
-                                          ("libnet-coro-uring", "libnet-uring"))
+                                          ("libnet-coro-uring", "libnet-uring"),
+                                          ("libnet-tls-epoll", "asio-ssl"),
+                                          ("libnet-tls-uring", "asio-ssl"))
                       if a in impls and b in impls]
         header += ["%s/%s" % r for r in ratios]
         twins = [i for i in impls if i + BASE_SUFFIX in impls]
@@ -486,7 +537,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["quick", "full"], default="quick")
     ap.add_argument("--tables", default="single16k,single4k,multi,coro",
-                    help="comma-separated: single16k, single4k, multi, coro, backends")
+                    help="comma-separated: single16k, single4k, multi, coro, tls, backends "
+                    "(tls is not in the default set: about a minute more in quick mode)")
     ap.add_argument("--seconds", type=int, help="seconds per run (quick 2, full 10)")
     ap.add_argument("--reps", type=int, help="runs per cell (quick 2, full 5)")
     ap.add_argument("--out", default=os.path.join(ROOT, "pingpong-results"),
@@ -520,6 +572,11 @@ def main():
     want = 20000 if hard == resource.RLIM_INFINITY else min(20000, hard)
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+
+    if "tls" in names:
+        certdir = tempfile.mkdtemp(prefix="libnet-pingpong-certs-")
+        atexit.register(shutil.rmtree, certdir, True)
+        make_certs(certdir)
 
     bindir = args.bindir or tempfile.mkdtemp(prefix="libnet-pingpong-")
     if not args.no_build:

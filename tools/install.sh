@@ -7,13 +7,17 @@
 #   tools/install.sh --deb OUTDIR                      build libnet-dev_VERSION_ARCH.deb
 #
 # What lands under PREFIX (default /usr/local):
-#   include/{base,net,net/coro,net/http}/*.h  the public headers (the hdrs of the
+#   include/{base,net,net/coro,net/http,net/tls}/*.h  the public headers (the hdrs of the
 #                                     libraries in dist/BUILD and below them;
 #                                     nothing of net/poller/, no liburing)
 #   lib/libnet.a                      every libnet archive merged into one
 #   lib/libnet.so.VERSION (+ .so.MAJOR, .so links), soname libnet.so.MAJOR
-#   lib/pkgconfig/libnet.pc
+#   lib/libnet_tls.a, lib/libnet_tls.so.VERSION (+ links)  the TLS layer
+#                                     alone (it needs libnet and OpenSSL)
+#   lib/pkgconfig/libnet.pc, libnet_tls.pc
 #   lib/cmake/libnet/libnetConfig.cmake, libnetConfigVersion.cmake
+#                                     (libnet::libnet, libnet::libnet_shared;
+#                                     COMPONENTS tls: libnet::tls, libnet::tls_shared)
 #   share/libnet/install_manifest.txt what --uninstall removes
 #
 # DESTDIR (the option or the environment variable, as packagers set it)
@@ -104,7 +108,8 @@ trap 'rm -rf "$work"' EXIT
 public_headers() {
   local labels
   labels=$(bazel query --noimplicit_deps \
-    'labels(hdrs, kind("cc_library", deps(//dist:static)))' 2>"$work/query.log") || {
+    'labels(hdrs, kind("cc_library", deps(//dist:static) + deps(//dist:tls_static)))' \
+    2>"$work/query.log") || {
     cat "$work/query.log" >&2
     die "bazel query for the public headers failed"
   }
@@ -141,7 +146,8 @@ build_tree() {
   local root=$1 tree_prefix=$2 bin header
   echo "install.sh: building libnet $version (bazel build --config=opt)" >&2
   # --symlink_prefix=/ leaves the bazel-* links of the checkout as they were.
-  bazel build --config=opt --symlink_prefix=/ //dist:static //dist:shared >&2 ||
+  bazel build --config=opt --symlink_prefix=/ //dist:static //dist:shared //dist:tls_static \
+    //dist:tls_shared >&2 ||
     die "the Bazel build failed"
   bin=$(bazel info --config=opt bazel-bin 2>/dev/null) || die "bazel info bazel-bin failed"
 
@@ -161,15 +167,20 @@ build_tree() {
     die "libnet.so has soname '$soname', expected libnet.so.$soversion"
   ln -s "libnet.so.$version" "$root/lib/libnet.so.$soversion"
   ln -s "libnet.so.$soversion" "$root/lib/libnet.so"
+  install -D -m 0644 "$bin/dist/libnet_tls.a" "$root/lib/libnet_tls.a"
+  install -D -m 0644 "$bin/dist/libnet_tls.so" "$root/lib/libnet_tls.so.$version"
+  ln -s "libnet_tls.so.$version" "$root/lib/libnet_tls.so.$soversion"
+  ln -s "libnet_tls.so.$soversion" "$root/lib/libnet_tls.so"
 
   local substitute=(-e "s|@PREFIX@|$tree_prefix|g" -e "s|@VERSION@|$version|g"
     -e "s|@SOVERSION@|$soversion|g")
   mkdir -p "$root/lib/pkgconfig" "$root/lib/cmake/libnet"
   sed "${substitute[@]}" dist/libnet.pc.in >"$root/lib/pkgconfig/libnet.pc"
+  sed "${substitute[@]}" dist/libnet_tls.pc.in >"$root/lib/pkgconfig/libnet_tls.pc"
   sed "${substitute[@]}" dist/libnetConfig.cmake.in >"$root/lib/cmake/libnet/libnetConfig.cmake"
   sed "${substitute[@]}" dist/libnetConfigVersion.cmake.in \
     >"$root/lib/cmake/libnet/libnetConfigVersion.cmake"
-  chmod 0644 "$root/lib/pkgconfig/libnet.pc" "$root/lib/cmake/libnet/"*.cmake
+  chmod 0644 "$root/lib/pkgconfig/"*.pc "$root/lib/cmake/libnet/"*.cmake
 }
 
 # --- install / uninstall ---------------------------------------------------

@@ -8,6 +8,8 @@
 #   tools/run.sh                 quick mode (about 8 minutes)
 #   tools/run.sh --mode full     the full tables (10 s cells, 5 runs, 10000 sessions)
 #   tools/run.sh --tables backends   epoll vs io_uring server cost
+#   tools/run.sh --tables tls    TLS ping-pong: libnet vs Boost.Asio ssl::stream
+#                                (not in the default set; about a minute in quick mode)
 #
 # Markdown tables on stdout, progress on stderr, CSV and SVG charts in
 # ./pingpong-results/. Any other run_tables.py option passes through.

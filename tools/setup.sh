@@ -8,6 +8,9 @@ PACKAGES=(
   g++              # GCC 12, C++20
   libgtest-dev     # GoogleTest 1.12 (static libraries)
   liburing-dev     # liburing 2.3
+  libssl-dev       # OpenSSL 3.0, for the TLS layer (//net/tls) and the asio ssl peer
+  openssl          # the openssl command: s_client in the TLS tests, s_time in the benchmark
+  curl             # a real HTTPS client in the TLS tests
   libevent-dev     # libevent 2.1, for the ping-pong peer
   libboost-dev     # Boost.Asio 1.74 (header-only), for the ping-pong peer
   procps           # ps/pgrep used by the scripts

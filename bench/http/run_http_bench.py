@@ -30,6 +30,14 @@ per 100k requests:
       --baseline-binary /tmp/base/bazel-bin/examples/http/http_server
   git worktree remove /tmp/base
 
+HTTPS: --tls serves every scenario over TLS 1.2/1.3 (the same certificate,
+made for the run, for nginx and libnet; OpenSSL's defaults on both sides, so
+TLS 1.3 with TLS_AES_256_GCM_SHA384 and X25519); wrk connects with https.
+In the close scenarios every request is a new TLS connection with a full
+handshake (wrk keeps no sessions).
+
+  bench/http/run_http_bench.py --tls --scenarios hello,close
+
 Needs nginx (Debian's nginx-light) and wrk: `apt-get install -y nginx-light wrk`
 or tools/setup.sh.
 """
@@ -49,6 +57,7 @@ import shlex
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import struct
 import subprocess
@@ -109,6 +118,10 @@ SCENARIOS = {
 for _c in (1, 8, 100, 500, 5000):
     SCENARIOS["short404-%d" % _c] = ("short404", NOT_FOUND, _c, True)
     SCENARIOS["short1k-%d" % _c] = ("short1k", "/1k.bin", _c, True)
+
+
+# Set by --tls: the tables say HTTPS.
+TLS_RUN = False
 
 
 class RunError(RuntimeError):
@@ -366,6 +379,8 @@ class Server:
                         .replace("@ROOT@", ctx["www"])
                         .replace("@PORT@", str(self.port))
                         .replace("@NOFILE@", str(NOFILE))
+                        .replace("@LISTEN_SSL@", " ssl" if ctx.get("tls") else "")
+                        .replace("@SSL@", nginx_ssl(ctx))
                         .replace("@WORKERS@", str(max(1, ctx["threads"]))))
             argv = [ctx["nginx"], "-p", ctx["nginx_dir"], "-c", conf]
         else:
@@ -376,6 +391,8 @@ class Server:
                 binary = os.path.join(ctx["tmp"], "coro_http_server")
             argv = [binary, "--port", str(self.port), "--threads", str(ctx["threads"]),
                     "--backend", "uring" if "-uring" in stem else "epoll", "--root", ctx["www"]]
+            if ctx.get("tls"):
+                argv += ["--tls-cert", ctx["tls"]["cert"], "--tls-key", ctx["tls"]["key"]]
             if ctx["threads"] > 0 and not coro:
                 argv += ["--accept",
                          "hand-over" if stem.endswith("-handover") else ctx["accept"]]
@@ -451,6 +468,43 @@ class Server:
         return None
 
 
+def nginx_ssl(ctx):
+    tls = ctx.get("tls")
+    if not tls:
+        return ""
+    return ("ssl_certificate %s; ssl_certificate_key %s; ssl_protocols TLSv1.2 TLSv1.3;" %
+            (tls["cert"], tls["key"]))
+
+
+def make_certs(ctx):
+    """A CA and a server certificate it signs (P-256, for 127.0.0.1), made
+    with the openssl command in the run's temp dir."""
+    d = os.path.join(ctx["tmp"], "tls")
+    os.makedirs(d, exist_ok=True)
+    run = lambda argv: subprocess.run(argv, cwd=d, check=True, capture_output=True)
+    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=bench CA"])
+    run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"])
+    with open(os.path.join(d, "ext.cnf"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    run(["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+         "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf"])
+    for name in os.listdir(d):
+        os.chmod(os.path.join(d, name), 0o644)
+    os.chmod(d, 0o755)
+    return {"cert": os.path.join(d, "server.pem"), "key": os.path.join(d, "server.key"),
+            "ca": os.path.join(d, "ca.pem")}
+
+
+def client_connection(server, port):
+    tls = server.ctx.get("tls")
+    if not tls:
+        return http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    context = ssl.create_default_context(cafile=tls["ca"])
+    return http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
+
+
 def precheck(server, files):
     """Fetches /hello and both files once and compares them byte for byte.
     Returns (errors, warnings); errors disqualify the server."""
@@ -458,7 +512,7 @@ def precheck(server, files):
     port = server.port
     # All three on one keep-alive connection (http.client reconnects only
     # after a response that says `Connection: close`).
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn = client_connection(server, port)
     try:
         for path, want in [("/hello", HELLO_BODY)] + [("/" + n, d) for n, d in files.items()]:
             try:
@@ -468,7 +522,7 @@ def precheck(server, files):
             except (OSError, http.client.HTTPException) as e:
                 errors.append("GET %s: %s: %s" % (path, type(e).__name__, e))
                 conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn = client_connection(server, port)
                 continue
             if resp.status != 200:
                 errors.append("GET %s: status %d" % (path, resp.status))
@@ -489,7 +543,11 @@ def precheck(server, files):
     # Connection: close must make the server close: the close-100 scenario
     # depends on it (wrk reconnects only when the response says close).
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as plain:
+            s = plain
+            if server.ctx.get("tls"):
+                context = ssl.create_default_context(cafile=server.ctx["tls"]["ca"])
+                s = context.wrap_socket(plain, server_hostname="127.0.0.1")
             s.sendall(b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             data = b""
             s.settimeout(3)
@@ -504,8 +562,11 @@ def precheck(server, files):
                               data[:200])
             elif not re.search(rb"(?im)^connection:\s*close", head):
                 warnings.append("response to Connection: close lacks `Connection: close`")
-    except socket.timeout:
-        errors.append("GET /hello with Connection: close: server kept the connection open")
+    except (socket.timeout, ssl.SSLError) as e:
+        if isinstance(e, ssl.SSLError) and "EOF" in str(e):
+            pass  # the server closed after its response without close_notify
+        else:
+            errors.append("GET /hello with Connection: close: server kept the connection open")
     except OSError as e:
         errors.append("GET /hello with Connection: close: %s" % e)
     return errors, warnings
@@ -572,7 +633,8 @@ def wrk_argv(ctx, port, scenario, seconds):
     argv = [ctx["wrk"], "-t1", "-c%d" % conns, "-d%ds" % seconds, "--latency"]
     if close:
         argv += ["-H", "Connection: close"]
-    return argv + ["http://127.0.0.1:%d%s" % (port, path)]
+    scheme = "https" if ctx.get("tls") else "http"
+    return argv + ["%s://127.0.0.1:%d%s" % (scheme, port, path)]
 
 
 def run_once(ctx, server_name, scenario, seconds, port):
@@ -676,7 +738,7 @@ def load_text(r):
 
 
 def markdown_table(group, scenarios, servers, results):
-    lines = ["### %s" % GROUPS[group], ""]
+    lines = ["### %s%s" % ("HTTPS: " if TLS_RUN else "", GROUPS[group]), ""]
     others = [s for s in servers if s != "nginx"] if "nginx" in servers else []
     twins = [s for s in servers if s + BASE_SUFFIX in servers]
     header = ["scenario", "conns"]
@@ -887,6 +949,8 @@ def parse_list(text, known, what, aliases=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tls", action="store_true",
+                    help="every server over TLS 1.2/1.3 (https), the same certificate for all")
     ap.add_argument("--seconds", type=int, help="seconds per wrk run (default 10; --quick 3)")
     ap.add_argument("--reps", type=int, help="runs per server and scenario (default 3; --quick 1)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 3 s x 1 rep")
@@ -937,6 +1001,8 @@ def main():
     scenarios = parse_list(args.scenarios, SCENARIOS, "scenario", groups)
     scenarios = [s for s in SCENARIOS if s in scenarios]  # table order
 
+    global TLS_RUN
+    TLS_RUN = args.tls
     ctx = {"threads": args.threads, "quiet_wait": args.quiet_wait,
            "server_cpus": args.server_cpus, "client_cpus": args.client_cpus,
            "accept": args.accept}
@@ -1065,6 +1131,8 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
         with open(os.path.join(HERE, "nginx.conf.in")) as f:
             ctx["nginx_template"] = f.read()
     ctx["www"], files = make_www(ctx)
+    if args.tls:
+        ctx["tls"] = make_certs(ctx)
 
     # "wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer"
     wrk_version = first_line([ctx["wrk"], "--version"]).split(" Copyright")[0]

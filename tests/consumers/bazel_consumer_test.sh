@@ -6,7 +6,9 @@
 # (Debian's wrapper, which runs bazel-4 when the workspace has no
 # .bazelversion). Builds tests/consumers/echo_roundtrip.cc there with
 # downloads disabled, checks that Bazel set up only local repositories, and
-# runs the program (it must print OK and exit 0).
+# runs the program (it must print OK and exit 0). The same for
+# tls_roundtrip.cc on @libnet//:libnet_tls, with certificates made here by the
+# openssl command.
 #
 # The workspace and its Bazel output base live in one temporary directory,
 # with a Bazel server of their own; both are removed at the end, whatever
@@ -51,7 +53,7 @@ case "$tmp/" in
 esac
 
 mkdir "$workspace"
-cp "$repo/tests/consumers/echo_roundtrip.cc" "$workspace/"
+cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" "$workspace/"
 cat >"$workspace/WORKSPACE" <<EOF
 local_repository(
     name = "libnet",
@@ -75,6 +77,12 @@ cc_binary(
     srcs = ["echo_roundtrip.cc"],
     deps = ["@libnet//:libnet", "@libnet//:libnet_coro"],
 )
+
+cc_binary(
+    name = "tls_roundtrip",
+    srcs = ["tls_roundtrip.cc"],
+    deps = ["@libnet//:libnet", "@libnet//:libnet_tls"],
+)
 EOF
 
 # --experimental_repository_disable_download makes any download fail, network
@@ -84,7 +92,7 @@ cd "$workspace"
 if ! timeout 900 bazel "${startup[@]}" build \
   --experimental_repository_disable_download \
   --repository_cache="$tmp/repository_cache" \
-  //:echo_roundtrip >"$log" 2>&1; then
+  //:echo_roundtrip //:tls_roundtrip >"$log" 2>&1; then
   grep -m 20 -E '^ERROR|error:' "$log" >&2 || true
   tail -n 5 "$log" >&2
   fail "bazel build //:echo_roundtrip failed in a workspace that depends on @libnet (log above)"
@@ -113,4 +121,24 @@ if ((status != 0)) || [[ "$output" != *"echo_roundtrip: OK"* ]]; then
   fail "echo_roundtrip built in the consumer workspace exited $status without printing OK"
 fi
 
-echo "ok: a workspace outside the repository built and ran echo_roundtrip against @libnet with downloads disabled ($((SECONDS - started)) s)"
+certs=$tmp/certs
+mkdir "$certs"
+(
+  cd "$certs"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+    -out ca.pem -days 2 -subj "/CN=consumer test CA"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key \
+    -out server.csr -subj "/CN=127.0.0.1"
+  printf 'subjectAltName=IP:127.0.0.1\n' >ext.cnf
+  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
+    -days 2 -extfile ext.cnf
+) >"$tmp/openssl.log" 2>&1 || { cat "$tmp/openssl.log" >&2; fail "openssl could not make test certificates"; }
+status=0
+output=$(timeout 30 "$workspace/bazel-bin/tls_roundtrip" "$certs/server.pem" "$certs/server.key" \
+  "$certs/ca.pem" 2>&1) || status=$?
+if ((status != 0)) || [[ "$output" != *"tls_roundtrip: OK"* ]]; then
+  printf '%s\n' "$output" >&2
+  fail "tls_roundtrip built in the consumer workspace exited $status without printing OK"
+fi
+
+echo "ok: a workspace outside the repository built and ran echo_roundtrip and tls_roundtrip against @libnet with downloads disabled ($((SECONDS - started)) s)"

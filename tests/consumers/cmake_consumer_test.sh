@@ -5,7 +5,10 @@
 # cxx_std_20. Checks both targets (libnet::libnet, the static library, and
 # libnet::libnet_shared), that the installed tree still works after it is
 # moved (the package computes its paths from its own location), and which
-# find_package version requests the installed version satisfies.
+# find_package version requests the installed version satisfies. The TLS
+# component: tls_roundtrip.cc with find_package(... COMPONENTS tls), linked
+# with libnet::tls and libnet::tls_shared, echoes over TLS; echo_roundtrip,
+# without TLS, does not need OpenSSL.
 #
 # Needs cmake and g++; prints "ok: ..." and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
@@ -17,16 +20,21 @@ install_libnet --prefix "$tmp/prefix"
 
 # A copy, so that no header can come from the checkout next to the source.
 mkdir project
-cp "$repo/tests/consumers/echo_roundtrip.cc" project/
+cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" project/
 cat >project/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(libnet_consumer CXX)
-find_package(libnet 0.1 REQUIRED)
+find_package(libnet 0.1 REQUIRED COMPONENTS tls)
 add_executable(echo_roundtrip echo_roundtrip.cc)
 target_link_libraries(echo_roundtrip PRIVATE libnet::libnet)
 add_executable(echo_roundtrip_shared echo_roundtrip.cc)
 target_link_libraries(echo_roundtrip_shared PRIVATE libnet::libnet_shared)
+add_executable(tls_roundtrip tls_roundtrip.cc)
+target_link_libraries(tls_roundtrip PRIVATE libnet::tls)
+add_executable(tls_roundtrip_shared tls_roundtrip.cc)
+target_link_libraries(tls_roundtrip_shared PRIVATE libnet::tls_shared)
 EOF
+make_certs "$tmp/certs"
 
 # $1: the build directory, $2: the prefix CMake is told about.
 build_project() {
@@ -39,6 +47,12 @@ grep -q -- '-std=gnu++20\|-std=c++20' build/CMakeFiles/echo_roundtrip.dir/flags.
   fail "the consumer was not compiled as C++20 (libnet::libnet's cxx_std_20 did not reach it)"
 run_echo build/echo_roundtrip
 run_echo build/echo_roundtrip_shared
+run_tls build/tls_roundtrip "$tmp/certs"
+run_tls build/tls_roundtrip_shared "$tmp/certs"
+needs_library build/tls_roundtrip_shared "libnet_tls\.so\.${version%%.*}" ||
+  fail "tls_roundtrip_shared (libnet::tls_shared) does not need libnet_tls.so.${version%%.*}"
+needs_library build/echo_roundtrip_shared 'libssl\.so.*' &&
+  fail "echo_roundtrip_shared links OpenSSL without using TLS"
 needs_library build/echo_roundtrip 'libnet\.so.*' &&
   fail "echo_roundtrip (libnet::libnet) needs libnet.so; the static library was expected"
 needs_library build/echo_roundtrip_shared "libnet\.so\.${version%%.*}" ||
@@ -73,5 +87,6 @@ bounded 120 "find_package version requests" cmake -S versions -B build-versions 
   "-DACCEPT=0;0.1;0.1.0;0.0.9;0.1...<1;0...0.1.0" \
   "-DREJECT=0.1.1;0.2;1;1.0;0.2...<1;1...<2;0.0.1...<0.1"
 
-echo "ok: cmake consumer: find_package(libnet 0.1), libnet::libnet and libnet::libnet_shared" \
-  "built and echoed, also from a moved prefix; version checks hold ($(elapsed) s)"
+echo "ok: cmake consumer: find_package(libnet 0.1 COMPONENTS tls), libnet::libnet," \
+  "libnet::libnet_shared, libnet::tls and libnet::tls_shared built and echoed, also from a" \
+  "moved prefix; version checks hold ($(elapsed) s)"

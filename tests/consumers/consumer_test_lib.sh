@@ -63,3 +63,23 @@ needs_library() {
 elapsed() {
   echo $((SECONDS - started))
 }
+
+# make_certs DIR: a CA and a server certificate it signs (for 127.0.0.1), made
+# with the openssl command, for tls_roundtrip.
+make_certs() {
+  local dir=$1
+  mkdir -p "$dir"
+  bounded 60 "openssl req (CA)" openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
+    -nodes -keyout "$dir/ca.key" -out "$dir/ca.pem" -days 2 -subj "/CN=consumer test CA"
+  bounded 60 "openssl req (server)" openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
+    -nodes -keyout "$dir/server.key" -out "$dir/server.csr" -subj "/CN=127.0.0.1"
+  printf 'subjectAltName=IP:127.0.0.1\n' >"$dir/ext.cnf"
+  bounded 60 "openssl x509 (server)" openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" \
+    -CAkey "$dir/ca.key" -CAcreateserial -out "$dir/server.pem" -days 2 -extfile "$dir/ext.cnf"
+}
+
+# run_tls PROGRAM CERTDIR: a tls_roundtrip build echoed over TLS.
+run_tls() {
+  bounded 30 "running $1" "$1" "$2/server.pem" "$2/server.key" "$2/ca.pem"
+  grep -q '^tls_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'tls_roundtrip: OK'"
+}

@@ -48,5 +48,21 @@ bounded 300 "g++ with libnet.a named" \
 needs_library echo_archive 'libnet\.so.*' && fail "echo_archive needs libnet.so"
 run_echo ./echo_archive
 
+# TLS: libnet_tls.pc brings libnet and OpenSSL.
+cp "$repo/tests/consumers/tls_roundtrip.cc" .
+make_certs "$tmp/certs"
+read -r -a tls_flags <<<"$(pkg-config --cflags --libs libnet_tls)" ||
+  fail "pkg-config does not find libnet_tls"
+bounded 300 "g++ with pkg-config --libs libnet_tls" \
+  g++ tls_roundtrip.cc "${tls_flags[@]}" -Wl,-rpath,"$prefix/lib" -o tls_shared
+needs_library tls_shared "libnet_tls\.so\.${version%%.*}" || fail "tls_shared does not need libnet_tls.so"
+run_tls ./tls_shared "$tmp/certs"
+bounded 300 "g++ with libnet_tls.a and libnet.a named" \
+  g++ -std=c++20 -I"$prefix/include" tls_roundtrip.cc "$prefix/lib/libnet_tls.a" \
+  "$prefix/lib/libnet.a" -lssl -lcrypto -luring -pthread -o tls_archive
+run_tls ./tls_archive "$tmp/certs"
+needs_library echo_shared 'libssl\.so.*' && fail "echo_shared links OpenSSL without using TLS"
+
 echo "ok: pkg-config consumer: libnet $version linked shared (-lnet), fully static (--static)" \
-  "and from libnet.a, each echoed ($(elapsed) s)"
+  "and from libnet.a, each echoed; libnet_tls shared and from the archives, echoed over" \
+  "TLS ($(elapsed) s)"
