@@ -9,7 +9,7 @@ median MiB/s (min-max) and the server's CPU time per GiB echoed, measured from
 Output: progress on stderr; markdown tables on stdout; a CSV and an SVG chart
 per table in --out.
 
-  pingpong/run_tables.py                  # quick mode (about 8 minutes)
+  pingpong/run_tables.py                  # quick mode (about 9 minutes)
   pingpong/run_tables.py --mode full      # the full tables (10 s cells, 5 runs, 10000 sessions)
   pingpong/run_tables.py --tables backends
   pingpong/run_tables.py --tables coro    # coroutines vs callbacks vs asio-coro
@@ -53,6 +53,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import make_test_certs  # noqa: E402  (tools/make_test_certs.py)
 
 # name -> (bazel package, binary)
 BINARIES = {
@@ -260,25 +262,9 @@ class CellError(RuntimeError):
     pass
 
 
-# The certificates of the TLS table, made once per run (make_certs).
+# The certificates of the TLS table, made once per run
+# (tools/make_test_certs.py).
 CERTS = {}
-
-
-def make_certs(directory):
-    """A CA and a server certificate it signs (P-256, for 127.0.0.1), with the
-    openssl command."""
-    run = lambda argv: subprocess.run(argv, cwd=directory, check=True, capture_output=True)
-    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-         "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=pingpong CA"])
-    run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-         "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"])
-    with open(os.path.join(directory, "ext.cnf"), "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\n")
-    run(["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-         "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf"])
-    CERTS.update({"@CERT@": os.path.join(directory, "server.pem"),
-                  "@KEY@": os.path.join(directory, "server.key"),
-                  "@CA@": os.path.join(directory, "ca.pem")})
 
 
 def with_certs(argv):
@@ -536,9 +522,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["quick", "full"], default="quick")
-    ap.add_argument("--tables", default="single16k,single4k,multi,coro",
+    ap.add_argument("--tables", default="single16k,single4k,multi,coro,tls",
                     help="comma-separated: single16k, single4k, multi, coro, tls, backends "
-                    "(tls is not in the default set: about a minute more in quick mode)")
+                    "(all but backends by default)")
     ap.add_argument("--seconds", type=int, help="seconds per run (quick 2, full 10)")
     ap.add_argument("--reps", type=int, help="runs per cell (quick 2, full 5)")
     ap.add_argument("--out", default=os.path.join(ROOT, "pingpong-results"),
@@ -576,7 +562,8 @@ def main():
     if "tls" in names:
         certdir = tempfile.mkdtemp(prefix="libnet-pingpong-certs-")
         atexit.register(shutil.rmtree, certdir, True)
-        make_certs(certdir)
+        paths = make_test_certs.make(certdir)
+        CERTS.update({"@CERT@": paths["cert"], "@KEY@": paths["key"], "@CA@": paths["ca"]})
 
     bindir = args.bindir or tempfile.mkdtemp(prefix="libnet-pingpong-")
     if not args.no_build:

@@ -3,13 +3,13 @@
 # binaries and reproduces the muduo book's ping-pong tables (libnet on epoll
 # and io_uring vs Boost.Asio vs libevent, plus library-free floors), and the
 # coroutine table (libnet's coroutine layer vs its callbacks vs Boost.Asio's
-# C++20 coroutines).
+# C++20 coroutines), and the TLS table (libnet's TLS layer vs Boost.Asio's
+# ssl::stream over the same OpenSSL).
 #
-#   tools/run.sh                 quick mode (about 8 minutes)
+#   tools/run.sh                 quick mode (about 9 minutes)
 #   tools/run.sh --mode full     the full tables (10 s cells, 5 runs, 10000 sessions)
 #   tools/run.sh --tables backends   epoll vs io_uring server cost
-#   tools/run.sh --tables tls    TLS ping-pong: libnet vs Boost.Asio ssl::stream
-#                                (not in the default set; about a minute in quick mode)
+#   tools/run.sh --tables tls    the TLS table alone (about a minute)
 #
 # Markdown tables on stdout, progress on stderr, CSV and SVG charts in
 # ./pingpong-results/. Any other run_tables.py option passes through.

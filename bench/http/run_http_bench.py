@@ -67,6 +67,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import make_test_certs  # noqa: E402  (tools/make_test_certs.py)
 
 NOFILE = 20000
 # Runs during which other processes (or the hypervisor) took more than this
@@ -100,6 +102,8 @@ GROUPS = {
                 "a 404",
     "short1k": "Short connections (a new connection per request, `Connection: close`): "
                "a 1 KiB static file",
+    "handshake": "TLS handshakes, one connection at a time (`openssl s_time -www /hello`, "
+                 "HTTP/1.0): full (-new) and resumed from a ticket (-reuse); --tls only",
 }
 # Paths answered 404 by every server: their non-2xx responses are the
 # expected answer, not errors.
@@ -115,6 +119,11 @@ SCENARIOS = {
     "static-1k": ("static", "/1k.bin", 100, False),
     "static-148k": ("static", "/148k.bin", 100, False),
 }
+# openssl s_time instead of wrk: one connection at a time, each a TLS
+# handshake (full, or resumed from the first connection's ticket) and one
+# HTTP/1.0 request.
+SCENARIOS["stime-new"] = ("handshake", "/hello", 1, True)
+SCENARIOS["stime-reuse"] = ("handshake", "/hello", 1, True)
 for _c in (1, 8, 100, 500, 5000):
     SCENARIOS["short404-%d" % _c] = ("short404", NOT_FOUND, _c, True)
     SCENARIOS["short1k-%d" % _c] = ("short1k", "/1k.bin", _c, True)
@@ -477,24 +486,14 @@ def nginx_ssl(ctx):
 
 
 def make_certs(ctx):
-    """A CA and a server certificate it signs (P-256, for 127.0.0.1), made
-    with the openssl command in the run's temp dir."""
+    """The run's certificates (tools/make_test_certs.py), readable by nginx's
+    worker."""
     d = os.path.join(ctx["tmp"], "tls")
-    os.makedirs(d, exist_ok=True)
-    run = lambda argv: subprocess.run(argv, cwd=d, check=True, capture_output=True)
-    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-         "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=bench CA"])
-    run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-         "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"])
-    with open(os.path.join(d, "ext.cnf"), "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\n")
-    run(["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-         "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf"])
+    paths = make_test_certs.make(d)
     for name in os.listdir(d):
         os.chmod(os.path.join(d, name), 0o644)
     os.chmod(d, 0o755)
-    return {"cert": os.path.join(d, "server.pem"), "key": os.path.join(d, "server.key"),
-            "ca": os.path.join(d, "ca.pem")}
+    return paths
 
 
 def client_connection(server, port):
@@ -628,7 +627,27 @@ def expect_not_found(r):
         r["errors"] += abs(r["requests"] - r["non2xx"])
 
 
+def stime_argv(ctx, port, scenario, seconds):
+    return ["openssl", "s_time", "-connect", "127.0.0.1:%d" % port,
+            "-new" if scenario == "stime-new" else "-reuse", "-time", str(seconds),
+            "-www", SCENARIOS[scenario][1], "-CAfile", ctx["tls"]["ca"]]
+
+
+def parse_stime(out):
+    """s_time's "N connections in T real seconds" line; no latencies."""
+    found = re.findall(r"^(\d+) connections in (\d+) real seconds", out, re.M)
+    if not found:
+        raise RunError("no connection count in s_time output: %s" % out[-400:])
+    count, real = (int(v) for v in found[-1])
+    nan = float("nan")
+    return dict(requests=count, duration_s=float(real), rps=count / real if real else nan,
+                max_ms=nan, p50_ms=nan, p90_ms=nan, p99_ms=nan, err_connect=0, err_read=0,
+                err_write=0, err_timeout=0, non2xx=0, errors=0)
+
+
 def wrk_argv(ctx, port, scenario, seconds):
+    if scenario.startswith("stime"):
+        return stime_argv(ctx, port, scenario, seconds)
     _, path, conns, close = SCENARIOS[scenario]
     argv = [ctx["wrk"], "-t1", "-c%d" % conns, "-d%ds" % seconds, "--latency"]
     if close:
@@ -675,7 +694,7 @@ def run_once(ctx, server_name, scenario, seconds, port):
         if pids0 != pids1:
             notes.append("server processes changed during the run (%s -> %s): CPU is partial" %
                           (pids0, pids1))
-        r = parse_wrk(w.stdout)
+        r = parse_stime(w.stdout) if scenario.startswith("stime") else parse_wrk(w.stdout)
         if SCENARIOS[scenario][1] == NOT_FOUND:
             expect_not_found(r)
     finally:
@@ -1000,6 +1019,8 @@ def main():
     groups = {g: [s for s in SCENARIOS if SCENARIOS[s][0] == g] for g in GROUPS}
     scenarios = parse_list(args.scenarios, SCENARIOS, "scenario", groups)
     scenarios = [s for s in SCENARIOS if s in scenarios]  # table order
+    if not args.tls and any(s.startswith("stime") for s in scenarios):
+        ap.error("the handshake scenarios (stime-*) need --tls")
 
     global TLS_RUN
     TLS_RUN = args.tls

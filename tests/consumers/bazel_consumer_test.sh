@@ -7,8 +7,8 @@
 # .bazelversion). Builds tests/consumers/echo_roundtrip.cc there with
 # downloads disabled, checks that Bazel set up only local repositories, and
 # runs the program (it must print OK and exit 0). The same for
-# tls_roundtrip.cc on @libnet//:libnet_tls, with certificates made here by the
-# openssl command.
+# tls_roundtrip.cc on @libnet//:libnet_tls, with certificates made by
+# tools/make_test_certs.py.
 #
 # The workspace and its Bazel output base live in one temporary directory,
 # with a Bazel server of their own; both are removed at the end, whatever
@@ -122,17 +122,7 @@ if ((status != 0)) || [[ "$output" != *"echo_roundtrip: OK"* ]]; then
 fi
 
 certs=$tmp/certs
-mkdir "$certs"
-(
-  cd "$certs"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
-    -out ca.pem -days 2 -subj "/CN=consumer test CA"
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key \
-    -out server.csr -subj "/CN=127.0.0.1"
-  printf 'subjectAltName=IP:127.0.0.1\n' >ext.cnf
-  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
-    -days 2 -extfile ext.cnf
-) >"$tmp/openssl.log" 2>&1 || { cat "$tmp/openssl.log" >&2; fail "openssl could not make test certificates"; }
+python3 "$repo/tools/make_test_certs.py" "$certs" || fail "could not make test certificates"
 status=0
 output=$(timeout 30 "$workspace/bazel-bin/tls_roundtrip" "$certs/server.pem" "$certs/server.key" \
   "$certs/ca.pem" 2>&1) || status=$?

@@ -64,18 +64,10 @@ elapsed() {
   echo $((SECONDS - started))
 }
 
-# make_certs DIR: a CA and a server certificate it signs (for 127.0.0.1), made
-# with the openssl command, for tls_roundtrip.
+# make_certs DIR: a CA and a server certificate it signs (for 127.0.0.1), for
+# tls_roundtrip (tools/make_test_certs.py, with the openssl command).
 make_certs() {
-  local dir=$1
-  mkdir -p "$dir"
-  bounded 60 "openssl req (CA)" openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
-    -nodes -keyout "$dir/ca.key" -out "$dir/ca.pem" -days 2 -subj "/CN=consumer test CA"
-  bounded 60 "openssl req (server)" openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 \
-    -nodes -keyout "$dir/server.key" -out "$dir/server.csr" -subj "/CN=127.0.0.1"
-  printf 'subjectAltName=IP:127.0.0.1\n' >"$dir/ext.cnf"
-  bounded 60 "openssl x509 (server)" openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" \
-    -CAkey "$dir/ca.key" -CAcreateserial -out "$dir/server.pem" -days 2 -extfile "$dir/ext.cnf"
+  bounded 60 "tools/make_test_certs.py" python3 "$repo/tools/make_test_certs.py" "$1"
 }
 
 # run_tls PROGRAM CERTDIR: a tls_roundtrip build echoed over TLS.

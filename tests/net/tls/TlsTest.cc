@@ -217,6 +217,13 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
     return record->ups > 0;
   }
 
+  static bool waitForConnectError(ClientRecord* record) {
+    return waitUntil([record] {
+      std::lock_guard lock(record->mutex);
+      return record->connectError != 0;
+    });
+  }
+
   void sendFromClient(ClientRecord* record, std::string data) {
     runSync(clientLoop_, [&] { record->conn->send(data); });
   }
@@ -274,10 +281,7 @@ TEST_P(TlsTest, ServerSendsFileAndClosesWithCloseNotify) {
 TEST_P(TlsTest, UntrustedCaIsRefusedWithAnError) {
   startServer(serverOptions());
   auto record = connect(clientContext(pki_.otherCaFile()));
-  ASSERT_TRUE(waitUntil([&] {
-    std::lock_guard lock(record->mutex);
-    return record->connectError != 0;
-  }));
+  ASSERT_TRUE(waitForConnectError(record.get()));
   std::lock_guard lock(record->mutex);
   EXPECT_EQ(record->connectError, EPROTO);
   EXPECT_EQ(record->ups, 0);
@@ -287,10 +291,7 @@ TEST_P(TlsTest, UntrustedCaIsRefusedWithAnError) {
 TEST_P(TlsTest, WrongHostnameIsRefused) {
   startServer(serverOptions());
   auto record = connect(clientContext(pki_.caFile()), "www.example.com");
-  ASSERT_TRUE(waitUntil([&] {
-    std::lock_guard lock(record->mutex);
-    return record->connectError != 0;
-  }));
+  ASSERT_TRUE(waitForConnectError(record.get()));
   std::lock_guard lock(record->mutex);
   EXPECT_EQ(record->connectError, EPROTO);
   EXPECT_EQ(record->ups, 0);
