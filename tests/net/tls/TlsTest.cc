@@ -139,7 +139,17 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
   }
 
   void TearDown() override {
-    if (clientLoop_) runSync(clientLoop_, [&] { clients_.clear(); });
+    // A record holds its connection, whose callbacks hold the record: the
+    // cycle is broken here, on the connection's loop.
+    if (clientLoop_) {
+      runSync(clientLoop_, [&] {
+        for (auto& record : records_) {
+          std::lock_guard lock(record->mutex);
+          record->conn.reset();
+        }
+        clients_.clear();
+      });
+    }
     if (serverLoop_) runSync(serverLoop_, [&] { server_.reset(); });
     clientThread_.reset();
     serverThread_.reset();
@@ -196,6 +206,7 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
           record->conn = conn;
         } else {
           ++record->downs;
+          record->conn.reset();
         }
       });
       client->setMessageCallback([record](const TcpConnectionPtr&, Buffer* buffer, Timestamp) {
@@ -209,6 +220,7 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
       client->connect();
       clients_.push_back(std::move(client));
     });
+    records_.push_back(record);
     return record;
   }
 
@@ -225,7 +237,11 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
   }
 
   void sendFromClient(ClientRecord* record, std::string data) {
-    runSync(clientLoop_, [&] { record->conn->send(data); });
+    // Gone already when the server refused it after the client's handshake
+    // (mutual TLS): nothing to send on.
+    runSync(clientLoop_, [&] {
+      if (record->conn) record->conn->send(data);
+    });
   }
 
   test::TestPki pki_;
@@ -235,8 +251,14 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
   EventLoop* clientLoop_ = nullptr;
   std::unique_ptr<TcpServer> server_;
   std::vector<std::unique_ptr<TcpClient>> clients_;
+  std::vector<std::shared_ptr<ClientRecord>> records_;  // test thread only
   InetAddress address_;
   std::atomic<int> serverUps_{0};
+  // Written by server callbacks, which may run until TearDown() destroys the
+  // server: members, not locals of a test body.
+  std::atomic<size_t> maxQueued_{0};
+  std::atomic<int> outcome_{-1};
+  std::string got_;  // server loop only
   TcpConnectionPtr lastServerConn_;  // server loop only
 };
 
@@ -260,7 +282,7 @@ TEST_P(TlsTest, ServerSendsFileAndClosesWithCloseNotify) {
   const std::string head = "HEAD\n";
   startServer(serverOptions());
   runSync(serverLoop_, [&] {
-    server_->setConnectionCallback([&](const TcpConnectionPtr& conn) {
+    server_->setConnectionCallback([contents, head](const TcpConnectionPtr& conn) {
       if (!conn->connected()) return;
       Buffer buffer;
       buffer.append(head);
@@ -379,12 +401,11 @@ TEST_P(TlsTest, MutualTlsNeedsAClientCertificate) {
 
 TEST_P(TlsTest, PeerThatNeverReadsIsBoundedByTheOutputLimit) {
   constexpr size_t kLimit = 1 << 20;
-  std::atomic<size_t> maxQueued{0};
   startServer(
       serverOptions(),
-      [&](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
+      [this](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
         conn->send(buffer);
-        maxQueued = std::max(maxQueued.load(), conn->queuedOutputBytes());
+        maxQueued_ = std::max(maxQueued_.load(), conn->queuedOutputBytes());
       },
       kLimit);
   auto record = connect(clientContext(pki_.caFile()));
@@ -398,7 +419,7 @@ TEST_P(TlsTest, PeerThatNeverReadsIsBoundedByTheOutputLimit) {
   }));
   // Past the limit by at most what one read delivers (a 64 KiB read's
   // plaintext, as ciphertext) before reading paused.
-  EXPECT_LE(maxQueued.load(), kLimit + 128 * 1024);
+  EXPECT_LE(maxQueued_.load(), kLimit + 128 * 1024);
   runSync(clientLoop_, [&] { record->conn->startRead(); });
   ASSERT_TRUE(waitUntil([&] { return record->size() >= data.size(); }, 60s)) << record->size();
   EXPECT_TRUE(record->snapshot() == data);
@@ -459,13 +480,15 @@ coro::Task<> readToEnd(coro::Stream stream, std::atomic<int>* outcome, std::stri
 }
 
 TEST_P(TlsTest, CoroutinesSeeCloseNotifyAsEndAndTruncationAsError) {
-  std::atomic<int> outcome{-1};
-  std::string got;  // server loop only
+  std::atomic<int>& outcome = outcome_;
+  std::string& got = got_;
   auto layer = std::make_shared<TlsLayer>(TlsContext::newServer(serverOptions()));
   runSync(serverLoop_, [&] {
     server_ = std::make_unique<TcpServer>(serverLoop_, InetAddress(0, true), "tls-coro");
     server_->setConnectionLayer(layer);
-    coro::serve(*server_, [&](coro::Stream stream) { return readToEnd(std::move(stream), &outcome, &got); });
+    coro::serve(*server_, [this](coro::Stream stream) {
+      return readToEnd(std::move(stream), &outcome_, &got_);
+    });
     server_->start();
   });
   address_ = runSync(serverLoop_, [&] { return server_->listenAddress(); });
