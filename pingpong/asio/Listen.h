@@ -1,6 +1,6 @@
-// listenOn(): opens, binds and listens on the ping-pong servers' acceptor
-// (asio_pingpong_server and asio_coro_pingpong_server), saying which step
-// failed and why on stderr, as the other peers do.
+// listenOn(): opens, binds and listens on the asio ping-pong servers'
+// acceptor (for runServer()), saying which step failed and why on stderr, as
+// the other peers do.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>

@@ -15,10 +15,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <chrono>
@@ -28,8 +25,9 @@
 #include <memory>
 #include <vector>
 
-#include "pingpong/asio/IoContextPool.h"
-#include "pingpong/asio/PingSession.h"
+#include "pingpong/asio/ClientThread.h"
+#include "pingpong/asio/PingClient.h"
+#include "pingpong/asio/SessionStats.h"
 #include "pingpong/floor/PingpongArgs.h"
 
 namespace {
@@ -39,6 +37,8 @@ using boost::asio::redirect_error;
 using boost::asio::use_awaitable;
 using boost::asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+
+constexpr const char* kProgram = "asio_coro_pingpong_client";
 
 // As in PingSession: at least 64 KiB (the most loopback TCP delivers per
 // segment) so that one read takes everything available when a message comes
@@ -54,6 +54,13 @@ struct Session {
     for (size_t i = 0; i < blocksize; ++i) buffer[i] = static_cast<char>(i % 128);
   }
 
+  // Blocking connect, done before the clock starts; throws
+  // boost::system::system_error.
+  void connect(const tcp::endpoint& endpoint) {
+    socket.connect(endpoint);
+    socket.set_option(tcp::no_delay(true));
+  }
+
   // Closes the socket; the pending operation completes with
   // operation_aborted, which `stopped` tells from a peer's error.
   void stop() {
@@ -67,15 +74,7 @@ struct Session {
   bool stopped = false;
 };
 
-// What one thread owns: its sessions, its counters and its stop timer. Only
-// that thread touches it between run() starting and returning.
-struct ThreadState {
-  explicit ThreadState(boost::asio::io_context& context) : timer(context) {}
-  std::vector<std::unique_ptr<Session>> sessions;
-  pingpong::SessionStats stats;
-  boost::asio::steady_timer timer;
-  Clock::time_point end;
-};
+using ThreadState = pingpong::ClientThread<Session>;
 
 // Sends the first block, then echoes what it reads, counting bytes and read
 // completions, until stopped or the connection fails. Errors come back as
@@ -121,80 +120,19 @@ awaitable<void> drive(ThreadState& state, boost::asio::io_context& context, size
 }  // namespace
 
 int main(int argc, char** argv) {
-  const pingpong::ClientArgs args =
-      pingpong::parseClientArgs(argc, argv, {"asio_coro_pingpong_client"});
-  pingpong::IoContextPool pool(args.threads, /*keepAlive=*/false);
-  std::vector<std::unique_ptr<ThreadState>> threads;
-  for (int t = 0; t < args.threads; ++t) {
-    threads.push_back(std::make_unique<ThreadState>(pool.context(t)));
+  const pingpong::ClientArgs args = pingpong::parseClientArgs(argc, argv, {kProgram});
+  // A signal in the window cancels each thread's timer, and its driver then
+  // stops the sessions and the context; the cancel lands after each driver
+  // has started, spawned before the pool runs.
+  pingpong::PingClient<ThreadState> client(kProgram, args);
+  if (auto status = client.connectAll([&](int t) {
+        return std::make_shared<Session>(client.context(t), args.blocksize);
+      })) {
+    return *status;
   }
-
-  // SIGINT/SIGTERM end the run early, as the deadline would: each thread's
-  // timer is cancelled, and its driver then stops the sessions and the
-  // context. Installed before the connections are made, so a signal then
-  // does not kill the process either: it is taken once run() starts, and the
-  // cancel it posts lands after each driver has started, spawned before run().
-  boost::asio::signal_set signals(pool.context(0), SIGINT, SIGTERM);
-  signals.async_wait([&](boost::system::error_code ec, int) {
-    if (ec) return;
-    for (int t = 0; t < args.threads; ++t) {
-      ThreadState* state = threads[t].get();
-      boost::asio::post(pool.context(t), [state] { state->timer.cancel(); });
-    }
-  });
-
-  const tcp::endpoint endpoint(boost::asio::ip::make_address(args.endpoint.address),
-                               args.endpoint.port);
-  for (int i = 0; i < args.sessions; ++i) {
-    const int t = i % args.threads;
-    auto session = std::make_unique<Session>(pool.context(t), args.blocksize);
-    try {
-      session->socket.connect(endpoint);
-      session->socket.set_option(tcp::no_delay(true));
-    } catch (const boost::system::system_error& e) {
-      if (e.code() == boost::asio::error::interrupted) {
-        // Only SIGINT/SIGTERM have a handler (the signal_set's), and asio
-        // installs it without SA_RESTART: one of them came mid-connect.
-        std::fprintf(stderr,
-                     "asio_coro_pingpong_client: interrupted while connecting, no result\n");
-        return 0;
-      }
-      std::fprintf(stderr, "asio_coro_pingpong_client: connect %d to %s failed: %s\n", i,
-                   pingpong::formatEndpoint(args.endpoint.address, args.endpoint.port).c_str(),
-                   e.code().message().c_str());
-      return pingpong::kExitFailure;
-    }
-    threads[t]->sessions.push_back(std::move(session));
-  }
-
-  // START/STOP let a runner sample the server's CPU time over the window.
-  std::printf("START\n");
-  std::fflush(stdout);
-  const Clock::time_point start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(args.time);
-  for (int t = 0; t < args.threads; ++t) {
-    boost::asio::co_spawn(pool.context(t),
-                          drive(*threads[t], pool.context(t), args.blocksize, deadline),
+  return client.runTimed("asio-coro", [&](ThreadState& state, boost::asio::io_context& context,
+                                          Clock::time_point deadline) {
+    boost::asio::co_spawn(context, drive(state, context, args.blocksize, deadline),
                           boost::asio::detached);
-  }
-  pool.run();
-  std::printf("STOP\n");
-  std::fflush(stdout);
-
-  int64_t bytes = 0;
-  int64_t messages = 0;
-  Clock::time_point end = start;
-  for (const auto& state : threads) {
-    if (!state->stats.error.empty()) {
-      std::fprintf(stderr, "asio_coro_pingpong_client: a connection failed: %s\n",
-                   state->stats.error.c_str());
-      return pingpong::kExitFailure;
-    }
-    bytes += state->stats.bytes;
-    messages += state->stats.messages;
-    end = std::max(end, state->end);
-  }
-  std::printf("%s\n",
-              pingpong::formatResult("asio-coro", args, bytes, messages, end - start).c_str());
-  return 0;
+  });
 }

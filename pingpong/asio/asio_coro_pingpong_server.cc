@@ -14,7 +14,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <cstddef>
@@ -22,7 +21,7 @@
 #include <vector>
 
 #include "pingpong/asio/IoContextPool.h"
-#include "pingpong/asio/Listen.h"
+#include "pingpong/asio/RunServer.h"
 #include "pingpong/floor/PingpongArgs.h"
 
 namespace {
@@ -31,6 +30,8 @@ using boost::asio::awaitable;
 using boost::asio::redirect_error;
 using boost::asio::use_awaitable;
 using boost::asio::ip::tcp;
+
+constexpr const char* kProgram = "asio_coro_pingpong_server";
 
 // As in EchoSession: the server is not told the block size, and 64 KiB is the
 // most loopback TCP hands over per segment, so one read takes a whole message
@@ -76,30 +77,11 @@ awaitable<void> listen(tcp::acceptor& acceptor, pingpong::IoContextPool& pool) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const pingpong::ServerArgs args =
-      pingpong::parseServerArgs(argc, argv, {"asio_coro_pingpong_server"});
-  pingpong::IoContextPool pool(args.threads, /*keepAlive=*/true);
-  boost::asio::io_context& main = pool.context(0);
-
-  tcp::acceptor acceptor(main);
-  if (!pingpong::listenOn(acceptor, args.endpoint, "asio_coro_pingpong_server")) {
-    return pingpong::kExitFailure;
-  }
-
-  // Stopping the contexts leaves the sessions suspended; their frames, and
-  // with them the sockets, are destroyed when the pool destroys the contexts.
-  boost::asio::signal_set signals(main, SIGINT, SIGTERM);
-  signals.async_wait([&](boost::system::error_code, int) {
-    boost::system::error_code ignored;
-    acceptor.close(ignored);
-    pool.stop();
+  const pingpong::ServerArgs args = pingpong::parseServerArgs(argc, argv, {kProgram});
+  return pingpong::runServer(kProgram, args, [](tcp::acceptor& acceptor,
+                                                pingpong::IoContextPool& pool) {
+    // Stopping the contexts leaves the sessions suspended; their frames, and
+    // with them the sockets, are destroyed when the pool destroys the contexts.
+    boost::asio::co_spawn(acceptor.get_executor(), listen(acceptor, pool), boost::asio::detached);
   });
-
-  boost::asio::co_spawn(main, listen(acceptor, pool), boost::asio::detached);
-  std::printf(
-      "listening on %s\n",
-      pingpong::formatEndpoint(args.endpoint.address, acceptor.local_endpoint().port()).c_str());
-  std::fflush(stdout);
-  pool.run();
-  return 0;
 }
