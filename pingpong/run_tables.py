@@ -115,7 +115,8 @@ IMPLS = {
 # --baseline-bindir: these implementations get a twin, named with the
 # suffix, that runs the baseline build's binaries.
 BASE_SUFFIX = "@base"
-TWINNED = ["libnet-epoll", "libnet-uring", "server-epoll", "server-uring"]
+TWINNED = ["libnet-epoll", "libnet-uring", "server-epoll", "server-uring", "libnet-tls-epoll",
+           "libnet-tls-uring"]
 BASELINE_BINARIES = sorted({argv[0] for impl in TWINNED for argv in IMPLS[impl]})
 
 NCPU = os.cpu_count() or 1

@@ -29,6 +29,9 @@ SSL_CTX* newBaseContext(bool server, TlsVersion minVersion) {
   // Renegotiation (TLS 1.2) is refused: it is a way to make a server spend
   // handshakes on one connection, and no client we serve needs it.
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+  // OpenSSL's 16 KiB+ read and write buffers go back to the heap whenever
+  // they are empty: an idle connection then costs ~5 KiB instead of ~30 KiB.
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   return ctx;
 }
 
