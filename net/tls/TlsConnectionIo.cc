@@ -144,22 +144,26 @@ void TlsConnectionIo::endOutput() {
 // ---- what the backend reports ----
 
 void TlsConnectionIo::onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
-  receive(buffer->view(), receiveTime);
-  // The ciphertext is all taken: shared storage is empty again, a ring view
-  // goes back, our own buffer gives its storage back to the pool.
+  const bool wasEstablished = session_.established();
+  TlsSession::Status status = TlsSession::Status::kOk;
+  if (!closed_) {
+    loop_->bufferPool().lend(input_);
+    status = session_.receive(buffer->view(), input_);
+  }
+  // The ciphertext is all taken. Before any callback runs, shared storage is
+  // empty again and a ring view goes back; our own buffer returns its storage
+  // to the pool.
   buffer->retrieveAll();
   if (kind == InputKind::kConnectionInput) {
     loop_->bufferPool().reclaim(buffer);
   } else {
     buffer->releaseBorrowed();
   }
+  if (!closed_) deliver(status, wasEstablished, receiveTime);
 }
 
-void TlsConnectionIo::receive(std::string_view ciphertext, Timestamp receiveTime) {
-  if (closed_) return;
-  const bool wasEstablished = session_.established();
-  loop_->bufferPool().lend(input_);
-  const TlsSession::Status status = session_.receive(ciphertext, input_);
+void TlsConnectionIo::deliver(TlsSession::Status status, bool wasEstablished,
+                              Timestamp receiveTime) {
   if (const int err = std::exchange(writeError_, 0)) {
     owner_->onIoError("send", err);
     return;
@@ -189,18 +193,22 @@ void TlsConnectionIo::onEstablished() {
   handshakeTimer_ = TimerId();
   LOG_DEBUG << "TLS established: " << session_.version() << " " << session_.cipher()
             << (session_.resumed() ? " (resumed)" : "");
-  if (pending_.readableBytes() > 0) {
-    Buffer held(0);
-    held.swap(pending_);
-    const int err = write(held.view());
-    held.retrieveAll();
-    loop_->bufferPool().reclaim(&held);
+  const bool held = pending_.readableBytes() > 0;
+  if (held) {
+    Buffer early(0);
+    early.swap(pending_);
+    const int err = write(early.view());
+    early.retrieveAll();
+    loop_->bufferPool().reclaim(&early);
     if (err != 0) {
       owner_->onIoError("send", err);
       return;
     }
   }
   owner_->onReady();
+  // What waited may all have gone out at once: the backend then reports
+  // nothing, and a connection waiting to shut down must hear of it.
+  if (held && !closed_ && drained()) owner_->onOutputDrained();
 }
 
 void TlsConnectionIo::onOutputProgress() {

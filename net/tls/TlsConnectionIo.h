@@ -88,8 +88,10 @@ class TlsConnectionIo final : public ConnectionIo,
   // TlsSession::Output: a record to send.
   void onCiphertext(std::string_view bytes) override;
 
-  // Decrypts `ciphertext` (all of it) and reports what came of it.
-  void receive(std::string_view ciphertext, Timestamp receiveTime);
+  // Reports what decrypting a delivery came to (`status`; the plaintext is
+  // in the connection's input buffer): a failure, the handshake completed,
+  // plaintext, the peer's close_notify.
+  void deliver(TlsSession::Status status, bool wasEstablished, Timestamp receiveTime);
   // The handshake just completed: send what waited, announce.
   void onEstablished();
   // Encrypts and sends; false (the connection is closing) on failure.

@@ -300,6 +300,43 @@ TEST_P(TlsTest, ServerSendsFileAndClosesWithCloseNotify) {
   EXPECT_TRUE(record->snapshot() == head + contents) << record->size();
 }
 
+// A send made before the handshake completes (from outside the callbacks,
+// through TcpClient::connection()) is held, encrypted once it has, and a
+// shutdown() behind it waits for it: the server gets the bytes, then the end.
+TEST_P(TlsTest, SendBeforeTheHandshakeThenShutdownArriveInOrder) {
+  // Shared with the server's callbacks, which may outlive the test body.
+  struct Seen {
+    std::mutex mutex;
+    std::string got;
+    bool ended = false;
+  };
+  auto seen = std::make_shared<Seen>();
+  startServer(serverOptions(), [seen](const TcpConnectionPtr&, Buffer* buffer, Timestamp) {
+    std::lock_guard lock(seen->mutex);
+    seen->got += buffer->retrieveAllAsString();
+  });
+  runSync(serverLoop_, [&] {
+    server_->setConnectionCallback([seen](const TcpConnectionPtr& conn) {
+      std::lock_guard lock(seen->mutex);
+      if (!conn->connected()) seen->ended = true;
+    });
+  });
+  auto record = connect(clientContext(pki_.caFile()));
+  TcpClient* client = clients_.back().get();
+  ASSERT_TRUE(waitUntil([&] { return runSync(clientLoop_, [&] { return !!client->connection(); }); }));
+  runSync(clientLoop_, [&] {
+    const TcpConnectionPtr conn = client->connection();
+    conn->send(std::string("early bytes"));
+    conn->shutdown();
+  });
+  ASSERT_TRUE(waitUntil([&] {
+    std::lock_guard lock(seen->mutex);
+    return seen->ended;
+  }));
+  std::lock_guard lock(seen->mutex);
+  EXPECT_EQ(seen->got, "early bytes");
+}
+
 TEST_P(TlsTest, UntrustedCaIsRefusedWithAnError) {
   startServer(serverOptions());
   auto record = connect(clientContext(pki_.otherCaFile()));
