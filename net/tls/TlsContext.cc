@@ -21,7 +21,7 @@ std::vector<unsigned char> alpnWireFormat(const std::vector<std::string>& protoc
 }
 
 // A new SSL_CTX with what every libnet context has.
-SSL_CTX* newBaseContext(bool server, TlsVersion minVersion) {
+SSL_CTX* newBaseContext(bool server, TlsVersion minVersion, bool releaseIdleBuffers) {
   SSL_CTX* ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
   if (ctx == nullptr) throw TlsError("TLS: SSL_CTX_new: " + TlsContext::takeErrors());
   const int min = minVersion == TlsVersion::kTls13 ? TLS1_3_VERSION : TLS1_2_VERSION;
@@ -29,9 +29,7 @@ SSL_CTX* newBaseContext(bool server, TlsVersion minVersion) {
   // Renegotiation (TLS 1.2) is refused: it is a way to make a server spend
   // handshakes on one connection, and no client we serve needs it.
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
-  // OpenSSL's 16 KiB+ read and write buffers go back to the heap whenever
-  // they are empty: an idle connection then costs ~5 KiB instead of ~30 KiB.
-  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  if (releaseIdleBuffers) SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   return ctx;
 }
 
@@ -115,7 +113,7 @@ std::shared_ptr<TlsContext> TlsContext::newServer(const ServerOptions& options) 
     throw TlsError("TLS: a server needs a certificate chain file and a key file");
   }
   ERR_clear_error();
-  ContextGuard guard{newBaseContext(true, options.minVersion)};
+  ContextGuard guard{newBaseContext(true, options.minVersion, options.releaseIdleBuffers)};
   SSL_CTX* ctx = guard.ctx;
   loadCertificate(ctx, options.certChainFile, options.keyFile);
   // Resumed sessions (and client certificates with them) are only valid for
@@ -151,7 +149,7 @@ std::shared_ptr<TlsContext> TlsContext::newServer(const ServerOptions& options) 
 
 std::shared_ptr<TlsContext> TlsContext::newClient(const ClientOptions& options) {
   ERR_clear_error();
-  ContextGuard guard{newBaseContext(false, options.minVersion)};
+  ContextGuard guard{newBaseContext(false, options.minVersion, options.releaseIdleBuffers)};
   SSL_CTX* ctx = guard.ctx;
   if (options.verifyPeer) {
     const bool loaded = options.caFile.empty()

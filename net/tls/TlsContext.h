@@ -54,6 +54,10 @@ class TlsContext {
     // A connection whose handshake has not completed this long after it was
     // accepted is closed; zero: no limit (the idle timeout still applies).
     Duration handshakeTimeout = kDefaultHandshakeTimeout;
+    // OpenSSL's 16 KiB+ read and write buffers go back to the heap whenever
+    // they are empty (an idle connection: ~17 KiB instead of ~30 KiB); off
+    // keeps them, trading memory for an allocation less per record.
+    bool releaseIdleBuffers = true;
   };
 
   struct ClientOptions {
@@ -69,6 +73,7 @@ class TlsContext {
     std::vector<std::string> alpn;  // protocols offered, in order
     TlsVersion minVersion = TlsVersion::kTls12;
     Duration handshakeTimeout = kDefaultHandshakeTimeout;
+    bool releaseIdleBuffers = true;  // as for a server
   };
 
   [[nodiscard]] static std::shared_ptr<TlsContext> newServer(const ServerOptions& options);
