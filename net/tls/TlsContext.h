@@ -41,14 +41,14 @@ class TlsContext {
   static constexpr Duration kDefaultHandshakeTimeout = std::chrono::seconds(10);
 
   struct ServerOptions {
-    std::string certChainFile;  // PEM: the server's certificate, then its chain
-    std::string keyFile;        // PEM: the private key of that certificate
+    std::string certChainFile{};  // PEM: the server's certificate, then its chain
+    std::string keyFile{};        // PEM: the private key of that certificate
     // Non-empty: clients must present a certificate that chains to a CA in
     // this PEM file (mutual TLS); the handshake fails otherwise.
-    std::string clientCaFile;
+    std::string clientCaFile{};
     // ALPN protocols offered, in order of preference ("http/1.1"); a client
     // offering none of them still connects, without ALPN.
-    std::vector<std::string> alpn;
+    std::vector<std::string> alpn{};
     bool sessionTickets = true;  // resumption by session ticket
     TlsVersion minVersion = TlsVersion::kTls12;
     // A connection whose handshake has not completed this long after it was
@@ -63,14 +63,14 @@ class TlsContext {
   struct ClientOptions {
     // PEM file of the CAs trusted to sign servers' certificates; empty: the
     // system's store (/etc/ssl/certs).
-    std::string caFile;
+    std::string caFile{};
     // Off: the server's certificate and name are not checked at all (tests,
     // pinned peers); never the default.
     bool verifyPeer = true;
     // A certificate and key to present when the server asks (mutual TLS).
-    std::string certChainFile;
-    std::string keyFile;
-    std::vector<std::string> alpn;  // protocols offered, in order
+    std::string certChainFile{};
+    std::string keyFile{};
+    std::vector<std::string> alpn{};  // protocols offered, in order
     TlsVersion minVersion = TlsVersion::kTls12;
     Duration handshakeTimeout = kDefaultHandshakeTimeout;
     bool releaseIdleBuffers = true;  // as for a server
