@@ -5,14 +5,14 @@
 #include <cassert>
 
 #include "base/Logging.h"
-#include "net/EventLoop.h"
+#include "net/EventLoopBase.h"
 
 namespace libnet {
 
 const uint32_t Channel::kReadEvent = EPOLLIN | EPOLLPRI | EPOLLRDHUP;
 const uint32_t Channel::kWriteEvent = EPOLLOUT;
 
-Channel::Channel(EventLoop* loop, int fd) : loop_(loop), fd_(fd) {}
+Channel::Channel(EventLoopBase* loop, int fd) : loop_(loop), fd_(fd) {}
 
 Channel::~Channel() {
   if (registered_) {

@@ -19,14 +19,14 @@
 
 namespace libnet {
 
-class EventLoop;
+class EventLoopBase;
 
 class Channel {
  public:
   using EventCallback = std::function<void()>;
   using ReadEventCallback = std::function<void(Timestamp)>;
 
-  Channel(EventLoop* loop, int fd);
+  Channel(EventLoopBase* loop, int fd);
   ~Channel();
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
@@ -80,7 +80,7 @@ class Channel {
   void setInterest(uint32_t events);
   void handleEventWithGuard(Timestamp receiveTime);
 
-  EventLoop* loop_;
+  EventLoopBase* loop_;
   const int fd_;
   uint32_t events_ = 0;
   uint32_t revents_ = 0;

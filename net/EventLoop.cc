@@ -7,11 +7,11 @@
 #include <exception>
 #include <system_error>
 
-#include "base/CurrentThread.h"
 #include "base/Logging.h"
 #include "net/Buffer.h"
 #include "net/BufferPool.h"
 #include "net/Poller.h"
+#include "net/poller/PollerFactory.h"
 #include "net/TimerQueue.h"
 
 namespace libnet {
@@ -53,17 +53,15 @@ void runGuarded(const char* what, F&& f) {
 
 EventLoop* EventLoop::currentThreadLoop() { return t_loopInThisThread; }
 
-EventLoop::EventLoop(PollerKind kind)
-    : threadId_(CurrentThread::tid()),
-      requestedKind_(kind),
-      wakeupFd_(createEventfd()),
-      scratch_(std::make_unique<Buffer>(Buffer::kExtraReadSize)),
-      bufferPool_(std::make_unique<BufferPool>()) {
+EventLoop::EventLoop(PollerKind kind) : EventLoop(EventLoopOptions{.poller = kind, .ioUring = {}}) {}
+
+EventLoop::EventLoop(const EventLoopOptions& options)
+    : options_(options), wakeupFd_(createEventfd()) {
   if (t_loopInThisThread) {
     LOG_FATAL << "thread " << threadId_ << " already has an EventLoop (" << t_loopInThisThread
               << ")";
   }
-  poller_ = Poller::create(this, kind);
+  poller_ = newPoller(this, options_);
   pollerKind_ = poller_->kind();
   timerQueue_ = std::make_unique<TimerQueue>(this);
   wakeupChannel_ = std::make_unique<Channel>(this, wakeupFd_.get());
@@ -139,14 +137,6 @@ void EventLoop::quit() {
   if (!isInLoopThread()) wakeup();
 }
 
-void EventLoop::runInLoop(Functor cb) {
-  if (isInLoopThread()) {
-    cb();
-  } else {
-    queueInLoop(std::move(cb));
-  }
-}
-
 void EventLoop::queueInLoop(Functor cb) {
   {
     std::lock_guard lock(mutex_);
@@ -185,28 +175,9 @@ TimerId EventLoop::runEvery(Duration interval, TimerCallback cb) {
 
 void EventLoop::cancel(TimerId timerId) { timerQueue_->cancel(timerId); }
 
-void EventLoop::updateChannel(Channel* channel) {
-  assertInLoopThread();
-  poller_->updateChannel(channel);
-}
+PollerKind EventLoop::resolvePollerKind(PollerKind kind) { return resolvePoller(kind); }
 
-void EventLoop::removeChannel(Channel* channel) {
-  assertInLoopThread();
-  poller_->removeChannel(channel);
-}
-
-void EventLoop::removeChannelBeforeClose(Channel* channel) {
-  assertInLoopThread();
-  poller_->removeChannelBeforeClose(channel);
-}
-
-bool EventLoop::isInLoopThread() const { return threadId_ == CurrentThread::tid(); }
-
-void EventLoop::abortNotInLoopThread() const {
-  LOG_FATAL << "EventLoop " << this << " belongs to thread " << threadId_
-            << " but was used from thread " << CurrentThread::tid();
-  std::abort();
-}
+std::string EventLoop::unavailableReason(PollerKind kind) { return pollerUnavailableReason(kind); }
 
 void EventLoop::wakeup() {
   // Merge: if a wake-up is already on its way, the loop will see our functor.

@@ -9,7 +9,8 @@
 // it, so a burst of queueInLoop() calls costs one eventfd write.
 //
 // The loop owns its Poller and TimerQueue. Exceptions thrown by callbacks are
-// caught and logged: none escapes loop().
+// caught and logged: none escapes loop(). What the pieces below the loop use
+// of it (Channels, the TimerQueue, the backends) is EventLoopBase.
 #pragma once
 
 #include <sys/types.h>
@@ -18,29 +19,29 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "base/Timestamp.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
 #include "net/Channel.h"
+#include "net/EventLoopBase.h"
+#include "net/EventLoopOptions.h"
 #include "net/PollerKind.h"
 #include "net/TimerId.h"
 
 namespace libnet {
 
-class Buffer;
-class BufferPool;
-class Poller;
 class TimerQueue;
 
-class EventLoop {
+class EventLoop final : public EventLoopBase {
  public:
-  using Functor = std::function<void()>;
-
-  // Throws std::system_error if a kernel object cannot be created. Aborts if
+  // Throws std::system_error if a kernel object cannot be created (or, for
+  // an explicit kIoUring, if io_uring cannot run: see PollerKind). Aborts if
   // this thread already has a loop.
   explicit EventLoop(PollerKind kind = PollerKind::kAuto);
+  explicit EventLoop(const EventLoopOptions& options);
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -50,11 +51,9 @@ class EventLoop {
   // Makes loop() return after the current iteration. Any thread.
   void quit();
 
-  // Runs `cb` now if called on the loop thread, else queues it.
-  void runInLoop(Functor cb);
   // Queues `cb` to run on the loop thread after the current batch of events.
   // Functors queued from one thread run in the order they were queued.
-  void queueInLoop(Functor cb);
+  void queueInLoop(Functor cb) override;
   [[nodiscard]] size_t queueSize() const;
 
   // Loop thread. Runs `cb` when the loop is destroyed, on the destroying
@@ -69,15 +68,6 @@ class EventLoop {
   TimerId runEvery(Duration interval, TimerCallback cb);
   void cancel(TimerId timerId);
 
-  // Loop thread only (used by Channel).
-  void updateChannel(Channel* channel);
-  void removeChannel(Channel* channel);
-  void removeChannelBeforeClose(Channel* channel);
-
-  [[nodiscard]] bool isInLoopThread() const;
-  void assertInLoopThread() const {
-    if (!isInLoopThread()) abortNotInLoopThread();
-  }
   void wakeup();
 
   // The backend this loop runs on (never kAuto).
@@ -86,38 +76,34 @@ class EventLoop {
   // EventLoopThreadPool's) ask for in turn: a kAuto loop's helpers may each
   // end up on a different backend, and must not be forced onto io_uring
   // because this one got it.
-  [[nodiscard]] PollerKind requestedPollerKind() const { return requestedKind_; }
-  // The backend, for the library's I/O classes (TcpConnection and Acceptor
-  // get their I/O strategies from it) and for the backends' own tests.
-  [[nodiscard]] Poller& poller() { return *poller_; }
-  [[nodiscard]] pid_t threadId() const { return threadId_; }
-  [[nodiscard]] Timestamp pollReturnTime() const { return pollReturnTime_; }
+  [[nodiscard]] PollerKind requestedPollerKind() const { return options_.poller; }
+  // The options it was constructed with (requestedPollerKind() among them),
+  // which an EventLoopThreadPool's loops get in turn.
+  [[nodiscard]] const EventLoopOptions& options() const { return options_; }
   [[nodiscard]] int64_t iteration() const { return iteration_; }
   // Number of eventfd writes so far (merged wake-ups are not counted).
   [[nodiscard]] uint64_t wakeupCount() const {
     return wakeupCount_.load(std::memory_order_relaxed);
   }
 
-  // A buffer that connections on this loop read into when they have nothing
-  // buffered (the epoll strategy, net/poller/EpollConnectionIo); the
-  // connection empties it after each delivery (TcpConnection::deliverInput),
-  // whatever its callback did. Loop thread only; empty between uses.
-  [[nodiscard]] Buffer* scratchBuffer() { return scratch_.get(); }
-  // Spare buffer storage for this loop's connections (see BufferPool).
-  // Loop thread only.
-  [[nodiscard]] BufferPool& bufferPool() { return *bufferPool_; }
-
   // The loop of the calling thread, or nullptr.
   static EventLoop* currentThreadLoop();
 
+  // The backend a loop asked for `kind` would try first (LIBNET_POLLER
+  // applied, kAuto resolved by the io_uring probe and by earlier loops' ring
+  // failures).
+  [[nodiscard]] static PollerKind resolvePollerKind(PollerKind kind);
+  // Why a loop asked for `kind` cannot run here ("io_uring unavailable: ..."
+  // with the probe's reason), or "" if it can as far as the probe can tell.
+  [[nodiscard]] static std::string unavailableReason(PollerKind kind);
+
  private:
-  [[noreturn]] void abortNotInLoopThread() const;
   void handleWakeup();
   void doPendingFunctors();
   void drainPendingFunctors();
   void drainOperationsInFlight();
 
-  const pid_t threadId_;
+  const EventLoopOptions options_;
   std::atomic<bool> looping_{false};
   std::atomic<bool> quit_{false};
   bool dispatchingEvents_ = false;
@@ -127,16 +113,11 @@ class EventLoop {
   bool runningFunctors_ = false;
   bool queuedByLoop_ = false;  // functors queued during the last round wait
   int64_t iteration_ = 0;
-  Timestamp pollReturnTime_;
-  PollerKind requestedKind_;
   PollerKind pollerKind_;
-  std::unique_ptr<Poller> poller_;
   std::unique_ptr<TimerQueue> timerQueue_;
   UniqueFd wakeupFd_;
   std::unique_ptr<Channel> wakeupChannel_;
   std::vector<Channel*> activeChannels_;
-  std::unique_ptr<Buffer> scratch_;
-  std::unique_ptr<BufferPool> bufferPool_;
   Timestamp lastHeapTrim_;  // BufferPool::trimHeap()
 
   std::atomic<bool> wakeupPending_{false};

@@ -8,7 +8,11 @@
 namespace libnet {
 
 EventLoopThread::EventLoopThread(ThreadInitCallback cb, std::string name, PollerKind kind)
-    : callback_(std::move(cb)), name_(std::move(name)), kind_(kind) {}
+    : EventLoopThread(std::move(cb), std::move(name), EventLoopOptions{.poller = kind, .ioUring = {}}) {}
+
+EventLoopThread::EventLoopThread(ThreadInitCallback cb, std::string name,
+                                 const EventLoopOptions& options)
+    : callback_(std::move(cb)), name_(std::move(name)), options_(options) {}
 
 EventLoopThread::~EventLoopThread() {
   {
@@ -33,7 +37,7 @@ void EventLoopThread::threadFunc() {
     ::pthread_setname_np(::pthread_self(), name_.substr(0, 15).c_str());
   }
   try {
-    EventLoop loop(kind_);
+    EventLoop loop(options_);
     if (callback_) callback_(&loop);
     {
       std::lock_guard lock(mutex_);

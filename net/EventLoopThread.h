@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "net/EventLoopOptions.h"
 #include "net/PollerKind.h"
 
 namespace libnet {
@@ -23,6 +24,8 @@ class EventLoopThread {
 
   explicit EventLoopThread(ThreadInitCallback cb = {}, std::string name = {},
                            PollerKind kind = PollerKind::kAuto);
+  // The thread's loop is built with `options`.
+  EventLoopThread(ThreadInitCallback cb, std::string name, const EventLoopOptions& options);
   ~EventLoopThread();
   EventLoopThread(const EventLoopThread&) = delete;
   EventLoopThread& operator=(const EventLoopThread&) = delete;
@@ -35,7 +38,7 @@ class EventLoopThread {
 
   ThreadInitCallback callback_;
   std::string name_;
-  PollerKind kind_;
+  const EventLoopOptions options_;
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable cond_;

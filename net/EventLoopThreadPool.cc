@@ -16,8 +16,8 @@ void EventLoopThreadPool::start(const ThreadInitCallback& cb) {
   if (started_) return;
   started_ = true;
   for (int i = 0; i < numThreads_; ++i) {
-    auto thread = std::make_unique<EventLoopThread>(cb, name_ + std::to_string(i),
-                                                    baseLoop_->requestedPollerKind());
+    auto thread =
+        std::make_unique<EventLoopThread>(cb, name_ + std::to_string(i), baseLoop_->options());
     loops_.push_back(thread->startLoop());
     threads_.push_back(std::move(thread));
   }

@@ -25,9 +25,10 @@ class EventLoopThreadPool {
   EventLoopThreadPool& operator=(const EventLoopThreadPool&) = delete;
 
   void setThreadNum(int numThreads) { numThreads_ = numThreads; }
-  // The pool's loops ask for the backend the base loop asked for: the same
-  // explicit kind, or kAuto, under which a loop whose io_uring ring cannot be
-  // built (RLIMIT_MEMLOCK) runs on epoll instead of failing the start.
+  // The pool's loops get the base loop's options (EventLoop::options()), so
+  // they ask for the backend it asked for: the same explicit kind, or kAuto,
+  // under which a loop whose io_uring ring cannot be built (RLIMIT_MEMLOCK)
+  // runs on epoll instead of failing the start.
   // Throws what a loop's construction threw (an explicit kIoUring that
   // cannot be had).
   void start(const ThreadInitCallback& cb = {});

@@ -4,13 +4,12 @@
 // which connections and acceptors of its loop move bytes
 // (newConnectionIo / newAcceptorIo). A backend is one Poller, one
 // ConnectionIo and one AcceptorIo under net/poller/; nothing else in net/
-// knows which one runs. Owned by the EventLoop (unique_ptr); loop thread
-// only.
+// knows which one runs. Made by the factory in net/poller/PollerFactory.h;
+// owned by the EventLoop (unique_ptr); loop thread only.
 #pragma once
 
 #include <cstddef>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "base/Timestamp.h"
@@ -21,13 +20,13 @@
 namespace libnet {
 
 class Channel;
-class EventLoop;
+class EventLoopBase;
 
 class Poller {
  public:
   using ChannelList = std::vector<Channel*>;
 
-  explicit Poller(EventLoop* loop) : ownerLoop_(loop) {}
+  explicit Poller(EventLoopBase* loop) : ownerLoop_(loop) {}
   virtual ~Poller() = default;
   Poller(const Poller&) = delete;
   Poller& operator=(const Poller&) = delete;
@@ -61,23 +60,8 @@ class Poller {
 
   [[nodiscard]] virtual PollerKind kind() const = 0;
 
-  // Creates the backend for `kind`, after the LIBNET_POLLER environment
-  // variable (epoll, uring, auto) has overridden it. kAuto picks io_uring if
-  // the probe passes and this loop's ring can be built, else epoll, with one
-  // log line saying why (the first time); kIoUring where io_uring cannot run
-  // throws std::system_error naming the failed call. Defined with the
-  // backends, in net/poller/DefaultPoller.cc.
-  static std::unique_ptr<Poller> create(EventLoop* loop, PollerKind kind);
-  // The kind create() would try first for `kind` (environment applied, kAuto
-  // resolved by the probe and by earlier loops' ring failures).
-  static PollerKind resolve(PollerKind kind);
-  // Why a loop asked for `kind` cannot run here ("io_uring unavailable: ..."
-  // with the probe's reason), or "" if it can as far as the probe can tell
-  // (kEpoll and kAuto always can; environment applied as in resolve()).
-  [[nodiscard]] static std::string unavailableReason(PollerKind kind);
-
  protected:
-  EventLoop* ownerLoop_;
+  EventLoopBase* ownerLoop_;
 };
 
 }  // namespace libnet

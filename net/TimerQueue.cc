@@ -8,7 +8,7 @@
 #include <system_error>
 
 #include "base/Logging.h"
-#include "net/EventLoop.h"
+#include "net/EventLoopBase.h"
 
 namespace libnet {
 
@@ -22,7 +22,7 @@ int createTimerfd() {
 
 }  // namespace
 
-TimerQueue::TimerQueue(EventLoop* loop)
+TimerQueue::TimerQueue(EventLoopBase* loop)
     : loop_(loop), timerfd_(createTimerfd()), timerfdChannel_(loop, timerfd_.get()) {
   timerfdChannel_.setReadCallback([this](Timestamp) { handleRead(); });
   timerfdChannel_.enableReading();

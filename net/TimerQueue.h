@@ -22,11 +22,11 @@
 
 namespace libnet {
 
-class EventLoop;
+class EventLoopBase;
 
 class TimerQueue {
  public:
-  explicit TimerQueue(EventLoop* loop);  // throws std::system_error
+  explicit TimerQueue(EventLoopBase* loop);  // throws std::system_error
   ~TimerQueue();
   TimerQueue(const TimerQueue&) = delete;
   TimerQueue& operator=(const TimerQueue&) = delete;
@@ -52,7 +52,7 @@ class TimerQueue {
   // Re-arms the timerfd for the earliest deadline (or disarms it).
   void rearm();
 
-  EventLoop* loop_;
+  EventLoopBase* loop_;
   UniqueFd timerfd_;
   Channel timerfdChannel_;
   std::atomic<int64_t> nextSequence_{1};

@@ -103,12 +103,13 @@ trap 'rm -rf "$work"' EXIT
 
 # --- build: the tree of one installation, under $1, for prefix $2 ----------
 
-# The public headers: the hdrs of every library in dist's libraries' closure,
-# as repository paths.
+# The public headers: the hdrs of every library in dist's libraries' closure
+# but the backends' (//net/poller's one header, the factory's, is for
+# EventLoop.cc alone), as repository paths.
 public_headers() {
   local labels
   labels=$(bazel query --noimplicit_deps \
-    'labels(hdrs, kind("cc_library", deps(//dist:static) + deps(//dist:tls_static)))' \
+    'labels(hdrs, kind("cc_library", deps(//dist:static) + deps(//dist:tls_static)) - //net/poller:all)' \
     2>"$work/query.log") || {
     cat "$work/query.log" >&2
     die "bazel query for the public headers failed"

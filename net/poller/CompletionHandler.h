@@ -1,7 +1,8 @@
-// CompletionHandler: what an owner of io_uring operations (TcpConnection,
-// Acceptor) implements to receive their completions from the UringPoller of
-// its loop. Kept apart from UringPoller.h so that public headers do not pull
-// in liburing. Called on the loop thread only.
+// CompletionHandler: what an owner of io_uring operations implements to
+// receive their completions from the UringPoller of its loop: the io_uring
+// I/O strategies (UringConnectionIo, UringAcceptorIo). Also the encoding of
+// an operation's user_data, shared by the poller and the registered-file
+// table. Free of liburing. Called on the loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,13 @@ enum class UringOp : uint8_t {
   kFileClosed,
   kFileRegistered,
 };
+
+// An operation's user_data: its kind in the top byte, and its owner's token
+// (slot and generation, UringPoller::registerHandler) below: never a pointer,
+// so a completion that outlives its owner is recognised as stale.
+[[nodiscard]] inline uint64_t completionUserData(UringOp op, uint64_t token) {
+  return (static_cast<uint64_t>(op) << 56) | token;
+}
 
 class CompletionHandler {
  public:

@@ -2,7 +2,7 @@
 
 namespace libnet {
 
-EpollAcceptorIo::EpollAcceptorIo(EventLoop* loop, Owner* owner, int listenFd)
+EpollAcceptorIo::EpollAcceptorIo(EventLoopBase* loop, Owner* owner, int listenFd)
     : channel_(loop, listenFd) {
   channel_.setReadCallback([owner](Timestamp) { owner->acceptPending(); });
 }

@@ -11,11 +11,11 @@
 
 namespace libnet {
 
-class EventLoop;
+class EventLoopBase;
 
 class EpollAcceptorIo final : public AcceptorIo {
  public:
-  EpollAcceptorIo(EventLoop* loop, Owner* owner, int listenFd);
+  EpollAcceptorIo(EventLoopBase* loop, Owner* owner, int listenFd);
   ~EpollAcceptorIo() override;
 
   void start() override { channel_.enableReading(); }

@@ -6,13 +6,13 @@
 #include <cerrno>
 
 #include "net/Buffer.h"
-#include "net/EventLoop.h"
+#include "net/EventLoopBase.h"
 #include "net/OutputQueue.h"
 #include "net/Socket.h"
 
 namespace libnet {
 
-EpollConnectionIo::EpollConnectionIo(EventLoop* loop, const Parts& parts)
+EpollConnectionIo::EpollConnectionIo(EventLoopBase* loop, const Parts& parts)
     : loop_(loop),
       owner_(parts.owner),
       fd_(parts.fd),

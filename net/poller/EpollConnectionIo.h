@@ -22,11 +22,11 @@
 
 namespace libnet {
 
-class EventLoop;
+class EventLoopBase;
 
 class EpollConnectionIo final : public ConnectionIo {
  public:
-  EpollConnectionIo(EventLoop* loop, const Parts& parts);
+  EpollConnectionIo(EventLoopBase* loop, const Parts& parts);
 
   void start() override;
   void pauseRead() override {}  // the read handler asks Owner::wantsInput()
@@ -52,7 +52,7 @@ class EpollConnectionIo final : public ConnectionIo {
   // Writes the queue until it is empty or the socket is full.
   WriteResult writeQueued(bool* progressed);
 
-  EventLoop* loop_;
+  EventLoopBase* loop_;
   Owner* owner_;
   int fd_;
   Buffer* input_;

@@ -5,13 +5,13 @@
 
 #include "base/Logging.h"
 #include "net/Channel.h"
-#include "net/EventLoop.h"
+#include "net/EventLoopBase.h"
 #include "net/poller/EpollAcceptorIo.h"
 #include "net/poller/EpollConnectionIo.h"
 
 namespace libnet {
 
-EpollPoller::EpollPoller(EventLoop* loop)
+EpollPoller::EpollPoller(EventLoopBase* loop)
     : Poller(loop), epollFd_(::epoll_create1(EPOLL_CLOEXEC)), events_(kInitEventListSize) {
   if (!epollFd_) throw std::system_error(errno, std::system_category(), "epoll_create1");
 }

@@ -26,7 +26,7 @@ namespace libnet {
 
 class EpollPoller final : public Poller {
  public:
-  explicit EpollPoller(EventLoop* loop);  // throws std::system_error
+  explicit EpollPoller(EventLoopBase* loop);  // throws std::system_error
   ~EpollPoller() override;
 
   Timestamp poll(Duration timeout, ChannelList* active) override;

@@ -10,7 +10,7 @@
 
 namespace libnet {
 
-UringAcceptorIo::UringAcceptorIo(UringPoller* poller, EventLoop* loop, Owner* owner,
+UringAcceptorIo::UringAcceptorIo(UringPoller* poller, EventLoopBase* loop, Owner* owner,
                                  int listenFd)
     : poller_(poller), owner_(owner), listenFd_(listenFd), channel_(loop, listenFd) {
   channel_.setReadCallback([this](Timestamp) { onReadable(); });
@@ -20,8 +20,8 @@ UringAcceptorIo::~UringAcceptorIo() {
   if (token_ != 0) {
     if (acceptArmed_) {
       io_uring_sqe* sqe = poller_->getSqe();
-      io_uring_prep_cancel64(sqe, UringPoller::userData(UringOp::kAccept, token_), 0);
-      io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
+      io_uring_prep_cancel64(sqe, completionUserData(UringOp::kAccept, token_), 0);
+      io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kIgnore, 0));
     }
     // A connection accepted before the cancel lands is closed by the poller,
     // which finds its owner gone.
@@ -39,7 +39,7 @@ void UringAcceptorIo::start() {
 void UringAcceptorIo::armAccept() {
   io_uring_sqe* sqe = poller_->getSqe();
   io_uring_prep_multishot_accept(sqe, listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kAccept, token_));
+  io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kAccept, token_));
   acceptArmed_ = true;
 }
 

@@ -18,12 +18,12 @@
 
 namespace libnet {
 
-class EventLoop;
+class EventLoopBase;
 class UringPoller;
 
 class UringAcceptorIo final : public AcceptorIo, private CompletionHandler {
  public:
-  UringAcceptorIo(UringPoller* poller, EventLoop* loop, Owner* owner, int listenFd);
+  UringAcceptorIo(UringPoller* poller, EventLoopBase* loop, Owner* owner, int listenFd);
   ~UringAcceptorIo() override;
 
   void start() override;

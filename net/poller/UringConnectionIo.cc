@@ -10,14 +10,14 @@
 #include "base/Logging.h"
 #include "net/Buffer.h"
 #include "net/BufferPool.h"
-#include "net/EventLoop.h"
+#include "net/EventLoopBase.h"
 #include "net/OutputQueue.h"
 #include "net/poller/BufferRing.h"
 #include "net/poller/UringPoller.h"
 
 namespace libnet {
 
-UringConnectionIo::UringConnectionIo(UringPoller* poller, EventLoop* loop, const Parts& parts)
+UringConnectionIo::UringConnectionIo(UringPoller* poller, EventLoopBase* loop, const Parts& parts)
     : poller_(poller),
       loop_(loop),
       owner_(parts.owner),
@@ -83,8 +83,8 @@ void UringConnectionIo::close() {
 
 void UringConnectionIo::cancel(UringOp op) {
   io_uring_sqe* sqe = poller_->getSqe();
-  io_uring_prep_cancel64(sqe, UringPoller::userData(op, token_), 0);
-  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kIgnore, 0));
+  io_uring_prep_cancel64(sqe, completionUserData(op, token_), 0);
+  io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kIgnore, 0));
 }
 
 void UringConnectionIo::release() {
@@ -136,7 +136,7 @@ void UringConnectionIo::armRecv() {
   target(sqe);
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = poller_->buffers().groupId();
-  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kRecv, token_));
+  io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kRecv, token_));
   recvArmed_ = true;
   opStarted();
 }
@@ -147,7 +147,7 @@ void UringConnectionIo::submitSend() {
   io_uring_prep_send(sqe, fd_, bytes.peek(), bytes.readableBytes(),
                      MSG_NOSIGNAL | (output_->hasFile() ? MSG_MORE : 0));
   target(sqe);
-  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kSend, token_));
+  io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kSend, token_));
   sendInFlight_ = true;
   opStarted();
 }
@@ -156,7 +156,7 @@ void UringConnectionIo::armWritable() {
   io_uring_sqe* sqe = poller_->getSqe();
   io_uring_prep_poll_add(sqe, fd_, POLLOUT);
   target(sqe);
-  io_uring_sqe_set_data64(sqe, UringPoller::userData(UringOp::kWritable, token_));
+  io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kWritable, token_));
   writableArmed_ = true;
   opStarted();
 }

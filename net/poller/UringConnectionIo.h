@@ -35,12 +35,12 @@ struct io_uring_sqe;
 
 namespace libnet {
 
-class EventLoop;
+class EventLoopBase;
 class UringPoller;
 
 class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
  public:
-  UringConnectionIo(UringPoller* poller, EventLoop* loop, const Parts& parts);
+  UringConnectionIo(UringPoller* poller, EventLoopBase* loop, const Parts& parts);
   ~UringConnectionIo() override;
 
   void start() override;
@@ -76,7 +76,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   void releaseIfIdle();
 
   UringPoller* poller_;
-  EventLoop* loop_;
+  EventLoopBase* loop_;
   Owner* owner_;
   int fd_;
   int fixed_ = -1;  // slot in the ring's file table, or -1: use fd_

@@ -1,6 +1,9 @@
-// UringPoller: the Poller backend on io_uring, plus the completion interface
-// that its connection and acceptor strategies (UringConnectionIo,
-// UringAcceptorIo) use.
+// UringPoller: the Poller backend on io_uring: it routes each completion of
+// its ring to the Channel or the completion handler it belongs to. Its
+// connection and acceptor strategies (UringConnectionIo, UringAcceptorIo)
+// submit through it. The ring itself is UringRing, the registered-file table
+// UringFileTable, the provided buffers BufferRing, and whether io_uring runs
+// here at all UringProbe.
 //
 // Readiness (Channels: timerfd, eventfd, connecting sockets, user fds): one
 // multishot POLL_ADD per Channel, re-armed when a completion comes without
@@ -26,13 +29,15 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "net/Buffer.h"
+#include "net/EventLoopOptions.h"
 #include "net/Poller.h"
 #include "net/poller/BufferRing.h"
 #include "net/poller/CompletionHandler.h"
+#include "net/poller/UringFileTable.h"
+#include "net/poller/UringRing.h"
 
 namespace libnet {
 
@@ -46,66 +51,9 @@ class UringPoller final : public Poller {
   static constexpr Op kAccept = UringOp::kAccept;
   static constexpr Op kIgnore = UringOp::kIgnore;
 
-  // Sizes for rings created from now on (process-wide).
-  struct Config {
-    uint32_t sqEntries = 1024;
-    uint32_t cqEntries = 16384;
-    uint32_t bufferCount = 2048;  // the most provided buffers; power of two
-    uint32_t bufferSize = 16384;
-    // Buffers provided at first; more as receives find the ring empty (see
-    // BufferRing: a small ring stays in cache).
-    uint32_t initialBufferCount = 64;
-    // Incremental buffer consumption where the kernel has it (BufferRing).
-    bool incrementalBuffers = true;
-    // Slots in the ring's table of registered files (at most RLIMIT_NOFILE;
-    // 0: none). A connection's socket sits in a slot while it is open, so
-    // its recv/send ops skip the per-op file lookup; the fd stays a real fd.
-    // Connections beyond the table, or on kernels without sparse tables
-    // (before 5.19), use the plain fd; the first one a loop sees beyond the
-    // table logs one INFO line. The environment variable
-    // LIBNET_URING_FIXED_FILES sets it where the program leaves the default.
-    static constexpr uint32_t kDefaultFixedFiles = 16384;
-    uint32_t fixedFiles = kDefaultFixedFiles;
-    // Opt-in, off by default: > 0 asks for a kernel thread that polls the
-    // submission queue (IORING_SETUP_SQPOLL), sleeping after this many ms
-    // without work. Submissions then need no system call, but the thread
-    // spins on a CPU of its own while there is traffic: on a box with few
-    // cores it takes CPU from the loops (see docs/benchmarks.md). Without
-    // DEFER_TASKRUN, which SQPOLL excludes. A kernel that refuses it gets a
-    // warning and a ring without it. The environment variable
-    // LIBNET_URING_SQPOLL_IDLE_MS sets it where the program leaves it 0.
-    uint32_t sqPollIdleMs = 0;
-  };
-  static void setDefaultConfig(const Config& config);
-  static Config defaultConfig();
-
-  // Whether io_uring can run here, probed once per process: ring setup with
-  // SINGLE_ISSUER|DEFER_TASKRUN (fewer flags if refused), the opcodes libnet
-  // needs, buffer-ring registration, and a multishot recv into a buffer ring
-  // actually receiving a byte over a socketpair (kernels before 6.0 know the
-  // opcodes but refuse multishot recv, which the completion path relies on).
-  // The probe's ring lives on a short-lived thread of its own: after a ring
-  // is closed the kernel interrupts each thread that used it once, so a
-  // blocking call with SO_RCVTIMEO/SO_SNDTIMEO there fails with EINTR. The
-  // same holds for a loop's ring on the loop's thread: a program that runs a
-  // kIoUring loop on its main thread and then makes such calls after the
-  // loop is gone should retry them on EINTR.
-  struct ProbeResult {
-    bool ok = false;
-    unsigned setupFlags = 0;
-    int error = 0;       // errno of the failure
-    std::string detail;  // why it failed, or which flags it runs with
-  };
-  static const ProbeResult& probe();
-
-  // The probe's stages, for simulating a kernel that fails one of them.
-  enum class ProbeStage { kNone, kSetup, kOpcodes, kBufferRing, kMultishotRecv };
-  // Tests only, before the first probe() of the process: the probe reports
-  // `stage` as missing (ENOSYS, "(simulated)" in the detail) without asking
-  // the kernel about it.
-  static void simulateProbeFailure(ProbeStage stage);
-
-  explicit UringPoller(EventLoop* loop);  // throws std::system_error
+  // Throws std::system_error if io_uring cannot run here (UringProbe) or
+  // this loop's ring cannot be built (UringRing).
+  UringPoller(EventLoopBase* loop, const IoUringOptions& options);
   ~UringPoller() override;
 
   Timestamp poll(Duration timeout, ChannelList* active) override;
@@ -122,37 +70,22 @@ class UringPoller final : public Poller {
   // Completion interface (loop thread only).
   [[nodiscard]] uint64_t registerHandler(Handler* handler);
   void unregisterHandler(uint64_t token);
-  // An SQE to fill; submits the queue first if it is full.
-  [[nodiscard]] io_uring_sqe* getSqe();
-  [[nodiscard]] static uint64_t userData(Op op, uint64_t token) {
-    return (static_cast<uint64_t>(op) << 56) | token;
-  }
+  // An SQE to fill (UringRing::getSqe).
+  [[nodiscard]] io_uring_sqe* getSqe() { return ring_.getSqe(); }
   [[nodiscard]] BufferRing& buffers() { return *buffers_; }
-  // Puts `fd` in a slot of the ring's file table: the slot's index for ops
-  // with IOSQE_FIXED_FILE, or -1 (no table, table full): use fd. Done by an
-  // IORING_OP_FILES_UPDATE in the submission queue, not a system call of its
-  // own: SQEs are issued in order, so ops prepared after this one find the
-  // slot filled.
-  [[nodiscard]] int registerFile(int fd);
-  // Empties the slot (asynchronously, with the next submit: the socket is
-  // released then); the slot is reused once that has completed.
-  void unregisterFile(int index);
-  // Closes `fd` through the ring (IORING_OP_CLOSE) with the next submit: no
-  // close(2) of its own. The destructor submits what is still queued (or,
-  // failing that, closes those fds itself). With SQPOLL, whose kernel thread
-  // takes entries at its own pace, a plain close(2).
-  void closeFile(UniqueFd fd);
-  [[nodiscard]] uint32_t fileSlots() const { return fileSlots_; }
-  // Slots holding a socket, or one being released.
-  [[nodiscard]] size_t filesRegistered() const {
-    return fileSlotsUsed_ - freeFileSlots_.size();
-  }
+  // The ring's registered-file table (UringFileTable::add / remove).
+  [[nodiscard]] int registerFile(int fd) { return files_.add(fd); }
+  void unregisterFile(int index) { files_.remove(index); }
+  // Closes `fd` through the ring with the next submit (UringRing::closeFile).
+  void closeFile(UniqueFd fd) { ring_.closeFile(std::move(fd)); }
+  [[nodiscard]] uint32_t fileSlots() const { return files_.slots(); }
+  [[nodiscard]] size_t filesRegistered() const { return files_.used(); }
   // The Buffer a message callback gets when it is handed received bytes in
   // place (UringConnectionIo): one per loop, viewing a provided buffer only
   // for the length of one callback, so a connection carries none.
   [[nodiscard]] Buffer& receivedView() { return receivedView_; }
-  // Registered completion owners (connections, acceptors) right now.
-  [[nodiscard]] unsigned setupFlags() const { return setupFlags_; }
+  // The flags the ring was set up with (IORING_SETUP_*).
+  [[nodiscard]] unsigned setupFlags() const { return ring_.setupFlags(); }
 
  private:
   struct Slot {
@@ -169,6 +102,7 @@ class UringPoller final : public Poller {
     uint32_t flags;
   };
 
+  // A token: the slot's generation above its index.
   [[nodiscard]] uint64_t tokenOf(uint32_t slot) const {
     return (static_cast<uint64_t>(slots_[slot].generation) << 32) | slot;
   }
@@ -179,26 +113,16 @@ class UringPoller final : public Poller {
   // Returns the slot a completion belongs to, or -1 if it is stale.
   [[nodiscard]] int64_t liveSlot(uint64_t userData) const;
   void dropStale(const Completion& c);
-  // After a submit: once the queue is empty, the closes it carried are the
-  // kernel's.
-  void submitted() {
-    if (!closesUnsubmitted_.empty() && io_uring_sq_ready(&ring_) == 0) closesUnsubmitted_.clear();
-  }
-  // Config::sqPollIdleMs, or the environment's where that is 0.
-  static uint32_t sqPollIdleMs(const Config& config);
-  // Config::fixedFiles, or the environment's where that is the default.
-  static uint32_t fixedFiles(const Config& config);
+  // Copies the ready completions out of the CQ: channel events into
+  // `active`, the rest into completions_ for dispatchCompletions().
+  void collectCompletions(ChannelList* active);
+  // One multishot-poll completion of a channel's slot.
+  void onPollCompletion(const Completion& c, ChannelList* active);
+  // The buffer ring's periodic shrink, and polls to arm again.
+  void afterCollect(Timestamp now);
 
-  io_uring ring_{};
-  unsigned setupFlags_ = 0;
-  uint32_t fileSlots_ = 0;          // size of the registered-file table
-  uint32_t fileSlotsUsed_ = 0;      // slots ever handed out: [0, used)
-  std::vector<uint32_t> freeFileSlots_;
-  // The fd each slot was last given, where its FILES_UPDATE reads it from
-  // (sized once: an SQE not yet submitted points into it).
-  std::unique_ptr<int[]> fileSlotFds_;
-  std::vector<int> closesUnsubmitted_;  // closeFile() fds not yet submitted
-  bool fileTableFullLogged_ = false;
+  UringRing ring_;
+  UringFileTable files_;
   static constexpr Duration kRingCheckInterval = std::chrono::seconds(1);
   Timestamp lastRingCheck_;
   std::unique_ptr<BufferRing> buffers_;

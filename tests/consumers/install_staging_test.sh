@@ -43,13 +43,13 @@ if grep -rlE '#[[:space:]]*include[[:space:]]*[<"](net/poller/|liburing)' "$root
 fi
 
 members=$(ar t "$root/lib/libnet.a")
-for member in Timestamp.o EventLoop.o DefaultPoller.o UringPoller.o TcpServer.o HttpServer.o; do
+for member in Timestamp.o EventLoop.o PollerFactory.o UringPoller.o TcpServer.o HttpServer.o; do
   grep -qx "$member" <<<"$members" || fail "libnet.a has no $member"
 done
 soname=$(readelf -d "$root/lib/libnet.so.$version")
 grep -q "(SONAME).*\[libnet\.so\.$soversion\]" <<<"$soname" || fail "libnet.so's soname is not libnet.so.$soversion"
 symbols=$(nm -DC --defined-only "$root/lib/libnet.so.$version")
-for symbol in 'libnet::TcpServer::start()' 'libnet::http::HttpServer::HttpServer(' 'libnet::Poller::create('; do
+for symbol in 'libnet::TcpServer::start()' 'libnet::http::HttpServer::HttpServer(' 'libnet::newPoller('; do
   grep -qF "$symbol" <<<"$symbols" || fail "libnet.so does not define $symbol"
 done
 

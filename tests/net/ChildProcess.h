@@ -138,12 +138,13 @@ inline std::vector<std::string> currentEnvironment() {
   return env;
 }
 
-// A helper binary of tests/net, from the test's runfiles (or next to this
-// binary when the test is run by hand); empty if there is none.
-inline std::string testBinary(std::string_view name) {
+// A helper binary of `package` (tests/net by default), from the test's
+// runfiles (or next to this binary when the test is run by hand); empty if
+// there is none.
+inline std::string testBinary(std::string_view name, std::string_view package = "tests/net") {
   namespace fs = std::filesystem;
   if (const char* srcdir = std::getenv("TEST_SRCDIR")) {
-    const fs::path p = fs::path(srcdir) / "libnet" / "tests" / "net" / name;
+    const fs::path p = fs::path(srcdir) / "libnet" / package / name;
     if (fs::exists(p)) return p.string();
   }
   std::error_code ec;

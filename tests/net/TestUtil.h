@@ -43,7 +43,7 @@
 // io_uring_disabled=2), naming the probe's reason, instead of failing it.
 #define LIBNET_SKIP_IF_BACKEND_UNAVAILABLE(kind)                                  \
   do {                                                                            \
-    if (const std::string why = ::libnet::Poller::unavailableReason(kind);        \
+    if (const std::string why = ::libnet::EventLoop::unavailableReason(kind);        \
         !why.empty()) {                                                           \
       GTEST_SKIP() << why;                                                        \
     }                                                                             \

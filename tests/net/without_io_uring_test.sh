@@ -9,7 +9,7 @@ set -euo pipefail
 source "$(dirname "$0")/test_lib.sh"
 
 wrapper=$(runfile tests/net/without_io_uring)
-probe=$(runfile tests/net/poller_probe_main)
+probe=$(runfile tests/net/poller/poller_probe_main)
 suite=$(runfile tests/net/TcpServerTest)
 unset LIBNET_POLLER
 

@@ -3,7 +3,7 @@
 // a buffer ring so small that multishot recv keeps ending in -ENOBUFS, closes
 // with a recv and a send in flight, 1000 connections over two I/O loops, and
 // a large send to a slow reader. Every byte is checked. Skipped where
-// io_uring cannot run (UringPoller::probe()).
+// io_uring cannot run (UringProbe::result()).
 #include <gtest/gtest.h>
 #include <liburing.h>
 #include <sys/resource.h>
@@ -34,6 +34,7 @@
 #include "net/TcpServer.h"
 #include "net/poller/BufferRing.h"
 #include "net/poller/UringPoller.h"
+#include "net/poller/UringProbe.h"
 #include "tests/net/TestUtil.h"
 
 namespace libnet {
@@ -44,40 +45,30 @@ using test::randomBytes;
 using test::runSync;
 using test::waitUntil;
 
-// Skips the test unless io_uring runs here (and is not overridden away), and
-// puts the process-wide ring configuration back afterwards.
+// Skips the test unless io_uring runs here (and is not overridden away).
 class UringTestBase {
  protected:
   // Returns why io_uring cannot be tested here, or "" if it can.
   static std::string unavailableReason() {
-    const UringPoller::ProbeResult& probe = UringPoller::probe();
+    const UringProbe::Result& probe = UringProbe::result();
     if (!probe.ok) return "io_uring unavailable here: " + probe.detail;
-    if (Poller::resolve(PollerKind::kIoUring) != PollerKind::kIoUring) {
+    if (EventLoop::resolvePollerKind(PollerKind::kIoUring) != PollerKind::kIoUring) {
       return "LIBNET_POLLER overrides the backend in this process";
     }
     return {};
   }
-
-  void saveConfig() {
-    savedConfig_ = UringPoller::defaultConfig();
-    configSaved_ = true;
-  }
-  void restoreConfig() {
-    if (configSaved_) UringPoller::setDefaultConfig(savedConfig_);
-  }
-
- private:
-  UringPoller::Config savedConfig_;
-  bool configSaved_ = false;
 };
 
-// An echo server on an io_uring loop thread (plus `ioThreads` I/O loops).
+// An echo server on an io_uring loop thread (plus `ioThreads` I/O loops),
+// its rings built with `ring`.
 class UringEchoServer {
  public:
   using Configure = std::function<void(TcpServer&)>;
 
-  explicit UringEchoServer(int ioThreads = 0, const Configure& configure = {}) {
-    thread_ = std::make_unique<EventLoopThread>(nullptr, "uring-server", PollerKind::kIoUring);
+  explicit UringEchoServer(int ioThreads = 0, const Configure& configure = {},
+                           const IoUringOptions& ring = {}) {
+    thread_ = std::make_unique<EventLoopThread>(
+        nullptr, "uring-server", EventLoopOptions{.poller = PollerKind::kIoUring, .ioUring = ring});
     loop_ = thread_->startLoop();
     runSync(loop_, [&] {
       server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "uring-test");
@@ -133,9 +124,7 @@ class UringPollerTest : public ::testing::Test, protected UringTestBase {
  protected:
   void SetUp() override {
     if (const std::string why = unavailableReason(); !why.empty()) GTEST_SKIP() << why;
-    saveConfig();
   }
-  void TearDown() override { restoreConfig(); }
 };
 
 // ---- a. a two-buffer ring: -ENOBUFS all the time, no byte lost or moved ----
@@ -187,15 +176,12 @@ class UringTinyRingTest : public UringPollerTest, public ::testing::WithParamInt
 TEST_P(UringTinyRingTest, TinyBufferRingLosesAndReordersNothing) {
   constexpr int kClients = 20;
   constexpr size_t kBytes = 256 * 1024;
-  UringPoller::Config tiny = UringPoller::defaultConfig();
+  IoUringOptions tiny;
   tiny.bufferCount = 2;
   tiny.bufferSize = 512;
   tiny.initialBufferCount = 2;
   tiny.incrementalBuffers = GetParam();
-  // Process-wide, for rings created from now on: before the server's loop.
-  UringPoller::setDefaultConfig(tiny);
-
-  UringEchoServer server;
+  UringEchoServer server(0, {}, tiny);
   ASSERT_EQ(server.loop()->pollerKind(), PollerKind::kIoUring);
   const auto [count, size] = runSync(server.loop(), [&] {
     const BufferRing& ring = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
@@ -340,7 +326,6 @@ class UringManyConnectionsTest : public UringPollerTest {
   }
   void TearDown() override {
     if (restore_) ::setrlimit(RLIMIT_NOFILE, &saved_);
-    UringPollerTest::TearDown();
   }
 
   rlimit saved_{};
@@ -449,11 +434,10 @@ TEST_F(UringPollerTest, LargeSendToSlowReaderKeepsOrderAndFiresHighWaterMarkOnce
 TEST_F(UringPollerTest, ReceivedBytesAreHandedOverInPlaceAndSlowReadersLoseNothing) {
   constexpr int kStuck = 12;
   constexpr size_t kStuckBytes = 256 * 1024;
-  UringPoller::Config small = UringPoller::defaultConfig();
+  IoUringOptions small;
   small.bufferCount = 8;
   small.bufferSize = 4096;
   small.initialBufferCount = 8;
-  UringPoller::setDefaultConfig(small);
 
   std::atomic<int> inPlace{0};
   std::atomic<int> copied{0};
@@ -472,7 +456,7 @@ TEST_F(UringPollerTest, ReceivedBytesAreHandedOverInPlaceAndSlowReadersLoseNothi
       const int sndbuf = 4096;
       if (conn->connected()) ::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     });
-  });
+  }, small);
   auto lent = [&] {
     return runSync(server.loop(), [&] {
       const BufferRing& ring = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
@@ -551,11 +535,10 @@ TEST_F(UringPollerTest, BufferRingLendsAtMostHalfAndGrowsByDoubling) {
 // passed quietly, the ring is back to its initial size and the pages of the
 // buffers it no longer uses are handed back (resident bytes, from mincore).
 TEST_F(UringPollerTest, ARingGrownByABurstShrinksAndGivesItsPagesBack) {
-  UringPoller::Config config = UringPoller::defaultConfig();
+  IoUringOptions config;
   config.initialBufferCount = 4;
   config.bufferCount = 256;
-  UringPoller::setDefaultConfig(config);
-  UringEchoServer server;
+  UringEchoServer server(0, {}, config);
   const auto ring = [&] {
     return runSync(server.loop(), [&] {
       BufferRing& buffers = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
@@ -598,9 +581,8 @@ bool echoes(BlockingClient& client, size_t size, uint32_t seed) {
 }
 
 TEST_F(UringPollerTest, ConnectionsBeyondTheFileTableUsePlainFdsAndSlotsAreReused) {
-  UringPoller::Config config = UringPoller::defaultConfig();
+  IoUringOptions config;
   config.fixedFiles = 2;
-  UringPoller::setDefaultConfig(config);
   UringEchoServer server(0, [&](TcpServer& s) {
     s.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
       if (buf->retrieveAllAsString() == "bye") {
@@ -610,7 +592,7 @@ TEST_F(UringPollerTest, ConnectionsBeyondTheFileTableUsePlainFdsAndSlotsAreReuse
         conn->send("ok");
       }
     });
-  });
+  }, config);
   const auto roundTrip = [](BlockingClient& client) {
     return client.sendAll("hi") && client.recvExactly(2) == "ok";
   };
@@ -699,10 +681,9 @@ TEST_F(UringPollerTest, ConnectionsPastASmallTableAreServedOnPlainFds) {
 }
 
 TEST_F(UringPollerTest, WithoutAFileTableConnectionsUsePlainFds) {
-  UringPoller::Config config = UringPoller::defaultConfig();
+  IoUringOptions config;
   config.fixedFiles = 0;
-  UringPoller::setDefaultConfig(config);
-  UringEchoServer server;
+  UringEchoServer server(0, {}, config);
   EXPECT_EQ(fileTable(server).first, 0u);
   BlockingClient client(server.address());
   EXPECT_TRUE(echoes(client, 256 * 1024, 31));
@@ -717,11 +698,10 @@ TEST_F(UringPollerTest, SqPollRingWithATinySubmissionQueueLosesNothing) {
   // thread gets to it.
   constexpr int kClients = 20;
   constexpr size_t kBytes = 256 * 1024;
-  UringPoller::Config config = UringPoller::defaultConfig();
+  IoUringOptions config;
   config.sqPollIdleMs = 20;
   config.sqEntries = 8;
-  UringPoller::setDefaultConfig(config);
-  UringEchoServer server;
+  UringEchoServer server(0, {}, config);
   const unsigned flags = runSync(server.loop(), [&] {
     return dynamic_cast<UringPoller&>(server.loop()->poller()).setupFlags();
   });

@@ -32,13 +32,13 @@
 #include "base/UniqueFd.h"
 #include "net/EventLoop.h"
 #include "net/PollerKind.h"
-#include "net/poller/UringPoller.h"
+#include "net/poller/UringProbe.h"
 
 namespace {
 
 int probeThenWait() {
   constexpr int kWaits = 5;
-  const bool ok = libnet::UringPoller::probe().ok;
+  const bool ok = libnet::UringProbe::result().ok;
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     std::cerr << "poller_probe_main: socketpair failed\n";
@@ -58,8 +58,8 @@ int probeThenWait() {
   return 0;
 }
 
-std::optional<libnet::UringPoller::ProbeStage> parseStage(std::string_view name) {
-  using Stage = libnet::UringPoller::ProbeStage;
+std::optional<libnet::UringProbe::Stage> parseStage(std::string_view name) {
+  using Stage = libnet::UringProbe::Stage;
   if (name == "setup") return Stage::kSetup;
   if (name == "opcodes") return Stage::kOpcodes;
   if (name == "buffer-ring") return Stage::kBufferRing;
@@ -91,7 +91,7 @@ int main(int argc, char* argv[]) {
       std::cerr << "poller_probe_main: unknown stage '" << argv[3] << "'\n";
       return kExitUsage;
     }
-    libnet::UringPoller::simulateProbeFailure(*stage);
+    libnet::UringProbe::simulateFailure(*stage);
   }
   try {
     libnet::EventLoop loop(*kind);

@@ -24,7 +24,7 @@ readonly STARTUP_TIMEOUT=20  # seconds for the server to print its port
 readonly RUN_TIMEOUT=120     # seconds for a whole traced server run
 
 # shellcheck source=tests/net/test_lib.sh
-source "$(dirname "$0")/test_lib.sh"
+source "$(dirname "$0")/../test_lib.sh"
 
 # ---- tools ----
 

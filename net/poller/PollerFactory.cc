@@ -1,8 +1,6 @@
-// The backend factory: Poller::create and Poller::resolve (declared in
-// net/Poller.h). The one place outside the backends themselves that names
-// them, as muduo's DefaultPoller.cc is.
+#include "net/poller/PollerFactory.h"
+
 #include <atomic>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,26 +10,13 @@
 #include "net/Poller.h"
 #include "net/PollerKind.h"
 #include "net/poller/EpollPoller.h"
+#include "net/poller/PollerEnvironment.h"
 #include "net/poller/UringPoller.h"
+#include "net/poller/UringProbe.h"
 
 namespace libnet {
 
 namespace {
-
-// LIBNET_POLLER, read once; an unknown value is reported once and ignored.
-std::optional<PollerKind> environmentKind() {
-  static const std::optional<PollerKind> kind = []() -> std::optional<PollerKind> {
-    const char* env = std::getenv("LIBNET_POLLER");
-    if (env == nullptr || *env == '\0') return std::nullopt;
-    auto parsed = parsePollerKind(env);
-    if (!parsed) {
-      LOG_ERROR << "LIBNET_POLLER='" << env
-                << "' is not one of epoll, uring, auto; using the program's choice";
-    }
-    return parsed;
-  }();
-  return kind;
-}
 
 // Set once a loop asked for kAuto could not build its ring although the
 // probe passed (the memory-locking limit is per user, so a small probe ring
@@ -42,10 +27,10 @@ std::atomic<bool> g_autoRingFailed{false};
 
 }  // namespace
 
-PollerKind Poller::resolve(PollerKind kind) {
-  if (auto env = environmentKind()) kind = *env;
+PollerKind resolvePoller(PollerKind kind) {
+  if (auto env = environmentPollerKind()) kind = *env;
   if (kind != PollerKind::kAuto) return kind;
-  const UringPoller::ProbeResult& probe = UringPoller::probe();
+  const UringProbe::Result& probe = UringProbe::result();
   if (!probe.ok) {
     static std::once_flag logged;
     std::call_once(logged, [&] {
@@ -57,25 +42,26 @@ PollerKind Poller::resolve(PollerKind kind) {
                                                           : PollerKind::kIoUring;
 }
 
-std::string Poller::unavailableReason(PollerKind kind) {
-  if (resolve(kind) != PollerKind::kIoUring) return {};
-  const UringPoller::ProbeResult& probe = UringPoller::probe();
+std::string pollerUnavailableReason(PollerKind kind) {
+  if (resolvePoller(kind) != PollerKind::kIoUring) return {};
+  const UringProbe::Result& probe = UringProbe::result();
   return probe.ok ? std::string() : "io_uring unavailable: " + probe.detail;
 }
 
-std::unique_ptr<Poller> Poller::create(EventLoop* loop, PollerKind kind) {
-  const PollerKind wanted = environmentKind().value_or(kind);
-  const PollerKind resolved = resolve(kind);
+std::unique_ptr<Poller> newPoller(EventLoopBase* loop, const EventLoopOptions& options) {
+  const PollerKind wanted = environmentPollerKind().value_or(options.poller);
+  const PollerKind resolved = resolvePoller(options.poller);
   if (resolved == PollerKind::kEpoll) return std::make_unique<EpollPoller>(loop);
-  if (wanted == PollerKind::kIoUring) return std::make_unique<UringPoller>(loop);  // may throw
+  const IoUringOptions ring = withEnvironment(options.ioUring);
+  if (wanted == PollerKind::kIoUring) return std::make_unique<UringPoller>(loop, ring);  // may throw
   // kAuto: the probe passed, yet this loop's own ring (of the real size, with
   // its buffer ring) can still fail; then this loop runs on epoll rather
   // than failing the program that asked for nothing in particular.
   try {
-    auto poller = std::make_unique<UringPoller>(loop);
+    auto poller = std::make_unique<UringPoller>(loop, ring);
     static std::once_flag logged;
     std::call_once(logged, [&] {
-      LOG_INFO << "libnet: using io_uring (" << UringPoller::probe().detail << ")";
+      LOG_INFO << "libnet: using io_uring (" << UringProbe::result().detail << ")";
     });
     return poller;
   } catch (const std::system_error& e) {

@@ -30,6 +30,7 @@
 #include "net/PollerKind.h"
 #include "net/poller/EpollPoller.h"
 #include "net/poller/UringPoller.h"
+#include "net/poller/UringProbe.h"
 #include "tests/net/ChildProcess.h"
 #include "tests/net/TestUtil.h"
 
@@ -37,6 +38,9 @@ namespace libnet {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Where this test's helper binaries are, in its runfiles.
+constexpr std::string_view kPackage = "tests/net/poller";
 
 // ---- names ----
 
@@ -77,7 +81,7 @@ class EventLoopBackendTest : public ::testing::Test {
 };
 
 TEST_F(EventLoopBackendTest, EpollLoopHasNoRing) {
-  EXPECT_EQ(Poller::resolve(PollerKind::kEpoll), PollerKind::kEpoll);
+  EXPECT_EQ(EventLoop::resolvePollerKind(PollerKind::kEpoll), PollerKind::kEpoll);
   EventLoop loop(PollerKind::kEpoll);
   EXPECT_EQ(loop.pollerKind(), PollerKind::kEpoll);
   EXPECT_EQ(loop.poller().kind(), PollerKind::kEpoll);
@@ -85,9 +89,9 @@ TEST_F(EventLoopBackendTest, EpollLoopHasNoRing) {
 }
 
 TEST_F(EventLoopBackendTest, IoUringLoopExposesItsRing) {
-  const UringPoller::ProbeResult& probe = UringPoller::probe();
+  const UringProbe::Result& probe = UringProbe::result();
   if (!probe.ok) GTEST_SKIP() << "io_uring unavailable here: " << probe.detail;
-  EXPECT_EQ(Poller::resolve(PollerKind::kIoUring), PollerKind::kIoUring);
+  EXPECT_EQ(EventLoop::resolvePollerKind(PollerKind::kIoUring), PollerKind::kIoUring);
   EventLoop loop(PollerKind::kIoUring);
   EXPECT_EQ(loop.pollerKind(), PollerKind::kIoUring);
   auto* uring = dynamic_cast<UringPoller*>(&loop.poller());
@@ -98,9 +102,9 @@ TEST_F(EventLoopBackendTest, IoUringLoopExposesItsRing) {
 }
 
 TEST_F(EventLoopBackendTest, AutoResolvesToIoUringExactlyWhenTheProbeSucceeds) {
-  const UringPoller::ProbeResult& probe = UringPoller::probe();
+  const UringProbe::Result& probe = UringProbe::result();
   const PollerKind expected = probe.ok ? PollerKind::kIoUring : PollerKind::kEpoll;
-  EXPECT_EQ(Poller::resolve(PollerKind::kAuto), expected) << probe.detail;
+  EXPECT_EQ(EventLoop::resolvePollerKind(PollerKind::kAuto), expected) << probe.detail;
   EventLoop loop(PollerKind::kAuto);
   EXPECT_EQ(loop.pollerKind(), expected) << probe.detail;
   EXPECT_EQ(dynamic_cast<UringPoller*>(&loop.poller()) != nullptr, probe.ok);
@@ -141,7 +145,7 @@ int countLinesWith(const std::string& text, std::initializer_list<std::string_vi
 class PollerOverrideTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    binary_ = test::testBinary("poller_probe_main");
+    binary_ = test::testBinary("poller_probe_main", kPackage);
     ASSERT_FALSE(binary_.empty()) << "poller_probe_main not found in the runfiles";
   }
 
@@ -158,7 +162,7 @@ TEST_F(PollerOverrideTest, HelperReportsTheKindItWasGivenWithoutOverride) {
   const test::ChildResult r = runProbe("epoll", std::nullopt);
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_EQ(r.out, "backend=epoll\n") << r.describe();
-  if (UringPoller::probe().ok) {
+  if (UringProbe::result().ok) {
     const test::ChildResult u = runProbe("uring", std::nullopt);
     ASSERT_EQ(u.exitCode, 0) << u.describe();
     EXPECT_EQ(u.out, "backend=uring\n") << u.describe();
@@ -176,7 +180,7 @@ TEST_F(PollerOverrideTest, ProbeDoesNotInterruptTheCallingThreadAfterwards) {
 }
 
 TEST_F(PollerOverrideTest, SqPollFromTheEnvironmentIsTakenOrRefusedWithAWarning) {
-  if (!UringPoller::probe().ok) GTEST_SKIP() << "io_uring unavailable here";
+  if (!UringProbe::result().ok) GTEST_SKIP() << "io_uring unavailable here";
   const test::ChildResult bad = test::runChild(
       {binary_, "uring"}, childEnvironment({{"LIBNET_URING_SQPOLL_IDLE_MS", "soon"}}));
   ASSERT_EQ(bad.exitCode, 0) << bad.describe();
@@ -199,7 +203,7 @@ TEST_F(PollerOverrideTest, EnvironmentEpollOverridesTheProgramsUring) {
 }
 
 TEST_F(PollerOverrideTest, EnvironmentUringOverridesTheProgramsEpoll) {
-  const UringPoller::ProbeResult& probe = UringPoller::probe();
+  const UringProbe::Result& probe = UringProbe::result();
   if (!probe.ok) GTEST_SKIP() << "io_uring unavailable here: " << probe.detail;
   for (const std::string_view value : {"uring", "io_uring"}) {
     const test::ChildResult r = runProbe("epoll", std::string(value));
@@ -209,7 +213,7 @@ TEST_F(PollerOverrideTest, EnvironmentUringOverridesTheProgramsEpoll) {
 }
 
 TEST_F(PollerOverrideTest, EnvironmentAutoOverridesTheProgramsEpoll) {
-  const UringPoller::ProbeResult& probe = UringPoller::probe();
+  const UringProbe::Result& probe = UringProbe::result();
   const test::ChildResult r = runProbe("epoll", "auto");
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_EQ(r.out, probe.ok ? "backend=uring\n" : "backend=epoll\n") << r.describe();
@@ -220,7 +224,7 @@ TEST_F(PollerOverrideTest, BogusEnvironmentIsReportedAndTheProgramsChoiceUsed) {
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_EQ(r.out, "backend=epoll\n") << r.describe();
   EXPECT_EQ(countLinesWith(r.err, {"LIBNET_POLLER", "bogus"}), 1) << r.describe();
-  if (UringPoller::probe().ok) {
+  if (UringProbe::result().ok) {
     const test::ChildResult u = runProbe("uring", "bogus");
     ASSERT_EQ(u.exitCode, 0) << u.describe();
     EXPECT_EQ(u.out, "backend=uring\n") << u.describe();
@@ -235,7 +239,7 @@ TEST_F(PollerOverrideTest, BogusEnvironmentIsReportedAndTheProgramsChoiceUsed) {
 // request fails, naming it too.
 TEST_F(PollerOverrideTest, AProbeStageMissingMeansEpollOnAutoAndAnErrorOnUring) {
   // A stage can only be simulated where the stages before it really pass.
-  if (const UringPoller::ProbeResult& probe = UringPoller::probe(); !probe.ok) {
+  if (const UringProbe::Result& probe = UringProbe::result(); !probe.ok) {
     GTEST_SKIP() << "io_uring unavailable here: " << probe.detail;
   }
   const struct {
@@ -326,7 +330,7 @@ class PollerFallbackTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to run the helper as another user";
-    const UringPoller::ProbeResult& probe = UringPoller::probe();
+    const UringProbe::Result& probe = UringProbe::result();
     if (!probe.ok) {
       GTEST_SKIP() << "io_uring unavailable even to root here (" << probe.detail
                    << "), so a fallback would not show the RLIMIT_MEMLOCK path";
@@ -338,7 +342,7 @@ class PollerFallbackTest : public ::testing::Test {
                    << "' prlimit='" << prlimit_ << "'";
     }
     for (const char* name : {"poller_probe_main", "auto_backend_echo_main"}) {
-      const std::string binary = test::testBinary(name);
+      const std::string binary = test::testBinary(name, kPackage);
       ASSERT_FALSE(binary.empty()) << name << " not found in the runfiles";
       copies_.push_back(std::make_unique<UnprivilegedCopy>(binary));
       ASSERT_TRUE(copies_.back()->error().empty()) << copies_.back()->error();

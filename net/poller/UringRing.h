@@ -1,0 +1,58 @@
+// UringRing: one loop's io_uring instance and its submission queue. Built
+// from IoUringOptions with the setup flags the probe found (SQPOLL first when
+// asked for, falling back with a warning), it hands out SQEs (submitting the
+// queue first when it is full), submits and waits once per loop turn, and
+// closes fds through the ring (IORING_OP_CLOSE) rather than with a system
+// call each. What the completions mean is UringPoller's business.
+//
+// Created and used only on the loop's thread (SINGLE_ISSUER).
+#pragma once
+
+#include <liburing.h>
+
+#include <vector>
+
+#include "base/Timestamp.h"
+#include "base/UniqueFd.h"
+#include "net/EventLoopOptions.h"
+
+namespace libnet {
+
+class UringRing {
+ public:
+  // `setupFlags`: the probe's (UringProbe). Throws std::system_error naming
+  // the sizes (and RLIMIT_MEMLOCK, the usual reason) if the ring cannot be
+  // made.
+  UringRing(const IoUringOptions& options, unsigned setupFlags);
+  // Submits what is still queued (closes of connections already gone), or,
+  // failing that, closes those fds itself; then releases the ring.
+  ~UringRing();
+  UringRing(const UringRing&) = delete;
+  UringRing& operator=(const UringRing&) = delete;
+
+  [[nodiscard]] io_uring* get() { return &ring_; }
+  // The flags the ring was set up with (IORING_SETUP_*).
+  [[nodiscard]] unsigned setupFlags() const { return setupFlags_; }
+  [[nodiscard]] bool sqPoll() const { return (setupFlags_ & IORING_SETUP_SQPOLL) != 0; }
+
+  // An SQE to fill; submits the queue first if it is full.
+  [[nodiscard]] io_uring_sqe* getSqe();
+  // Submits what was prepared and waits at most `timeout` for a completion.
+  void submitAndWait(Duration timeout);
+  // Closes `fd` through the ring with the next submit. With SQPOLL, whose
+  // kernel thread takes entries at its own pace, a plain close(2).
+  void closeFile(UniqueFd fd);
+
+ private:
+  // After a submit: once the queue is empty, the closes it carried are the
+  // kernel's.
+  void submitted() {
+    if (!closesUnsubmitted_.empty() && io_uring_sq_ready(&ring_) == 0) closesUnsubmitted_.clear();
+  }
+
+  io_uring ring_{};
+  unsigned setupFlags_ = 0;
+  std::vector<int> closesUnsubmitted_;  // closeFile() fds not yet submitted
+};
+
+}  // namespace libnet
