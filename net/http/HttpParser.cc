@@ -6,6 +6,7 @@
 #include <string>
 
 #include "net/http/HttpChars.h"
+#include "net/http/RequestTarget.h"
 
 namespace libnet::http {
 
@@ -59,11 +60,6 @@ bool lookupMethod(std::string_view s, Method* method) {
 }
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
-
-bool isSchemeChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || isDigit(c) || c == '+' || c == '-' ||
-         c == '.';
-}
 
 unsigned hexValue(char c) {
   if (isDigit(c)) return static_cast<unsigned>(c - '0');
@@ -267,60 +263,14 @@ bool HttpParser::parseRequestLine(std::string_view line) {
 }
 
 bool HttpParser::parseTarget() {
-  const std::string_view t = request_.target_;
-  // A fragment is never sent (RFC 9112 3.2); one here means a broken client
-  // or an attempt to make a path mean two things.
-  if (t.find('#') != std::string_view::npos) {
-    fail(400, "invalid request target");
+  const detail::RequestTarget parts = detail::splitRequestTarget(request_.target_, request_.method_);
+  if (!parts.error.empty()) {
+    fail(400, parts.error);
     return false;
   }
-  if (request_.method_ == Method::kConnect) {
-    // authority-form, host:port, and only for CONNECT (RFC 9112 3.2.3).
-    if (t.find_first_of("/?@") != std::string_view::npos || t.find(':') == std::string_view::npos) {
-      fail(400, "invalid CONNECT target");
-      return false;
-    }
-    request_.path_.assign(t);
-    return true;
-  }
-
-  std::string_view pathAndQuery;
-  if (t.front() == '/') {
-    pathAndQuery = t;  // origin-form, the usual case
-  } else if (t == "*") {
-    if (request_.method_ != Method::kOptions) {
-      fail(400, "asterisk target outside OPTIONS");
-      return false;
-    }
-    request_.path_.assign(t);
-    return true;
-  } else {
-    // absolute-form, scheme "://" authority [path] ["?" query], which servers
-    // must accept (RFC 9112 3.2.2).
-    const size_t schemeEnd = t.find("://");
-    if (schemeEnd == std::string_view::npos || schemeEnd == 0 ||
-        !std::all_of(t.begin(), t.begin() + static_cast<ptrdiff_t>(schemeEnd), isSchemeChar) ||
-        isDigit(t[0])) {
-      fail(400, "invalid request target");
-      return false;
-    }
-    const size_t authority = schemeEnd + 3;
-    const size_t pathStart = t.find_first_of("/?", authority);
-    if (pathStart == authority || authority == t.size()) {
-      fail(400, "invalid request target");
-      return false;
-    }
-    if (pathStart == std::string_view::npos) {
-      request_.path_.assign("/");
-      return true;
-    }
-    pathAndQuery = t.substr(pathStart);
-  }
-
-  const size_t q = pathAndQuery.find('?');
-  request_.path_.assign(pathAndQuery.substr(0, q));
-  if (request_.path_.empty()) request_.path_.assign("/");
-  if (q != std::string_view::npos) request_.query_.assign(pathAndQuery.substr(q + 1));
+  // Views into target_: copied out before anything else changes it.
+  request_.path_.assign(parts.path);
+  request_.query_.assign(parts.query);
   return true;
 }
 
