@@ -13,7 +13,8 @@ namespace libnet {
 namespace {
 
 // Big enough that the per-line writes of a synchronous sink become one
-// write(2) per 256 KB; AsyncLogging's 4 MB buffers mostly bypass it.
+// write(2) per 256 KB; AsyncLogging hands over whole staging blocks (256 KiB
+// by default) or large parts of them, which mostly bypass it.
 constexpr size_t kStdioBufferSize = 256 * 1024;
 constexpr int64_t kSecondsPerDay = 24 * 60 * 60;
 

@@ -2,7 +2,10 @@
 // to the new-connection callback. How connections are taken depends on the
 // loop's backend (its AcceptorIo: readable edges then accept4(2) until
 // EAGAIN on epoll, one multishot accept on io_uring); the rest is here, the
-// same for both. Owned by TcpServer; loop thread only.
+// same for both. Owned by a TcpServer (its one acceptor, or one per I/O loop
+// in per-loop accept mode), which constructs, configures and listen()s it on
+// the server's thread; from listen() on it runs on its loop's thread only,
+// and is destroyed there.
 //
 // Running out of fds (EMFILE/ENFILE) must not wedge the listener: with
 // edge-triggered polling an unaccepted connection would never be reported

@@ -5,7 +5,9 @@
 // multishot accept in flight. The Acceptor keeps the socket, the callback
 // and the spare fd for running out of fds, in one place for both.
 //
-// Owned by its Acceptor (which outlives it); loop thread only. Part of the
+// Owned by its Acceptor (which outlives it). Made with the Acceptor, on the
+// thread that creates it (a server's own thread for a per-loop acceptor),
+// without touching the loop; from start() on, loop thread only. Part of the
 // library's inside, not of its API.
 #pragma once
 

@@ -189,7 +189,8 @@ Buffer::ReadResult Buffer::readFd(int fd) {
   if (room >= kExtraReadSize) {
     // Plenty of room (e.g. the loop's scratch buffer): a plain read(). readv
     // copies and verifies its iovec array in the kernel on every call, which
-    // profiled at ~10% of an echo server's CPU with one connection.
+    // showed up in the profile of an echo server with one connection
+    // (docs/benchmarks.md, "Figures formerly quoted in code comments").
     const ssize_t n = ::read(fd, data_ + writerIndex_, room);
     if (n < 0) return {n, errno, false};
     writerIndex_ += static_cast<size_t>(n);

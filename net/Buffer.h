@@ -4,9 +4,10 @@
 //   0        readerIndex          writerIndex                  size
 //
 // The cheap prepend area lets a codec put a length header in front of a
-// message without moving it. readFd() reads with readv into the writable
-// space plus a 64 KiB stack buffer, so one system call can take a large burst
-// without every connection's buffer being large.
+// message without moving it. readFd() reads into the writable space, and
+// when that is under 64 KiB, with readv into it plus a 64 KiB stack buffer,
+// so one system call can take a large burst without every connection's
+// buffer being large.
 //
 // A Buffer may also *view* bytes it does not own (borrow()): on an io_uring
 // loop the message callback is handed the bytes where the kernel received

@@ -2,12 +2,13 @@
 // buffer while it holds bytes (a message being received, a send in flight,
 // output waiting for the socket) and gives it back as soon as the buffer is
 // empty again, in exchange for a small one. So an idle connection keeps only
-// small buffers, whatever the largest message it ever carried (10,000 idle
-// io_uring connections held ~39 KiB each when every connection kept its two
-// grown buffers), while a busy one costs no allocation per message: in the
-// steady state buffers only change hands.
+// small buffers, whatever the largest message it ever carried (when every
+// connection kept its grown buffers for life, a storm of large messages left
+// each one holding them: docs/benchmarks.md, "Memory per connection
+// (echo_server, both backends)"), while a busy one costs no allocation per
+// message: in the steady state buffers only change hands.
 //
-// Owned by its EventLoop; loop thread only.
+// Owned by its loop (EventLoopBase::bufferPool()); loop thread only.
 #pragma once
 
 #include <cstddef>
@@ -55,9 +56,11 @@ class BufferPool {
   // Whether trimHeap() has work: kTrimAfterBytes freed since the last one.
   [[nodiscard]] bool trimDue() const { return freedBytes_ >= kTrimAfterBytes; }
   // glibc keeps freed memory in its heap (a burst of 1 MiB output buffers
-  // for peers that never read stayed resident, tens of MB, after they were
-  // gone): hands the free pages back (malloc_trim). The loop calls it at
-  // most about once a second, only when trimDue(). No-op off glibc.
+  // for peers that never read stayed resident after they were gone:
+  // docs/benchmarks.md, "Peers that send and never read: memory per peer,
+  // and after they leave"): hands the free pages back (malloc_trim). The
+  // loop calls it at most about once a second, only when trimDue(). No-op
+  // off glibc.
   void trimHeap();
 
  private:

@@ -1,12 +1,13 @@
 // BufferStorage: the bytes a Buffer owns, in one block.
 //
-// Two differences from a std::vector<char>, both measured on an echo server
-// with 60 peers that send and never read (docs/benchmarks.md):
+// Three differences from a std::vector<char>, the first two measured on an
+// echo server with 60 peers that send and never read (docs/benchmarks.md,
+// "Peers that send and never read: memory per peer, and after they leave"):
 // - Blocks of kMapThreshold bytes and more come straight from mmap and go
 //   back with munmap. Through malloc, glibc raises its mmap threshold after
 //   the first large block is freed, so later 1 MiB output buffers came from
-//   the heap, grew there by doubling and left it fragmented: 106 MB of heap
-//   for about 65 MB of queued bytes, resident until a malloc_trim.
+//   the heap, grew there by doubling and left it fragmented, the heap far
+//   larger than the bytes queued in it and resident until a malloc_trim.
 // - Growing leaves the new bytes uninitialised (no zero-fill, and no loop
 //   over them): a page becomes resident when bytes are written into it, not
 //   when the Buffer reserves it.

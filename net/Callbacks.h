@@ -24,7 +24,8 @@ using WriteCompleteCallback = std::function<void(const TcpConnectionPtr&)>;
 using HighWaterMarkCallback = std::function<void(const TcpConnectionPtr&, size_t)>;
 // Bytes arrived; consume what you can from the buffer, leave the rest (it is
 // kept for the next call). The Buffer* is valid for this call only: it may be
-// a per-loop scratch buffer rather than conn->inputBuffer().
+// the loop's scratch buffer or a view of received bytes in the io_uring
+// buffer ring rather than conn->inputBuffer().
 using MessageCallback = std::function<void(const TcpConnectionPtr&, Buffer*, Timestamp)>;
 // A client's connect attempt failed; `error` is its errno (ECONNREFUSED,
 // ETIMEDOUT, ENETUNREACH, ...).

@@ -12,8 +12,11 @@
 // backend's strategy: its ConnectionIo is the connection's, and the backend's
 // strategy reports to it. The connection then sees plaintext only.
 //
-// Owned by its TcpConnection (which outlives it); loop thread only. Part of
-// the library's inside, not of its API.
+// Owned by its TcpConnection, or, under a layer, by the layer's strategy
+// (TlsConnectionIo holds the backend's); the owner outlives it. Made on the
+// thread that creates the connection (in a server handing connections over,
+// the accepting loop's), which touches nothing of the loop; from start() on,
+// loop thread only. Part of the library's inside, not of its API.
 #pragma once
 
 #include <cstdint>
@@ -53,17 +56,24 @@ enum class InputKind : uint8_t {
 class ConnectionIo {
  public:
   // What a strategy tells its connection. Every call comes on the loop
-  // thread, from the strategy's own event or completion handling (never from
-  // inside one of the connection's calls into the strategy).
+  // thread: from the strategy's own event or completion handling, or from
+  // inside start(), resumeRead() or flush() (a read that finds bytes, a
+  // write that drains or fails, a TLS client's first flight failing), which
+  // the connection calls only from connectEstablished() or a functor of the
+  // loop's queue; never from inside write(), so never inside a user's send().
   class Owner {
    public:
     // Bytes arrived in `buffer`, of kind `kind` (not kApplication). The
-    // owner alone settles what the message callback leaves, whatever the
-    // callback does (returns, throws, closes the connection): a
-    // kConnectionInput buffer keeps it; shared storage (kLoopScratch,
-    // kRingView) is empty, and a view handed back, when this returns, its
-    // leftover moved to the connection's input buffer (or dropped if the
-    // connection closed). The strategy only reads into the buffer.
+    // owner alone settles what is left in it, before this returns and
+    // whatever its callbacks do (return, throw, close the connection). A
+    // TcpConnection runs the message callback and then settleInput() (both
+    // in TcpConnection::deliverInput()): what the callback left stays in a
+    // kConnectionInput buffer, and moves out of shared storage (kLoopScratch,
+    // kRingView) into the connection's input buffer, the storage being
+    // emptied and a view handed back; either way it is dropped if the
+    // connection closed or the callback threw. A TlsConnectionIo takes the
+    // ciphertext whole. The strategy only fills the buffer (the epoll one
+    // also empties the scratch buffer before each read, as a safeguard).
     virtual void onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) = 0;
     // Some queued output was written.
     virtual void onOutputProgress() = 0;
@@ -91,7 +101,10 @@ class ConnectionIo {
     ~Owner() = default;
   };
 
-  // What a strategy works on; all of it belongs to the owner.
+  // What a strategy works on; all of it outlives the strategy. The input
+  // buffer is the owner's (the connection's, or under TLS the ciphertext
+  // buffer of its TlsConnectionIo); the OutputQueue is always the
+  // connection's.
   struct Parts {
     Owner* owner;
     int fd;

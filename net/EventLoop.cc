@@ -197,8 +197,9 @@ void EventLoop::handleWakeup() {
 
 void EventLoop::drainOperationsInFlight() {
   // Connections closed during shutdown may have operations in flight (on
-  // io_uring: they cancel them, and close their fds only when the last
-  // completion arrives), which needs a few more turns of the poller.
+  // io_uring: their cancels and the closes of their fds are queued, not yet
+  // submitted, and each strategy stays registered until its last completion
+  // arrives), which needs a few more turns of the poller.
   // Bounded: a connection its owner never closed would stay forever.
   const auto deadline = MonoClock::now() + std::chrono::seconds(2);
   while (poller_->ownersInFlight() > 0 && MonoClock::now() < deadline) {

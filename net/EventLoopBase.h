@@ -8,7 +8,10 @@
 // TcpServer, ...); see docs/architecture.md, "Targets".
 //
 // Thread rules as for EventLoop: isInLoopThread(), queueInLoop() and
-// runInLoop() from any thread; everything else on the loop's thread.
+// runInLoop() from any thread; everything else on the loop's thread, except
+// that a thread creating a connection or acceptor for this loop uses
+// poller() and bufferPool() to make its strategy and queue (nothing is
+// registered or filled until the strategy's start(), on the loop).
 #pragma once
 
 #include <sys/types.h>
@@ -61,9 +64,10 @@ class EventLoopBase {
   // When the current batch of events was polled.
   [[nodiscard]] Timestamp pollReturnTime() const { return pollReturnTime_; }
   // A buffer that connections on this loop read into when they have nothing
-  // buffered (the epoll strategy); the connection empties it after each
-  // delivery (TcpConnection::deliverInput), whatever its callback did. Loop
-  // thread only; empty between uses.
+  // buffered (the epoll strategy); the strategy's owner empties it after each
+  // delivery, whatever its callbacks did (TcpConnection::settleInput, called
+  // by deliverInput; under TLS, TlsConnectionIo, which takes the ciphertext
+  // whole). Loop thread only; empty between uses.
   [[nodiscard]] Buffer* scratchBuffer() { return scratch_.get(); }
   // Spare buffer storage for this loop's connections (see BufferPool). Loop
   // thread only.

@@ -39,8 +39,8 @@ struct IoUringOptions {
   // submission queue (IORING_SETUP_SQPOLL), sleeping after this many ms
   // without work. Submissions then need no system call, but the thread spins
   // on a CPU of its own while there is traffic: on a machine with few cores
-  // it takes CPU from the loops (docs/benchmarks.md, "SQPOLL"). A kernel that
-  // refuses it gets a warning and a ring without it.
+  // it takes CPU from the loops (docs/benchmarks.md, "SQPOLL, opt-in"). A
+  // kernel that refuses it gets a warning and a ring without it.
   // LIBNET_URING_SQPOLL_IDLE_MS sets it where the program leaves it 0.
   uint32_t sqPollIdleMs = 0;
 };

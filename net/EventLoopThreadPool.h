@@ -1,6 +1,8 @@
-// EventLoopThreadPool: N loop threads that a TcpServer hands connections to,
-// round-robin. With 0 threads everything runs on the base loop.
-// Created, started and used on the base loop's thread.
+// EventLoopThreadPool: N loop threads for a TcpServer's connections (the
+// server gives each loop a listening socket of its own, or hands connections
+// over round-robin: TcpServer::setAcceptMode); getNextLoop() picks one
+// round-robin for other users. With 0 threads everything runs on the base
+// loop. Created, started and used on the base loop's thread.
 #pragma once
 
 #include <functional>

@@ -5,7 +5,11 @@
 // (newConnectionIo / newAcceptorIo). A backend is one Poller, one
 // ConnectionIo and one AcceptorIo under net/poller/; nothing else in net/
 // knows which one runs. Made by the factory in net/poller/PollerFactory.h;
-// owned by the EventLoop (unique_ptr); loop thread only.
+// owned by its loop (EventLoopBase::poller_, set by EventLoop's
+// constructor). Loop thread only, except newConnectionIo() and
+// newAcceptorIo(): the thread that creates a connection or acceptor for this
+// loop calls them, and they register nothing (the strategy's start() does,
+// on the loop).
 #pragma once
 
 #include <cstddef>
@@ -52,10 +56,11 @@ class Poller {
   // The strategy of a listening socket on this loop (see AcceptorIo).
   [[nodiscard]] virtual std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
                                                                   int listenFd) = 0;
-  // Owners (connections, acceptors) that still have operations in flight:
-  // a loop being destroyed turns the poller until none is left (bounded),
-  // so that closed connections release their fds. Readiness backends have
-  // none.
+  // Strategies still registered for completions: a connection's from its
+  // start() until the last operation in flight after release() completes,
+  // an acceptor's from its start() until it is destroyed. A loop being
+  // destroyed turns the poller until none is left (bounded), so that closed
+  // connections' cancels and closes complete. Readiness backends have none.
   [[nodiscard]] virtual size_t ownersInFlight() const { return 0; }
 
   [[nodiscard]] virtual PollerKind kind() const = 0;

@@ -6,8 +6,9 @@
 // A task is a chain of coroutines (a detached root awaiting a Task awaiting a
 // Task ...) of which exactly one runs or is suspended at a time, so one
 // "current operation" per task suffices. Owned by the task's root frame
-// (net/coro/Spawn.h); every coroutine of the chain points at it. Loop thread
-// only.
+// (net/coro/Spawn.h), or, for serve()'s task of a connection, by the
+// connection's StreamState, which that root keeps alive; every coroutine of
+// the chain points at it. Loop thread only.
 #pragma once
 
 #include "net/coro/Errc.h"
@@ -18,9 +19,9 @@ class EventLoop;
 
 namespace libnet::coro {
 
-// An operation the library can end early: a read, a write, a sleep, a
-// connect. Its coroutine is suspended on it while it is the task's current
-// operation.
+// An operation the library can end early: a read, a write, a wait for the
+// close, a sleep, a connect (every Operation). Its coroutine is suspended on
+// it while it is the task's current operation.
 class Cancelable {
  public:
   // Resume the suspended coroutine now, the operation ending with `why`.

@@ -1,6 +1,6 @@
-// Byte classes and case-insensitive comparisons shared by the HTTP parser and
-// HttpRequest. Private to //net/http (listed in srcs, so only the library's own
-// sources can include it). Pure functions: any thread.
+// Byte classes and case-insensitive comparisons shared by the HTTP parser,
+// HttpRequest and HttpServer. Private to //net/http (listed in srcs, so only
+// the library's own sources can include it). Pure functions: any thread.
 #pragma once
 
 #include <array>

@@ -7,11 +7,14 @@
 // Why start small: the kernel takes buffers in ring order and the loop gives
 // them back at the tail, so every buffer ever provided is cycled through.
 // With 2048 buffers of 16 KiB that is 32 MiB the kernel copies into, out of
-// cache by the time a buffer comes round again (the receive copy cost three
-// times epoll's read into one hot scratch buffer, ~20% of the server's CPU at
-// 16 KiB messages), and 32 MiB of resident memory per loop once traffic has
-// gone round. A small ring stays in cache and touches few pages; a loop with
-// many connections receiving at once grows it to what it needs.
+// cache by the time a buffer comes round again (the receive copy into cold
+// memory cost several times epoll's read into one hot scratch buffer, a
+// large share of the server's CPU at 16 KiB messages: docs/benchmarks.md,
+// "io_uring without the receive copy (2026-11-24)" and "Figures formerly
+// quoted in code comments"), and 32 MiB of resident memory per loop once
+// traffic has gone round. A small ring stays in cache and touches few
+// pages; a loop with many connections receiving at once grows it to what it
+// needs.
 //
 // Incremental consumption: where the kernel has it (IOU_PBUF_RING_INC,
 // Linux 6.12), a receive takes only the bytes it needs from a buffer and the
@@ -34,7 +37,8 @@
 // Each completion that carries a buffer goes through received(); what it
 // returns is given back with finished() when copied out, or lent to a
 // Buffer that views it in place (lend()), which hands it back through the
-// Buffer::Lender interface. Owned by a UringPoller; loop thread only.
+// Buffer::Lender interface. Owned by a UringPoller (the probe makes a small
+// one of its own); loop thread only.
 #pragma once
 
 #include <liburing.h>

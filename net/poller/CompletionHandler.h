@@ -1,8 +1,10 @@
 // CompletionHandler: what an owner of io_uring operations implements to
 // receive their completions from the UringPoller of its loop: the io_uring
-// I/O strategies (UringConnectionIo, UringAcceptorIo). Also the encoding of
-// an operation's user_data, shared by the poller and the registered-file
-// table. Free of liburing. Called on the loop thread only.
+// I/O strategies (UringConnectionIo, UringAcceptorIo), each registered with
+// the poller for a token. Also the encoding of an operation's user_data,
+// used by everything that submits (the poller, the strategies, the
+// registered-file table and UringRing). Free of liburing. Called on the loop
+// thread only.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +13,11 @@ namespace libnet {
 
 // The kind of operation a completion belongs to (the top byte of user_data).
 // kWritable: a one-shot POLLOUT wait of a connection sending a file with
-// sendfile(2) (kPoll is the poller's own, for channels). kFileClosed: a
-// connection's registered-file slot emptied (the poller's own).
+// sendfile(2). kPoll is the poller's own, for channels. kFileRegistered and
+// kFileClosed: a slot of the registered-file table filled or emptied
+// (UringFileTable's ops, whose completions the poller handles itself).
+// kIgnore: an op whose completion nobody needs (cancels, poll removals,
+// closes).
 enum class UringOp : uint8_t {
   kPoll = 1,
   kRecv,
@@ -24,9 +29,11 @@ enum class UringOp : uint8_t {
   kFileRegistered,
 };
 
-// An operation's user_data: its kind in the top byte, and its owner's token
-// (slot and generation, UringPoller::registerHandler) below: never a pointer,
-// so a completion that outlives its owner is recognised as stale.
+// An operation's user_data: its kind in the top byte, and below it a token:
+// for a channel's poll or a handler's op, its owner's slot and generation
+// (UringPoller::registerHandler), so that a completion that outlives its
+// owner is recognised as stale; for the file table's ops, the table's slot
+// index; 0 for kIgnore. Never a pointer.
 [[nodiscard]] inline uint64_t completionUserData(UringOp op, uint64_t token) {
   return (static_cast<uint64_t>(op) << 56) | token;
 }

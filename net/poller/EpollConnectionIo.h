@@ -13,7 +13,8 @@
 // the rest waits in the OutputQueue for writable edges; files go out with
 // sendfile(2).
 //
-// Owned by its TcpConnection; loop thread only.
+// Owned by its TcpConnection (under TLS, by its TlsConnectionIo); made on the
+// thread that creates the connection, loop thread only from start() on.
 #pragma once
 
 #include "net/Channel.h"

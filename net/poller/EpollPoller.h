@@ -11,7 +11,8 @@
 // that is no longer the slot's and are dropped, where a pointer would point
 // at a freed Channel.
 //
-// Owned by the EventLoop; loop thread only.
+// Owned by its loop (EventLoopBase); loop thread only, except the
+// newConnectionIo() / newAcceptorIo() calls Poller allows.
 #pragma once
 
 #include <sys/epoll.h>

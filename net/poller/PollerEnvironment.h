@@ -1,6 +1,6 @@
 // PollerEnvironment: the environment variables that override a program's
 // backend settings, so that a deployed binary can be switched without a
-// rebuild (README, "Backends"):
+// rebuild (README, "Architecture in a few lines"):
 //
 //   LIBNET_POLLER=epoll|uring|auto      the backend of every loop
 //   LIBNET_URING_SQPOLL_IDLE_MS=MS      IoUringOptions::sqPollIdleMs, where

@@ -1,7 +1,7 @@
 // PollerFactory: makes a loop's backend, the one place outside the backends
-// that names them (as muduo's DefaultPoller.cc is). The header names none:
-// EventLoop (//net) includes it, and no other file of net/ outside
-// net/poller/ may (tests/net:backend_boundary_test).
+// that names them (the job muduo gives its DefaultPoller.cc). The header
+// names none: EventLoop.cc (//net) includes it, and no other file of net/ or
+// net/http/ may (tests/net:backend_boundary_test).
 //
 // Any thread; newPoller() on the thread of the loop it is for.
 #pragma once

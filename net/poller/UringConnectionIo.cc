@@ -74,8 +74,9 @@ void UringConnectionIo::close() {
   closed_ = true;
   // Each op in flight is cancelled by its user_data, which the kernel finds
   // in a hash table; cancelling by fd walks every pending request of the
-  // ring, and with 1000 connections open that walk profiled as a third of
-  // the server's CPU on short connections.
+  // ring, and with 1000 connections open that walk took a large share of
+  // the server's CPU on short connections (docs/benchmarks.md, "Short
+  // connections: a new connection per request (2026-11-25)", "What changed").
   if (recvArmed_) cancel(UringOp::kRecv);
   if (sendInFlight_) cancel(UringOp::kSend);
   if (writableArmed_) cancel(UringOp::kWritable);

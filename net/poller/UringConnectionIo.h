@@ -5,14 +5,16 @@
 // nothing left over from before, the message callback gets the bytes where
 // the kernel put them (a Buffer viewing the provided buffer): no copy, and
 // what it sends straight back (an echo) goes out from there too, the buffer
-// returning to the ring once that send completes. Otherwise the bytes are
-// copied behind the leftovers and the buffer handed back at once. Writes: at most one send in flight
-// (several in flight on one socket may reorder); its bytes sit still in the
-// OutputQueue's in-flight buffer until it completes, while later bytes queue
-// behind. Files: sendfile(2) on the non-blocking socket (io_uring has no
-// sendfile op, and reading the file into a buffer to send it costs a copy
-// that profiled as most of the CPU), with a one-shot POLLOUT op while the
-// socket is full.
+// returning to the ring once that send completes. Otherwise (bytes left
+// over, reading paused, or half the ring lent out already) the bytes are
+// copied into the input buffer and the provided buffer handed back at once.
+// Writes: at most one send in flight (several in flight on one socket may
+// reorder); its bytes sit still in the OutputQueue's in-flight buffer until
+// it completes, while later bytes queue behind. Files: sendfile(2) on the
+// non-blocking socket (io_uring has no sendfile op, and reading the file
+// into a buffer to send it costs a user-space copy of every byte, which
+// dominated the profile: docs/benchmarks.md, "Figures formerly quoted in
+// code comments"), with a one-shot POLLOUT op while the socket is full.
 //
 // Every op in flight keeps the connection alive (Owner::keepAlive); closing
 // cancels them (each by its user_data), and release() empties the socket's
@@ -21,7 +23,8 @@
 // in flight, whose completions still come here; the handler is unregistered
 // when the last one has.
 //
-// Owned by its TcpConnection; loop thread only.
+// Owned by its TcpConnection (under TLS, by its TlsConnectionIo); made on the
+// thread that creates the connection, loop thread only from start() on.
 #pragma once
 
 #include <cstdint>
@@ -82,7 +85,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   int fixed_ = -1;  // slot in the ring's file table, or -1: use fd_
   Buffer* input_;
   OutputQueue* output_;
-  uint64_t token_ = 0;  // registered with the poller: from start() to release
+  uint64_t token_ = 0;  // registered: start() until released with no op in flight
   int opsInFlight_ = 0;
   bool recvArmed_ = false;
   bool sendInFlight_ = false;

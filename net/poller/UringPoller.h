@@ -1,5 +1,6 @@
 // UringPoller: the Poller backend on io_uring: it routes each completion of
-// its ring to the Channel or the completion handler it belongs to. Its
+// its ring to the Channel or the completion handler it belongs to, and
+// handles those of the registered-file table itself. Its
 // connection and acceptor strategies (UringConnectionIo, UringAcceptorIo)
 // submit through it. The ring itself is UringRing, the registered-file table
 // UringFileTable, the provided buffers BufferRing, and whether io_uring runs
@@ -14,8 +15,9 @@
 // it submits carry user_data = {op, slot, generation}, never a pointer, so a
 // completion that arrives after its owner unregistered is recognised by its
 // stale generation and dropped (a provided buffer it holds is recycled, an fd
-// it carries is closed). An owner keeps itself alive while it has ops in
-// flight.
+// it carries is closed). A connection's strategy keeps its connection, and so
+// itself, alive while it has ops in flight, and unregisters after the last
+// one; an acceptor's cancels its accept and unregisters when destroyed.
 //
 // One io_uring_submit_and_wait_timeout() per loop turn: SQEs prepared during
 // callbacks go out with the next turn. Completions are copied out of the CQ in
@@ -52,7 +54,7 @@ class UringPoller final : public Poller {
   static constexpr Op kIgnore = UringOp::kIgnore;
 
   // Throws std::system_error if io_uring cannot run here (UringProbe) or
-  // this loop's ring cannot be built (UringRing).
+  // this loop's ring or buffer ring cannot be built (UringRing, BufferRing).
   UringPoller(EventLoopBase* loop, const IoUringOptions& options);
   ~UringPoller() override;
 
@@ -84,7 +86,7 @@ class UringPoller final : public Poller {
   // place (UringConnectionIo): one per loop, viewing a provided buffer only
   // for the length of one callback, so a connection carries none.
   [[nodiscard]] Buffer& receivedView() { return receivedView_; }
-  // The flags the ring was set up with (IORING_SETUP_*).
+  // The IORING_SETUP_* flags chosen for the ring (UringRing::setupFlags).
   [[nodiscard]] unsigned setupFlags() const { return ring_.setupFlags(); }
 
  private:

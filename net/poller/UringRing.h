@@ -1,9 +1,10 @@
 // UringRing: one loop's io_uring instance and its submission queue. Built
-// from IoUringOptions with the setup flags the probe found (SQPOLL first when
-// asked for, falling back with a warning), it hands out SQEs (submitting the
-// queue first when it is full), submits and waits once per loop turn, and
-// closes fds through the ring (IORING_OP_CLOSE) rather than with a system
-// call each. What the completions mean is UringPoller's business.
+// from IoUringOptions with the setup flags the probe found (or SQPOLL in
+// their place when asked for; if the kernel refuses it, the probe's flags
+// after all, with a warning), it hands out SQEs (submitting the queue first
+// when it is full), submits and waits once per loop turn, and closes fds
+// through the ring (IORING_OP_CLOSE) rather than with a system call each.
+// What the completions mean is UringPoller's business.
 //
 // Created and used only on the loop's thread (SINGLE_ISSUER).
 #pragma once
@@ -31,7 +32,9 @@ class UringRing {
   UringRing& operator=(const UringRing&) = delete;
 
   [[nodiscard]] io_uring* get() { return &ring_; }
-  // The flags the ring was set up with (IORING_SETUP_*).
+  // The IORING_SETUP_* flags chosen for the ring: the probe's, or SQPOLL
+  // alone when it was asked for and granted. IORING_SETUP_CQSIZE, which
+  // every ring is set up with as well, is not included.
   [[nodiscard]] unsigned setupFlags() const { return setupFlags_; }
   [[nodiscard]] bool sqPoll() const { return (setupFlags_ & IORING_SETUP_SQPOLL) != 0; }
 

@@ -123,8 +123,9 @@ std::shared_ptr<TlsContext> TlsContext::newServer(const ServerOptions& options) 
   if (options.sessionTickets) {
     // Tickets carry the session to the client: nothing to keep here. The
     // server-side cache would store every session under a lock and walk the
-    // whole table every 255 handshakes (profiled at ~2% of the CPU of new
-    // connections).
+    // whole table every 255 handshakes, work that showed in the profile of
+    // new connections (docs/benchmarks.md, "Figures formerly quoted in code
+    // comments").
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   } else {
     SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);

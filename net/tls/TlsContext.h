@@ -55,8 +55,9 @@ class TlsContext {
     // accepted is closed; zero: no limit (the idle timeout still applies).
     Duration handshakeTimeout = kDefaultHandshakeTimeout;
     // OpenSSL's 16 KiB+ read and write buffers go back to the heap whenever
-    // they are empty (an idle connection: ~17 KiB instead of ~30 KiB); off
-    // keeps them, trading memory for an allocation less per record.
+    // they are empty, so an idle connection holds neither (docs/benchmarks.md,
+    // "Memory per idle TLS connection"); off keeps them, trading memory for
+    // an allocation less per record.
     bool releaseIdleBuffers = true;
   };
 
