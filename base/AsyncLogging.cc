@@ -7,6 +7,8 @@
 
 #include "base/LogFile.h"
 #include "base/Logging.h"
+#include "base/Mutex.h"
+#include "base/ThreadAnnotations.h"
 #include "base/Timestamp.h"
 
 namespace libnet {
@@ -30,8 +32,8 @@ std::atomic<uint64_t> g_nextId{1};
 // instance that still exists and skip one that is gone. Never destroyed:
 // threads may exit after static destructors ran.
 struct Registry {
-  std::mutex mutex;
-  std::unordered_map<uint64_t, AsyncLogging*> live;
+  Mutex mutex;
+  std::unordered_map<uint64_t, AsyncLogging*> live LIBNET_GUARDED_BY(mutex);
 };
 
 Registry& registry() {
@@ -47,7 +49,7 @@ struct AsyncLoggingThreadExit {
 
   ~AsyncLoggingThreadExit() {
     Registry& r = registry();
-    std::lock_guard lock(r.mutex);
+    MutexLock lock(r.mutex);
     for (const auto& [id, producer] : entries) {
       if (auto it = r.live.find(id); it != r.live.end()) it->second->retire(producer);
     }
@@ -57,8 +59,10 @@ struct AsyncLoggingThreadExit {
   // into many short-lived ones).
   void prune() {
     Registry& r = registry();
-    std::lock_guard lock(r.mutex);
-    std::erase_if(entries, [&](const auto& entry) { return !r.live.contains(entry.first); });
+    MutexLock lock(r.mutex);
+    std::erase_if(entries, [&](const auto& entry) LIBNET_REQUIRES(r.mutex) -> bool {
+      return !r.live.contains(entry.first);
+    });
   }
 };
 
@@ -88,7 +92,7 @@ AsyncLogging::AsyncLogging(Sink sink, Options options)
       id_(g_nextId.fetch_add(1, std::memory_order_relaxed)) {
   full_.reserve(maxQueuedBytes_ / blockSize_ + 2);
   Registry& r = registry();
-  std::lock_guard lock(r.mutex);
+  MutexLock lock(r.mutex);
   r.live.emplace(id_, this);
 }
 
@@ -96,7 +100,7 @@ AsyncLogging::~AsyncLogging() {
   {
     // From here on exiting threads leave their blocks alone; stop() drains them.
     Registry& r = registry();
-    std::lock_guard lock(r.mutex);
+    MutexLock lock(r.mutex);
     r.live.erase(id_);
   }
   stop();
@@ -111,7 +115,7 @@ AsyncLogging::Sink AsyncLogging::fileSink(std::shared_ptr<LogFile> file) {
 }
 
 void AsyncLogging::start() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (state_ != State::kIdle) return;
   state_ = State::kRunning;
   thread_ = std::thread([this] { threadFunc(); });
@@ -120,7 +124,7 @@ void AsyncLogging::start() {
 
 void AsyncLogging::stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (state_ == State::kStopped) return;
     if (state_ == State::kRunning) {
       state_ = State::kStopping;
@@ -132,7 +136,7 @@ void AsyncLogging::stop() {
   // appended after that (muduo loses exactly this when stop() lands while the
   // writer is mid-write) is still pending here. The back end is gone, so this
   // thread may use the sink.
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   state_ = State::kStopped;
   // Before the drain reads the blocks' sizes: a front end that published a
   // line the drain does not see is bound to see this and drain it itself.
@@ -158,7 +162,7 @@ AsyncLogging::Producer* AsyncLogging::registerThread() {
   }
   Producer* p = nullptr;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     for (auto& candidate : producers_) {
       if (candidate->retired) {
         p = candidate.get();
@@ -189,7 +193,7 @@ void AsyncLogging::append(std::string_view line) {
 }
 
 LogBuffer* AsyncLogging::handOff(Producer* p, std::string_view line) {
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   // No back end any more: write what is pending, which frees the block.
   if (state_ == State::kStopped) drainLocked(/*flushSink=*/false);
   if (LogBuffer* buffer = p->current.get()) {
@@ -234,7 +238,7 @@ LogBuffer* AsyncLogging::handOff(Producer* p, std::string_view line) {
 }
 
 void AsyncLogging::retire(Producer* p) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (BufferPtr buffer = std::move(p->current)) {
     if (buffer->beingRead() || buffer->consumed() != buffer->committed()) {
       queuedBytes_ += buffer->capacity();
@@ -250,12 +254,12 @@ void AsyncLogging::retire(Producer* p) {
 
 void AsyncLogging::appendAfterStop() {
   // Written through, serialised by the lock, like every line after stop().
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   drainLocked(/*flushSink=*/false);
 }
 
 bool AsyncLogging::flush() {
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   if (state_ == State::kIdle || state_ == State::kStopped) {
     drainLocked(/*flushSink=*/true);
     return true;
@@ -264,7 +268,7 @@ bool AsyncLogging::flush() {
   if (std::this_thread::get_id() == backEndId_) return false;
   const uint64_t request = ++flushRequested_;
   wakeBackEnd_.notify_one();
-  return batchDone_.wait_for(lock, options_.flushTimeout, [&] {
+  return lock.waitFor(batchDone_, options_.flushTimeout, [&]() LIBNET_REQUIRES(mutex_) {
     return flushCompleted_ >= request || state_ == State::kStopped;
   });
 }
@@ -276,22 +280,22 @@ void AsyncLogging::installAsDefaultSink() {
 }
 
 uint64_t AsyncLogging::droppedBuffers() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return droppedBuffers_;
 }
 
 uint64_t AsyncLogging::droppedLines() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return droppedLines_;
 }
 
 size_t AsyncLogging::buffersAllocated() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return allocated_;
 }
 
 size_t AsyncLogging::peakBuffersAllocated() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return peakAllocated_;
 }
 
@@ -388,16 +392,22 @@ void AsyncLogging::drainLocked(bool flushSink) {
 
 void AsyncLogging::threadFunc() {
   Batch batch;
-  batch.buffers.reserve(full_.capacity());
+  {
+    // Under the lock: a thread that logs before start() returns may be
+    // growing full_ right now.
+    MutexLock lock(mutex_);
+    batch.buffers.reserve(full_.capacity());
+  }
   for (;;) {
     uint64_t flushRequest = 0;
     bool exiting = false;
     {
-      std::unique_lock lock(mutex_);
-      const bool woken = wakeBackEnd_.wait_for(lock, options_.flushInterval, [this] {
-        return queuedBytes_ >= options_.bufferSize || state_ != State::kRunning ||
-               flushRequested_ != flushCompleted_;
-      });
+      MutexLock lock(mutex_);
+      const bool woken =
+          lock.waitFor(wakeBackEnd_, options_.flushInterval, [this]() LIBNET_REQUIRES(mutex_) {
+            return queuedBytes_ >= options_.bufferSize || state_ != State::kRunning ||
+                   flushRequested_ != flushCompleted_;
+          });
       flushRequest = flushRequested_;
       exiting = state_ != State::kRunning;
       // Woken only because enough is queued: the blocks still filling wait
@@ -409,7 +419,7 @@ void AsyncLogging::threadFunc() {
     writeBatch(batch);
     if (sink_.flush) sink_.flush();
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       finishBatchLocked(&batch);
       flushCompleted_ = flushRequest;
       batchDone_.notify_all();

@@ -38,12 +38,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "base/LogBuffer.h"
+#include "base/Mutex.h"
+#include "base/ThreadAnnotations.h"
 
 namespace libnet {
 
@@ -85,28 +86,28 @@ class AsyncLogging {
 
   static Sink fileSink(std::shared_ptr<LogFile> file);
 
-  void start();
+  void start() LIBNET_EXCLUDES(mutex_);
   // Joins the back end and drains everything appended before it returns
   // (every thread's partly filled block and blocks queued while the writer
   // was mid-write included). Idempotent.
-  void stop();
+  void stop() LIBNET_EXCLUDES(mutex_);
 
   // Any thread. A line longer than threadBufferSize is cut to that size.
-  void append(std::string_view line);
+  void append(std::string_view line) LIBNET_EXCLUDES(mutex_);
   // Any thread: returns once everything appended before the call has been
   // written and the sink flushed, or after options.flushTimeout if the back
   // end is stuck. Returns false on timeout.
-  bool flush();
+  bool flush() LIBNET_EXCLUDES(mutex_);
 
   // Logger::setOutput/setFlush to this object: LOG_* lines go through it and
   // LOG_FATAL drains it before abort(). Call before other threads log.
   void installAsDefaultSink();
 
-  [[nodiscard]] uint64_t droppedBuffers() const;
-  [[nodiscard]] uint64_t droppedLines() const;
+  [[nodiscard]] uint64_t droppedBuffers() const LIBNET_EXCLUDES(mutex_);
+  [[nodiscard]] uint64_t droppedLines() const LIBNET_EXCLUDES(mutex_);
   // Blocks alive right now and the most that were ever alive at once.
-  [[nodiscard]] size_t buffersAllocated() const;
-  [[nodiscard]] size_t peakBuffersAllocated() const;
+  [[nodiscard]] size_t buffersAllocated() const LIBNET_EXCLUDES(mutex_);
+  [[nodiscard]] size_t peakBuffersAllocated() const LIBNET_EXCLUDES(mutex_);
   [[nodiscard]] const Options& options() const { return options_; }
 
  private:
@@ -144,26 +145,25 @@ class AsyncLogging {
 
   // The calling thread's Producer: a thread-local cache hit, or registerThread().
   Producer* producer();
-  Producer* registerThread();
+  Producer* registerThread() LIBNET_EXCLUDES(mutex_);
   // The caller's block is full (or it has none): queue it, or drop it on
   // overload, and return the block to write `line` into, or nullptr when
   // `line` itself is dropped.
-  LogBuffer* handOff(Producer* p, std::string_view line);
+  LogBuffer* handOff(Producer* p, std::string_view line) LIBNET_EXCLUDES(mutex_);
   // The thread that owns `p` exits: its block goes to the queue.
-  void retire(Producer* p);
-  void appendAfterStop();
+  void retire(Producer* p) LIBNET_EXCLUDES(mutex_);
+  void appendAfterStop() LIBNET_EXCLUDES(mutex_);
 
-  void threadFunc();
+  void threadFunc() LIBNET_EXCLUDES(mutex_);
   // The *Locked helpers run under mutex_.
-  BufferPtr takeFreeBufferLocked();
-  void recycleLocked(BufferPtr buffer);
-  void dropLocked(std::string_view bytes, bool wholeBuffer);
-  void takeBatchLocked(Batch* batch, bool withPartials);
-  void finishBatchLocked(Batch* batch);
+  void recycleLocked(BufferPtr buffer) LIBNET_REQUIRES(mutex_);
+  void dropLocked(std::string_view bytes, bool wholeBuffer) LIBNET_REQUIRES(mutex_);
+  void takeBatchLocked(Batch* batch, bool withPartials) LIBNET_REQUIRES(mutex_);
+  void finishBatchLocked(Batch* batch) LIBNET_REQUIRES(mutex_);
   // Called by the one thread allowed in the sink at that moment.
   void writeBatch(const Batch& batch);
   // With no back end: writes everything pending from this thread.
-  void drainLocked(bool flushSink);
+  void drainLocked(bool flushSink) LIBNET_REQUIRES(mutex_);
 
   const Sink sink_;
   const Options options_;
@@ -176,30 +176,33 @@ class AsyncLogging {
   // a front end that sees it after publishing a line drains it itself.
   std::atomic<bool> stopped_{false};
 
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::condition_variable wakeBackEnd_;
   std::condition_variable batchDone_;
-  std::vector<std::unique_ptr<Producer>> producers_;
-  BufferVector full_;
-  BufferVector free_;
-  size_t queuedBytes_ = 0;   // capacity of full_
-  size_t writingBytes_ = 0;  // capacity of the blocks the back end holds outside the lock
-  size_t allocated_ = 0;
-  size_t peakAllocated_ = 0;
-  uint64_t droppedBuffers_ = 0;
-  uint64_t droppedLines_ = 0;
-  uint64_t droppedBytes_ = 0;
-  uint64_t reportedDroppedBuffers_ = 0;
-  uint64_t reportedDroppedLines_ = 0;
-  uint64_t reportedDroppedBytes_ = 0;
-  int64_t firstDropMicros_ = 0;  // first drop not yet reported
+  std::vector<std::unique_ptr<Producer>> producers_ LIBNET_GUARDED_BY(mutex_);
+  BufferVector full_ LIBNET_GUARDED_BY(mutex_);
+  BufferVector free_ LIBNET_GUARDED_BY(mutex_);
+  size_t queuedBytes_ LIBNET_GUARDED_BY(mutex_) = 0;  // capacity of full_
+  // Capacity of the blocks the back end holds outside the lock.
+  size_t writingBytes_ LIBNET_GUARDED_BY(mutex_) = 0;
+  size_t allocated_ LIBNET_GUARDED_BY(mutex_) = 0;
+  size_t peakAllocated_ LIBNET_GUARDED_BY(mutex_) = 0;
+  uint64_t droppedBuffers_ LIBNET_GUARDED_BY(mutex_) = 0;
+  uint64_t droppedLines_ LIBNET_GUARDED_BY(mutex_) = 0;
+  uint64_t droppedBytes_ LIBNET_GUARDED_BY(mutex_) = 0;
+  uint64_t reportedDroppedBuffers_ LIBNET_GUARDED_BY(mutex_) = 0;
+  uint64_t reportedDroppedLines_ LIBNET_GUARDED_BY(mutex_) = 0;
+  uint64_t reportedDroppedBytes_ LIBNET_GUARDED_BY(mutex_) = 0;
+  int64_t firstDropMicros_ LIBNET_GUARDED_BY(mutex_) = 0;  // first drop not yet reported
   // flush(): a request number and the last one the back end completed.
-  uint64_t flushRequested_ = 0;
-  uint64_t flushCompleted_ = 0;
-  State state_ = State::kIdle;
-  bool installed_ = false;
+  uint64_t flushRequested_ LIBNET_GUARDED_BY(mutex_) = 0;
+  uint64_t flushCompleted_ LIBNET_GUARDED_BY(mutex_) = 0;
+  State state_ LIBNET_GUARDED_BY(mutex_) = State::kIdle;
+  bool installed_ = false;  // the owner's thread only
+  // The owner's thread starts and joins it; stop() joins without the lock,
+  // which the back end needs to finish its last batch.
   std::thread thread_;
-  std::thread::id backEndId_;
+  std::thread::id backEndId_ LIBNET_GUARDED_BY(mutex_);
 };
 
 }  // namespace libnet

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
+
+#include "base/Mutex.h"
+#include "base/ThreadAnnotations.h"
 
 namespace libnet {
 
@@ -14,32 +16,32 @@ class CountDownLatch {
   CountDownLatch(const CountDownLatch&) = delete;
   CountDownLatch& operator=(const CountDownLatch&) = delete;
 
-  void countDown() {
-    std::lock_guard lock(mutex_);
+  void countDown() LIBNET_EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
     if (count_ > 0 && --count_ == 0) cond_.notify_all();
   }
 
-  void wait() {
-    std::unique_lock lock(mutex_);
-    cond_.wait(lock, [this] { return count_ == 0; });
+  void wait() LIBNET_EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    lock.wait(cond_, [this]() LIBNET_REQUIRES(mutex_) { return count_ == 0; });
   }
 
   // Returns true if the count reached zero before the timeout.
   template <class Rep, class Period>
-  [[nodiscard]] bool waitFor(std::chrono::duration<Rep, Period> timeout) {
-    std::unique_lock lock(mutex_);
-    return cond_.wait_for(lock, timeout, [this] { return count_ == 0; });
+  [[nodiscard]] bool waitFor(std::chrono::duration<Rep, Period> timeout) LIBNET_EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    return lock.waitFor(cond_, timeout, [this]() LIBNET_REQUIRES(mutex_) { return count_ == 0; });
   }
 
-  [[nodiscard]] int count() const {
-    std::lock_guard lock(mutex_);
+  [[nodiscard]] int count() const LIBNET_EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
     return count_;
   }
 
  private:
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::condition_variable cond_;
-  int count_;
+  int count_ LIBNET_GUARDED_BY(mutex_);
 };
 
 }  // namespace libnet

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <mutex>
 
 #include "base/CurrentThread.h"
 #include "base/Timestamp.h"

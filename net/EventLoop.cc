@@ -139,7 +139,7 @@ void EventLoop::quit() {
 
 void EventLoop::queueInLoop(Functor cb) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     pendingFunctors_.push_back(std::move(cb));
   }
   // The loop thread itself needs no wake-up while dispatching events or
@@ -157,7 +157,7 @@ void EventLoop::queueInLoop(Functor cb) {
 }
 
 size_t EventLoop::queueSize() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return pendingFunctors_.size();
 }
 
@@ -230,7 +230,7 @@ void EventLoop::doPendingFunctors() {
     wakeupPending_.store(false, std::memory_order_release);
     queuedByLoop_ = false;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       functors_.swap(pendingFunctors_);
     }
     if (functors_.empty()) return;

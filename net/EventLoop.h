@@ -18,10 +18,11 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/Mutex.h"
+#include "base/ThreadAnnotations.h"
 #include "base/Timestamp.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
@@ -122,8 +123,8 @@ class EventLoop final : public EventLoopBase {
 
   std::atomic<bool> wakeupPending_{false};
   std::atomic<uint64_t> wakeupCount_{0};
-  mutable std::mutex mutex_;
-  std::vector<Functor> pendingFunctors_;  // guarded by mutex_
+  mutable Mutex mutex_;
+  std::vector<Functor> pendingFunctors_ LIBNET_GUARDED_BY(mutex_);
   std::vector<Functor> functors_;         // the batch being run (loop thread)
   std::vector<Functor> destroyHooks_;     // runOnDestroy() (loop thread)
 };

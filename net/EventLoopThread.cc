@@ -3,6 +3,8 @@
 #include <pthread.h>
 
 #include "base/Logging.h"
+#include "base/Mutex.h"
+#include "base/ThreadAnnotations.h"
 #include "net/EventLoop.h"
 
 namespace libnet {
@@ -17,7 +19,7 @@ EventLoopThread::EventLoopThread(ThreadInitCallback cb, std::string name,
 EventLoopThread::~EventLoopThread() {
   {
     // Under the lock: the thread clears loop_ under it before its loop dies.
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (loop_) loop_->quit();
   }
   if (thread_.joinable()) thread_.join();
@@ -25,8 +27,8 @@ EventLoopThread::~EventLoopThread() {
 
 EventLoop* EventLoopThread::startLoop() {
   thread_ = std::thread([this] { threadFunc(); });
-  std::unique_lock lock(mutex_);
-  cond_.wait(lock, [this] { return started_; });
+  MutexLock lock(mutex_);
+  lock.wait(cond_, [this]() LIBNET_REQUIRES(mutex_) { return started_; });
   if (startError_) std::rethrow_exception(startError_);
   return loop_;
 }
@@ -40,16 +42,16 @@ void EventLoopThread::threadFunc() {
     EventLoop loop(options_);
     if (callback_) callback_(&loop);
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       loop_ = &loop;
       started_ = true;
     }
     cond_.notify_one();
     loop.loop();
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     loop_ = nullptr;
   } catch (...) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (!started_) {
       startError_ = std::current_exception();
       started_ = true;

@@ -7,10 +7,11 @@
 
 #include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "base/Mutex.h"
+#include "base/ThreadAnnotations.h"
 #include "net/EventLoopOptions.h"
 #include "net/PollerKind.h"
 
@@ -40,11 +41,11 @@ class EventLoopThread {
   std::string name_;
   const EventLoopOptions options_;
   std::thread thread_;
-  std::mutex mutex_;
+  Mutex mutex_;
   std::condition_variable cond_;
-  EventLoop* loop_ = nullptr;      // guarded by mutex_
-  std::exception_ptr startError_;  // guarded by mutex_
-  bool started_ = false;           // guarded by mutex_
+  EventLoop* loop_ LIBNET_GUARDED_BY(mutex_) = nullptr;
+  std::exception_ptr startError_ LIBNET_GUARDED_BY(mutex_);
+  bool started_ LIBNET_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace libnet

@@ -26,7 +26,7 @@ TcpClient::~TcpClient() {
   connector_->stop();  // in the loop thread: runs now, no callback after this
   TcpConnectionPtr conn;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     conn = std::move(connection_);
   }
   if (conn) {
@@ -66,7 +66,7 @@ void TcpClient::setRetryDelays(Duration initial, Duration max) {
 }
 
 TcpConnectionPtr TcpClient::connection() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return connection_;
 }
 
@@ -88,7 +88,7 @@ void TcpClient::newConnection(UniqueFd sockfd) {
   // replaces this callback before the client goes away.
   conn->setCloseCallback([this](const TcpConnectionPtr& c) { removeConnection(c); });
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     connection_ = conn;
   }
   conn->connectEstablished();
@@ -97,7 +97,7 @@ void TcpClient::newConnection(UniqueFd sockfd) {
 void TcpClient::removeConnection(const TcpConnectionPtr& conn) {
   loop_->assertInLoopThread();
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (connection_ == conn) connection_.reset();
   }
   loop_->queueInLoop([conn] { conn->connectDestroyed(); });

@@ -11,9 +11,10 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "base/Mutex.h"
+#include "base/ThreadAnnotations.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
 #include "net/ConnectionLayer.h"
@@ -89,8 +90,8 @@ class TcpClient {
   std::atomic<bool> connect_{false};
   bool tcpNoDelay_ = false;
   uint64_t nextConnId_ = 1;
-  mutable std::mutex mutex_;
-  TcpConnectionPtr connection_;  // guarded by mutex_
+  mutable Mutex mutex_;
+  TcpConnectionPtr connection_ LIBNET_GUARDED_BY(mutex_);
 };
 
 }  // namespace libnet

@@ -61,7 +61,7 @@ bool TcpConnection::callUser(const char* what, F&& callback) noexcept {
 InetAddress TcpConnection::address(AddressBit which) const {
   InetAddress& slot = which == kLocalKnown ? localAddr_ : peerAddr_;
   if (addressesKnown_.load(std::memory_order_acquire) & which) return slot;
-  std::lock_guard lock(addressMutex_);
+  MutexLock lock(addressMutex_);
   if ((addressesKnown_.load(std::memory_order_relaxed) & which) == 0) {
     // Still open: onReleased() takes the fd under this mutex. A failed lookup
     // (the peer reset the connection already) leaves the fallback.
@@ -76,7 +76,7 @@ InetAddress TcpConnection::address(AddressBit which) const {
 }
 
 UniqueFd TcpConnection::onReleased() {
-  std::lock_guard lock(addressMutex_);
+  MutexLock lock(addressMutex_);
   return socket_.releaseFd();
 }
 

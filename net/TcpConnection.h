@@ -32,11 +32,12 @@
 #include <any>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "base/Mutex.h"
+#include "base/ThreadAnnotations.h"
 #include "base/Timestamp.h"
 #include "net/Buffer.h"
 #include "net/Callbacks.h"
@@ -209,7 +210,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void announceClosed();
   // Which addresses are known (bits of addressesKnown_).
   enum AddressBit : uint8_t { kLocalKnown = 1, kPeerKnown = 2 };
-  [[nodiscard]] InetAddress address(AddressBit which) const;
+  [[nodiscard]] InetAddress address(AddressBit which) const LIBNET_EXCLUDES(addressMutex_);
 
   // Runs the message callback on `buffer` and settles what it leaves (see
   // ConnectionIo::Owner::onInput): the one place that decides.
@@ -267,8 +268,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   bool announced_ = false;         // the connection (up) callback ran
   Socket socket_;  // emptied, under addressMutex_, when the fd is handed back
   // Looked up lazily (see localAddress()): written once under the mutex,
-  // then read without it once its bit is set.
-  mutable std::mutex addressMutex_;
+  // then read without it once its bit is set, a publication the analysis
+  // cannot follow, so they carry no LIBNET_GUARDED_BY.
+  mutable Mutex addressMutex_;
   mutable std::atomic<uint8_t> addressesKnown_{0};
   mutable InetAddress localAddr_;
   mutable InetAddress peerAddr_;

@@ -20,7 +20,7 @@ PACKAGES=(
   libspdlog-dev    # spdlog 1.10 (+ libfmt), compared against in bench/log_bench
   nginx-light      # nginx 1.22, the peer of bench/http/run_http_bench.py
   wrk              # wrk 4.1, the HTTP load generator of bench/http
-  clang            # clang++ 14, builds the libFuzzer target (tools/fuzz.sh)
+  clang            # clang++ 14: the libFuzzer target (tools/fuzz.sh), tools/thread_safety.sh
   libclang-rt-14-dev  # libclang_rt.fuzzer/asan/ubsan for clang 14 (only recommended by clang)
   llvm             # llvm-symbolizer, for readable stacks in fuzzer crash reports
   cmake            # the CMake consumer test (tests/consumers/cmake_consumer_test.sh)

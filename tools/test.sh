@@ -2,6 +2,8 @@
 # Runs libnet's whole test suite, installing what is missing first.
 #
 #   tools/test.sh                 the suite three times: plain, ASan+UBSan, TSan;
+#                                 Clang's thread-safety analysis of the locking
+#                                 annotations (tools/thread_safety.sh);
 #                                 the consumer tests (libnet used from another
 #                                 Bazel workspace, installed for CMake and
 #                                 pkg-config); the HttpParser and TLS-input
@@ -58,6 +60,8 @@ else
   summarize
   run --config=asan || status=$?
   run --config=tsan || status=$?
+  echo "== tools/thread_safety.sh" >&2
+  tools/thread_safety.sh || status=$?
   # Built and run from outside the repository, as an application would:
   # another Bazel workspace, an installed tree found by CMake, pkg-config.
   for consumer_test in tests/consumers/bazel_consumer_test.sh \
