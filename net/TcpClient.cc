@@ -77,9 +77,8 @@ void TcpClient::newConnection(UniqueFd sockfd) {
   const InetAddress peerAddr = Socket::peerAddress(sockfd.get());
   const InetAddress localAddr = Socket::localAddress(sockfd.get());
   std::string connName = name_ + ":" + peerAddr.toIpPort() + "#" + std::to_string(nextConnId_++);
-  auto conn = std::make_shared<TcpConnection>(loop_, std::move(connName), std::move(sockfd),
-                                              localAddr, peerAddr, InetAddress(),
-                                              layer_.get());
+  TcpConnectionPtr conn = TcpConnection::create(loop_, std::move(connName), std::move(sockfd),
+                                                localAddr, peerAddr, InetAddress(), layer_.get());
   if (tcpNoDelay_) conn->setTcpNoDelay(true);
   conn->setConnectionCallback(connectionCallback_);
   conn->setMessageCallback(messageCallback_);

@@ -5,10 +5,84 @@
 
 #include "base/Logging.h"
 #include "net/BufferPool.h"
+#include "net/ConnectionAttachment.h"
+#include "net/ConnectionIo.h"
+#include "net/ConnectionLayer.h"
 #include "net/EventLoop.h"
+#include "net/OutputQueue.h"
 #include "net/Poller.h"
+#include "net/TimingWheel.h"
 
 namespace libnet {
+
+// The half of a connection that faces the backend: what names the library's
+// inside (the I/O strategy, the output queue, the kind of input being
+// delivered, the idle wheel and its entry), and the ConnectionIo::Owner that
+// the strategy reports to. A class derived from TcpConnection, not a member
+// object or a pointer, so that neither side pays to reach the other: the
+// strategy's calls land here with `this` in hand, and TcpConnection's code
+// gets here through impl(), a static_cast. The object is as big as when
+// TcpConnection was all of it. TcpConnection's members are this class's to
+// use (it is nested in it). Its members are destroyed before the base's: the
+// strategy first, then the output queue, then (with the base) the input
+// buffer, so the strategy never outlives the buffers it works on.
+class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Owner {
+ public:
+  Impl(EventLoop* loop, std::string name, UniqueFd sockfd, std::optional<InetAddress> localAddr,
+       std::optional<InetAddress> peerAddr, const InetAddress& localFallback,
+       const ConnectionLayer* layer);
+
+  // Output still held: queued buffers and files, and what a layer holds.
+  [[nodiscard]] size_t bufferedOutput() const { return output_.bufferedBytes() + io_->heldBytes(); }
+  [[nodiscard]] bool outputDrained() const { return output_.empty() && !io_->holdsOutput(); }
+  // Runs the message callback on `buffer` and settles what it leaves (see
+  // ConnectionIo::Owner::onInput): the one place that decides.
+  void deliverInput(Buffer* buffer, InputKind kind, Timestamp receiveTime);
+  // The kind of a Buffer passed to send(): the input being delivered, the
+  // input buffer, or the application's own.
+  [[nodiscard]] InputKind kindOf(const Buffer* buffer) const;
+
+  // Touched on every read when set (TcpServer's idle timeout); one branch
+  // when not.
+  TimingWheel* idleWheel_ = nullptr;
+  TimingWheel::Entry idleEntry_ = TimingWheel::kNoEntry;
+  // The buffer the message callback is looking at, while it runs.
+  Buffer* delivering_ = nullptr;
+  InputKind deliveringKind_ = InputKind::kConnectionInput;
+  OutputQueue output_;
+  std::unique_ptr<ConnectionIo> io_;  // after the buffers it works on
+
+ private:
+  void settleInput(Buffer* buffer, InputKind kind, bool keepLeftover);
+  // Bytes arrived, or queued output moved (a slow reader is not an idle
+  // one): the idle timeout starts over.
+  void touchIdle() {
+    if (idleWheel_) idleWheel_->touch(idleEntry_);
+  }
+
+  // ConnectionIo::Owner: what the I/O strategy reports.
+  void onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) override;
+  void onOutputProgress() override;
+  void onOutputDrained() override;
+  void onPeerClosed() override;
+  void onIoError(const char* call, int err) override;
+  [[nodiscard]] bool wantsInput() const override;
+  [[nodiscard]] std::shared_ptr<void> keepAlive() override { return shared_from_this(); }
+  [[nodiscard]] UniqueFd onReleased() override { return TcpConnection::onReleased(); }
+  void onReady() override;
+};
+
+TcpConnectionPtr TcpConnection::create(EventLoop* loop, std::string name, UniqueFd sockfd,
+                                       std::optional<InetAddress> localAddr,
+                                       std::optional<InetAddress> peerAddr,
+                                       const InetAddress& localFallback,
+                                       const ConnectionLayer* layer) {
+  return std::make_shared<Impl>(loop, std::move(name), std::move(sockfd), std::move(localAddr),
+                                std::move(peerAddr), localFallback, layer);
+}
+
+TcpConnection::Impl& TcpConnection::impl() { return static_cast<Impl&>(*this); }
+const TcpConnection::Impl& TcpConnection::impl() const { return static_cast<const Impl&>(*this); }
 
 void defaultConnectionCallback(const TcpConnectionPtr& conn) {
   LOG_TRACE << conn->localAddress().toIpPort() << " -> " << conn->peerAddress().toIpPort() << " is "
@@ -21,8 +95,7 @@ void defaultMessageCallback(const TcpConnectionPtr&, Buffer* buffer, Timestamp) 
 
 TcpConnection::TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
                              std::optional<InetAddress> localAddr,
-                             std::optional<InetAddress> peerAddr, const InetAddress& localFallback,
-                             const ConnectionLayer* layer)
+                             std::optional<InetAddress> peerAddr, const InetAddress& localFallback)
     : loop_(loop),
       name_(std::move(name)),
       socket_(std::move(sockfd)),
@@ -31,7 +104,13 @@ TcpConnection::TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
       localAddr_(localAddr.value_or(localFallback)),
       peerAddr_(peerAddr.value_or(InetAddress())),
       connectionCallback_(defaultConnectionCallback),
-      messageCallback_(defaultMessageCallback),
+      messageCallback_(defaultMessageCallback) {}
+
+TcpConnection::Impl::Impl(EventLoop* loop, std::string name, UniqueFd sockfd,
+                          std::optional<InetAddress> localAddr, std::optional<InetAddress> peerAddr,
+                          const InetAddress& localFallback, const ConnectionLayer* layer)
+    : TcpConnection(loop, std::move(name), std::move(sockfd), std::move(localAddr),
+                    std::move(peerAddr), localFallback),
       output_(&loop->bufferPool()),
       io_(layer ? layer->newConnectionIo(loop, {this, socket_.fd(), &inputBuffer_, &output_})
                 : loop->poller().newConnectionIo({this, socket_.fd(), &inputBuffer_, &output_})) {
@@ -125,8 +204,8 @@ void TcpConnection::logDroppedOutput() const {
 void TcpConnection::sendInLoop(std::string_view data) {
   loop_->assertInLoopThread();
   if (data.empty() || !acceptsOutput()) return;
-  const size_t before = bufferedOutput();
-  afterWrite(io_->write(data), before);
+  const size_t before = impl().bufferedOutput();
+  afterWrite(impl().io_->write(data), before);
 }
 
 void TcpConnection::sendInLoop(Buffer* buffer) {
@@ -135,11 +214,11 @@ void TcpConnection::sendInLoop(Buffer* buffer) {
     buffer->retrieveAll();
     return;
   }
-  const size_t before = bufferedOutput();
-  afterWrite(io_->write(buffer, kindOf(buffer)), before);
+  const size_t before = impl().bufferedOutput();
+  afterWrite(impl().io_->write(buffer, impl().kindOf(buffer)), before);
 }
 
-InputKind TcpConnection::kindOf(const Buffer* buffer) const {
+InputKind TcpConnection::Impl::kindOf(const Buffer* buffer) const {
   if (buffer == delivering_) return deliveringKind_;
   if (buffer == &inputBuffer_) return InputKind::kConnectionInput;
   return InputKind::kApplication;
@@ -153,7 +232,7 @@ void TcpConnection::afterWrite(int err, size_t bufferedBefore) {
     loop_->queueInLoop([self = shared_from_this()] { self->handleClose(); });
     return;
   }
-  const size_t buffered = bufferedOutput();
+  const size_t buffered = impl().bufferedOutput();
   if (highWaterMarkCallback_ && bufferedBefore < highWaterMark_ && buffered >= highWaterMark_) {
     loop_->queueInLoop([self = shared_from_this(), buffered] {
       if (!self->callUser("high-water mark",
@@ -162,7 +241,7 @@ void TcpConnection::afterWrite(int err, size_t bufferedBefore) {
       }
     });
   }
-  if (outputDrained()) {  // all written at once
+  if (impl().outputDrained()) {  // all written at once
     queueWriteComplete();
     return;
   }
@@ -175,23 +254,23 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer*
   if (state != State::kConnected && state != State::kDisconnecting) return;
   if (closeWhenDrained_) return;
   // The head is queued, not written now, so that it leaves with MSG_MORE.
-  io_->queueFile(std::move(file), offset, length, head);
+  impl().io_->queueFile(std::move(file), offset, length, head);
   checkOutputLimit();
   // Started from the loop rather than here: a write error closes the
   // connection, which must not happen inside the caller's callback.
   loop_->queueInLoop([self = shared_from_this()] {
-    if (self->state_.load() != State::kDisconnected) self->io_->flush();
+    if (self->state_.load() != State::kDisconnected) self->impl().io_->flush();
   });
 }
 
 size_t TcpConnection::queuedOutputBytes() const {
   loop_->assertInLoopThread();
-  return output_.queuedBytes() + io_->heldBytes();
+  return impl().output_.queuedBytes() + impl().io_->heldBytes();
 }
 
 size_t TcpConnection::bufferCapacity() const {
   loop_->assertInLoopThread();
-  return inputBuffer_.capacity() + output_.capacity();
+  return inputBuffer_.capacity() + impl().output_.capacity();
 }
 
 // ---- closing ----
@@ -206,8 +285,8 @@ void TcpConnection::shutdown() {
 void TcpConnection::shutdownInLoop() {
   loop_->assertInLoopThread();
   if (writeShutdown_ || state_.load() == State::kDisconnected) return;
-  io_->endOutput();  // TLS: close_notify, after everything queued
-  if (outputDrained()) {
+  impl().io_->endOutput();  // TLS: close_notify, after everything queued
+  if (impl().outputDrained()) {
     writeShutdown_ = true;
     socket_.shutdownWrite();
     // Both sides are done (an attachment kept the connection open after the
@@ -233,8 +312,8 @@ void TcpConnection::closeAfterOutput() {
   if (state != State::kConnected && state != State::kDisconnecting) return;
   state_.store(State::kDisconnecting);
   closeWhenDrained_ = true;  // later sends are dropped; onOutputDrained() closes
-  io_->endOutput();
-  if (outputDrained()) {
+  impl().io_->endOutput();
+  if (impl().outputDrained()) {
     loop_->queueInLoop([self = shared_from_this()] { self->handleClose(); });
   }
 }
@@ -243,7 +322,7 @@ void TcpConnection::handleClose() {
   loop_->assertInLoopThread();
   if (state_.load() == State::kDisconnected) return;
   state_.store(State::kDisconnected);
-  io_->close();
+  impl().io_->close();
   TcpConnectionPtr guard(shared_from_this());
   announceClosed();
   if (closeCallback_) closeCallback_(guard);
@@ -288,7 +367,7 @@ void TcpConnection::startRead() {
 void TcpConnection::blockRead(ReadBlock why) {
   const bool wasReading = readBlocks_ == 0;
   readBlocks_ |= why;
-  if (wasReading) io_->pauseRead();
+  if (wasReading) impl().io_->pauseRead();
 }
 
 void TcpConnection::unblockRead(ReadBlock why) {
@@ -299,16 +378,16 @@ void TcpConnection::unblockRead(ReadBlock why) {
   loop_->queueInLoop([self = shared_from_this()] {
     if (!self->isReading() || self->state_.load() == State::kDisconnected) return;
     if (self->inputBuffer_.readableBytes() > 0) {
-      self->deliverInput(&self->inputBuffer_, InputKind::kConnectionInput, Timestamp::now());
+      self->impl().deliverInput(&self->inputBuffer_, InputKind::kConnectionInput, Timestamp::now());
       if (!self->isReading() || self->state_.load() == State::kDisconnected) return;
     }
-    self->io_->resumeRead();
+    self->impl().io_->resumeRead();
   });
 }
 
 void TcpConnection::checkOutputLimit() {
   if (maxQueuedOutput_ == 0) return;
-  const size_t buffered = bufferedOutput();
+  const size_t buffered = impl().bufferedOutput();
   if (readBlocks_ & kOutputFull) {
     if (buffered <= maxQueuedOutput_ / 2) unblockRead(kOutputFull);
   } else if (buffered > maxQueuedOutput_) {
@@ -319,16 +398,19 @@ void TcpConnection::checkOutputLimit() {
 
 // ---- lifetime ----
 
+void TcpConnection::setIdleWheel(TimingWheel* wheel) { impl().idleWheel_ = wheel; }
+
 void TcpConnection::connectEstablished() {
   loop_->assertInLoopThread();
   assert(state_.load() == State::kConnecting);
   state_.store(State::kConnected);
-  io_->start();
-  if (idleWheel_) idleEntry_ = idleWheel_->add(shared_from_this());
-  if (io_->ready()) announce();
+  Impl& self = impl();
+  self.io_->start();
+  if (self.idleWheel_) self.idleEntry_ = self.idleWheel_->add(shared_from_this());
+  if (self.io_->ready()) announce();
 }
 
-void TcpConnection::onReady() {
+void TcpConnection::Impl::onReady() {
   if (state_.load() == State::kDisconnected) return;
   announce();
 }
@@ -341,35 +423,36 @@ void TcpConnection::announce() {
 
 void TcpConnection::connectDestroyed() {
   loop_->assertInLoopThread();
+  Impl& self = impl();
   // The owner may destroy the wheel once every connection in it has been
   // through here, so nothing may touch it after this.
-  if (idleWheel_) {
-    idleWheel_->remove(idleEntry_);
-    idleWheel_ = nullptr;
+  if (self.idleWheel_) {
+    self.idleWheel_->remove(self.idleEntry_);
+    self.idleWheel_ = nullptr;
   }
   const State state = state_.load();
   if (state == State::kConnected || state == State::kDisconnecting) {
     state_.store(State::kDisconnected);
-    io_->close();
+    self.io_->close();
     announceClosed();
   }
   // Its buffers are freed when the last reference goes, soon after.
   loop_->bufferPool().noteFreed(bufferCapacity());
-  output_.clear();  // closes pending files
+  self.output_.clear();  // closes pending files
   // The fd is closed now (or, with operations in flight, when the last one
   // completes) rather than when the last TcpConnectionPtr goes: a user may
   // hold one long after the close, and the peer must see it.
-  io_->release();
+  self.io_->release();
 }
 
 // ---- what the I/O strategy reports ----
 
-void TcpConnection::onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
+void TcpConnection::Impl::onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
   touchIdle();
   deliverInput(buffer, kind, receiveTime);
 }
 
-void TcpConnection::deliverInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
+void TcpConnection::Impl::deliverInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
   const TcpConnectionPtr self = shared_from_this();
   delivering_ = buffer;
   deliveringKind_ = kind;
@@ -380,7 +463,7 @@ void TcpConnection::deliverInput(Buffer* buffer, InputKind kind, Timestamp recei
   if (!ok) closeAfterThrow();
 }
 
-void TcpConnection::settleInput(Buffer* buffer, InputKind kind, bool keepLeftover) {
+void TcpConnection::Impl::settleInput(Buffer* buffer, InputKind kind, bool keepLeftover) {
   switch (kind) {
     case InputKind::kConnectionInput:
       if (!keepLeftover) buffer->retrieveAll();
@@ -402,12 +485,12 @@ void TcpConnection::settleInput(Buffer* buffer, InputKind kind, bool keepLeftove
   assert(false && "input is never of the application's own");
 }
 
-void TcpConnection::onOutputProgress() {
+void TcpConnection::Impl::onOutputProgress() {
   touchIdle();
   checkOutputLimit();
 }
 
-void TcpConnection::onOutputDrained() {
+void TcpConnection::Impl::onOutputDrained() {
   // An idle connection keeps small buffers only; the storage of a burst
   // goes back to the loop's pool (or, if huge, to the allocator).
   output_.reclaim();
@@ -421,7 +504,7 @@ void TcpConnection::onOutputDrained() {
   if (state_.load() == State::kDisconnecting) shutdownInLoop();
 }
 
-void TcpConnection::onPeerClosed() {
+void TcpConnection::Impl::onPeerClosed() {
   peerClosed_ = true;
   if (attachment_ && !writeShutdown_) {
     // The layer decides when to close (see ConnectionAttachment).
@@ -433,12 +516,12 @@ void TcpConnection::onPeerClosed() {
   if (outputDrained()) handleClose();
 }
 
-void TcpConnection::onIoError(const char* call, int err) {
+void TcpConnection::Impl::onIoError(const char* call, int err) {
   logIoError(call, err);
   handleClose();
 }
 
-bool TcpConnection::wantsInput() const {
+bool TcpConnection::Impl::wantsInput() const {
   return readBlocks_ == 0 && !peerClosed_ && state_.load() != State::kDisconnected;
 }
 

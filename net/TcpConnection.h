@@ -1,7 +1,8 @@
 // TcpConnection: one established TCP connection, on one loop. Always held by
 // std::shared_ptr (TcpConnectionPtr); its I/O keeps it alive while an event
 // handler or an operation in flight needs it. TcpServer / TcpClient create
-// it, own the map entry, and tear it down.
+// it, own the map entry, and tear it down, through private entry points that
+// only they (friends) reach.
 //
 // Thread safety: send(), shutdown(), forceClose(), connected() and the getters
 // may be called from any thread; sends from one thread go out in the order
@@ -9,14 +10,14 @@
 // thread.
 //
 // The connection holds the state machine, the callbacks, the input buffer and
-// the OutputQueue; how bytes move is its loop's backend's business, through
-// a ConnectionIo made once by the loop's Poller (net/poller/: on epoll, reads
-// until a short read on each edge and writes straight to the socket; on
-// io_uring, a multishot recv and one send in flight). The API is the same on
-// both. With a ConnectionLayer (TLS, net/tls/), the layer's strategy stands
-// in between: callbacks see plaintext, and the connection (up) callback runs
-// once the handshake is done (a connection whose handshake fails is never
-// announced, and gets no (down) callback either).
+// an output queue; how bytes move is its loop's backend's business, through
+// an I/O strategy (ConnectionIo) made once by the loop's Poller (net/poller/:
+// on epoll, reads until a short read on each edge and writes straight to the
+// socket; on io_uring, a multishot recv and one send in flight). The API is
+// the same on both. With a ConnectionLayer (TLS, net/tls/), the layer's
+// strategy stands in between: callbacks see plaintext, and the connection
+// (up) callback runs once the handshake is done (a connection whose handshake
+// fails is never announced, and gets no (down) callback either).
 //
 // A callback that throws closes this connection only (logged at ERROR with
 // its name; unread input dropped): see docs/architecture.md, "Callbacks that
@@ -25,12 +26,21 @@
 // Closing: if the peer half-closes (FIN), everything already queued for it is
 // still written before the connection closes. shutdown() half-closes our side
 // only once the output queue is empty. forceClose() drops queued output.
+//
+// This header is the application's view. The half that faces the backend (the
+// strategy, the output queue, what the strategy reports as its
+// ConnectionIo::Owner, the idle wheel and its entry) is TcpConnection::Impl, a
+// class derived from this one and defined in TcpConnection.cc: every
+// TcpConnection is made as one by create(), in the same allocation, and this
+// class reaches it with a static_cast (a constant offset, no pointer to
+// follow).
 #pragma once
 
 #include <sys/types.h>
 
 #include <any>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,40 +48,29 @@
 
 #include "base/Mutex.h"
 #include "base/ThreadAnnotations.h"
-#include "base/Timestamp.h"
+#include "base/UniqueFd.h"
 #include "net/Buffer.h"
 #include "net/Callbacks.h"
-#include "net/ConnectionAttachment.h"
-#include "net/ConnectionIo.h"
-#include "net/ConnectionLayer.h"
 #include "net/InetAddress.h"
-#include "net/OutputQueue.h"
 #include "net/Socket.h"
-#include "net/TimingWheel.h"
 
 namespace libnet {
 
+class ConnectionAttachment;
+class ConnectionLayer;
 class EventLoop;
+class TimingWheel;
 
-class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
-                      private ConnectionIo::Owner {
+namespace test {
+struct TcpConnectionAccess;  // tests/net/TestUtil.h
+}  // namespace test
+
+class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
  public:
   static constexpr size_t kDefaultHighWaterMark = 64 * 1024 * 1024;
   // See setMaxQueuedOutput().
   static constexpr size_t kDefaultMaxQueuedOutput = 64 * 1024 * 1024;
 
-  // An address left out (nullopt) is looked up from the socket the first
-  // time it is asked for (see localAddress()): a server accepting on a
-  // wildcard address, or on io_uring (whose multishot accept reports no
-  // peer address), makes no getsockname/getpeername call per connection.
-  // `localFallback` is what localAddress() reports if the lookup can no
-  // longer be made (the listening address, say). `layer` (optional) makes
-  // the connection's I/O strategy instead of the loop's backend (TLS).
-  TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
-                std::optional<InetAddress> localAddr, std::optional<InetAddress> peerAddr,
-                const InetAddress& localFallback = InetAddress(),
-                const ConnectionLayer* layer = nullptr);
-  ~TcpConnection();
   TcpConnection(const TcpConnection&) = delete;
   TcpConnection& operator=(const TcpConnection&) = delete;
 
@@ -145,7 +144,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   // off. Default kDefaultMaxQueuedOutput. Independent of stopRead(): reading
   // runs only when neither holds it. Output produced by other means (a
   // broadcast) is not bounded by this: see setHighWaterMarkCallback.
-  // Before connectEstablished(), or on the loop thread.
+  // Loop thread (TcpServer::setMaxQueuedOutput sets it for each connection
+  // before it is established).
   void setMaxQueuedOutput(size_t bytes) { maxQueuedOutput_ = bytes; }
   [[nodiscard]] size_t maxQueuedOutput() const { return maxQueuedOutput_; }
 
@@ -167,6 +167,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   // it costs beyond its fixed size. Loop thread.
   [[nodiscard]] size_t bufferCapacity() const;
 
+  // The connection's own input buffer: what message callbacks left unread
+  // (the Buffer a callback is handed may be a shared one instead). Loop
+  // thread.
   [[nodiscard]] Buffer* inputBuffer() { return &inputBuffer_; }
 
   // A layer's per-connection state (see ConnectionAttachment), kept until
@@ -177,45 +180,59 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   }
   [[nodiscard]] ConnectionAttachment* attachment() const { return attachment_.get(); }
 
-  // For TcpServer / TcpClient only.
+ private:
+  // Library only: what TcpServer and TcpClient (and, through
+  // test::TcpConnectionAccess, tests) use to make, wire up and tear down a
+  // connection.
+  friend class TcpClient;
+  friend class TcpServer;
+  friend struct test::TcpConnectionAccess;
+
+  // A connection over `sockfd`, not yet established. An address left out
+  // (nullopt) is looked up from the socket the first time it is asked for
+  // (see localAddress()): a server accepting on a wildcard address, or on
+  // io_uring (whose multishot accept reports no peer address), makes no
+  // getsockname/getpeername call per connection. `localFallback` is what
+  // localAddress() reports if the lookup can no longer be made (the
+  // listening address, say). `layer` (optional) makes the connection's I/O
+  // strategy instead of the loop's backend (TLS).
+  [[nodiscard]] static TcpConnectionPtr create(EventLoop* loop, std::string name, UniqueFd sockfd,
+                                               std::optional<InetAddress> localAddr,
+                                               std::optional<InetAddress> peerAddr,
+                                               const InetAddress& localFallback = InetAddress(),
+                                               const ConnectionLayer* layer = nullptr);
   void setCloseCallback(CloseCallback cb) { closeCallback_ = std::move(cb); }
   // Before connectEstablished(): track idleness in `wheel`, a wheel of this
   // connection's loop, from connectEstablished() to connectDestroyed().
-  void setIdleWheel(TimingWheel* wheel) { idleWheel_ = wheel; }
+  void setIdleWheel(TimingWheel* wheel);
   void connectEstablished();
   void connectDestroyed();
 
- private:
+  class Impl;
+  // Only Impl (made by create()) constructs and destroys the part of it
+  // that is a TcpConnection.
+  TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
+                std::optional<InetAddress> localAddr, std::optional<InetAddress> peerAddr,
+                const InetAddress& localFallback);
+  ~TcpConnection();
+  [[nodiscard]] Impl& impl();
+  [[nodiscard]] const Impl& impl() const;
+
   enum class State { kConnecting, kConnected, kDisconnecting, kDisconnected };
   // Why reading is off (bits of readBlocks_).
   enum ReadBlock : uint8_t { kStoppedByUser = 1, kOutputFull = 2 };
 
-  // ConnectionIo::Owner: what the I/O strategy reports.
-  void onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) override;
-  void onOutputProgress() override;
-  void onOutputDrained() override;
-  void onPeerClosed() override;
-  void onIoError(const char* call, int err) override;
-  [[nodiscard]] bool wantsInput() const override;
-  [[nodiscard]] std::shared_ptr<void> keepAlive() override { return shared_from_this(); }
-  [[nodiscard]] UniqueFd onReleased() override;
-  void onReady() override;
-
+  // The strategy is done with the fd (ConnectionIo::Owner::onReleased(),
+  // through Impl): hands it over, so that no address lookup uses it after.
+  [[nodiscard]] UniqueFd onReleased();
   // Runs the connection (up) callback (once the strategy is ready()).
   void announce();
-  // Output still held: queued buffers and files, and what a layer holds.
-  [[nodiscard]] size_t bufferedOutput() const { return output_.bufferedBytes() + io_->heldBytes(); }
-  [[nodiscard]] bool outputDrained() const { return output_.empty() && !io_->holdsOutput(); }
   // Runs the (down) callback if the (up) one ran, then tells the attachment.
   void announceClosed();
   // Which addresses are known (bits of addressesKnown_).
   enum AddressBit : uint8_t { kLocalKnown = 1, kPeerKnown = 2 };
   [[nodiscard]] InetAddress address(AddressBit which) const LIBNET_EXCLUDES(addressMutex_);
 
-  // Runs the message callback on `buffer` and settles what it leaves (see
-  // ConnectionIo::Owner::onInput): the one place that decides.
-  void deliverInput(Buffer* buffer, InputKind kind, Timestamp receiveTime);
-  void settleInput(Buffer* buffer, InputKind kind, bool keepLeftover);
   // Runs a user callback. If it throws, logs it at ERROR with this
   // connection's name and `what`, and returns false: the caller closes the
   // connection (see "Callbacks that throw" in docs/architecture.md).
@@ -223,9 +240,6 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   bool callUser(const char* what, F&& callback) noexcept;
   // A user callback threw: close now, dropping unread input and queued output.
   void closeAfterThrow();
-  // The kind of a Buffer passed to send(): the input being delivered, the
-  // input buffer, or the application's own.
-  [[nodiscard]] InputKind kindOf(const Buffer* buffer) const;
 
   void sendInLoop(std::string_view data);
   void sendInLoop(Buffer* buffer);
@@ -248,11 +262,6 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   void unblockRead(ReadBlock why);
   // After output was queued / written: apply or lift back-pressure.
   void checkOutputLimit();
-  // Bytes arrived, or queued output moved (a slow reader is not an idle
-  // one): the idle timeout starts over.
-  void touchIdle() {
-    if (idleWheel_) idleWheel_->touch(idleEntry_);
-  }
   // A failed call: DEBUG when the peer or the network caused it
   // (Socket::isPeerError), ERROR otherwise.
   void logIoError(const char* call, int err) const;
@@ -281,19 +290,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection>,
   CloseCallback closeCallback_;
   size_t highWaterMark_ = kDefaultHighWaterMark;
   size_t maxQueuedOutput_ = kDefaultMaxQueuedOutput;
-  // Touched on every read when set (TcpServer's idle timeout); one branch
-  // when not.
-  TimingWheel* idleWheel_ = nullptr;
-  TimingWheel::Entry idleEntry_ = TimingWheel::kNoEntry;
   // Empty until used: most connections read through the loop's scratch
   // buffer, write straight to the socket, and borrow storage from the loop's
   // BufferPool while they hold bytes, so an idle one costs no buffer memory.
   Buffer inputBuffer_{0};
-  // The buffer the message callback is looking at, while it runs.
-  Buffer* delivering_ = nullptr;
-  InputKind deliveringKind_ = InputKind::kConnectionInput;
-  OutputQueue output_;
-  std::unique_ptr<ConnectionIo> io_;  // after the buffers it works on
   std::any context_;
   std::shared_ptr<ConnectionAttachment> attachment_;
 };

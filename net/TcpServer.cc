@@ -12,6 +12,16 @@
 
 namespace libnet {
 
+namespace {
+
+// An idle connection, when the application set no idle callback.
+void closeIdle(const TcpConnectionPtr& conn) {
+  LOG_DEBUG << conn->name() << " is idle, closing it";
+  conn->forceClose();
+}
+
+}  // namespace
+
 struct TcpServer::LoopState {
   explicit LoopState(EventLoop* l) : loop(l) {}
   EventLoop* const loop;
@@ -89,13 +99,15 @@ void TcpServer::start() {
   threadPool_->start(threadInitCallback_);
   const bool perLoop =
       acceptMode_ == AcceptMode::kPerLoop && threadPool_->getAllLoops().front() != loop_;
+  const TimingWheel::ExpireCallback onIdle =
+      idleCallback_ ? idleCallback_ : TimingWheel::ExpireCallback(closeIdle);
   for (EventLoop* ioLoop : threadPool_->getAllLoops()) {
     auto state = std::make_shared<LoopState>(ioLoop);
     // Built here, used only on ioLoop from now on: the connections learn of
     // it through newConnection(), and the queue that carries a connection
     // (or the per-loop acceptor's start) to ioLoop orders the two.
     if (idleTimeout_ > Duration::zero()) {
-      state->idleWheel = std::make_unique<TimingWheel>(ioLoop, idleTimeout_, idleTick_, idleCallback_);
+      state->idleWheel = std::make_unique<TimingWheel>(ioLoop, idleTimeout_, idleTick_, onIdle);
     }
     loopStates_.push_back(std::move(state));
   }
@@ -158,8 +170,8 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
   if (!listenAddr_.isWildcard()) localAddr = listenAddr_;
   std::string connName =
       name_ + "#" + std::to_string(nextConnId_.fetch_add(1, std::memory_order_relaxed));
-  auto conn = std::make_shared<TcpConnection>(ioLoop, std::move(connName), std::move(sockfd),
-                                              localAddr, peerAddr, listenAddr_, layer_.get());
+  TcpConnectionPtr conn = TcpConnection::create(ioLoop, std::move(connName), std::move(sockfd),
+                                                localAddr, peerAddr, listenAddr_, layer_.get());
   if (tcpNoDelay_ && !noDelayInherited_) conn->setTcpNoDelay(true);
   if (maxQueuedOutput_) conn->setMaxQueuedOutput(*maxQueuedOutput_);
   if (state->idleWheel) conn->setIdleWheel(state->idleWheel.get());

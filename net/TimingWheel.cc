@@ -6,7 +6,6 @@
 
 #include "base/Logging.h"
 #include "net/EventLoop.h"
-#include "net/TcpConnection.h"
 
 namespace libnet {
 
@@ -31,11 +30,6 @@ Duration evenTick(Duration timeout, int64_t ticks) {
   return timeout / ticks + Duration(timeout % ticks != Duration::zero() ? 1 : 0);
 }
 
-void closeIdle(const TcpConnectionPtr& conn) {
-  LOG_DEBUG << "TimingWheel: " << conn->name() << " is idle, closing it";
-  conn->forceClose();
-}
-
 }  // namespace
 
 TimingWheel::TimingWheel(EventLoop* loop, Duration timeout, Duration tick, ExpireCallback expire)
@@ -47,7 +41,8 @@ TimingWheel::TimingWheel(EventLoop* loop, Duration timeout, Duration tick, Expir
       // comes round only after timeout / tick further ticks plus the one it
       // was touched in.
       numBuckets_(static_cast<Entry>(ticksPerTimeout(timeout, tick) + 1)),
-      expire_(expire ? std::move(expire) : ExpireCallback(closeIdle)) {
+      expire_(std::move(expire)) {
+  if (!expire_) throw std::invalid_argument("TimingWheel: the expire callback is empty");
   links_.resize(numBuckets_);
   conns_.resize(numBuckets_);
   for (Entry b = 0; b < numBuckets_; ++b) links_[b] = Link{b, b, 0};

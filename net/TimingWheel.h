@@ -1,15 +1,18 @@
-// TimingWheel: closes the connections of one loop on which nothing has moved
-// for a while (TcpConnection touches on every read and on output progress),
+// TimingWheel: finds the connections of one loop on which nothing has moved
+// for a while and hands them to its expire callback (TcpServer's closes them),
 // on one periodic timer of that loop, without a timer per connection and
-// without looking at busy connections on every tick.
+// without looking at busy connections on every tick. Its user touches an
+// entry whenever something moves (TcpServer's connections: on every read and
+// on output progress). The wheel knows a connection only as the
+// TcpConnectionPtr it is given (net/Callbacks.h), and calls nothing on it.
 //
 // The wheel is a ring of buckets, one per tick. An entry sits in the bucket of
 // the tick in which it was last touched; touch() moves it to the newest
 // bucket. On each tick the oldest bucket comes round again, and the entries
 // still in it have gone untouched for the whole timeout: their connections
-// are handed to the expire callback (by default forceClose()). Only that
-// bucket is looked at, so a tick costs O(entries expiring), and a touch is
-// O(1) with no allocation (a comparison when the entry is already newest).
+// are handed to the expire callback. Only that bucket is looked at, so a tick
+// costs O(entries expiring), and a touch is O(1) with no allocation (a
+// comparison when the entry is already newest).
 //
 // Window: a connection is expired no earlier than `timeout` after its last
 // touch and no later than `timeout + tick`. When `timeout` is not a multiple
@@ -21,7 +24,7 @@
 // that runs late because the loop was busy (say, closing thousands of
 // connections expired by the previous tick) delays expiry by that much, and
 // the ticks after it with it. Expiring late is preferred to expiring early:
-// a touch reads no clock, so a wheel catching up on missed ticks could close
+// a touch reads no clock, so a wheel catching up on missed ticks could expire
 // a connection touched just before it caught up.
 //
 // Entries are indexes into two slot vectors with a free list: a 12-byte link
@@ -37,7 +40,8 @@
 //
 // Reentrancy: the expire callback may close connections (its own or others
 // later in the same bucket), and may call remove(), touch() or add() for any
-// entry, its own included. It must not destroy the wheel.
+// entry, its own included. It must not destroy the wheel. One that throws is
+// logged; the rest of the bucket is still handed over.
 #pragma once
 
 #include <cassert>
@@ -63,16 +67,16 @@ class TimingWheel {
   // Each bucket costs a slot (28 bytes); a million of them is already a
   // microsecond tick on a one-second timeout.
   static constexpr Entry kMaxBuckets = 1 << 20;
-  // Runs on the loop thread for each connection that expired. The entry stays
-  // in the wheel, as if just touched: a connection the callback leaves open
-  // comes round again one timeout later.
+  // Runs on the loop thread for each connection that expired: what idleness
+  // means is the callback's to decide (TcpServer closes the connection). The
+  // entry stays in the wheel, as if just touched: a connection the callback
+  // leaves open comes round again one timeout later.
   using ExpireCallback = std::function<void(const TcpConnectionPtr&)>;
 
-  // Throws std::invalid_argument unless timeout and tick are positive and
-  // timeout / tick is at most kMaxBuckets - 1.
-  // An empty `expire` means conn->forceClose().
-  TimingWheel(EventLoop* loop, Duration timeout, Duration tick = std::chrono::seconds(1),
-              ExpireCallback expire = {});
+  // Throws std::invalid_argument unless timeout and tick are positive,
+  // timeout / tick is at most kMaxBuckets - 1, and `expire` is not empty (a
+  // wheel that did nothing on expiry would only cost memory and ticks).
+  TimingWheel(EventLoop* loop, Duration timeout, Duration tick, ExpireCallback expire);
   ~TimingWheel();
   TimingWheel(const TimingWheel&) = delete;
   TimingWheel& operator=(const TimingWheel&) = delete;

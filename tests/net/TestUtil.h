@@ -1,6 +1,7 @@
 // Helpers for the net tests: run a function on a loop thread and wait for it
-// (bounded), count this process's open fds, and a small blocking client with
-// timeouts on every call.
+// (bounded), count this process's open fds, a small blocking client with
+// timeouts on every call, and access to TcpConnection's library-only entry
+// points.
 #pragma once
 
 #include <dirent.h>
@@ -126,6 +127,16 @@ inline UniqueFd temporaryFile(const std::string& contents) {
   }
   return fd;
 }
+
+// TcpConnection's library-only entry points (TcpServer's and TcpClient's),
+// for tests that make connections of their own.
+struct TcpConnectionAccess {
+  // TcpConnection::create(): a connection not yet established.
+  template <class... Args>
+  static TcpConnectionPtr create(Args&&... args) {
+    return TcpConnection::create(std::forward<Args>(args)...);
+  }
+};
 
 // Fixture over the backends for tests that run a loop on the test thread:
 // armWatchdog() quits the loop and records the failure if the test is still

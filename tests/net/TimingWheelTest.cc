@@ -62,8 +62,8 @@ TcpConnectionPtr makeConnection(EventLoop* loop, std::string name, std::vector<U
     throw std::system_error(errno, std::system_category(), "socketpair");
   }
   peers->emplace_back(fds[1]);
-  return std::make_shared<TcpConnection>(loop, std::move(name), UniqueFd(fds[0]), InetAddress(),
-                                         InetAddress());
+  return test::TcpConnectionAccess::create(loop, std::move(name), UniqueFd(fds[0]), InetAddress(),
+                                           InetAddress());
 }
 
 // Tests that drive the wheel with advance() use an hour-long tick, so that
@@ -91,13 +91,15 @@ TEST_P(TimingWheelTest, TickIsShortenedToDivideTheTimeoutAndBadArgumentsThrow) {
   EXPECT_EQ(TimingWheel::tickFor(300ms, 100ms), 100ms);
   EXPECT_EQ(TimingWheel::tickFor(1s, 300ms), 250ms);
   EXPECT_EQ(TimingWheel::tickFor(100ms, 1s), 100ms);  // a timeout shorter than the tick
-  EXPECT_EQ(TimingWheel(&loop_, 1s, 300ms).bucketCount(), 5u);
-  EXPECT_EQ(TimingWheel(&loop_, 3h, 1h).bucketCount(), 4u);
+  EXPECT_EQ(TimingWheel(&loop_, 1s, 300ms, recordExpired()).bucketCount(), 5u);
+  EXPECT_EQ(TimingWheel(&loop_, 3h, 1h, recordExpired()).bucketCount(), 4u);
   EXPECT_THROW((void)TimingWheel::tickFor(0s, 1s), std::invalid_argument);
   EXPECT_THROW((void)TimingWheel::tickFor(-1s, 1s), std::invalid_argument);
   EXPECT_THROW((void)TimingWheel::tickFor(1s, 0s), std::invalid_argument);
   EXPECT_THROW((void)TimingWheel::tickFor(1h, 1us), std::invalid_argument);  // 3.6e9 buckets
-  EXPECT_THROW(TimingWheel(&loop_, 1s, -1ms), std::invalid_argument);
+  EXPECT_THROW(TimingWheel(&loop_, 1s, -1ms, recordExpired()), std::invalid_argument);
+  // Closing an idle connection is the user's to ask for (TcpServer does).
+  EXPECT_THROW(TimingWheel(&loop_, 1s, 1s, TimingWheel::ExpireCallback()), std::invalid_argument);
 }
 
 TEST_P(TimingWheelTest, TouchMovesAnEntryToTheNewestBucket) {
