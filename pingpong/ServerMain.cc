@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string>
 #include <system_error>
 
 #include "base/AsyncLogging.h"
@@ -31,10 +33,9 @@ std::string usage(const ServerProgram& program) {
          "  --tls-cert/--tls-key serve TLS with this PEM certificate chain and key.\n";
 }
 
-}  // namespace
-
-int serverMain(int argc, char* argv[], const ServerProgram& program) {
-  const pingpong::Args args = pingpong::parseArgs(argc, argv, 3, /*acceptsLogDir=*/true);
+// nullopt: go on. Otherwise the exit status to return now: 0 after --help,
+// 2 after a bad option or combination (the reason and the usage printed).
+std::optional<int> checkOptions(const pingpong::Args& args, const ServerProgram& program) {
   if (args.help) {
     std::cout << usage(program);
     return 0;
@@ -48,41 +49,26 @@ int serverMain(int argc, char* argv[], const ServerProgram& program) {
               << usage(program);
     return 2;
   }
-  const auto port = InetAddress::parsePort(args.positional[1]);
-  const auto threads = pingpong::parseNumber(args.positional[2], 0, 256);
-  const auto address = port ? InetAddress::parse(args.positional[0], *port) : std::nullopt;
-  if (!address || !threads) {
-    std::cerr << program.name << ": bad address, port or thread count\n" << usage(program);
-    return 2;
-  }
+  return std::nullopt;
+}
 
-  if (!args.logDir.empty() && !std::filesystem::is_directory(args.logDir)) {
-    std::cerr << program.name << ": log directory '" << args.logDir << "' is not a directory\n";
-    return 2;
-  }
-  // Before any thread exists, the log writer's included: every thread
-  // inherits the mask, so SIGINT/SIGTERM stay pending for the signalfd (a
-  // clean stop, every line written) instead of killing the process.
-  try {
-    QuitOnSignal::blockStopSignals();
-  } catch (const std::system_error& e) {
-    std::cerr << program.name << ": " << e.what() << "\n";
-    return 1;
-  }
-  // Outlives the server so its shutdown lines reach the file; the destructor
-  // drains and stops the back end.
-  std::unique_ptr<AsyncLogging> asyncLog;
-  if (!args.logDir.empty()) {
-    asyncLog = std::make_unique<AsyncLogging>(
-        AsyncLogging::fileSink(std::make_shared<LogFile>(args.logDir, program.name)));
-    asyncLog->start();
-    asyncLog->installAsDefaultSink();
-  }
+// Null without --log-dir; else started, and the default sink from now on.
+std::unique_ptr<AsyncLogging> startFileLog(const std::string& logDir, const char* name) {
+  if (logDir.empty()) return nullptr;
+  auto asyncLog = std::make_unique<AsyncLogging>(
+      AsyncLogging::fileSink(std::make_shared<LogFile>(logDir, name)));
+  asyncLog->start();
+  asyncLog->installAsDefaultSink();
+  return asyncLog;
+}
 
+// Serves until SIGINT/SIGTERM; returns the exit status.
+int serve(const pingpong::Args& args, const ServerProgram& program, const InetAddress& address,
+          int threads) {
   try {
     EventLoop loop(args.backend);
-    TcpServer server(&loop, *address, program.name);
-    server.setThreadNum(static_cast<int>(*threads));
+    TcpServer server(&loop, address, program.name);
+    server.setThreadNum(threads);
     server.setTcpNoDelay(true);
     if (!args.tlsCert.empty()) {
       TlsContext::ServerOptions tls;
@@ -104,6 +90,37 @@ int serverMain(int argc, char* argv[], const ServerProgram& program) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int serverMain(int argc, char* argv[], const ServerProgram& program) {
+  const pingpong::Args args = pingpong::parseArgs(argc, argv, 3, /*acceptsLogDir=*/true);
+  if (const std::optional<int> exitStatus = checkOptions(args, program)) return *exitStatus;
+  const auto port = InetAddress::parsePort(args.positional[1]);
+  const auto threads = pingpong::parseNumber(args.positional[2], 0, 256);
+  const auto address = port ? InetAddress::parse(args.positional[0], *port) : std::nullopt;
+  if (!address || !threads) {
+    std::cerr << program.name << ": bad address, port or thread count\n" << usage(program);
+    return 2;
+  }
+  if (!args.logDir.empty() && !std::filesystem::is_directory(args.logDir)) {
+    std::cerr << program.name << ": log directory '" << args.logDir << "' is not a directory\n";
+    return 2;
+  }
+  // Before any thread exists, the log writer's included: every thread
+  // inherits the mask, so SIGINT/SIGTERM stay pending for the signalfd (a
+  // clean stop, every line written) instead of killing the process.
+  try {
+    QuitOnSignal::blockStopSignals();
+  } catch (const std::system_error& e) {
+    std::cerr << program.name << ": " << e.what() << "\n";
+    return 1;
+  }
+  // Outlives the server so its shutdown lines reach the file; the destructor
+  // drains and stops the back end.
+  const std::unique_ptr<AsyncLogging> asyncLog = startFileLog(args.logDir, program.name);
+  return serve(args, program, *address, static_cast<int>(*threads));
 }
 
 }  // namespace libnet::pingpong

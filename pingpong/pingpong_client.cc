@@ -371,6 +371,66 @@ void Session::onMessage(const TcpConnectionPtr& conn, Buffer* buffer) {
   conn->send(buffer);
 }
 
+// The positional arguments, checked and converted.
+struct RunSpec {
+  InetAddress address;
+  int threads = 0;
+  size_t blocksize = 0;
+  int sessions = 0;
+  double seconds = 0;
+};
+
+std::optional<RunSpec> parseRunSpec(const std::vector<std::string>& positional) {
+  const auto port = InetAddress::parsePort(positional[1]);
+  const auto threads = pingpong::parseNumber(positional[2], 1, 256);
+  const auto blocksize = pingpong::parseNumber(positional[3], 1, 64 * 1024 * 1024);
+  const auto sessions = pingpong::parseNumber(positional[4], 1, 100000);
+  const auto seconds = pingpong::parseNumber(positional[5], 1, 3600);
+  const auto address = port ? InetAddress::parse(positional[0], *port) : std::nullopt;
+  if (!address || !threads || !blocksize || !sessions || !seconds) return std::nullopt;
+  return RunSpec{*address, static_cast<int>(*threads), static_cast<size_t>(*blocksize),
+                 static_cast<int>(*sessions), static_cast<double>(*seconds)};
+}
+
+// Null without --tls-ca.
+std::shared_ptr<const ConnectionLayer> clientTls(const pingpong::Args& args) {
+  if (args.tlsCa.empty()) return nullptr;
+  TlsContext::ClientOptions options;
+  options.caFile = args.tlsCa;
+  // The server's certificate is checked against the address given.
+  return std::make_shared<TlsLayer>(TlsContext::newClient(options), args.positional[0]);
+}
+
+// Returns the exit status. Throws what setting up throws.
+int run(const pingpong::Args& args, const RunSpec& spec) {
+  // Before any thread exists: SIGINT/SIGTERM stay pending for the signalfd
+  // of the main loop, which ends the run cleanly (exit 0).
+  QuitOnSignal::blockStopSignals();
+  const std::shared_ptr<const ConnectionLayer> tls = clientTls(args);
+  EventLoop loop(args.backend);
+  Client client(&loop, spec.address, spec.threads, spec.blocksize, spec.sessions, spec.seconds,
+                args.coro, tls);
+  QuitOnSignal onStop(&loop, [&client] { client.interrupt(); });
+  // Connecting many sessions can take a while; give up if it takes far too long.
+  loop.runAfter(std::chrono::seconds(60), [&] {
+    if (!client.connectedAll()) {
+      client.fail("only " + std::to_string(client.connectedCount()) + " of " +
+                  std::to_string(spec.sessions) + " sessions connected within 60 s");
+    }
+  });
+  client.connectAll();
+  loop.loop();
+  if (client.failed() || client.interrupted()) {
+    client.destroySessions();
+    return client.failed() ? 1 : 0;
+  }
+  const std::string impl = std::string(args.coro ? "libnet-coro-" : "libnet-") +
+                           (tls ? "tls-" : "") + std::string(pollerKindName(loop.pollerKind()));
+  client.report(impl.c_str());
+  client.destroySessions();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
@@ -384,13 +444,8 @@ int main(int argc, char* argv[]) {
     std::cerr << "pingpong_client: " << args.error << "\n" << kUsage;
     return 2;
   }
-  const auto port = InetAddress::parsePort(args.positional[1]);
-  const auto threads = pingpong::parseNumber(args.positional[2], 1, 256);
-  const auto blocksize = pingpong::parseNumber(args.positional[3], 1, 64 * 1024 * 1024);
-  const auto sessions = pingpong::parseNumber(args.positional[4], 1, 100000);
-  const auto seconds = pingpong::parseNumber(args.positional[5], 1, 3600);
-  const auto address = port ? InetAddress::parse(args.positional[0], *port) : std::nullopt;
-  if (!address || !threads || !blocksize || !sessions || !seconds) {
+  const std::optional<RunSpec> spec = parseRunSpec(args.positional);
+  if (!spec) {
     std::cerr << "pingpong_client: bad argument\n" << kUsage;
     return 2;
   }
@@ -399,39 +454,8 @@ int main(int argc, char* argv[]) {
     return 2;
   }
   Logger::setLevel(std::max(Logger::level(), LogLevel::kWarn));
-
   try {
-    // Before any thread exists: SIGINT/SIGTERM stay pending for the signalfd
-    // of the main loop, which ends the run cleanly (exit 0).
-    QuitOnSignal::blockStopSignals();
-    std::shared_ptr<const ConnectionLayer> tls;
-    if (!args.tlsCa.empty()) {
-      TlsContext::ClientOptions options;
-      options.caFile = args.tlsCa;
-      // The server's certificate is checked against the address given.
-      tls = std::make_shared<TlsLayer>(TlsContext::newClient(options), args.positional[0]);
-    }
-    EventLoop loop(args.backend);
-    Client client(&loop, *address, static_cast<int>(*threads), static_cast<size_t>(*blocksize),
-                  static_cast<int>(*sessions), static_cast<double>(*seconds), args.coro, tls);
-    QuitOnSignal onStop(&loop, [&client] { client.interrupt(); });
-    // Connecting many sessions can take a while; give up if it takes far too long.
-    loop.runAfter(std::chrono::seconds(60), [&] {
-      if (!client.connectedAll()) {
-        client.fail("only " + std::to_string(client.connectedCount()) + " of " +
-                    std::to_string(*sessions) + " sessions connected within 60 s");
-      }
-    });
-    client.connectAll();
-    loop.loop();
-    if (client.failed() || client.interrupted()) {
-      client.destroySessions();
-      return client.failed() ? 1 : 0;
-    }
-    const std::string impl = std::string(args.coro ? "libnet-coro-" : "libnet-") +
-                             (tls ? "tls-" : "") + std::string(pollerKindName(loop.pollerKind()));
-    client.report(impl.c_str());
-    client.destroySessions();
+    return run(args, *spec);
   } catch (const std::system_error& e) {
     std::cerr << "pingpong_client: " << e.what() << "\n";
     return 1;
@@ -439,5 +463,4 @@ int main(int argc, char* argv[]) {
     std::cerr << "pingpong_client: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }

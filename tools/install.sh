@@ -18,6 +18,8 @@
 #   lib/cmake/libnet/libnetConfig.cmake, libnetConfigVersion.cmake
 #                                     (libnet::libnet, libnet::libnet_shared;
 #                                     COMPONENTS tls: libnet::tls, libnet::tls_shared)
+#   share/licenses/libnet/LICENSE     the MIT licence, whose notice goes with
+#                                     every copy of the libraries
 #   share/libnet/install_manifest.txt what --uninstall removes
 #
 # DESTDIR (the option or the environment variable, as packagers set it)
@@ -182,6 +184,7 @@ build_tree() {
   sed "${substitute[@]}" dist/libnetConfigVersion.cmake.in \
     >"$root/lib/cmake/libnet/libnetConfigVersion.cmake"
   chmod 0644 "$root/lib/pkgconfig/"*.pc "$root/lib/cmake/libnet/"*.cmake
+  install -D -m 0644 LICENSE "$root/share/licenses/libnet/LICENSE"
 }
 
 # --- install / uninstall ---------------------------------------------------

@@ -21,6 +21,7 @@ PACKAGES=(
   nginx-light      # nginx 1.22, the peer of bench/http/run_http_bench.py
   wrk              # wrk 4.1, the HTTP load generator of bench/http
   clang            # clang++ 14: the libFuzzer target (tools/fuzz.sh), tools/thread_safety.sh
+  clang-format     # clang-format 14, the layout tools/format_check.sh checks
   libclang-rt-14-dev  # libclang_rt.fuzzer/asan/ubsan for clang 14 (only recommended by clang)
   llvm             # llvm-symbolizer, for readable stacks in fuzzer crash reports
   cmake            # the CMake consumer test (tests/consumers/cmake_consumer_test.sh)

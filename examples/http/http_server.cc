@@ -10,6 +10,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -80,9 +81,8 @@ constexpr const char* kUsage =
 
 constexpr std::string_view kHello = "hello world\n";
 
-}  // namespace
-
-int main(int argc, char* argv[]) {
+// The command line, holding the defaults until Flags::parse() overwrites them.
+struct Settings {
   std::string address = "0.0.0.0";
   uint16_t port = 8000;
   int threads = 0;
@@ -90,82 +90,114 @@ int main(int argc, char* argv[]) {
   std::string root;
   int idleTimeout = 60;
   int headerTimeout = 10;
+  int deferAccept = 0;
   int maxBody = 1024 * 1024;
   size_t maxBodyMemory = HttpServer::Options().maxBufferedBodyBytes;
-  Flags flags("http_server", kUsage);
-  flags.addAddress("--address", &address);
-  flags.addPort("--port", &port);
-  flags.addInt("--threads", &threads, 0, 1024);
-  flags.addBackend("--backend", &backend);
-  flags.addDirectory("--root", &root);
-  flags.addInt("--idle-timeout", &idleTimeout, 0, 86400);
-  flags.addInt("--header-timeout", &headerTimeout, 1, 86400);
-  int deferAccept = 0;
-  flags.addInt("--defer-accept", &deferAccept, 0, 3600);
-  flags.addInt("--max-body", &maxBody, 0, 1 << 30);
-  // A byte count, not an int: a budget of several GiB is reasonable.
   TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
-  flags.addCustom("--accept", [&acceptMode](std::string_view value) {
-    if (value == "per-loop") {
-      acceptMode = TcpServer::AcceptMode::kPerLoop;
-    } else if (value == "hand-over") {
-      acceptMode = TcpServer::AcceptMode::kHandOver;
-    } else {
-      return "invalid value '" + std::string(value) + "' (expected per-loop or hand-over)";
-    }
-    return std::string();
-  });
-  flags.addCustom("--max-body-memory", [&maxBodyMemory](std::string_view value) {
-    size_t parsed = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-    if (value.empty() || ec != std::errc() || end != value.data() + value.size()) {
-      return "invalid value '" + std::string(value) + "' (expected a byte count, 0 for no bound)";
-    }
-    maxBodyMemory = parsed;
-    return std::string();
-  });
   libnet::ServerTls tls;
-  tls.addTo(&flags);
+};
+
+std::string parseAcceptMode(std::string_view value, TcpServer::AcceptMode* mode) {
+  if (value == "per-loop") {
+    *mode = TcpServer::AcceptMode::kPerLoop;
+  } else if (value == "hand-over") {
+    *mode = TcpServer::AcceptMode::kHandOver;
+  } else {
+    return "invalid value '" + std::string(value) + "' (expected per-loop or hand-over)";
+  }
+  return std::string();
+}
+
+// A byte count, not an int: a budget of several GiB is reasonable.
+std::string parseByteCount(std::string_view value, size_t* bytes) {
+  size_t parsed = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size()) {
+    return "invalid value '" + std::string(value) + "' (expected a byte count, 0 for no bound)";
+  }
+  *bytes = parsed;
+  return std::string();
+}
+
+void addFlags(Flags* flags, Settings* settings) {
+  flags->addAddress("--address", &settings->address);
+  flags->addPort("--port", &settings->port);
+  flags->addInt("--threads", &settings->threads, 0, 1024);
+  flags->addBackend("--backend", &settings->backend);
+  flags->addDirectory("--root", &settings->root);
+  flags->addInt("--idle-timeout", &settings->idleTimeout, 0, 86400);
+  flags->addInt("--header-timeout", &settings->headerTimeout, 1, 86400);
+  flags->addInt("--defer-accept", &settings->deferAccept, 0, 3600);
+  flags->addInt("--max-body", &settings->maxBody, 0, 1 << 30);
+  flags->addCustom("--accept", [settings](std::string_view value) {
+    return parseAcceptMode(value, &settings->acceptMode);
+  });
+  flags->addCustom("--max-body-memory", [settings](std::string_view value) {
+    return parseByteCount(value, &settings->maxBodyMemory);
+  });
+  settings->tls.addTo(flags);
+}
+
+HttpServer::Options serverOptions(const Settings& settings) {
+  HttpServer::Options options;
+  options.idleTimeout = std::chrono::seconds(settings.idleTimeout);
+  options.headerTimeout = std::chrono::seconds(settings.headerTimeout);
+  options.limits.maxBodyBytes = static_cast<size_t>(settings.maxBody);
+  options.maxBufferedBodyBytes = settings.maxBodyMemory;
+  return options;
+}
+
+// `files` is null without --root.
+void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpResponse* response) {
+  if (request.path() == "/hello") {
+    response->setStatus(200);
+    response->setContentType("text/plain");
+    response->setBody(std::string(kHello));
+  } else if (files) {
+    files->serve(request, response);
+  } else {
+    response->setStatusPage(404);
+  }
+}
+
+// Serves until SIGINT or SIGTERM. Throws what setting up throws.
+void serve(const Settings& settings) {
+  std::unique_ptr<StaticFiles> files;
+  if (!settings.root.empty()) files = std::make_unique<StaticFiles>(settings.root);
+
+  QuitOnSignal::blockStopSignals();  // before any thread exists
+  EventLoop loop(settings.backend);
+  const InetAddress listenAddr = *InetAddress::parse(settings.address, settings.port);
+  HttpServer server(&loop, listenAddr, "http", serverOptions(settings));
+  server.setThreadNum(settings.threads);
+  server.tcpServer().setAcceptMode(settings.acceptMode);
+  server.tcpServer().setDeferAccept(settings.deferAccept);
+  server.tcpServer().setConnectionLayer(settings.tls.layer({"http/1.1"}));
+  server.setHandler([files = files.get()](const HttpRequest& request, HttpResponse* response) {
+    handleRequest(files, request, response);
+  });
+  server.start();
+  QuitOnSignal quitOnSignal(&loop);
+  if (settings.tls.enabled()) {
+    std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
+  }
+  std::cout << "http_server listening on " << server.listenAddress().toIpPort() << std::endl;
+  loop.loop();
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  Settings settings;
+  Flags flags("http_server", kUsage);
+  addFlags(&flags, &settings);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
-  if (const std::string problem = tls.check(); !problem.empty()) {
+  if (const std::string problem = settings.tls.check(); !problem.empty()) {
     std::cerr << "http_server: " << problem << "\n" << kUsage;
     return Flags::kExitUsage;
   }
-
-  const std::optional<InetAddress> listenAddr = InetAddress::parse(address, port);
-
   try {
-    std::unique_ptr<StaticFiles> files;
-    if (!root.empty()) files = std::make_unique<StaticFiles>(root);
-
-    QuitOnSignal::blockStopSignals();  // before any thread exists
-    EventLoop loop(backend);
-    HttpServer::Options options;
-    options.idleTimeout = std::chrono::seconds(idleTimeout);
-    options.headerTimeout = std::chrono::seconds(headerTimeout);
-    options.limits.maxBodyBytes = static_cast<size_t>(maxBody);
-    options.maxBufferedBodyBytes = maxBodyMemory;
-    HttpServer server(&loop, *listenAddr, "http", options);
-    server.setThreadNum(threads);
-    server.tcpServer().setAcceptMode(acceptMode);
-    server.tcpServer().setDeferAccept(deferAccept);
-    server.tcpServer().setConnectionLayer(tls.layer({"http/1.1"}));
-    server.setHandler([&files](const HttpRequest& request, HttpResponse* response) {
-      if (request.path() == "/hello") {
-        response->setStatus(200);
-        response->setContentType("text/plain");
-        response->setBody(std::string(kHello));
-      } else if (files) {
-        files->serve(request, response);
-      } else {
-        response->setStatusPage(404);
-      }
-    });
-    server.start();
-    QuitOnSignal quitOnSignal(&loop);
-    if (tls.enabled()) std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
-    std::cout << "http_server listening on " << server.listenAddress().toIpPort() << std::endl;
-    loop.loop();
+    serve(settings);
   } catch (const std::system_error& e) {
     std::cerr << "http_server: " << e.what() << "\n";
     return kExitSetupError;

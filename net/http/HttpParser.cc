@@ -346,7 +346,10 @@ bool HttpParser::parseFieldLine(std::string_view line, bool trailer) {
   // Trailers are checked and dropped: nothing in them may change framing,
   // and the server has no use for them.
   if (trailer) return true;
+  return onField(name, value);
+}
 
+bool HttpParser::onField(std::string_view name, std::string_view value) {
   request_.addHeader(name, value);
   // Only five names matter to the parser; the length test rejects almost
   // every other field with one comparison.

@@ -123,6 +123,10 @@ class HttpParser {
   bool parseRequestLine(std::string_view line);
   bool parseTarget();
   bool parseFieldLine(std::string_view line, bool trailer);
+  // A header field that passed parseFieldLine (never a trailer): stored, and
+  // acted on when it is one the parser itself must read (Host, Expect,
+  // Connection, the framing ones).
+  bool onField(std::string_view name, std::string_view value);
   bool onContentLength(std::string_view value);
   bool onTransferEncoding(std::string_view value);
   void onConnection(std::string_view value);

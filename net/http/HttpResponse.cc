@@ -1,5 +1,7 @@
 #include "net/http/HttpResponse.h"
 
+#include <algorithm>
+#include <array>
 #include <cassert>
 #include <charconv>
 
@@ -24,91 +26,65 @@ void appendNumber(Buffer* out, size_t n) {
   out->append(std::string_view(digits, static_cast<size_t>(end - digits)));
 }
 
+struct Reason {
+  int code;
+  std::string_view reason;
+};
+
+// The reason phrases of RFC 9110 15 for the codes a server is likely to send,
+// sorted by code for reasonPhrase()'s binary search (the static_assert stops
+// an entry added out of order from compiling).
+constexpr std::array<Reason, 38> kReasons{{
+    {100, "Continue"},
+    {101, "Switching Protocols"},
+    {200, "OK"},
+    {201, "Created"},
+    {202, "Accepted"},
+    {204, "No Content"},
+    {206, "Partial Content"},
+    {301, "Moved Permanently"},
+    {302, "Found"},
+    {303, "See Other"},
+    {304, "Not Modified"},
+    {307, "Temporary Redirect"},
+    {308, "Permanent Redirect"},
+    {400, "Bad Request"},
+    {401, "Unauthorized"},
+    {403, "Forbidden"},
+    {404, "Not Found"},
+    {405, "Method Not Allowed"},
+    {406, "Not Acceptable"},
+    {408, "Request Timeout"},
+    {409, "Conflict"},
+    {410, "Gone"},
+    {411, "Length Required"},
+    {412, "Precondition Failed"},
+    {413, "Content Too Large"},
+    {414, "URI Too Long"},
+    {415, "Unsupported Media Type"},
+    {416, "Range Not Satisfiable"},
+    {417, "Expectation Failed"},
+    {426, "Upgrade Required"},
+    {429, "Too Many Requests"},
+    {431, "Request Header Fields Too Large"},
+    {500, "Internal Server Error"},
+    {501, "Not Implemented"},
+    {502, "Bad Gateway"},
+    {503, "Service Unavailable"},
+    {504, "Gateway Timeout"},
+    {505, "HTTP Version Not Supported"},
+}};
+static_assert(std::is_sorted(kReasons.begin(), kReasons.end(),
+                             [](const Reason& a, const Reason& b) { return a.code < b.code; }));
+
 }  // namespace
 
 HttpResponse::HttpResponse(bool close) : close_(close), reason_("OK") {}
 
 std::string_view HttpResponse::reasonPhrase(int code) {
-  switch (code) {
-    case 100:
-      return "Continue";
-    case 101:
-      return "Switching Protocols";
-    case 200:
-      return "OK";
-    case 201:
-      return "Created";
-    case 202:
-      return "Accepted";
-    case 204:
-      return "No Content";
-    case 206:
-      return "Partial Content";
-    case 301:
-      return "Moved Permanently";
-    case 302:
-      return "Found";
-    case 303:
-      return "See Other";
-    case 304:
-      return "Not Modified";
-    case 307:
-      return "Temporary Redirect";
-    case 308:
-      return "Permanent Redirect";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 406:
-      return "Not Acceptable";
-    case 408:
-      return "Request Timeout";
-    case 409:
-      return "Conflict";
-    case 410:
-      return "Gone";
-    case 411:
-      return "Length Required";
-    case 412:
-      return "Precondition Failed";
-    case 413:
-      return "Content Too Large";
-    case 414:
-      return "URI Too Long";
-    case 415:
-      return "Unsupported Media Type";
-    case 416:
-      return "Range Not Satisfiable";
-    case 417:
-      return "Expectation Failed";
-    case 426:
-      return "Upgrade Required";
-    case 429:
-      return "Too Many Requests";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return "";
-  }
+  const auto* it = std::lower_bound(kReasons.begin(), kReasons.end(), code,
+                                    [](const Reason& r, int c) { return r.code < c; });
+  return it != kReasons.end() && it->code == code ? it->reason : std::string_view();
 }
 
 void HttpResponse::setStatus(int code) {

@@ -34,6 +34,27 @@ int statusForErrno(int err) {
   }
 }
 
+// Rebuilds the decoded path (which starts with '/') from its segments,
+// relative to the root: "" and "." vanish, and the root itself is ".". False
+// on a ".." segment, which is refused rather than resolved.
+bool relativeFromSegments(std::string_view decoded, std::string* relative) {
+  relative->clear();
+  relative->reserve(decoded.size());
+  size_t start = 1;
+  while (start <= decoded.size()) {
+    size_t end = decoded.find('/', start);
+    if (end == std::string_view::npos) end = decoded.size();
+    const std::string_view segment = decoded.substr(start, end - start);
+    start = end + 1;
+    if (segment.empty() || segment == ".") continue;
+    if (segment == "..") return false;
+    if (!relative->empty()) relative->push_back('/');
+    relative->append(segment);
+  }
+  if (relative->empty()) relative->assign(".");
+  return true;
+}
+
 // Set once openat2 turned out to be unavailable here.
 std::atomic<bool> noOpenat2{false};
 
@@ -94,31 +115,23 @@ int StaticFiles::openBeneath(int dirFd, const std::string& relative) {
 }
 
 StaticFiles::File StaticFiles::open(std::string_view rawPath) const {
-  File file;
   std::string decoded;
   if (rawPath.empty() || rawPath.front() != '/' || !percentDecode(rawPath, &decoded)) {
+    File file;
     file.status = 400;
     return file;
   }
-  // Rebuild the path from its segments: "", "." vanish, ".." is refused.
   std::string relative;
-  relative.reserve(decoded.size());
-  size_t start = 1;
-  while (start <= decoded.size()) {
-    size_t end = decoded.find('/', start);
-    if (end == std::string::npos) end = decoded.size();
-    const std::string_view segment(decoded.data() + start, end - start);
-    start = end + 1;
-    if (segment.empty() || segment == ".") continue;
-    if (segment == "..") {
-      file.status = 403;
-      return file;
-    }
-    if (!relative.empty()) relative.push_back('/');
-    relative.append(segment);
+  if (!relativeFromSegments(decoded, &relative)) {
+    File file;
+    file.status = 403;
+    return file;
   }
-  if (relative.empty()) relative = ".";
+  return openRelative(relative);
+}
 
+StaticFiles::File StaticFiles::openRelative(const std::string& relative) const {
+  File file;
   UniqueFd fd(openBeneath(rootFd_.get(), relative));
   if (!fd) {
     file.status = statusForErrno(errno);

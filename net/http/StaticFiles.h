@@ -52,6 +52,9 @@ class StaticFiles {
  private:
   // openat relative to `dirFd`, never leaving it; -1 with errno set on error.
   [[nodiscard]] static int openBeneath(int dirFd, const std::string& relative);
+  // open() once the path is known to stay under the root: the file, or a
+  // directory's index.html, if it is a regular file.
+  [[nodiscard]] File openRelative(const std::string& relative) const;
 
   UniqueFd rootFd_;
 };

@@ -38,27 +38,68 @@ struct ThreadState : pingpong::ClientThread<Session> {
   std::string handshakeError;  // the first one seen on this thread
 };
 
+// TLS 1.2 at least, default ciphers, as the server; verify_peer makes a
+// certificate that does not chain to the CA fail the handshake. False, after
+// saying why, if the CA file cannot be used.
+bool configureContext(boost::asio::ssl::context& ssl, const std::string& caFile) {
+  ssl.set_options(boost::asio::ssl::context::no_sslv2 | boost::asio::ssl::context::no_sslv3 |
+                  boost::asio::ssl::context::no_tlsv1 | boost::asio::ssl::context::no_tlsv1_1);
+  ssl.set_verify_mode(boost::asio::ssl::verify_peer);
+  if (!pingpong::readable(kProgram, caFile, "CA file")) return false;
+  try {
+    ssl.load_verify_file(caFile);
+  } catch (const boost::system::system_error& e) {
+    std::fprintf(stderr, "%s: cannot load CA file %s: %s\n", kProgram, caFile.c_str(),
+                 e.code().message().c_str());
+    return false;
+  }
+  return true;
+}
+
+// Phase 1 on one thread: handshakes all its sessions at once (the server sees
+// them concurrently, as its threads allow) and stops its context when the
+// last one ends, failed or not.
+void startHandshakes(ThreadState& thread, boost::asio::io_context& context) {
+  ThreadState* state = &thread;
+  boost::asio::io_context* ctx = &context;
+  boost::asio::post(context, [state, ctx] {
+    state->handshakesLeft = state->sessions.size();
+    if (state->handshakesLeft == 0) {
+      ctx->stop();  // fewer sessions than threads
+      return;
+    }
+    for (auto& session : state->sessions) {
+      session->handshake([state, ctx](const std::string& error) {
+        if (!error.empty() && state->handshakeError.empty()) state->handshakeError = error;
+        if (--state->handshakesLeft == 0) ctx->stop();
+      });
+    }
+  });
+}
+
+// False, after saying which, if a thread saw a handshake fail.
+bool allHandshaken(pingpong::PingClient<ThreadState>& client, const pingpong::ClientArgs& args) {
+  for (int t = 0; t < args.threads; ++t) {
+    const std::string& error = client.thread(t).handshakeError;
+    if (!error.empty()) {
+      std::fprintf(stderr, "%s: TLS handshake with %s failed: %s\n", kProgram,
+                   pingpong::formatEndpoint(args.endpoint.address, args.endpoint.port).c_str(),
+                   error.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   pingpong::SslOptions tls;
   const pingpong::ClientArgs args = pingpong::parseSslClientArgs(argc, argv, kProgram, tls);
 
-  // Declared before the sessions so that it outlives them. TLS 1.2 at least,
-  // default ciphers, as the server; verify_peer makes a certificate that does
-  // not chain to the CA fail the handshake.
+  // Declared before the sessions so that it outlives them.
   boost::asio::ssl::context ssl(boost::asio::ssl::context::tls_client);
-  ssl.set_options(boost::asio::ssl::context::no_sslv2 | boost::asio::ssl::context::no_sslv3 |
-                  boost::asio::ssl::context::no_tlsv1 | boost::asio::ssl::context::no_tlsv1_1);
-  ssl.set_verify_mode(boost::asio::ssl::verify_peer);
-  if (!pingpong::readable(kProgram, tls.ca, "CA file")) return pingpong::kExitFailure;
-  try {
-    ssl.load_verify_file(tls.ca);
-  } catch (const boost::system::system_error& e) {
-    std::fprintf(stderr, "%s: cannot load CA file %s: %s\n", kProgram, tls.ca.c_str(),
-                 e.code().message().c_str());
-    return pingpong::kExitFailure;
-  }
+  if (!configureContext(ssl, tls.ca)) return pingpong::kExitFailure;
 
   // The run has two phases, each one pool run: the handshakes, then the
   // timed echo. SIGINT/SIGTERM during the handshakes end the program without
@@ -72,40 +113,11 @@ int main(int argc, char** argv) {
     return *status;
   }
 
-  // Phase 1: every thread handshakes all its sessions at once (the server
-  // sees them concurrently, as its threads allow) and stops its context when
-  // the last one ends, failed or not.
-  const bool handshaken =
-      client.runUntimed([](ThreadState& thread, boost::asio::io_context& context) {
-        ThreadState* state = &thread;
-        boost::asio::io_context* ctx = &context;
-        boost::asio::post(context, [state, ctx] {
-          state->handshakesLeft = state->sessions.size();
-          if (state->handshakesLeft == 0) {
-            ctx->stop();  // fewer sessions than threads
-            return;
-          }
-          for (auto& session : state->sessions) {
-            session->handshake([state, ctx](const std::string& error) {
-              if (!error.empty() && state->handshakeError.empty()) state->handshakeError = error;
-              if (--state->handshakesLeft == 0) ctx->stop();
-            });
-          }
-        });
-      });
-  if (!handshaken) {
+  if (!client.runUntimed(startHandshakes)) {
     std::fprintf(stderr, "%s: interrupted during the TLS handshakes, no result\n", kProgram);
     return 0;
   }
-  for (int t = 0; t < args.threads; ++t) {
-    const std::string& error = client.thread(t).handshakeError;
-    if (!error.empty()) {
-      std::fprintf(stderr, "%s: TLS handshake with %s failed: %s\n", kProgram,
-                   pingpong::formatEndpoint(args.endpoint.address, args.endpoint.port).c_str(),
-                   error.c_str());
-      return pingpong::kExitFailure;
-    }
-  }
+  if (!allHandshaken(client, args)) return pingpong::kExitFailure;
 
   // Phase 2, as in asio_pingpong_client.
   return client.runTimed("asio-ssl");

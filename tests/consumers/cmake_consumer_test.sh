@@ -8,7 +8,7 @@
 # find_package version requests the installed version satisfies. The TLS
 # component: tls_roundtrip.cc with find_package(... COMPONENTS tls), linked
 # with libnet::tls and libnet::tls_shared, echoes over TLS; echo_roundtrip,
-# without TLS, does not need OpenSSL.
+# without TLS, does not need OpenSSL. The package sets libnet_LICENSE (MIT).
 #
 # Needs cmake and g++; prints "ok: ..." and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
@@ -25,6 +25,9 @@ cat >project/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(libnet_consumer CXX)
 find_package(libnet 0.1 REQUIRED COMPONENTS tls)
+if(NOT libnet_LICENSE STREQUAL "MIT")
+  message(FATAL_ERROR "libnet_LICENSE is '${libnet_LICENSE}', expected MIT")
+endif()
 add_executable(echo_roundtrip echo_roundtrip.cc)
 target_link_libraries(echo_roundtrip PRIVATE libnet::libnet)
 add_executable(echo_roundtrip_shared echo_roundtrip.cc)

@@ -28,9 +28,11 @@ for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClien
   include/base/Logging.h \
   lib/libnet.a "lib/libnet.so.$version" lib/pkgconfig/libnet.pc \
   lib/cmake/libnet/libnetConfig.cmake lib/cmake/libnet/libnetConfigVersion.cmake \
-  share/libnet/install_manifest.txt; do
+  share/licenses/libnet/LICENSE share/libnet/install_manifest.txt; do
   [[ -f $root/$file ]] || fail "$file was not installed"
 done
+cmp -s "$repo/LICENSE" "$root/share/licenses/libnet/LICENSE" ||
+  fail "share/licenses/libnet/LICENSE is not the checkout's LICENSE"
 [[ $(readlink "$root/lib/libnet.so.$soversion") == "libnet.so.$version" ]] ||
   fail "lib/libnet.so.$soversion is not a link to libnet.so.$version"
 [[ $(readlink "$root/lib/libnet.so") == "libnet.so.$soversion" ]] ||
@@ -90,7 +92,8 @@ grep -qx "Version: $version" <<<"$info" || fail "package version: $info"
 grep -q '^Depends: .*liburing-dev (>= 2.3).*liburing2' <<<"$info" || fail "package dependencies: $info"
 contents=$(dpkg-deb --contents "$deb" | awk '{ print $6 }')
 for file in ./usr/include/net/EventLoop.h ./usr/lib/libnet.a "./usr/lib/libnet.so.$version" \
-  ./usr/lib/pkgconfig/libnet.pc ./usr/lib/cmake/libnet/libnetConfig.cmake; do
+  ./usr/lib/pkgconfig/libnet.pc ./usr/lib/cmake/libnet/libnetConfig.cmake \
+  ./usr/share/licenses/libnet/LICENSE; do
   grep -qx "$file" <<<"$contents" || fail "the package lacks $file"
 done
 grep -q 'net/poller\|install_manifest' <<<"$contents" &&

@@ -9,8 +9,9 @@
 #   -std=c++20 -IPREFIX/include PREFIX/lib/libnet.a -luring -pthread
 #                                                   the archive named, system
 #                                                   libraries shared (no pkg-config)
-# and runs each. Needs pkg-config (pkgconf) and g++; prints "ok: ..." and
-# exits 0, or says what failed.
+# and runs each; the .pc files state the licence (License: MIT) and pass
+# pkg-config --validate. Needs pkg-config (pkgconf) and g++; prints "ok: ..."
+# and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
 
 command -v pkg-config >/dev/null || fail "pkg-config is not installed (apt-get install pkgconf)"
@@ -25,6 +26,11 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 
 installed=$(pkg-config --modversion libnet) || fail "pkg-config does not find libnet in $PKG_CONFIG_PATH"
 [[ $installed == "$version" ]] || fail "pkg-config says libnet $installed, VERSION says $version"
+# pkgconf before 1.9 has no License field: it must skip it, not reject the file.
+for pc in libnet libnet_tls; do
+  grep -qx 'License: MIT' "$prefix/lib/pkgconfig/$pc.pc" || fail "$pc.pc has no 'License: MIT'"
+  bounded 30 "pkg-config --validate $pc" pkg-config --validate "$pc"
+done
 read -r -a flags <<<"$(pkg-config --cflags --libs libnet)"
 read -r -a static_flags <<<"$(pkg-config --cflags --libs --static libnet)"
 
