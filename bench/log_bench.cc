@@ -30,18 +30,18 @@
 // used CPU in the last half second); each row's "other load" is the share of
 // all CPUs that other processes and the hypervisor (steal) took during it.
 
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/async.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -51,8 +51,8 @@
 #include <latch>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>

@@ -81,8 +81,8 @@ char* BufferStorage::allocate(size_t size) {
   if (size == 0) return nullptr;
   if (size <= kInlineSize) return inline_;
   if (size < kMapThreshold) return static_cast<char*>(::operator new(size));
-  void* p = ::mmap(nullptr, pageRounded(size), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = ::mmap(nullptr, pageRounded(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   return static_cast<char*>(p);
 }

@@ -11,8 +11,8 @@
 #include "net/Buffer.h"
 #include "net/BufferPool.h"
 #include "net/Poller.h"
-#include "net/poller/PollerFactory.h"
 #include "net/TimerQueue.h"
+#include "net/poller/PollerFactory.h"
 
 namespace libnet {
 
@@ -53,7 +53,8 @@ void runGuarded(const char* what, F&& f) {
 
 EventLoop* EventLoop::currentThreadLoop() { return t_loopInThisThread; }
 
-EventLoop::EventLoop(PollerKind kind) : EventLoop(EventLoopOptions{.poller = kind, .ioUring = {}}) {}
+EventLoop::EventLoop(PollerKind kind)
+    : EventLoop(EventLoopOptions{.poller = kind, .ioUring = {}}) {}
 
 EventLoop::EventLoop(const EventLoopOptions& options)
     : options_(options), wakeupFd_(createEventfd()) {

@@ -125,8 +125,8 @@ class EventLoop final : public EventLoopBase {
   std::atomic<uint64_t> wakeupCount_{0};
   mutable Mutex mutex_;
   std::vector<Functor> pendingFunctors_ LIBNET_GUARDED_BY(mutex_);
-  std::vector<Functor> functors_;         // the batch being run (loop thread)
-  std::vector<Functor> destroyHooks_;     // runOnDestroy() (loop thread)
+  std::vector<Functor> functors_;      // the batch being run (loop thread)
+  std::vector<Functor> destroyHooks_;  // runOnDestroy() (loop thread)
 };
 
 }  // namespace libnet

@@ -10,7 +10,8 @@
 namespace libnet {
 
 EventLoopThread::EventLoopThread(ThreadInitCallback cb, std::string name, PollerKind kind)
-    : EventLoopThread(std::move(cb), std::move(name), EventLoopOptions{.poller = kind, .ioUring = {}}) {}
+    : EventLoopThread(std::move(cb), std::move(name),
+                      EventLoopOptions{.poller = kind, .ioUring = {}}) {}
 
 EventLoopThread::EventLoopThread(ThreadInitCallback cb, std::string name,
                                  const EventLoopOptions& options)

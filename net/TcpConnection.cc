@@ -99,8 +99,8 @@ TcpConnection::TcpConnection(EventLoop* loop, std::string name, UniqueFd sockfd,
     : loop_(loop),
       name_(std::move(name)),
       socket_(std::move(sockfd)),
-      addressesKnown_(static_cast<uint8_t>((localAddr ? kLocalKnown : 0) |
-                                           (peerAddr ? kPeerKnown : 0))),
+      addressesKnown_(
+          static_cast<uint8_t>((localAddr ? kLocalKnown : 0) | (peerAddr ? kPeerKnown : 0))),
       localAddr_(localAddr.value_or(localFallback)),
       peerAddr_(peerAddr.value_or(InetAddress())),
       connectionCallback_(defaultConnectionCallback),
@@ -145,7 +145,8 @@ InetAddress TcpConnection::address(AddressBit which) const {
     // Still open: onReleased() takes the fd under this mutex. A failed lookup
     // (the peer reset the connection already) leaves the fallback.
     if (socket_.fd() >= 0) {
-      if (std::optional<InetAddress> found = Socket::tryAddress(socket_.fd(), which == kPeerKnown)) {
+      if (std::optional<InetAddress> found =
+              Socket::tryAddress(socket_.fd(), which == kPeerKnown)) {
         slot = *found;
       }
     }
@@ -391,7 +392,8 @@ void TcpConnection::checkOutputLimit() {
   if (readBlocks_ & kOutputFull) {
     if (buffered <= maxQueuedOutput_ / 2) unblockRead(kOutputFull);
   } else if (buffered > maxQueuedOutput_) {
-    LOG_DEBUG << name_ << ": " << buffered << " bytes of output queued; not reading until it drains";
+    LOG_DEBUG << name_ << ": " << buffered
+              << " bytes of output queued; not reading until it drains";
     blockRead(kOutputFull);
   }
 }

@@ -275,7 +275,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool writeShutdown_ = false;     // shutdown(SHUT_WR) done
   bool closeWhenDrained_ = false;  // closeAfterOutput()
   bool announced_ = false;         // the connection (up) callback ran
-  Socket socket_;  // emptied, under addressMutex_, when the fd is handed back
+  Socket socket_;                  // emptied, under addressMutex_, when the fd is handed back
   // Looked up lazily (see localAddress()): written once under the mutex,
   // then read without it once its bit is set, a publication the analysis
   // cannot follow, so they carry no LIBNET_GUARDED_BY.

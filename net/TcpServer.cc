@@ -26,7 +26,7 @@ struct TcpServer::LoopState {
   explicit LoopState(EventLoop* l) : loop(l) {}
   EventLoop* const loop;
   std::unordered_map<TcpConnection*, TcpConnectionPtr> connections;
-  std::atomic<size_t> count{0};  // connections.size(), for other threads
+  std::atomic<size_t> count{0};            // connections.size(), for other threads
   std::unique_ptr<TimingWheel> idleWheel;  // while the idle timeout is on
   std::unique_ptr<Acceptor> acceptor;      // kPerLoop with I/O threads
   bool serverAlive = true;                 // until tearDown()

@@ -134,8 +134,7 @@ class TcpServer {
   void startPerLoopAcceptors();
   // On the accepting loop: makes the connection and establishes it on
   // `state`'s loop (directly when that is this thread).
-  void newConnection(LoopState* state, UniqueFd sockfd,
-                     const std::optional<InetAddress>& peerAddr);
+  void newConnection(LoopState* state, UniqueFd sockfd, const std::optional<InetAddress>& peerAddr);
   // On state's loop: the connection is done; it is destroyed from the loop's
   // queue (we may be inside its own event handler).
   static void removeConnection(LoopState* state, const TcpConnectionPtr& conn);
@@ -152,8 +151,8 @@ class TcpServer {
   ThreadInitCallback threadInitCallback_;
   bool tcpNoDelay_ = false;
   std::shared_ptr<const ConnectionLayer> layer_;  // null: plain TCP
-  std::optional<size_t> maxQueuedOutput_;      // unset: the connection's default
-  bool noDelayInherited_ = false;              // set on the listening socket
+  std::optional<size_t> maxQueuedOutput_;         // unset: the connection's default
+  bool noDelayInherited_ = false;                 // set on the listening socket
   AcceptMode acceptMode_ = AcceptMode::kPerLoop;
   int deferAcceptSeconds_ = 0;
   InetAddress listenAddr_;  // as bound (the real port)

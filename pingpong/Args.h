@@ -74,9 +74,12 @@ inline Args parseArgs(int argc, char* argv[], size_t positionalCount, bool accep
       continue;
     }
     std::string* tlsFile = nullptr;
-    if (takeOption(arg, "--tls-cert", &i, argc, argv, &value, &args.error)) tlsFile = &args.tlsCert;
-    else if (takeOption(arg, "--tls-key", &i, argc, argv, &value, &args.error)) tlsFile = &args.tlsKey;
-    else if (takeOption(arg, "--tls-ca", &i, argc, argv, &value, &args.error)) tlsFile = &args.tlsCa;
+    if (takeOption(arg, "--tls-cert", &i, argc, argv, &value, &args.error))
+      tlsFile = &args.tlsCert;
+    else if (takeOption(arg, "--tls-key", &i, argc, argv, &value, &args.error))
+      tlsFile = &args.tlsKey;
+    else if (takeOption(arg, "--tls-ca", &i, argc, argv, &value, &args.error))
+      tlsFile = &args.tlsCa;
     if (tlsFile) {
       if (!args.error.empty()) return args;
       *tlsFile = std::string(value);

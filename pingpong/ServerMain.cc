@@ -26,7 +26,9 @@ std::string usage(const ServerProgram& program) {
   return std::string("usage: ") + program.name +
          " [--backend epoll|uring|auto] [--log-dir DIR]\n"
          "       [--tls-cert FILE --tls-key FILE] <address> <port> <threads>\n"
-         "  Echoes everything it receives" + program.how + ". <threads> I/O loops (0: all on the\n"
+         "  Echoes everything it receives" +
+         program.how +
+         ". <threads> I/O loops (0: all on the\n"
          "  main loop). Prints \"listening on ADDR:PORT\" when ready; SIGINT/SIGTERM stop it.\n"
          "  The LIBNET_POLLER environment variable overrides --backend.\n"
          "  --log-dir DIR logs asynchronously to files in DIR instead of stderr.\n"

@@ -22,8 +22,7 @@ coro::Task<> echo(coro::Stream stream) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  return pingpong::serverMain(
-      argc, argv,
-      {"coro_pingpong_server", ", one coroutine per connection",
-       [](TcpServer& server) { coro::serve(server, echo); }});
+  return pingpong::serverMain(argc, argv,
+                              {"coro_pingpong_server", ", one coroutine per connection",
+                               [](TcpServer& server) { coro::serve(server, echo); }});
 }

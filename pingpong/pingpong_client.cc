@@ -45,10 +45,10 @@
 #include "net/EventLoopThreadPool.h"
 #include "net/InetAddress.h"
 #include "net/TcpClient.h"
-#include "net/tls/TlsContext.h"
-#include "net/tls/TlsLayer.h"
 #include "net/TcpConnection.h"
 #include "net/coro/Coro.h"
+#include "net/tls/TlsContext.h"
+#include "net/tls/TlsLayer.h"
 #include "pingpong/Args.h"
 
 using namespace libnet;
@@ -92,10 +92,10 @@ class Session {
   EventLoop* loop_;
   TcpClient client_;
   const bool coro_;
-  coro::Stream stream_;            // --coro: connected, not started yet
-  std::stop_source stopConnect_;   // --coro: ends a pending connect
-  bool connecting_ = false;        // --coro: connectCoro() is running
-  bool pinging_ = false;           // --coro: pingCoro() is running
+  coro::Stream stream_;           // --coro: connected, not started yet
+  std::stop_source stopConnect_;  // --coro: ends a pending connect
+  bool connecting_ = false;       // --coro: connectCoro() is running
+  bool pinging_ = false;          // --coro: pingCoro() is running
   bool downReported_ = false;
   Client* owner_;
   std::atomic<bool> counting_{false};
@@ -252,8 +252,8 @@ class Client {
   std::vector<EventLoop*> loops_;
   std::atomic<int> connected_{0};
   std::atomic<int> disconnected_{0};
-  bool stopping_ = false;  // main loop thread only
-  bool failed_ = false;    // main loop thread only
+  bool stopping_ = false;     // main loop thread only
+  bool failed_ = false;       // main loop thread only
   bool started_ = false;      // main loop thread only
   bool interrupted_ = false;  // main loop thread only
   MonoTime start_{};
@@ -262,7 +262,10 @@ class Client {
 
 Session::Session(EventLoop* loop, const InetAddress& server, Client* owner, int id, bool coro,
                  const std::shared_ptr<const ConnectionLayer>& tls)
-    : loop_(loop), client_(loop, server, "session" + std::to_string(id)), coro_(coro), owner_(owner) {
+    : loop_(loop),
+      client_(loop, server, "session" + std::to_string(id)),
+      coro_(coro),
+      owner_(owner) {
   client_.setTcpNoDelay(true);
   client_.setConnectionLayer(tls);
   if (coro_) return;  // coro::connect() sets the callbacks

@@ -12,8 +12,9 @@
 using namespace libnet;
 
 int main(int argc, char* argv[]) {
-  return pingpong::serverMain(argc, argv, {"pingpong_server", "", [](TcpServer& server) {
-    server.setMessageCallback(
-        [](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) { conn->send(buffer); });
-  }});
+  return pingpong::serverMain(
+      argc, argv, {"pingpong_server", "", [](TcpServer& server) {
+                     server.setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buffer,
+                                                  Timestamp) { conn->send(buffer); });
+                   }});
 }

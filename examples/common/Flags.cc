@@ -40,10 +40,10 @@ void Flags::addInt(std::string name, int* target, int min, int max) {
   add(std::move(name), [target, min, max](std::string_view value) {
     int parsed = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-    if (value.empty() || ec != std::errc() || end != value.data() + value.size() ||
-        parsed < min || parsed > max) {
-      return "invalid value '" + std::string(value) + "' (expected " + std::to_string(min) +
-             ".." + std::to_string(max) + ")";
+    if (value.empty() || ec != std::errc() || end != value.data() + value.size() || parsed < min ||
+        parsed > max) {
+      return "invalid value '" + std::string(value) + "' (expected " + std::to_string(min) + ".." +
+             std::to_string(max) + ")";
     }
     *target = parsed;
     return std::string();

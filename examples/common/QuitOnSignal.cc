@@ -4,8 +4,8 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 
-#include <utility>
 #include <unistd.h>
+#include <utility>
 
 #include <cerrno>
 #include <cstring>

@@ -86,8 +86,7 @@ int main(int argc, char* argv[]) {
     });
     server.start();
     QuitOnSignal quitOnSignal(&loop);
-    std::cout << "coro_echo_server listening on " << server.listenAddress().toIpPort()
-              << std::endl;
+    std::cout << "coro_echo_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
   } catch (const std::system_error& e) {
     std::cerr << "coro_echo_server: " << e.what() << "\n";

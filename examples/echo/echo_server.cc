@@ -36,12 +36,12 @@
 #include "examples/common/Flags.h"
 #include "examples/common/QuitOnSignal.h"
 #include "examples/common/ServerTls.h"
-#include "net/tls/TlsContext.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
+#include "net/tls/TlsContext.h"
 
 namespace {
 

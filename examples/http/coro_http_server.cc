@@ -132,10 +132,9 @@ coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
     } else if (!headerDeadline) {
       headerDeadline = MonoClock::now() + site->headerTimeout;
     }
-    coro::Input in =
-        midHeaders ? co_await coro::withTimeout(*headerDeadline - MonoClock::now(),
-                                                stream.readMore())
-                   : co_await stream.readMore();
+    coro::Input in = midHeaders ? co_await coro::withTimeout(*headerDeadline - MonoClock::now(),
+                                                             stream.readMore())
+                                : co_await stream.readMore();
     if (in.error() == coro::Errc::kTimedOut) {
       co_await refuse(stream, 408);
       co_return;
@@ -197,13 +196,11 @@ int main(int argc, char* argv[]) {
     TcpServer server(&loop, *InetAddress::parse(address, port), "coro-http");
     server.setThreadNum(threads);
     if (idleTimeout > 0) server.setIdleTimeout(std::chrono::seconds(idleTimeout));
-    coro::serve(server, [&site](coro::Stream stream) {
-      return serveConnection(std::move(stream), &site);
-    });
+    coro::serve(server,
+                [&site](coro::Stream stream) { return serveConnection(std::move(stream), &site); });
     server.start();
     QuitOnSignal quitOnSignal(&loop);
-    std::cout << "coro_http_server listening on " << server.listenAddress().toIpPort()
-              << std::endl;
+    std::cout << "coro_http_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
   } catch (const std::system_error& e) {
     std::cerr << "coro_http_server: " << e.what() << "\n";

@@ -22,12 +22,12 @@
 #include "examples/common/Flags.h"
 #include "examples/common/QuitOnSignal.h"
 #include "examples/common/ServerTls.h"
-#include "net/tls/TlsContext.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
 #include "net/TcpServer.h"
 #include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
+#include "net/tls/TlsContext.h"
 
 namespace {
 

@@ -22,7 +22,9 @@ class ReadAwaiter : public Operation {
   ReadAwaiter(StreamState* state, Mode mode, size_t count, std::string_view delimiter)
       : state_(state), mode_(mode), count_(count), delimiter_(delimiter) {}
   ReadAwaiter(ReadAwaiter&& other) noexcept
-      : state_(other.state_), mode_(other.mode_), count_(other.count_),
+      : state_(other.state_),
+        mode_(other.mode_),
+        count_(other.count_),
         delimiter_(other.delimiter_) {}
   ReadAwaiter& operator=(ReadAwaiter&&) = delete;
   ~ReadAwaiter();

@@ -4,7 +4,8 @@
 
 namespace libnet::coro {
 
-Stream::Stream(TcpConnectionPtr conn) : conn_(std::move(conn)), state_(StreamState::attach(conn_)) {}
+Stream::Stream(TcpConnectionPtr conn)
+    : conn_(std::move(conn)), state_(StreamState::attach(conn_)) {}
 
 Stream::Stream(Stream&& other) noexcept
     : conn_(std::move(other.conn_)), state_(std::exchange(other.state_, nullptr)) {}

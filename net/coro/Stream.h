@@ -62,9 +62,7 @@ class Stream {
   // Whatever has arrived: at least one byte. Ready at once while unread
   // input remains: a coroutine that leaves an incomplete message unread
   // (a parser's leftover) waits for the rest with readMore().
-  [[nodiscard]] ReadAwaiter read() {
-    return ReadAwaiter(state_, ReadAwaiter::Mode::kSome, 0, {});
-  }
+  [[nodiscard]] ReadAwaiter read() { return ReadAwaiter(state_, ReadAwaiter::Mode::kSome, 0, {}); }
   // At least one byte more than is unread now; Input::size() is all of it.
   [[nodiscard]] ReadAwaiter readMore() {
     return ReadAwaiter(state_, ReadAwaiter::Mode::kMore, input().readableBytes() + 1, {});

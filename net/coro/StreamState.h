@@ -87,8 +87,8 @@ class StreamState final : public ConnectionAttachment {
   bool peerClosed_ = false;
   bool closed_ = false;
   bool detached_ = false;
-  bool stoppedRead_ = false;   // we stopped reading: input is over maxInput
-  bool drainQueued_ = false;   // resumeWriter() is queued
+  bool stoppedRead_ = false;  // we stopped reading: input is over maxInput
+  bool drainQueued_ = false;  // resumeWriter() is queued
   TaskContext taskContext_{nullptr};
 };
 

@@ -76,8 +76,7 @@ class PromiseBase : public FrameBase {
 
   // Runs the task for its awaiter until it first suspends or finishes;
   // returns whether the awaiter must suspend (the task suspended).
-  bool runFor(std::coroutine_handle<> self, std::coroutine_handle<> awaiter,
-              TaskContext* context) {
+  bool runFor(std::coroutine_handle<> self, std::coroutine_handle<> awaiter, TaskContext* context) {
     continuation_ = awaiter;
     context_ = context;
     startingInline_ = true;

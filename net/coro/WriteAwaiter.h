@@ -35,8 +35,12 @@ class WriteAwaiter : public Operation {
   WriteAwaiter(StreamState* state, UniqueFd file, off_t offset, size_t length, Buffer* head)
       : state_(state), buffer_(head), file_(std::move(file)), offset_(offset), length_(length) {}
   WriteAwaiter(WriteAwaiter&& other) noexcept
-      : state_(other.state_), data_(other.data_), buffer_(other.buffer_),
-        file_(std::move(other.file_)), offset_(other.offset_), length_(other.length_) {}
+      : state_(other.state_),
+        data_(other.data_),
+        buffer_(other.buffer_),
+        file_(std::move(other.file_)),
+        offset_(other.offset_),
+        length_(other.length_) {}
   WriteAwaiter& operator=(WriteAwaiter&&) = delete;
   ~WriteAwaiter();
 

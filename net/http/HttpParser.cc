@@ -263,7 +263,8 @@ bool HttpParser::parseRequestLine(std::string_view line) {
 }
 
 bool HttpParser::parseTarget() {
-  const detail::RequestTarget parts = detail::splitRequestTarget(request_.target_, request_.method_);
+  const detail::RequestTarget parts =
+      detail::splitRequestTarget(request_.target_, request_.method_);
   if (!parts.error.empty()) {
     fail(400, parts.error);
     return false;

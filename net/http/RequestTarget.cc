@@ -8,8 +8,8 @@ namespace libnet::http::detail {
 namespace {
 
 bool isSchemeChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '+' || c == '-' || c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' ||
+         c == '-' || c == '.';
 }
 
 RequestTarget refused(std::string_view why) { return RequestTarget{why, {}, {}}; }

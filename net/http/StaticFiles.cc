@@ -137,7 +137,7 @@ StaticFiles::File StaticFiles::openRelative(const std::string& relative) const {
     file.status = statusForErrno(errno);
     return file;
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
     file.status = 403;
     return file;

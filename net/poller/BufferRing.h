@@ -59,8 +59,8 @@ class BufferRing final : public Buffer::Lender {
   // refuses the registration. `capacity` must be a power of two; `initial`
   // is clamped to it.
   // `incremental`: ask for incremental consumption (used if the kernel has it).
-  BufferRing(io_uring* ring, uint16_t groupId, uint32_t capacity, uint32_t size,
-             uint32_t initial, bool incremental = true);
+  BufferRing(io_uring* ring, uint16_t groupId, uint32_t capacity, uint32_t size, uint32_t initial,
+             bool incremental = true);
   ~BufferRing();
   BufferRing(const BufferRing&) = delete;
   BufferRing& operator=(const BufferRing&) = delete;
@@ -92,9 +92,7 @@ class BufferRing final : public Buffer::Lender {
   bool grow();
   // `buffers` completions of this loop turn carried a buffer: the demand
   // that shrinkIfQuiet() weighs.
-  void noteDemand(uint32_t buffers) {
-    peakDemand_ = std::max(peakDemand_, buffers + lent_);
-  }
+  void noteDemand(uint32_t buffers) { peakDemand_ = std::max(peakDemand_, buffers + lent_); }
   // If the ring did not grow and its peak demand stayed under a quarter of
   // it since the last call, takes all but max(initial, twice that peak)
   // buffers out of circulation. `trimPages`: hand their pages back too.

@@ -124,9 +124,8 @@ void EpollConnectionIo::handleRead(Timestamp receiveTime, bool shortReadDrains) 
     return;
   }
   // Still more to read: let the other ready channels have a turn first.
-  loop_->queueInLoop([this, guard = owner_->keepAlive(), receiveTime] {
-    handleRead(receiveTime, false);
-  });
+  loop_->queueInLoop(
+      [this, guard = owner_->keepAlive(), receiveTime] { handleRead(receiveTime, false); });
 }
 
 void EpollConnectionIo::handleWrite() {

@@ -47,8 +47,7 @@ IoUringOptions withEnvironment(IoUringOptions options) {
     options.sqPollIdleMs = environmentNumber("LIBNET_URING_SQPOLL_IDLE_MS").value_or(0);
   }
   if (options.fixedFiles == IoUringOptions::kDefaultFixedFiles) {
-    options.fixedFiles =
-        environmentNumber("LIBNET_URING_FIXED_FILES").value_or(options.fixedFiles);
+    options.fixedFiles = environmentNumber("LIBNET_URING_FIXED_FILES").value_or(options.fixedFiles);
   }
   return options;
 }

@@ -53,7 +53,8 @@ std::unique_ptr<Poller> newPoller(EventLoopBase* loop, const EventLoopOptions& o
   const PollerKind resolved = resolvePoller(options.poller);
   if (resolved == PollerKind::kEpoll) return std::make_unique<EpollPoller>(loop);
   const IoUringOptions ring = withEnvironment(options.ioUring);
-  if (wanted == PollerKind::kIoUring) return std::make_unique<UringPoller>(loop, ring);  // may throw
+  if (wanted == PollerKind::kIoUring)
+    return std::make_unique<UringPoller>(loop, ring);  // may throw
   // kAuto: the probe passed, yet this loop's own ring (of the real size, with
   // its buffer ring) can still fail; then this loop runs on epoll rather
   // than failing the program that asked for nothing in particular.

@@ -91,7 +91,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   bool sendInFlight_ = false;
   bool writableArmed_ = false;  // a file is waiting for POLLOUT
   bool closed_ = false;
-  bool released_ = false;  // release() was called
+  bool released_ = false;            // release() was called
   std::shared_ptr<void> keepAlive_;  // the owner, while ops are in flight
 };
 

@@ -116,8 +116,8 @@ std::optional<ProbeFailure> checkMultishotRecv(io_uring* ring) {
 
 UringProbe::Result runProbe() {
   UringProbe::Result result;
-  if (auto failure = simulated(UringProbe::Stage::kSetup,
-                               "io_uring_queue_init: Function not implemented")) {
+  if (auto failure =
+          simulated(UringProbe::Stage::kSetup, "io_uring_queue_init: Function not implemented")) {
     result.error = failure->error;
     result.detail = failure->detail;
     return result;

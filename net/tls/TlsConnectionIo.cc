@@ -41,10 +41,10 @@ void TlsConnectionIo::start() {
   inner_->start();
   if (handshakeTimeout_ > TlsContext::Duration::zero()) {
     // The connection owns this object: alive while the connection is.
-    handshakeTimer_ = loop_->runAfter(
-        handshakeTimeout_, [this, alive = std::weak_ptr<void>(owner_->keepAlive())] {
-          if (alive.lock()) onHandshakeTimeout();
-        });
+    handshakeTimer_ = loop_->runAfter(handshakeTimeout_,
+                                      [this, alive = std::weak_ptr<void>(owner_->keepAlive())] {
+                                        if (alive.lock()) onHandshakeTimeout();
+                                      });
   }
   if (!session_.isServer()) {
     if (session_.startHandshake() == TlsSession::Status::kFailed) {

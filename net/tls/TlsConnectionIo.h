@@ -107,9 +107,9 @@ class TlsConnectionIo final : public ConnectionIo,
 
   EventLoop* loop_;
   ConnectionIo::Owner* owner_;  // the connection
-  Buffer* input_;         // the connection's: plaintext for the callbacks
-  OutputQueue* output_;   // the connection's: ciphertext, moved by inner_
-  Buffer cipherInput_{0};  // ciphertext the backend kept while reading paused
+  Buffer* input_;               // the connection's: plaintext for the callbacks
+  OutputQueue* output_;         // the connection's: ciphertext, moved by inner_
+  Buffer cipherInput_{0};       // ciphertext the backend kept while reading paused
   TlsSession session_;
   std::unique_ptr<ConnectionIo> inner_;  // the backend's strategy
   // Plaintext sent before the handshake completed.

@@ -49,7 +49,8 @@ int selectAlpn(SSL*, const unsigned char** out, unsigned char* outLength, const 
 
 void loadCertificate(SSL_CTX* ctx, const std::string& chain, const std::string& key) {
   if (SSL_CTX_use_certificate_chain_file(ctx, chain.c_str()) != 1) {
-    throw TlsError("TLS: cannot use certificate chain '" + chain + "': " + TlsContext::takeErrors());
+    throw TlsError("TLS: cannot use certificate chain '" + chain +
+                   "': " + TlsContext::takeErrors());
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
     throw TlsError("TLS: cannot use private key '" + key + "' with certificate '" + chain +
@@ -104,8 +105,7 @@ TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 void TlsContext::enableServerAlpn() {
   if (alpnWire_.empty()) return;
   // The callback reads alpnWire_, which lives as long as the SSL_CTX.
-  SSL_CTX_set_alpn_select_cb(ctx_, selectAlpn,
-                             const_cast<std::vector<unsigned char>*>(&alpnWire_));
+  SSL_CTX_set_alpn_select_cb(ctx_, selectAlpn, const_cast<std::vector<unsigned char>*>(&alpnWire_));
 }
 
 std::shared_ptr<TlsContext> TlsContext::newServer(const ServerOptions& options) {
@@ -140,10 +140,9 @@ std::shared_ptr<TlsContext> TlsContext::newServer(const ServerOptions& options) 
     if (names != nullptr) SSL_CTX_set_client_CA_list(ctx, names);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   }
-  std::shared_ptr<TlsContext> context(new TlsContext(guard.release(), true,
-                                                     !options.clientCaFile.empty(),
-                                                     options.handshakeTimeout,
-                                                     alpnWireFormat(options.alpn)));
+  std::shared_ptr<TlsContext> context(
+      new TlsContext(guard.release(), true, !options.clientCaFile.empty(), options.handshakeTimeout,
+                     alpnWireFormat(options.alpn)));
   context->enableServerAlpn();
   return context;
 }
@@ -153,9 +152,9 @@ std::shared_ptr<TlsContext> TlsContext::newClient(const ClientOptions& options) 
   ContextGuard guard{newBaseContext(false, options.minVersion, options.releaseIdleBuffers)};
   SSL_CTX* ctx = guard.ctx;
   if (options.verifyPeer) {
-    const bool loaded = options.caFile.empty()
-                            ? SSL_CTX_set_default_verify_paths(ctx) == 1
-                            : SSL_CTX_load_verify_locations(ctx, options.caFile.c_str(), nullptr) == 1;
+    const bool loaded = options.caFile.empty() ? SSL_CTX_set_default_verify_paths(ctx) == 1
+                                               : SSL_CTX_load_verify_locations(
+                                                     ctx, options.caFile.c_str(), nullptr) == 1;
     if (!loaded) {
       throw TlsError("TLS: cannot load CA file '" +
                      (options.caFile.empty() ? std::string("(system store)") : options.caFile) +

@@ -190,8 +190,7 @@ TlsSession::Status TlsSession::fail(int sslError) {
     const long verify = SSL_get_verify_result(ssl_);
     std::string errors = TlsContext::takeErrors();
     if (verify != X509_V_OK && !server_) {
-      error_ = std::string("certificate verify failed: ") +
-               X509_verify_cert_error_string(verify);
+      error_ = std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
     } else if (!errors.empty()) {
       error_ = std::move(errors);
     } else if (sslError == SSL_ERROR_SYSCALL) {

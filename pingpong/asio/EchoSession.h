@@ -104,19 +104,19 @@ template <typename MakeStream>
 void acceptEchoSessions(boost::asio::ip::tcp::acceptor& acceptor, IoContextPool& pool,
                         MakeStream makeStream) {
   using Stream = std::invoke_result_t<MakeStream&, boost::asio::ip::tcp::socket>;
-  acceptor.async_accept(pool.next(), [&acceptor, &pool, makeStream](
-                                         boost::system::error_code ec,
-                                         boost::asio::ip::tcp::socket socket) {
-    if (ec == boost::asio::error::operation_aborted) return;  // shutting down
-    if (!ec) {
-      auto session = std::make_shared<EchoSession<Stream>>(makeStream(std::move(socket)));
-      // start() touches the socket, so it runs on the socket's own context.
-      boost::asio::post(session->socketExecutor(), [session] { session->start(); });
-    } else {
-      std::fprintf(stderr, "accept: %s\n", ec.message().c_str());
-    }
-    acceptEchoSessions(acceptor, pool, makeStream);
-  });
+  acceptor.async_accept(
+      pool.next(), [&acceptor, &pool, makeStream](boost::system::error_code ec,
+                                                  boost::asio::ip::tcp::socket socket) {
+        if (ec == boost::asio::error::operation_aborted) return;  // shutting down
+        if (!ec) {
+          auto session = std::make_shared<EchoSession<Stream>>(makeStream(std::move(socket)));
+          // start() touches the socket, so it runs on the socket's own context.
+          boost::asio::post(session->socketExecutor(), [session] { session->start(); });
+        } else {
+          std::fprintf(stderr, "accept: %s\n", ec.message().c_str());
+        }
+        acceptEchoSessions(acceptor, pool, makeStream);
+      });
 }
 
 }  // namespace pingpong

@@ -21,8 +21,8 @@ namespace pingpong {
 // Starts the accept loop on `acceptor` (listening, on context 0 of `pool`);
 // called once, on the main thread, before the pool runs. The loop must end
 // when an accept completes with operation_aborted (the acceptor was closed).
-using StartAccepting = std::function<void(boost::asio::ip::tcp::acceptor& acceptor,
-                                          IoContextPool& pool)>;
+using StartAccepting =
+    std::function<void(boost::asio::ip::tcp::acceptor& acceptor, IoContextPool& pool)>;
 
 // Returns the status to exit with: kExitFailure (after saying why, prefixed
 // with `program`) if the server cannot listen, 0 after a signal.

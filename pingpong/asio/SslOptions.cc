@@ -28,8 +28,8 @@ struct Syntax {
 [[noreturn]] void optionError(const Syntax& syntax, const std::string& message) {
   const std::string program(syntax.program);
   const std::string usage(syntax.usage);
-  std::fprintf(stderr, "%s: %s\nusage: %s %s\n", program.c_str(), message.c_str(),
-               program.c_str(), usage.c_str());
+  std::fprintf(stderr, "%s: %s\nusage: %s %s\n", program.c_str(), message.c_str(), program.c_str(),
+               usage.c_str());
   std::exit(kExitUsage);
 }
 

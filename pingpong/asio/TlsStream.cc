@@ -23,14 +23,13 @@ TlsStream makeClientStream(boost::asio::io_context& context, boost::asio::ssl::c
   boost::system::error_code notAnAddress;
   (void)boost::asio::ip::make_address(host, notAnAddress);
   const int mismatch = notAnAddress ? X509_V_ERR_HOSTNAME_MISMATCH : X509_V_ERR_IP_ADDRESS_MISMATCH;
-  stream.set_verify_callback(
-      [check = boost::asio::ssl::host_name_verification(host), mismatch](
-          bool preverified, boost::asio::ssl::verify_context& ctx) {
-        if (check(preverified, ctx)) return true;
-        X509_STORE_CTX* store = ctx.native_handle();
-        if (X509_STORE_CTX_get_error(store) == X509_V_OK) X509_STORE_CTX_set_error(store, mismatch);
-        return false;
-      });
+  stream.set_verify_callback([check = boost::asio::ssl::host_name_verification(host), mismatch](
+                                 bool preverified, boost::asio::ssl::verify_context& ctx) {
+    if (check(preverified, ctx)) return true;
+    X509_STORE_CTX* store = ctx.native_handle();
+    if (X509_STORE_CTX_get_error(store) == X509_V_OK) X509_STORE_CTX_set_error(store, mismatch);
+    return false;
+  });
   return stream;
 }
 

@@ -125,9 +125,8 @@ int main(int argc, char** argv) {
   // stops the sessions and the context; the cancel lands after each driver
   // has started, spawned before the pool runs.
   pingpong::PingClient<ThreadState> client(kProgram, args);
-  if (auto status = client.connectAll([&](int t) {
-        return std::make_shared<Session>(client.context(t), args.blocksize);
-      })) {
+  if (auto status = client.connectAll(
+          [&](int t) { return std::make_shared<Session>(client.context(t), args.blocksize); })) {
     return *status;
   }
   return client.runTimed("asio-coro", [&](ThreadState& state, boost::asio::io_context& context,

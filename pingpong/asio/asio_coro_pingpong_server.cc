@@ -78,10 +78,12 @@ awaitable<void> listen(tcp::acceptor& acceptor, pingpong::IoContextPool& pool) {
 
 int main(int argc, char** argv) {
   const pingpong::ServerArgs args = pingpong::parseServerArgs(argc, argv, {kProgram});
-  return pingpong::runServer(kProgram, args, [](tcp::acceptor& acceptor,
-                                                pingpong::IoContextPool& pool) {
-    // Stopping the contexts leaves the sessions suspended; their frames, and
-    // with them the sockets, are destroyed when the pool destroys the contexts.
-    boost::asio::co_spawn(acceptor.get_executor(), listen(acceptor, pool), boost::asio::detached);
-  });
+  return pingpong::runServer(kProgram, args,
+                             [](tcp::acceptor& acceptor, pingpong::IoContextPool& pool) {
+                               // Stopping the contexts leaves the sessions suspended; their frames,
+                               // and with them the sockets, are destroyed when the pool destroys
+                               // the contexts.
+                               boost::asio::co_spawn(acceptor.get_executor(),
+                                                     listen(acceptor, pool), boost::asio::detached);
+                             });
 }

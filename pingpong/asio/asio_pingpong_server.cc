@@ -19,8 +19,8 @@ constexpr const char* kProgram = "asio_pingpong_server";
 
 int main(int argc, char** argv) {
   const pingpong::ServerArgs args = pingpong::parseServerArgs(argc, argv, {kProgram});
-  return pingpong::runServer(kProgram, args, [](tcp::acceptor& acceptor,
-                                                pingpong::IoContextPool& pool) {
-    pingpong::acceptEchoSessions(acceptor, pool, [](tcp::socket socket) { return socket; });
-  });
+  return pingpong::runServer(
+      kProgram, args, [](tcp::acceptor& acceptor, pingpong::IoContextPool& pool) {
+        pingpong::acceptEchoSessions(acceptor, pool, [](tcp::socket socket) { return socket; });
+      });
 }

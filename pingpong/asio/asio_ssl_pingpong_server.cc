@@ -67,10 +67,10 @@ int main(int argc, char** argv) {
   boost::asio::ssl::context ssl(boost::asio::ssl::context::tls_server);
   if (!configure(ssl, tls)) return pingpong::kExitFailure;
 
-  return pingpong::runServer(kProgram, args, [&ssl](tcp::acceptor& acceptor,
-                                                    pingpong::IoContextPool& pool) {
-    pingpong::acceptEchoSessions(acceptor, pool, [&ssl](tcp::socket socket) {
-      return pingpong::TlsStream(std::move(socket), ssl);
-    });
-  });
+  return pingpong::runServer(
+      kProgram, args, [&ssl](tcp::acceptor& acceptor, pingpong::IoContextPool& pool) {
+        pingpong::acceptEchoSessions(acceptor, pool, [&ssl](tcp::socket socket) {
+          return pingpong::TlsStream(std::move(socket), ssl);
+        });
+      });
 }

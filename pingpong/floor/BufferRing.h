@@ -18,8 +18,7 @@ class BufferRing {
   // provided at first, and grow() doubles them (a small ring stays in cache,
   // see net/poller/BufferRing.h). Throws std::system_error on mmap or
   // registration failure.
-  BufferRing(io_uring* ring, unsigned count, size_t bufferSize, uint16_t groupId,
-             unsigned initial);
+  BufferRing(io_uring* ring, unsigned count, size_t bufferSize, uint16_t groupId, unsigned initial);
   BufferRing(const BufferRing&) = delete;
   BufferRing& operator=(const BufferRing&) = delete;
   ~BufferRing();

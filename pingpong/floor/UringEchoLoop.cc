@@ -273,8 +273,8 @@ void UringEchoLoop::submitSend(uint32_t index) {
   Connection& conn = *connections_[index];
   io_uring_sqe* sqe = newSqe(encode(Op::kSend, index, conn.generation));
   const std::string_view bytes = sendBytes(conn);
-  io_uring_prep_send(sqe, conn.fd, bytes.data() + conn.sendOffset,
-                     bytes.size() - conn.sendOffset, MSG_NOSIGNAL);
+  io_uring_prep_send(sqe, conn.fd, bytes.data() + conn.sendOffset, bytes.size() - conn.sendOffset,
+                     MSG_NOSIGNAL);
   target(sqe, conn, index);
   conn.sendInFlight = true;
 }

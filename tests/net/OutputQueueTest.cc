@@ -93,7 +93,7 @@ TEST_F(OutputQueueTest, AnEmptyQueueTakesABuffersStorageAndLendsSpareBack) {
   const char* storage = message.peek();
   queue_.append(&message, /*lendBack=*/true);
   EXPECT_EQ(message.readableBytes(), 0u);
-  EXPECT_EQ(queue_.waiting().peek(), storage);  // taken, not copied
+  EXPECT_EQ(queue_.waiting().peek(), storage);                // taken, not copied
   EXPECT_GT(message.capacity(), BufferPool::kSmallCapacity);  // spare lent back
   EXPECT_EQ(pool_.spareCount(), 0u);
 

@@ -36,8 +36,8 @@ namespace {
 
 using test::BlockingClient;
 using test::randomBytes;
-using test::temporaryFile;
 using test::runSync;
+using test::temporaryFile;
 using test::waitUntil;
 
 class TcpServerTest : public test::EchoServerTest {
@@ -645,7 +645,7 @@ TEST_P(TcpServerTest, ShortConnectionStormsAreAnsweredAndLeaveNoFdsInBothAcceptM
         << connectionCount() << " connections left";
     {
       BlockingClient client(address_);
-      ASSERT_TRUE(client.sendAll("still serving...")) ;
+      ASSERT_TRUE(client.sendAll("still serving..."));
       bool eof = false;
       EXPECT_EQ(client.recvUntilEof(&eof), "still serving...");
     }

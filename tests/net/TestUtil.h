@@ -16,8 +16,8 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -42,12 +42,11 @@
 // In a parameterized fixture's SetUp(): skips a test instantiated for a
 // backend that cannot run here (a kernel without io_uring, a seccomp filter,
 // io_uring_disabled=2), naming the probe's reason, instead of failing it.
-#define LIBNET_SKIP_IF_BACKEND_UNAVAILABLE(kind)                                  \
-  do {                                                                            \
-    if (const std::string why = ::libnet::EventLoop::unavailableReason(kind);        \
-        !why.empty()) {                                                           \
-      GTEST_SKIP() << why;                                                        \
-    }                                                                             \
+#define LIBNET_SKIP_IF_BACKEND_UNAVAILABLE(kind)                                              \
+  do {                                                                                        \
+    if (const std::string why = ::libnet::EventLoop::unavailableReason(kind); !why.empty()) { \
+      GTEST_SKIP() << why;                                                                    \
+    }                                                                                         \
   } while (0)
 
 namespace libnet::test {
@@ -97,8 +96,8 @@ inline int openFdCount() {
 inline long residentBytes(const void* p, size_t length) {
   const long page = ::sysconf(_SC_PAGESIZE);
   if (page <= 0) return -1;
-  const auto begin = reinterpret_cast<uintptr_t>(p) / static_cast<uintptr_t>(page) *
-                     static_cast<uintptr_t>(page);
+  const auto begin =
+      reinterpret_cast<uintptr_t>(p) / static_cast<uintptr_t>(page) * static_cast<uintptr_t>(page);
   const size_t span = reinterpret_cast<uintptr_t>(p) + length - begin;
   std::vector<unsigned char> resident(span / static_cast<size_t>(page) + 1);
   if (::mincore(reinterpret_cast<void*>(begin), span, resident.data()) != 0) return -1;

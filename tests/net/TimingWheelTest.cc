@@ -80,7 +80,8 @@ class TimingWheelTest : public test::LoopTest {
 
   // Built before SetUp() can skip: on epoll where the backend cannot run,
   // for a test that SetUp() then skips.
-  EventLoop loop_{EventLoop::unavailableReason(GetParam()).empty() ? GetParam() : PollerKind::kEpoll};
+  EventLoop loop_{EventLoop::unavailableReason(GetParam()).empty() ? GetParam()
+                                                                   : PollerKind::kEpoll};
   std::vector<UniqueFd> peers_;
   std::vector<std::string> expired_;
 };

@@ -148,13 +148,14 @@ TEST_P(TaskTest, SpawnFromForeignThreadsRunsOnTheLoop) {
   for (int t = 0; t < 4; ++t) {
     spawners.emplace_back([&] {
       for (int i = 0; i < 250; ++i) {
-        spawn(loop, [](EventLoop* loop, int* onLoop, std::atomic<int>* done,
-                       std::atomic<int>* offLoop) -> Task<> {
-          if (!loop->isInLoopThread()) ++*offLoop;
-          co_await sleep(0ms);
-          ++*onLoop;
-          ++*done;
-        }(loop, &onLoop, &done, &offLoop));
+        spawn(loop,
+              [](EventLoop* loop, int* onLoop, std::atomic<int>* done,
+                 std::atomic<int>* offLoop) -> Task<> {
+                if (!loop->isInLoopThread()) ++*offLoop;
+                co_await sleep(0ms);
+                ++*onLoop;
+                ++*done;
+              }(loop, &onLoop, &done, &offLoop));
       }
     });
   }

@@ -715,12 +715,14 @@ TEST(HttpParserTest, UnsupportedTransferEncodingIs501) {
 TEST(HttpParserTest, UnknownExpectationIs417) {
   for (const char* v : {"100-continue", "100-Continue", "100-CONTINUE"}) {
     SCOPED_TRACE(v);
-    EXPECT_EQ(parseOne(post("Content-Length: 5\r\nExpect: " + std::string(v) + "\r\n", "abcde")).body,
-              "abcde");
+    EXPECT_EQ(
+        parseOne(post("Content-Length: 5\r\nExpect: " + std::string(v) + "\r\n", "abcde")).body,
+        "abcde");
   }
   for (const char* v : {"", "foo", "100-continue, foo", "100-continued", "200-ok"}) {
     SCOPED_TRACE(v);
-    EXPECT_EQ(errorOf(post("Content-Length: 5\r\nExpect: " + std::string(v) + "\r\n", "abcde")), 417);
+    EXPECT_EQ(errorOf(post("Content-Length: 5\r\nExpect: " + std::string(v) + "\r\n", "abcde")),
+              417);
   }
   EXPECT_EQ(errorOf(get("/", "Expect: foo\r\n")), 417);
 }

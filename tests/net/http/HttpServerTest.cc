@@ -453,12 +453,15 @@ TEST_P(HttpServerTest, AmbiguousFramingIsOne400AndNothingBehindItIsAnswered) {
   const std::string hidden = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
   for (const std::string& request : {
            "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: "
-           "5\r\n\r\n0\r\n\r\n" + hidden,
+           "5\r\n\r\n0\r\n\r\n" +
+               hidden,
            "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nTransfer-Encoding: "
-           "chunked\r\n\r\n0\r\n\r\n" + hidden,
+           "chunked\r\n\r\n0\r\n\r\n" +
+               hidden,
            "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 0, 5\r\n\r\nhello" + hidden,
            "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nContent-Length: "
-           "5\r\n\r\nhello" + hidden,
+           "5\r\n\r\nhello" +
+               hidden,
            "POST /echo HTTP/1.1\r\nHost: t\r\nX: y\rContent-Length: 5\r\n\r\nhello" + hidden,
        }) {
     SCOPED_TRACE(request);

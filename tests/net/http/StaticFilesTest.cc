@@ -17,8 +17,8 @@ namespace {
 class StaticFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    base_ = std::filesystem::temp_directory_path() /
-            ("libnet-static-" + std::to_string(::getpid()));
+    base_ =
+        std::filesystem::temp_directory_path() / ("libnet-static-" + std::to_string(::getpid()));
     std::filesystem::remove_all(base_);
     std::filesystem::create_directories(base_ / "root" / "dir");
     std::filesystem::create_directories(base_ / "root" / "noindex");

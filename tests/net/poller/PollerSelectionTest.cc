@@ -189,8 +189,8 @@ TEST_F(PollerOverrideTest, SqPollFromTheEnvironmentIsTakenOrRefusedWithAWarning)
       << bad.describe();
   // A valid value: the loop runs on io_uring with SQPOLL, or without it and
   // a warning naming the refusal; either way it runs.
-  const test::ChildResult good = test::runChild(
-      {binary_, "uring"}, childEnvironment({{"LIBNET_URING_SQPOLL_IDLE_MS", "20"}}));
+  const test::ChildResult good =
+      test::runChild({binary_, "uring"}, childEnvironment({{"LIBNET_URING_SQPOLL_IDLE_MS", "20"}}));
   ASSERT_EQ(good.exitCode, 0) << good.describe();
   EXPECT_EQ(good.out, "backend=uring\n") << good.describe();
   EXPECT_EQ(countLinesWith(good.err, {"LIBNET_URING_SQPOLL_IDLE_MS"}), 0) << good.describe();

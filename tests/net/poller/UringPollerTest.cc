@@ -441,22 +441,26 @@ TEST_F(UringPollerTest, ReceivedBytesAreHandedOverInPlaceAndSlowReadersLoseNothi
 
   std::atomic<int> inPlace{0};
   std::atomic<int> copied{0};
-  UringEchoServer server(0, [&](TcpServer& s) {
-    s.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
-      const BufferRing& ring = dynamic_cast<UringPoller&>(conn->getLoop()->poller()).buffers();
-      const std::string_view all = ring.data(0, size_t{ring.capacity()} * ring.bufferSize());
-      const bool inRing = buf->peek() >= all.data() && buf->peek() < all.data() + all.size();
-      (inRing ? inPlace : copied).fetch_add(1);
-      server.bytesIn_.fetch_add(buf->readableBytes());
-      conn->send(buf);
-    });
-    // A small send buffer, so that echoes to a peer that does not read get
-    // stuck early, in sends that stay in flight.
-    s.setConnectionCallback([](const TcpConnectionPtr& conn) {
-      const int sndbuf = 4096;
-      if (conn->connected()) ::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
-    });
-  }, small);
+  UringEchoServer server(
+      0,
+      [&](TcpServer& s) {
+        s.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+          const BufferRing& ring = dynamic_cast<UringPoller&>(conn->getLoop()->poller()).buffers();
+          const std::string_view all = ring.data(0, size_t{ring.capacity()} * ring.bufferSize());
+          const bool inRing = buf->peek() >= all.data() && buf->peek() < all.data() + all.size();
+          (inRing ? inPlace : copied).fetch_add(1);
+          server.bytesIn_.fetch_add(buf->readableBytes());
+          conn->send(buf);
+        });
+        // A small send buffer, so that echoes to a peer that does not read get
+        // stuck early, in sends that stay in flight.
+        s.setConnectionCallback([](const TcpConnectionPtr& conn) {
+          const int sndbuf = 4096;
+          if (conn->connected())
+            ::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+        });
+      },
+      small);
   auto lent = [&] {
     return runSync(server.loop(), [&] {
       const BufferRing& ring = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
@@ -512,7 +516,7 @@ TEST_F(UringPollerTest, BufferRingLendsAtMostHalfAndGrowsByDoubling) {
       buffers.lend(&views.back(), BufferRing::Received{id, buffers.data(id, 10)});
       ++id;
     }
-    EXPECT_EQ(buffers.lent(), 2u);  // half of 4
+    EXPECT_EQ(buffers.lent(), 2u);                          // half of 4
     EXPECT_EQ(views[1].peek(), buffers.data(1, 0).data());  // in place
     views[0].releaseBorrowed();
     EXPECT_EQ(buffers.lent(), 1u);
@@ -543,9 +547,9 @@ TEST_F(UringPollerTest, ARingGrownByABurstShrinksAndGivesItsPagesBack) {
     return runSync(server.loop(), [&] {
       BufferRing& buffers = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
       const size_t all = static_cast<size_t>(buffers.capacity()) * buffers.bufferSize();
-      const auto resident = static_cast<size_t>(test::residentBytes(buffers.data(0, all).data(), all));
-      return std::tuple{buffers.provided(), buffers.initial(), resident,
-                        buffers.bufferSize()};
+      const auto resident =
+          static_cast<size_t>(test::residentBytes(buffers.data(0, all).data(), all));
+      return std::tuple{buffers.provided(), buffers.initial(), resident, buffers.bufferSize()};
     });
   };
   expectEchoFromThreads(server, 24, 512 * 1024);
@@ -583,16 +587,19 @@ bool echoes(BlockingClient& client, size_t size, uint32_t seed) {
 TEST_F(UringPollerTest, ConnectionsBeyondTheFileTableUsePlainFdsAndSlotsAreReused) {
   IoUringOptions config;
   config.fixedFiles = 2;
-  UringEchoServer server(0, [&](TcpServer& s) {
-    s.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
-      if (buf->retrieveAllAsString() == "bye") {
-        conn->forceClose();  // only the fd's close: no shutdown() first
-      } else {
-        server.bytesIn_.fetch_add(1);
-        conn->send("ok");
-      }
-    });
-  }, config);
+  UringEchoServer server(
+      0,
+      [&](TcpServer& s) {
+        s.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+          if (buf->retrieveAllAsString() == "bye") {
+            conn->forceClose();  // only the fd's close: no shutdown() first
+          } else {
+            server.bytesIn_.fetch_add(1);
+            conn->send("ok");
+          }
+        });
+      },
+      config);
   const auto roundTrip = [](BlockingClient& client) {
     return client.sendAll("hi") && client.recvExactly(2) == "ok";
   };

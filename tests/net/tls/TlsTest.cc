@@ -258,7 +258,7 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
   // server: members, not locals of a test body.
   std::atomic<size_t> maxQueued_{0};
   std::atomic<int> outcome_{-1};
-  std::string got_;  // server loop only
+  std::string got_;                  // server loop only
   TcpConnectionPtr lastServerConn_;  // server loop only
 };
 
@@ -323,7 +323,8 @@ TEST_P(TlsTest, SendBeforeTheHandshakeThenShutdownArriveInOrder) {
   });
   auto record = connect(clientContext(pki_.caFile()));
   TcpClient* client = clients_.back().get();
-  ASSERT_TRUE(waitUntil([&] { return runSync(clientLoop_, [&] { return !!client->connection(); }); }));
+  ASSERT_TRUE(
+      waitUntil([&] { return runSync(clientLoop_, [&] { return !!client->connection(); }); }));
   runSync(clientLoop_, [&] {
     const TcpConnectionPtr conn = client->connection();
     conn->send(std::string("early bytes"));
@@ -388,8 +389,8 @@ TEST_P(TlsTest, GarbageAndOversizedRecordsAreRefusedAndTheServerGoesOn) {
   startServer(options);
   std::string oversized = "\x16\x03\x01\x48\x00";  // a handshake record of 18432 bytes
   oversized += std::string(18432, 'A');
-  for (const std::string& bad : {std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
-                                 std::string(100, '\0'), oversized}) {
+  for (const std::string& bad :
+       {std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), std::string(100, '\0'), oversized}) {
     BlockingClient client(address_);
     client.sendAll(bad);  // the server may close before taking it all
     bool eof = false;
@@ -488,15 +489,11 @@ TEST_P(TlsTest, ThousandConnectionsHalfAbortedMidHandshake) {
   }
   aborted.clear();
   ASSERT_TRUE(waitUntil(
-      [&] {
-        return std::all_of(good.begin(), good.end(), [](auto& r) { return isUp(r.get()); });
-      },
+      [&] { return std::all_of(good.begin(), good.end(), [](auto& r) { return isUp(r.get()); }); },
       60s));
   for (auto& record : good) sendFromClient(record.get(), "ping");
   ASSERT_TRUE(waitUntil(
-      [&] {
-        return std::all_of(good.begin(), good.end(), [](auto& r) { return r->size() == 4; });
-      },
+      [&] { return std::all_of(good.begin(), good.end(), [](auto& r) { return r->size() == 4; }); },
       60s));
   EXPECT_EQ(serverUps_.load(), kEach);
   EXPECT_TRUE(waitUntil([&] { return server_->connectionCount() == kEach; }));
