@@ -2,6 +2,7 @@
 # Runs libnet's whole test suite, installing what is missing first.
 #
 #   tools/test.sh                 the suite three times: plain, ASan+UBSan, TSan;
+#                                 the layout check (tools/format_check.sh);
 #                                 Clang's thread-safety analysis of the locking
 #                                 annotations (tools/thread_safety.sh);
 #                                 the consumer tests (libnet used from another
@@ -60,6 +61,8 @@ else
   summarize
   run --config=asan || status=$?
   run --config=tsan || status=$?
+  echo "== tools/format_check.sh" >&2
+  tools/format_check.sh || status=$?
   echo "== tools/thread_safety.sh" >&2
   tools/thread_safety.sh || status=$?
   # Built and run from outside the repository, as an application would:
