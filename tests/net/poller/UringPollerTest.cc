@@ -29,6 +29,7 @@
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
+#include "net/EventLoopThreadPool.h"
 #include "net/Poller.h"
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
@@ -695,6 +696,43 @@ TEST_F(UringPollerTest, WithoutAFileTableConnectionsUsePlainFds) {
   BlockingClient client(server.address());
   EXPECT_TRUE(echoes(client, 256 * 1024, 31));
   EXPECT_EQ(fileTable(server).second, 0u);
+}
+
+// Options are per loop: two io_uring loops of one process, built at the same
+// time with different tables, each get their own; the loops of a pool get
+// their base loop's.
+TEST_F(UringPollerTest, EachLoopGetsItsOwnRingOptionsAndAPoolItsBaseLoops) {
+  const auto slotsOf = [](EventLoop* loop) {
+    return runSync(loop, [loop] { return dynamic_cast<UringPoller&>(loop->poller()).fileSlots(); });
+  };
+  const auto optionsWith = [](uint32_t fixedFiles) {
+    EventLoopOptions options{.poller = PollerKind::kIoUring, .ioUring = {}};
+    options.ioUring.fixedFiles = fixedFiles;
+    return options;
+  };
+  EventLoopThread none(nullptr, "no-table", optionsWith(0));
+  EventLoopThread small(nullptr, "small-table", optionsWith(8));
+  EventLoop* const noneLoop = none.startLoop();
+  EventLoop* const smallLoop = small.startLoop();
+  const uint32_t smallSlots = slotsOf(smallLoop);
+  if (smallSlots == 0) GTEST_SKIP() << "no registered-file table on this kernel";
+  EXPECT_EQ(smallSlots, 8u);
+  EXPECT_EQ(slotsOf(noneLoop), 0u);
+
+  std::vector<EventLoop*> poolLoops;
+  auto pool = runSync(smallLoop, [&] {
+    auto p = std::make_unique<EventLoopThreadPool>(smallLoop, "pool");
+    p->setThreadNum(2);
+    p->start();
+    poolLoops = p->getAllLoops();
+    return p;
+  });
+  ASSERT_EQ(poolLoops.size(), 2u);
+  for (EventLoop* loop : poolLoops) {
+    EXPECT_EQ(loop->pollerKind(), PollerKind::kIoUring);
+    EXPECT_EQ(slotsOf(loop), 8u);
+  }
+  runSync(smallLoop, [&] { pool.reset(); });
 }
 
 // ---- g. SQPOLL (opt-in): a kernel thread takes the submissions ----
