@@ -17,11 +17,11 @@
 #include "base/ThreadAnnotations.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
-#include "net/ConnectionLayer.h"
 #include "net/InetAddress.h"
 
 namespace libnet {
 
+class ConnectionLayer;
 class Connector;
 class EventLoop;
 

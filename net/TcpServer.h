@@ -34,13 +34,13 @@
 
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
-#include "net/ConnectionLayer.h"
 #include "net/InetAddress.h"
 #include "net/TimingWheel.h"
 
 namespace libnet {
 
 class Acceptor;
+class ConnectionLayer;
 class EventLoop;
 class EventLoopThreadPool;
 class TcpConnection;
