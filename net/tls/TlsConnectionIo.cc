@@ -19,6 +19,9 @@ namespace {
 // The most plaintext one TLS record carries: a send up to this size is one
 // record and one write; a larger one is gathered (corked) into one write.
 constexpr size_t kRecordPlaintext = 16 * 1024;
+// What resumeRead() decrypts between two checks of the owner's wish to read:
+// one epoll read's worth (Buffer::readFd reads up to 64 KiB).
+constexpr size_t kResumeSlice = 64 * 1024;
 
 }  // namespace
 
@@ -56,11 +59,21 @@ void TlsConnectionIo::start() {
 }
 
 void TlsConnectionIo::resumeRead() {
-  // Ciphertext the backend kept while reading was paused comes first.
-  if (cipherInput_.readableBytes() > 0) {
-    onInput(&cipherInput_, InputKind::kConnectionInput, Timestamp::now());
+  // Ciphertext the backend kept while reading was paused comes first, a
+  // read's worth at a time: io_uring completions that landed before the
+  // pause took effect can leave hundreds of KiB here, and decrypted at once
+  // they would reach the message callback as one delivery, overshooting the
+  // output limit that paused reading by as much. Between slices the
+  // connection may pause again; the rest then waits here.
+  Buffer slice(0);
+  while (cipherInput_.readableBytes() > 0) {
+    const size_t n = std::min(cipherInput_.readableBytes(), kResumeSlice);
+    slice.append(std::string_view(cipherInput_.peek(), n));
+    cipherInput_.retrieve(n);
+    onInput(&slice, InputKind::kConnectionInput, Timestamp::now());
     if (closed_ || !owner_->wantsInput()) return;
   }
+  loop_->bufferPool().reclaim(&cipherInput_);
   inner_->resumeRead();
 }
 
