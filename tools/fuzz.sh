@@ -67,10 +67,12 @@ target_spec() {
   case $1 in
     http)
       sources=(tests/net/http/fuzz/HttpParserFuzzer.cc tests/net/http/fuzz/ParseTrace.cc
-        tests/net/http/fuzz/SplitPlan.cc net/http/HttpParser.cc net/http/HttpRequest.cc
+        tests/net/http/fuzz/SplitPlan.cc net/http/HttpParser.cc net/http/RequestTarget.cc
+        net/http/HttpRequest.cc
         net/Buffer.cc net/BufferStorage.cc)
       headers=(tests/net/http/fuzz/ParseTrace.h tests/net/http/fuzz/SplitPlan.h
-        net/http/HttpChars.h net/http/HttpParser.h net/http/HttpRequest.h net/Buffer.h
+        net/http/HttpChars.h net/http/HttpParser.h net/http/HttpRequest.h
+        net/http/RequestTarget.h net/Buffer.h
         net/BufferStorage.h)
       libs=()
       seeds_dir=tests/net/http/fuzz/corpus
