@@ -34,12 +34,9 @@ class LIBNET_CAPABILITY("mutex") Mutex {
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
-  void lock() LIBNET_ACQUIRE() { mutex_.lock(); }
-  void unlock() LIBNET_RELEASE() { mutex_.unlock(); }
-  // True when it took the lock; the analysis knows it is held only then.
-  [[nodiscard]] bool tryLock() LIBNET_TRY_ACQUIRE(true) { return mutex_.try_lock(); }
-
  private:
+  // Taken only through a MutexLock, so no lock is ever left held by an
+  // early return or an exception.
   friend class MutexLock;
 
   std::mutex mutex_;

@@ -68,6 +68,7 @@ void TlsConnectionIo::resumeRead() {
   Buffer slice(0);
   while (cipherInput_.readableBytes() > 0) {
     const size_t n = std::min(cipherInput_.readableBytes(), kResumeSlice);
+    loop_->bufferPool().lend(&slice);  // onInput() gives the storage back
     slice.append(std::string_view(cipherInput_.peek(), n));
     cipherInput_.retrieve(n);
     onInput(&slice, InputKind::kConnectionInput, Timestamp::now());
