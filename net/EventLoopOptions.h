@@ -26,6 +26,10 @@ struct IoUringOptions {
   uint32_t initialBufferCount = 64;
   // Incremental buffer consumption where the kernel has it.
   bool incrementalBuffers = true;
+  // How often a grown buffer ring is weighed for shrinking (ms): buffers a
+  // burst brought in leave circulation, and their pages go back, once
+  // demand has stayed low for that long.
+  uint32_t bufferCheckMs = 1000;
   // Slots in the ring's table of registered files (at most RLIMIT_NOFILE;
   // 0: none). A connection's socket sits in a slot while it is open, so its
   // recv/send ops skip the per-op file lookup; the fd stays a real fd.

@@ -121,6 +121,20 @@ void BufferRing::shrinkIfQuiet(bool trimPages) {
 }
 
 void BufferRing::trim(uint32_t from, uint32_t to) {
+  // A buffer the kernel has filled whose completion still waits in the CQ
+  // looks untouched here (in the ring, nothing used), yet holds a peer's
+  // bytes: every buffer a waiting completion names is kept. (The caller
+  // makes sure no completion it has taken out of the CQ is still unhandled,
+  // and that the kernel fills no buffer while this runs.)
+  pending_.clear();
+  unsigned head = 0;
+  io_uring_cqe* cqe = nullptr;
+  io_uring_for_each_cqe(ring_, head, cqe) {
+    if (cqe->flags & IORING_CQE_F_BUFFER) {
+      pending_.push_back(static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT));
+    }
+  }
+  std::sort(pending_.begin(), pending_.end());
   // Runs of buffers that sit in the ring untouched (in incremental mode a
   // buffer the kernel has begun to fill is skipped), one madvise per run.
   uint32_t run = from;
@@ -132,7 +146,8 @@ void BufferRing::trim(uint32_t from, uint32_t to) {
   };
   for (uint32_t i = from; i < to; ++i) {
     // In the ring untouched, or back and out of circulation: no one's bytes.
-    const bool idle = inRing_[i] ? used_[i] == 0 : !kernelDone_[i] && refs_[i] == 0;
+    const bool idle = (inRing_[i] ? used_[i] == 0 : !kernelDone_[i] && refs_[i] == 0) &&
+                      !std::binary_search(pending_.begin(), pending_.end(), i);
     if (!idle) {
       flush(i);
       run = i + 1;

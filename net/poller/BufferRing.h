@@ -31,8 +31,14 @@
 // in the kernel's ring have their pages handed back at once (MADV_DONTNEED;
 // the kernel faults a page in again if it still fills one before it comes
 // back), the others when they come back; grow() brings them in again. The
-// pages are only given back where no other thread can be writing into them
-// (not with SQPOLL, whose kernel thread receives concurrently).
+// pages are only given back where nothing can be writing into them
+// meanwhile: not with SQPOLL, whose kernel thread receives concurrently, and
+// only with DEFER_TASKRUN, where the kernel copies received bytes only inside
+// the loop's own io_uring_enter (without it, that work runs on the way back
+// from any system call, madvise's included). A buffer the kernel filled is
+// never trimmed before its completion is handled: the poller shrinks only
+// with no completion taken out of the CQ left unhandled, and trim() keeps
+// every buffer a completion still waiting in the CQ names.
 //
 // Each completion that carries a buffer goes through received(); what it
 // returns is given back with finished() when copied out, or lent to a
@@ -95,7 +101,12 @@ class BufferRing final : public Buffer::Lender {
   void noteDemand(uint32_t buffers) { peakDemand_ = std::max(peakDemand_, buffers + lent_); }
   // If the ring did not grow and its peak demand stayed under a quarter of
   // it since the last call, takes all but max(initial, twice that peak)
-  // buffers out of circulation. `trimPages`: hand their pages back too.
+  // buffers out of circulation. `trimPages`: hand their pages back too;
+  // only where the kernel cannot be filling buffers meanwhile (the ring is
+  // DEFER_TASKRUN, not SQPOLL: it receives only inside io_uring_enter), and
+  // with every completion taken out of the CQ handled already: a buffer
+  // whose completion waits unhandled would lose its bytes. Completions
+  // still in the CQ are looked at and their buffers kept.
   void shrinkIfQuiet(bool trimPages);
 
   // Lending a buffer to a Buffer that views it in place (UringConnectionIo:
@@ -145,6 +156,8 @@ class BufferRing final : public Buffer::Lender {
   // Whether the buffer is in the kernel's ring; a buffer neither there nor
   // kernelDone_ is out of circulation.
   std::vector<bool> inRing_;
+  // trim(): buffers named by completions still waiting in the CQ.
+  std::vector<uint16_t> pending_;
   io_uring_buf_ring* bufRing_ = nullptr;
   size_t bufRingBytes_ = 0;
   char* buffers_ = nullptr;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <exception>
 #include <system_error>
 
@@ -38,7 +39,8 @@ UringPoller::UringPoller(EventLoopBase* loop, const IoUringOptions& options)
       files_(ring_, options.fixedFiles),
       buffers_(std::make_unique<BufferRing>(ring_.get(), kBufferGroup, options.bufferCount,
                                             options.bufferSize, options.initialBufferCount,
-                                            options.incrementalBuffers)) {
+                                            options.incrementalBuffers)),
+      ringCheckInterval_(std::chrono::milliseconds(std::max<uint32_t>(1, options.bufferCheckMs))) {
   completions_.reserve(1024);
 }
 
@@ -146,12 +148,27 @@ Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
   ++turn_;
   // A grown buffer ring is weighed about once a second (BufferRing), also
   // while the loop is otherwise idle, so a burst's memory goes back soon.
-  if (buffers_->provided() > buffers_->initial()) timeout = std::min(timeout, kRingCheckInterval);
+  if (buffers_->provided() > buffers_->initial()) timeout = std::min(timeout, ringCheckInterval_);
+  // Here, before the wait, every completion collected last turn has been
+  // handled: a buffer the kernel filled is never taken for idle (BufferRing).
+  shrinkBuffersIfDue();
   ring_.submitAndWait(timeout);
-  const Timestamp now = Timestamp::now();
+  lastPollTime_ = Timestamp::now();
   collectCompletions(active);
-  afterCollect(now);
-  return now;
+  afterCollect();
+  return lastPollTime_;
+}
+
+void UringPoller::shrinkBuffersIfDue() {
+  assert(completions_.empty());
+  // The last wait's return time: no clock read of its own per turn.
+  if (lastPollTime_ - lastRingCheck_ < ringCheckInterval_) return;
+  lastRingCheck_ = lastPollTime_;
+  // Pages go back only where the kernel fills buffers nowhere but inside
+  // this loop's io_uring_enter: with DEFER_TASKRUN, and not with SQPOLL,
+  // whose kernel thread receives concurrently.
+  const bool trimPages = (ring_.setupFlags() & IORING_SETUP_DEFER_TASKRUN) && !ring_.sqPoll();
+  buffers_->shrinkIfQuiet(trimPages);
 }
 
 void UringPoller::collectCompletions(ChannelList* active) {
@@ -203,12 +220,7 @@ void UringPoller::onPollCompletion(const Completion& c, ChannelList* active) {
   }
 }
 
-void UringPoller::afterCollect(Timestamp now) {
-  if (now - lastRingCheck_ >= kRingCheckInterval) {
-    lastRingCheck_ = now;
-    // SQPOLL's kernel thread receives concurrently: its pages stay.
-    buffers_->shrinkIfQuiet(!ring_.sqPoll());
-  }
+void UringPoller::afterCollect() {
   // A multishot poll ended (CQ overflow, an error): arm a fresh one if the
   // channel still wants events. It goes out with the next submit.
   for (const uint32_t slot : rearm_) {

@@ -120,14 +120,17 @@ class UringPoller final : public Poller {
   void collectCompletions(ChannelList* active);
   // One multishot-poll completion of a channel's slot.
   void onPollCompletion(const Completion& c, ChannelList* active);
-  // The buffer ring's periodic shrink, and polls to arm again.
-  void afterCollect(Timestamp now);
+  // Polls to arm again.
+  void afterCollect();
+  // The buffer ring's periodic shrink (IoUringOptions::bufferCheckMs).
+  void shrinkBuffersIfDue();
 
   UringRing ring_;
   UringFileTable files_;
-  static constexpr Duration kRingCheckInterval = std::chrono::seconds(1);
   Timestamp lastRingCheck_;
+  Timestamp lastPollTime_;
   std::unique_ptr<BufferRing> buffers_;
+  Duration ringCheckInterval_;
   Buffer receivedView_{0};  // after buffers_: destroyed first
   std::vector<Slot> slots_;
   std::vector<uint32_t> freeSlots_;

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -567,6 +568,84 @@ TEST_F(UringPollerTest, ARingGrownByABurstShrinksAndGivesItsPagesBack) {
   for (const std::string& failure : echoFromThreads(server.address(), 16, 256 * 1024)) {
     EXPECT_EQ(failure, "");
   }
+}
+
+// ---- e3. the ring shrinks while echoes are under way: no received byte lost ----
+
+// The load that once turned received bytes into zeros: clients echo random
+// non-zero bytes and check every one, while again and again hundreds of
+// peers send 64 KiB each without reading (the ring grows), then reset (it
+// shrinks). A shrink that gave back the pages of a buffer the kernel had
+// just filled, its completion not yet handled, showed as runs of zeros.
+TEST_F(UringPollerTest, ShrinkingUnderEchoTrafficLosesNoReceivedByte) {
+  constexpr int kCheckers = 8;
+  constexpr int kFlooders = 400;
+  constexpr int kCycles = 8;
+  constexpr size_t kFlood = 64 * 1024;
+  rlimit files{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
+  if (files.rlim_cur < 4 * kFlooders) {
+    files.rlim_cur = std::min<rlim_t>(files.rlim_max, 4 * kFlooders);
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
+  IoUringOptions config;
+  config.bufferCheckMs = 5;  // many shrinks, each a chance to lose bytes
+  UringEchoServer server(0, {}, config);
+  const auto provided = [&] {
+    return runSync(server.loop(), [&] {
+      return dynamic_cast<UringPoller&>(server.loop()->poller()).buffers().provided();
+    });
+  };
+  const uint32_t initial = provided();
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> messages{0};
+  std::vector<std::string> failures(kCheckers);
+  std::vector<std::thread> checkers;
+  for (int i = 0; i < kCheckers; ++i) {
+    checkers.emplace_back([&, i] {
+      std::string& failure = failures[static_cast<size_t>(i)];
+      try {
+        BlockingClient client(server.address());
+        std::mt19937 rng(static_cast<uint32_t>(i));
+        while (!stop.load() && failure.empty()) {
+          std::string payload = randomBytes(1000 + rng() % 29000, rng());
+          for (char& c : payload) c = c == '\0' ? '\1' : c;
+          if (!client.sendAll(payload)) {
+            failure = "send failed";
+            break;
+          }
+          const std::string got = client.recvExactly(payload.size());
+          if (got != payload) {
+            failure = "a " + std::to_string(payload.size()) + "-byte echo came back as " +
+                      std::to_string(got.size()) + " bytes, first zero at " +
+                      std::to_string(static_cast<long>(got.find('\0')));
+          }
+          messages.fetch_add(1);
+        }
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+    });
+  }
+
+  int shrunk = 0;
+  const std::string flood = randomBytes(kFlood, 77);
+  for (int cycle = 0; cycle < kCycles; ++cycle) {
+    std::vector<std::unique_ptr<BlockingClient>> flooders;
+    for (int i = 0; i < kFlooders; ++i) {
+      flooders.push_back(std::make_unique<BlockingClient>(server.address()));
+      ASSERT_TRUE(flooders.back()->sendAll(flood));
+    }
+    const uint32_t grown = provided();
+    for (auto& flooder : flooders) flooder->resetConnection();
+    if (grown > initial && waitUntil([&] { return provided() < grown; })) ++shrunk;
+  }
+  stop.store(true);
+  for (std::thread& t : checkers) t.join();
+  for (int i = 0; i < kCheckers; ++i) EXPECT_EQ(failures[i], "") << "checker " << i;
+  EXPECT_GT(messages.load(), kCheckers);
+  EXPECT_GT(shrunk, 0) << "the ring never grew and shrank: the test shows nothing";
 }
 
 // ---- f. registered files: a table slot per open socket, reused ----
