@@ -99,6 +99,7 @@ void EventLoop::loop() {
   LOG_TRACE << "EventLoop " << this << " start looping";
   while (!quit_.load(std::memory_order_acquire)) {
     activeChannels_.clear();
+    flushBackend();
     // Buffers freed in bulk go back to the system soon, also on a loop that
     // has gone quiet since.
     const bool trimDue = bufferPool_->trimDue();
@@ -150,7 +151,7 @@ void EventLoop::queueInLoop(Functor cb) {
   // so wake it.
   if (!isInLoopThread()) {
     wakeup();
-  } else if (runningFunctors_) {
+  } else if (runningFunctors_ || flushingBackend_) {
     queuedByLoop_ = true;
   } else if (!dispatchingEvents_) {
     wakeup();
@@ -205,6 +206,7 @@ void EventLoop::drainOperationsInFlight() {
   const auto deadline = MonoClock::now() + std::chrono::seconds(2);
   while (poller_->ownersInFlight() > 0 && MonoClock::now() < deadline) {
     activeChannels_.clear();
+    flushBackend();
     pollReturnTime_ = poller_->poll(std::chrono::milliseconds(10), &activeChannels_);
     activeChannels_.clear();  // readiness is of no interest any more
     dispatchingEvents_ = true;
@@ -216,6 +218,14 @@ void EventLoop::drainOperationsInFlight() {
     LOG_WARN << "EventLoop " << this << " destroyed with " << poller_->ownersInFlight()
              << " I/O owners still registered with its poller";
   }
+}
+
+void EventLoop::flushBackend() {
+  // Functors queued from here run after the coming poll, which then does
+  // not wait (queuedByLoop_), as for those queued by functors.
+  flushingBackend_ = true;
+  runGuarded("the backend's end of turn", [&] { poller_->beforeWait(); });
+  flushingBackend_ = false;
 }
 
 void EventLoop::drainPendingFunctors() {

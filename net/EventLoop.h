@@ -103,6 +103,8 @@ class EventLoop final : public EventLoopBase {
   void doPendingFunctors();
   void drainPendingFunctors();
   void drainOperationsInFlight();
+  // The poller's end of turn (Poller::beforeWait), before each wait.
+  void flushBackend();
 
   const EventLoopOptions options_;
   std::atomic<bool> looping_{false};
@@ -112,7 +114,8 @@ class EventLoop final : public EventLoopBase {
   // in a second round right after, or, past that, makes the next poll return
   // at once; either way without writing the eventfd.
   bool runningFunctors_ = false;
-  bool queuedByLoop_ = false;  // functors queued during the last round wait
+  bool queuedByLoop_ = false;     // functors queued during the last round wait
+  bool flushingBackend_ = false;  // in flushBackend(): queueing needs no wake-up
   int64_t iteration_ = 0;
   PollerKind pollerKind_;
   std::unique_ptr<TimerQueue> timerQueue_;

@@ -41,6 +41,12 @@ class Poller {
   // Runs what else the last poll() brought (completions), in the same phase
   // as the channel callbacks. Readiness backends have nothing to do here.
   virtual void dispatchCompletions() {}
+  // Runs, once per loop turn before its wait, what the backend put off to
+  // the end of the turn: io_uring's sends, so that whatever one turn queued
+  // for a connection leaves in one send (several sends of one reply, each
+  // waiting for the last, meet Nagle's algorithm and the peer's delayed
+  // ACK). Readiness backends write at once and have nothing to do here.
+  virtual void beforeWait() {}
   // Adds or modifies the registration of `channel` to match its events().
   virtual void updateChannel(Channel* channel) = 0;
   // Removes `channel`; it must have no interest left.

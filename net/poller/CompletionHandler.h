@@ -42,6 +42,9 @@ class CompletionHandler {
  public:
   // `res` and `flags` are the CQE's (res < 0 is -errno).
   virtual void onCompletion(UringOp op, int32_t res, uint32_t flags) = 0;
+  // The end of the loop turn the handler asked for it in
+  // (UringPoller::atTurnEnd): the handler submits what it put off.
+  virtual void onTurnEnd() {}
 
  protected:
   ~CompletionHandler() = default;

@@ -56,7 +56,7 @@ int UringConnectionIo::write(std::string_view data) {
   output_->append(data);
   // Behind a file the bytes wait for it: its sendfile(2) runs from the loop
   // (flush) or from its POLLOUT completion, never inside the caller's send.
-  if (!output_->hasFile()) pump();
+  if (!output_->hasFile()) pumpAtTurnEnd();
   return 0;
 }
 
@@ -66,8 +66,41 @@ int UringConnectionIo::write(Buffer* buffer, InputKind kind) {
   // it does not grow anew for every message (not a view it was lent, say
   // another connection's received bytes: that holds no storage to replace).
   output_->append(buffer, kind == InputKind::kApplication && !buffer->borrowed());
-  if (!output_->hasFile()) pump();
+  if (!output_->hasFile()) pumpAtTurnEnd();
   return 0;
+}
+
+void UringConnectionIo::pumpAtTurnEnd() {
+  // Whatever this turn queues leaves in one send, at the end of the turn
+  // (the SQE would not go out before then anyway). Sending each piece as it
+  // comes, one send in flight at a time, made a reply received in two
+  // completions (a message across two provided buffers) leave as two
+  // sends: the second, small and behind unacknowledged bytes, waited for
+  // the peer's delayed ACK under Nagle's algorithm, 40 ms a round trip
+  // (docs/benchmarks.md, "Request/response round trips").
+  if (pumpAtTurnEnd_ || sendInFlight_ || writableArmed_ || closed_) return;
+  if (token_ == 0) {  // not started, or released: no turn end will call
+    pump();
+    return;
+  }
+  pumpAtTurnEnd_ = true;
+  poller_->atTurnEnd(token_);
+}
+
+void UringConnectionIo::onTurnEnd() {
+  const std::shared_ptr<void> guard = owner_->keepAlive();
+  if (inputFollows_ && recvArmed_ && !sendPutOff_) {
+    // The last receive stopped at the end of a provided buffer with more
+    // bytes in the socket: the kernel hands them over on the ring's next
+    // entry, often the rest of the message this turn answered. One more
+    // turn, without a wait, lets the reply leave whole.
+    sendPutOff_ = true;
+    poller_->atNextTurnEnd(token_);
+    return;
+  }
+  pumpAtTurnEnd_ = false;
+  sendPutOff_ = false;
+  pump();
 }
 
 void UringConnectionIo::close() {
@@ -175,6 +208,7 @@ void UringConnectionIo::onCompletion(UringOp op, int32_t res, uint32_t flags) {
 
 void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
   const bool more = flags & IORING_CQE_F_MORE;
+  inputFollows_ = more && (flags & IORING_CQE_F_SOCK_NONEMPTY);
   if (!more) {
     recvArmed_ = false;
     opFinished();
@@ -248,7 +282,9 @@ void UringConnectionIo::onSend(int32_t res) {
   }
   output_->sent(static_cast<size_t>(res));
   owner_->onOutputProgress();
-  pump();  // the rest of a short send first, in order
+  // The rest of a short send first, in order, with whatever else this turn
+  // queues behind it.
+  pumpAtTurnEnd();
 }
 
 void UringConnectionIo::onWritable(int32_t res) {

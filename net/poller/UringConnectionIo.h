@@ -10,7 +10,8 @@
 // copied into the input buffer and the provided buffer handed back at once.
 // Writes: at most one send in flight (several in flight on one socket may
 // reorder); its bytes sit still in the OutputQueue's in-flight buffer until
-// it completes, while later bytes queue behind. Files: sendfile(2) on the
+// it completes, while later bytes queue behind. A send is prepared at the
+// end of the loop turn, so that all a turn queued leaves in one send. Files: sendfile(2) on the
 // non-blocking socket (io_uring has no sendfile op, and reading the file
 // into a buffer to send it costs a user-space copy of every byte, which
 // dominated the profile: docs/benchmarks.md, "Figures formerly quoted in
@@ -60,6 +61,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
 
  private:
   void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
+  void onTurnEnd() override;
   void onRecv(int32_t res, uint32_t flags);
   void onSend(int32_t res);
   void onWritable(int32_t res);
@@ -67,6 +69,8 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   // files. One writer at a time: a send in flight or a file waiting for
   // POLLOUT resumes it when it completes.
   void pump();
+  // pump() at the end of this loop turn (UringPoller::atTurnEnd).
+  void pumpAtTurnEnd();
   void armRecv();
   void submitSend();
   void armWritable();
@@ -90,6 +94,9 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   bool recvArmed_ = false;
   bool sendInFlight_ = false;
   bool writableArmed_ = false;  // a file is waiting for POLLOUT
+  bool pumpAtTurnEnd_ = false;  // asked for onTurnEnd()
+  bool sendPutOff_ = false;     // ... and then for the next one
+  bool inputFollows_ = false;   // the last receive left bytes in the socket
   bool closed_ = false;
   bool released_ = false;            // release() was called
   std::shared_ptr<void> keepAlive_;  // the owner, while ops are in flight

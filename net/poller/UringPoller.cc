@@ -149,6 +149,9 @@ Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
   // A grown buffer ring is weighed about once a second (BufferRing), also
   // while the loop is otherwise idle, so a burst's memory goes back soon.
   if (buffers_->provided() > buffers_->initial()) timeout = std::min(timeout, ringCheckInterval_);
+  // A handler put its sends off to the next turn end (UringConnectionIo):
+  // collect what is ready and come straight back.
+  if (!turnEnd_.empty()) timeout = Duration::zero();
   // Here, before the wait, every completion collected last turn has been
   // handled: a buffer the kernel filled is never taken for idle (BufferRing).
   shrinkBuffersIfDue();
@@ -250,6 +253,26 @@ void UringPoller::dispatchCompletions() {
     }
   }
   completions_.clear();
+}
+
+void UringPoller::beforeWait() {
+  // By index: a handler's onTurnEnd() may ask for another (a send that
+  // completed inline... or a callback writing to another connection).
+  for (size_t i = 0; i < turnEnd_.size(); ++i) {
+    const int64_t slot = liveSlot(turnEnd_[i]);
+    if (slot < 0) continue;  // unregistered since it asked
+    Handler* handler = slots_[static_cast<size_t>(slot)].handler;
+    if (handler == nullptr) continue;
+    try {
+      handler->onTurnEnd();
+    } catch (const std::exception& e) {
+      LOG_ERROR << "exception escaped an io_uring turn-end handler: " << e.what();
+    } catch (...) {
+      LOG_ERROR << "unknown exception escaped an io_uring turn-end handler";
+    }
+  }
+  turnEnd_.clear();
+  turnEnd_.swap(nextTurnEnd_);
 }
 
 std::unique_ptr<ConnectionIo> UringPoller::newConnectionIo(const ConnectionIo::Parts& parts) {

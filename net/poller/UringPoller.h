@@ -60,6 +60,7 @@ class UringPoller final : public Poller {
 
   Timestamp poll(Duration timeout, ChannelList* active) override;
   void dispatchCompletions() override;
+  void beforeWait() override;
   void updateChannel(Channel* channel) override;
   void removeChannel(Channel* channel) override;
   [[nodiscard]] std::unique_ptr<ConnectionIo> newConnectionIo(
@@ -72,6 +73,12 @@ class UringPoller final : public Poller {
   // Completion interface (loop thread only).
   [[nodiscard]] uint64_t registerHandler(Handler* handler);
   void unregisterHandler(uint64_t token);
+  // Calls the handler's onTurnEnd() once this loop turn's callbacks and
+  // functors have run, before the wait (unless it has unregistered by then).
+  void atTurnEnd(uint64_t token) { turnEnd_.push_back(token); }
+  // From onTurnEnd(): once more at the end of the next turn, whose poll
+  // then does not wait.
+  void atNextTurnEnd(uint64_t token) { nextTurnEnd_.push_back(token); }
   // An SQE to fill (UringRing::getSqe).
   [[nodiscard]] io_uring_sqe* getSqe() { return ring_.getSqe(); }
   [[nodiscard]] BufferRing& buffers() { return *buffers_; }
@@ -136,6 +143,8 @@ class UringPoller final : public Poller {
   std::vector<uint32_t> freeSlots_;
   std::vector<Completion> completions_;
   std::vector<uint32_t> rearm_;
+  std::vector<uint64_t> turnEnd_;  // tokens of handlers waiting for onTurnEnd()
+  std::vector<uint64_t> nextTurnEnd_;
   uint64_t turn_ = 0;
   size_t handlerCount_ = 0;
 };
