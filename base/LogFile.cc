@@ -118,9 +118,11 @@ void LogFile::roll(Timestamp t) {
   // "e": O_CLOEXEC, so children of the server do not inherit the log.
   file_.reset(std::fopen(path_.c_str(), "ae"));
   if (!file_) {
-    reportError("open", errno);
+    openError_ = errno;
+    reportError("open", openError_);
     return;
   }
+  openError_ = 0;
   ++filesOpened_;
   std::setvbuf(file_.get(), stdioBuffer_.get(), _IOFBF, kStdioBufferSize);
 }

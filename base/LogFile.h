@@ -54,6 +54,9 @@ class LogFile {
   [[nodiscard]] const std::string& currentPath() const { return path_; }
   [[nodiscard]] uint64_t droppedBytes() const { return dropped_; }
   [[nodiscard]] int filesOpened() const { return filesOpened_; }
+  // errno of the last attempt to open a file if it failed, else 0: a program
+  // given a log directory it cannot write can refuse to start.
+  [[nodiscard]] int openError() const { return openError_; }
 
  private:
   struct FileCloser {
@@ -79,6 +82,7 @@ class LogFile {
   int64_t lastOpenAttempt_ = -1;
   Timestamp lastFlush_;
   int filesOpened_ = 0;
+  int openError_ = 0;
   bool errorReported_ = false;
 };
 

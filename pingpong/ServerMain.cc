@@ -1,5 +1,6 @@
 #include "pingpong/ServerMain.h"
 
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -54,11 +55,11 @@ std::optional<int> checkOptions(const pingpong::Args& args, const ServerProgram&
   return std::nullopt;
 }
 
-// Null without --log-dir; else started, and the default sink from now on.
-std::unique_ptr<AsyncLogging> startFileLog(const std::string& logDir, const char* name) {
-  if (logDir.empty()) return nullptr;
-  auto asyncLog = std::make_unique<AsyncLogging>(
-      AsyncLogging::fileSink(std::make_shared<LogFile>(logDir, name)));
+// Null without a log file (no --log-dir); else started, and the default sink
+// from now on.
+std::unique_ptr<AsyncLogging> startFileLog(std::shared_ptr<LogFile> file) {
+  if (!file) return nullptr;
+  auto asyncLog = std::make_unique<AsyncLogging>(AsyncLogging::fileSink(std::move(file)));
   asyncLog->start();
   asyncLog->installAsDefaultSink();
   return asyncLog;
@@ -121,7 +122,16 @@ int serverMain(int argc, char* argv[], const ServerProgram& program) {
   }
   // Outlives the server so its shutdown lines reach the file; the destructor
   // drains and stops the back end.
-  const std::unique_ptr<AsyncLogging> asyncLog = startFileLog(args.logDir, program.name);
+  std::shared_ptr<LogFile> logFile;
+  if (!args.logDir.empty()) {
+    logFile = std::make_shared<LogFile>(args.logDir, program.name);
+    if (const int err = logFile->openError()) {
+      std::cerr << program.name << ": cannot write a log file in '" << args.logDir
+                << "': " << std::strerror(err) << "\n";
+      return 2;
+    }
+  }
+  const std::unique_ptr<AsyncLogging> asyncLog = startFileLog(std::move(logFile));
   return serve(args, program, *address, static_cast<int>(*threads));
 }
 

@@ -149,8 +149,13 @@ int main(int argc, char* argv[]) {
   // server shuts down still reach the file, and stop() drains them at exit.
   std::unique_ptr<libnet::AsyncLogging> asyncLog;
   if (!options.logDir.empty()) {
-    asyncLog = std::make_unique<libnet::AsyncLogging>(libnet::AsyncLogging::fileSink(
-        std::make_shared<libnet::LogFile>(options.logDir, "echo_server")));
+    auto logFile = std::make_shared<libnet::LogFile>(options.logDir, "echo_server");
+    if (const int err = logFile->openError()) {
+      std::cerr << "echo_server: cannot write a log file in '" << options.logDir
+                << "': " << std::strerror(err) << "\n";
+      return libnet::Flags::kExitUsage;
+    }
+    asyncLog = std::make_unique<libnet::AsyncLogging>(libnet::AsyncLogging::fileSink(logFile));
     asyncLog->start();
     asyncLog->installAsDefaultSink();
   }

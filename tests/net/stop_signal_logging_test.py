@@ -12,6 +12,8 @@ TcpConnection being created and destroyed are counted). A process killed by
 the signal (status 143) loses the lines still buffered, and a connection
 leaked at shutdown has no "destroyed" line.
 
+Also: a log directory the server cannot write stops it at start (status 2).
+
 usage: stop_signal_logging_test.py ECHO_SERVER PINGPONG_SERVER
 """
 
@@ -109,10 +111,28 @@ def check(name, argv_for, up_pattern, down_pattern, level, backend):
     print("%s/%s: exit 0, %d up and %d down lines" % (name, backend, ups, downs))
 
 
+def check_unwritable_log_dir(name, argv):
+    """A log directory the server cannot create a file in (/proc: no new
+    files there, even for root) stops it at start with status 2 and the
+    reason, instead of serving with nowhere to log."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=STARTUP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        fail("%s kept running with --log-dir /proc" % name)
+    if proc.returncode != 2 or "/proc" not in proc.stderr:
+        fail("%s with --log-dir /proc: status %d, stderr %r (want 2 and the reason)" %
+             (name, proc.returncode, proc.stderr))
+    print("%s: --log-dir /proc refused with status 2" % name)
+
+
 def main():
     if len(sys.argv) != 3:
         fail(__doc__)
     echo_server, pingpong_server = sys.argv[1:]
+    check_unwritable_log_dir("echo_server", [echo_server, "--address", "127.0.0.1", "--port", "0",
+                                             "--log-dir", "/proc"])
+    check_unwritable_log_dir("pingpong_server",
+                             [pingpong_server, "--log-dir", "/proc", "127.0.0.1", "0", "1"])
     backends = ["epoll", "uring"]
     for backend in backends:
         check("echo_server",
