@@ -19,32 +19,39 @@
 # LIBNET_FUZZ_SECONDS sets the fuzzing time (0 skips it); without clang++
 # (tools/setup.sh installs it) the fuzzing is skipped with a notice.
 #
-# Prints one summary line per run: "tests: N passed, M failed" (test cases).
+# Prints one summary line per run: "tests: N passed, M failed, K skipped" (the
+# test cases of that run's targets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 
+# Counts the test cases of the given test labels (their test.xml from the
+# run just made): each phase reports its own cases, not the whole tree's.
 summarize() {
-  local passed=0 failed=0 tests failures errors
-  while IFS= read -r xml; do
+  local passed=0 failed=0 skipped=0 tests failures errors skips header label xml
+  for label in "$@"; do
+    xml="bazel-testlogs/$(sed -n 's|^//\([^:]*\):\(.*\)$|\1/\2|p' <<<"$label")/test.xml"
+    [[ -f "$xml" ]] || continue
     header=$(grep -m1 -o '<testsuites [^>]*>' "$xml" || true)
     [[ -z "$header" ]] && continue
     tests=$(sed -n 's/.* tests="\([0-9]*\)".*/\1/p' <<<"$header")
     failures=$(sed -n 's/.* failures="\([0-9]*\)".*/\1/p' <<<"$header")
     errors=$(sed -n 's/.* errors="\([0-9]*\)".*/\1/p' <<<"$header")
+    # GoogleTest counts a skipped case among its tests; reported apart.
+    skips=$(grep -c '<skipped' "$xml" || true)
     failed=$((failed + ${failures:-0} + ${errors:-0}))
-    passed=$((passed + ${tests:-0} - ${failures:-0} - ${errors:-0}))
-  done < <(bazel query 'tests(//...)' 2>/dev/null |
-    sed -n 's|^//\([^:]*\):\(.*\)$|bazel-testlogs/\1/\2/test.xml|p' |
-    while read -r f; do [[ -f "$f" ]] && echo "$f"; done)
-  echo "tests: ${passed} passed, ${failed} failed"
+    skipped=$((skipped + ${skips:-0}))
+    passed=$((passed + ${tests:-0} - ${failures:-0} - ${errors:-0} - ${skips:-0}))
+  done
+  echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
 }
 
 run() {
   echo "== bazel test $* //..." >&2
   local status=0
   bazel test "$@" //... || status=$?
-  summarize
+  # shellcheck disable=SC2046  # one label per word
+  summarize $(bazel query 'tests(//...)' 2>/dev/null)
   return $status
 }
 
@@ -58,7 +65,8 @@ else
   cc_tests=$(bazel query 'kind(cc_test, //...)' 2>/dev/null)
   # shellcheck disable=SC2086  # one label per word
   bazel test --run_under=//tests/net:without_io_uring $cc_tests || status=$?
-  summarize
+  # shellcheck disable=SC2086
+  summarize $cc_tests
   run --config=asan || status=$?
   run --config=tsan || status=$?
   echo "== tools/format_check.sh" >&2
