@@ -71,14 +71,6 @@ std::string_view currentDate() {
   return cache.now();
 }
 
-// The answers of one read, sent in one write. Per thread: it is emptied by
-// the write before the coroutine can suspend, so connections never share
-// its contents.
-Buffer& batch() {
-  thread_local Buffer buffer(16 * 1024);
-  return buffer;
-}
-
 // Appends the answer to `request` to `out` (a file body: *file and its
 // length); returns whether the connection stays open.
 bool respond(const Site& site, const HttpRequest& request, Buffer* out, UniqueFd* file,
@@ -107,18 +99,23 @@ bool respond(const Site& site, const HttpRequest& request, Buffer* out, UniqueFd
 
 // A bad request: answer, half-close, and drop what the client still sends
 // until it closes (bounded), so that the answer is not lost to a reset.
-coro::Task<> refuse(coro::Stream& stream, int status) {
+coro::Task<> refuse(coro::Stream& stream, Buffer* out, int status) {
   HttpResponse response(/*close=*/true);
   response.setStatusPage(status);
-  Buffer& out = batch();
-  response.appendToBuffer(&out, currentDate());
-  co_await stream.write(&out);
+  response.appendToBuffer(out, currentDate());
+  co_await stream.write(out);
   stream.shutdown();
   co_await coro::withTimeout(5s, stream.closed());
 }
 
 coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
   HttpParser parser;
+  // The answers of one read, sent in one write. The connection's own, not
+  // one per thread: a throw between gathering and writing (a failed
+  // allocation) must not leave this connection's answers for another to
+  // send. The write empties it; its storage is the connection's while it
+  // lives.
+  Buffer out;
   std::optional<MonoTime> headerDeadline;
   for (;;) {
     // What is unread is an incomplete request (the parser took every
@@ -136,18 +133,17 @@ coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
                                                              stream.readMore())
                                 : co_await stream.readMore();
     if (in.error() == coro::Errc::kTimedOut) {
-      co_await refuse(stream, 408);
+      co_await refuse(stream, &out, 408);
       co_return;
     }
     if (!in) co_return;  // closed, or the client is done
-    Buffer& out = batch();
     bool open = true;
     while (open) {
       const HttpParser::Result result = parser.parse(&*in);
       if (result == HttpParser::Result::kNeedMore) break;
       if (result == HttpParser::Result::kError) {
         if (out.readableBytes() > 0) co_await stream.write(&out);
-        co_await refuse(stream, parser.errorStatus());
+        co_await refuse(stream, &out, parser.errorStatus());
         co_return;
       }
       UniqueFd file;

@@ -41,7 +41,14 @@ bool ReadAwaiter::satisfiedBy(const Buffer& input) {
 }
 
 bool ReadAwaiter::settled() {
-  if (satisfiedBy(state_->input())) return true;
+  // readMore() asks for a byte beyond the unread ones. Bytes that arrived
+  // while the coroutine was suspended elsewhere are unread but new to it:
+  // they satisfy the read, which then reports everything unread.
+  if (mode_ == Mode::kMore && state_->hasUnseenInput()) count_ = 1;
+  if (satisfiedBy(state_->input())) {
+    if (result_ == Errc::kOk) state_->noteInputSeen();
+    return true;
+  }
   length_ = 0;
   result_ = state_->end();
   return result_ != Errc::kOk;
@@ -55,6 +62,7 @@ bool ReadAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context
 
 void ReadAwaiter::complete() {
   state_->clearReader(this);
+  if (result_ == Errc::kOk) state_->noteInputSeen();
   if (result_ != Errc::kOk) length_ = 0;
   resumeWith(result_);
 }

@@ -37,6 +37,11 @@ void startConnection(const ConnectionHandler& handler, const TcpConnectionPtr& c
               << "; closing the connection";
     conn->forceClose();
     return;
+  } catch (...) {
+    LOG_ERROR << conn->name() << ": connection handler threw a non-standard exception"
+              << "; closing the connection";
+    conn->forceClose();
+    return;
   }
   // The root keeps `conn`, and so the context in its StreamState, until the
   // root's frame is gone.

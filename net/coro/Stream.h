@@ -29,6 +29,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <string_view>
 
@@ -44,6 +45,7 @@ class Stream {
  public:
   static constexpr size_t kDefaultMaxInput = StreamState::kDefaultMaxInput;
   static constexpr size_t kDefaultWriteHighWater = StreamState::kDefaultWriteHighWater;
+  static constexpr size_t kDefaultMaxQueuedFiles = StreamState::kDefaultMaxQueuedFiles;
 
   Stream() = default;
   // Takes over `conn`'s input (its message callback). Loop thread, before
@@ -64,6 +66,9 @@ class Stream {
   // (a parser's leftover) waits for the rest with readMore().
   [[nodiscard]] ReadAwaiter read() { return ReadAwaiter(state_, ReadAwaiter::Mode::kSome, 0, {}); }
   // At least one byte more than is unread now; Input::size() is all of it.
+  // Bytes that arrived while the coroutine was suspended on something else
+  // (a write under back-pressure) count as more: they are unread, but no
+  // read has reported them yet.
   [[nodiscard]] ReadAwaiter readMore() {
     return ReadAwaiter(state_, ReadAwaiter::Mode::kMore, input().readableBytes() + 1, {});
   }
@@ -112,6 +117,12 @@ class Stream {
   // output has drained. Default 1 MiB.
   void setWriteHighWater(size_t bytes) { state_->writeHighWater = bytes; }
   [[nodiscard]] size_t writeHighWater() const { return state_->writeHighWater; }
+  // Files (sendFile()) queued on the connection at which a write suspends
+  // its coroutine until the output has drained: each holds an fd until it
+  // is sent, and a pipelining client could otherwise have one opened per
+  // request. Default 16 (at least 1).
+  void setMaxQueuedFiles(size_t files) { state_->maxQueuedFiles = std::max<size_t>(files, 1); }
+  [[nodiscard]] size_t maxQueuedFiles() const { return state_->maxQueuedFiles; }
 
  private:
   void release();

@@ -26,13 +26,19 @@ void StreamState::onMessage(Buffer* buffer) {
     return;
   }
   delivering_ = buffer;
-  if (reader_ != nullptr) {
+  if (reader_ != nullptr && reader_->satisfiedBy(*buffer)) {
     // Resumes the coroutine here, on these bytes; it runs until it next
     // suspends (usually on its next read), then the connection keeps what
     // it left.
-    if (reader_->satisfiedBy(*buffer)) reader_->complete();
-  } else if (closedWaiter_ != nullptr) {
+    reader_->complete();
+  } else if (reader_ == nullptr && closedWaiter_ != nullptr) {
     buffer->retrieveAll();
+  } else {
+    // Kept for a later read, which must count them as new: a readMore()
+    // that asked only for bytes beyond what is unread then would wait for
+    // one that may never come (a pipelining client that has sent its last
+    // request), with complete requests sitting unanswered in the buffer.
+    unseenInput_ = true;
   }
   if (reader_ == nullptr && !stoppedRead_ && !closed_ && buffer->readableBytes() > maxInput) {
     // No one is reading: hold the peer back (TCP flow control) instead of
@@ -78,7 +84,16 @@ void StreamState::onClosed() {
   if (ClosedAwaiter* waiter = closedWaiter_) waiter->complete(Errc::kClosed);
 }
 
+bool StreamState::outputWithinLimits() {
+  const size_t queued = conn_->queuedOutputBytes();
+  // Written at once, or drained since: no file is held any more. (A drain
+  // that empties the queue is reported too, by onOutputDrained().)
+  if (queued == 0) filesQueued_ = 0;
+  return queued <= writeHighWater && filesQueued_ < maxQueuedFiles;
+}
+
 void StreamState::onOutputDrained() {
+  filesQueued_ = 0;  // every queued file has been sent (and closed)
   // From inside the backend: the writer resumes from the loop's queue.
   if (writer_ == nullptr || drainQueued_) return;
   drainQueued_ = true;
@@ -89,7 +104,7 @@ void StreamState::onOutputDrained() {
 
 void StreamState::resumeWriter() {
   drainQueued_ = false;
-  if (writer_ != nullptr && !closed_ && conn_->queuedOutputBytes() <= writeHighWater) {
+  if (writer_ != nullptr && !closed_ && outputWithinLimits()) {
     writer_->complete(Errc::kOk);
   }
 }

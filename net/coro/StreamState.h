@@ -30,6 +30,9 @@ class StreamState final : public ConnectionAttachment {
  public:
   static constexpr size_t kDefaultMaxInput = 1024 * 1024;
   static constexpr size_t kDefaultWriteHighWater = 1024 * 1024;
+  // As many files as HttpServer can have queued per connection: it reads
+  // files up to 64 KiB into memory and pauses at 1 MiB of queued output.
+  static constexpr size_t kDefaultMaxQueuedFiles = 16;
 
   explicit StreamState(TcpConnection* conn) : conn_(conn) {}
 
@@ -54,6 +57,13 @@ class StreamState final : public ConnectionAttachment {
     if (reader_ == reader) reader_ = nullptr;
   }
   void setWriter(WriteAwaiter* writer) { writer_ = writer; }
+  // A file was handed to the connection (sendFile()).
+  void noteFileQueued() { ++filesQueued_; }
+  // Whether a writer may go on: the queued output is within both limits.
+  // Each queued file holds an fd until it is sent, so files are bounded by
+  // number as well as by bytes (a hundred-byte file costs as much fd as a
+  // huge one).
+  [[nodiscard]] bool outputWithinLimits();
   void clearWriter(const WriteAwaiter* writer) {
     if (writer_ == writer) writer_ = nullptr;
   }
@@ -61,6 +71,12 @@ class StreamState final : public ConnectionAttachment {
   void clearClosedWaiter(const ClosedAwaiter* waiter) {
     if (closedWaiter_ == waiter) closedWaiter_ = nullptr;
   }
+  // Whether bytes arrived that no read has reported to the coroutine: they
+  // came while it was suspended on something else (a write under
+  // back-pressure, a timer), so it has not seen them even though they are
+  // unread. A read that ends with kOk reports all of them.
+  [[nodiscard]] bool hasUnseenInput() const { return unseenInput_; }
+  void noteInputSeen() { unseenInput_ = false; }
   // The Stream is gone: input is dropped from now on.
   void detach() { detached_ = true; }
   // The context of the connection's own task (serve()): here rather than in
@@ -69,6 +85,7 @@ class StreamState final : public ConnectionAttachment {
 
   size_t maxInput = kDefaultMaxInput;
   size_t writeHighWater = kDefaultWriteHighWater;
+  size_t maxQueuedFiles = kDefaultMaxQueuedFiles;
 
   // ConnectionAttachment.
   void onPeerHalfClosed() override;
@@ -89,6 +106,10 @@ class StreamState final : public ConnectionAttachment {
   bool detached_ = false;
   bool stoppedRead_ = false;  // we stopped reading: input is over maxInput
   bool drainQueued_ = false;  // resumeWriter() is queued
+  bool unseenInput_ = false;  // see hasUnseenInput()
+  // Files handed over since the connection's output was last empty: at
+  // least as many as it still holds open.
+  size_t filesQueued_ = 0;
   TaskContext taskContext_{nullptr};
 };
 

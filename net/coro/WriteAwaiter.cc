@@ -18,12 +18,13 @@ bool WriteAwaiter::start() {
   }
   if (file_) {
     conn->sendFile(std::move(file_), offset_, length_, buffer_);
+    state_->noteFileQueued();
   } else if (buffer_ != nullptr) {
     conn->send(buffer_);
   } else {
     conn->send(data_);
   }
-  return conn->queuedOutputBytes() <= state_->writeHighWater;
+  return state_->outputWithinLimits();
 }
 
 bool WriteAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {

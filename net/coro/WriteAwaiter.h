@@ -3,8 +3,9 @@
 // straight to the socket when it has room, else queued, exactly as
 // TcpConnection::send()); the coroutine goes on at once unless the
 // connection's queued output is then above the stream's write high-water
-// mark, in which case it is suspended until that output has drained. So a
-// peer that does not read suspends its writer instead of growing memory.
+// mark, or the files queued reach the stream's maxQueuedFiles(), in which
+// case it is suspended until that output has drained. So a peer that does
+// not read suspends its writer instead of growing memory or open files.
 //
 // Result: kOk; kClosed if the connection was closed before or while
 // waiting (bytes not yet written are dropped); kTimedOut / kCancelled if a

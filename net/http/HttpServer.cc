@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <any>
+#include <cassert>
 #include <cerrno>
 #include <exception>
 #include <string>
@@ -38,11 +39,30 @@ struct HttpServer::ConnectionState {
 namespace {
 
 // The answers of one onMessage call are gathered here, then sent in one
-// write. Per thread, so an idle connection holds no output memory.
+// write. Per thread, so an idle connection holds no output memory; taken
+// only through a BatchScope, so it is empty again whenever the scope is left.
 Buffer& batchBuffer() {
   thread_local Buffer buffer(16 * 1024);
   return buffer;
 }
+
+// The per-thread batch, for the duration of one connection's event. Leaving
+// the scope empties it however it is left: if anything throws past the
+// handler's own guard (an allocation failing while an answer is built), the
+// answers gathered for this connection must not stay behind for the next
+// connection served on this thread to send.
+class BatchScope {
+ public:
+  BatchScope() : buffer_(batchBuffer()) { assert(buffer_.readableBytes() == 0); }
+  ~BatchScope() { buffer_.retrieveAll(); }
+  BatchScope(const BatchScope&) = delete;
+  BatchScope& operator=(const BatchScope&) = delete;
+
+  Buffer& buffer() { return buffer_; }
+
+ private:
+  Buffer& buffer_;
+};
 
 std::string_view currentDate() {
   thread_local HttpDateCache cache;
@@ -129,7 +149,8 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
     buf->retrieveAll();
     return;
   }
-  Buffer& out = batchBuffer();
+  BatchScope batch;
+  Buffer& out = batch.buffer();
   HttpParser& parser = state->parser;
   while (!state->closing) {
     if (buf->readableBytes() > 0 && !parser.midRequest() &&
@@ -241,7 +262,8 @@ void HttpServer::onHeaderDeadline(const std::weak_ptr<TcpConnection>& weakConn) 
   // as a 408 to a request that is fine would be worse than none.
   if (state->closing || !state->headerStarted || !state->parser.inHeaderPhase()) return;
   LOG_DEBUG << conn->name() << ": headers not complete at the deadline";
-  Buffer& out = batchBuffer();  // empty outside onMessage
+  BatchScope batch;
+  Buffer& out = batch.buffer();
   appendError(408, &out);
   conn->send(&out);
   state->closing = true;
@@ -289,6 +311,12 @@ bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& reques
     }
   } catch (const std::exception& e) {
     LOG_ERROR << conn->name() << ": handler threw: " << e.what();
+    appendError(500, out);
+    return false;
+  } catch (...) {
+    // Anything may be thrown (an int, a string): it costs this request a
+    // 500 and the connection, never the answers of another connection.
+    LOG_ERROR << conn->name() << ": handler threw a non-standard exception";
     appendError(500, out);
     return false;
   }

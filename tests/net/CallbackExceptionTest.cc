@@ -34,6 +34,43 @@ using test::waitUntil;
 
 constexpr std::string_view kPoison = "POISON";
 
+// Thrown by a callback: derives from nothing.
+struct NotAnException {
+  int code = 7;
+};
+
+// What a callback may throw: a std::exception, and things that are not one.
+enum class Thrown { kStd, kInt, kString, kObject };
+constexpr Thrown kEveryThrown[] = {Thrown::kStd, Thrown::kInt, Thrown::kString, Thrown::kObject};
+
+const char* thrownName(Thrown t) {
+  switch (t) {
+    case Thrown::kStd:
+      return "std::exception";
+    case Thrown::kInt:
+      return "int";
+    case Thrown::kString:
+      return "std::string";
+    case Thrown::kObject:
+      return "NotAnException";
+  }
+  return "?";
+}
+
+[[noreturn]] void throwAs(Thrown t) {
+  switch (t) {
+    case Thrown::kStd:
+      throw std::runtime_error("callback failed");
+    case Thrown::kInt:
+      throw 42;
+    case Thrown::kString:
+      throw std::string("callback failed");
+    case Thrown::kObject:
+      throw NotAnException{};
+  }
+  throw 0;
+}
+
 class CallbackExceptionTest : public test::EchoServerTest {
  protected:
   void SetUp() override {
@@ -309,6 +346,174 @@ TEST_P(CallbackExceptionTest, ThrowingTimerCallbackIsLoggedAndTheLoopGoesOn) {
   startServer();
   expectServes(3);
 }
+
+// Every kind of callback × everything a callback may throw × 0 and 2 I/O
+// threads: the connection whose callback threw is closed, connections after
+// it (on every loop: round robin puts one of any two in a row on the loop
+// that served A) see and get back only their own bytes, and the server
+// goes on serving.
+class CallbackExceptionMatrixTest : public CallbackExceptionTest {
+ protected:
+  // B clients after A, each echoed exactly its own bytes and shown only
+  // them.
+  void expectCleanClients(int count) {
+    for (int i = 0; i < count; ++i) {
+      BlockingClient b(address_);
+      ASSERT_TRUE(waitUntil([&] { return ups_.load() >= 2 + i; }));
+      const std::string bName = lastName();
+      const std::string mine = "client b " + std::to_string(i);
+      ASSERT_TRUE(b.sendAll(mine));
+      EXPECT_EQ(b.recvExactly(mine.size()), mine);
+      EXPECT_EQ(seenBy(bName), mine);
+    }
+  }
+
+  // A message callback that echoes, and throws `thrown` on kPoison after
+  // consuming part of the input.
+  MessageCallback poisonedEcho(Thrown thrown) {
+    return [this, thrown](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+      recordSeen(conn, buf->view());
+      if (buf->view().find(kPoison) != std::string_view::npos) {
+        buf->retrieve(2);
+        throwAs(thrown);
+      }
+      conn->send(buf);
+    };
+  }
+
+  void run(const std::function<void(Thrown, int)>& scenario) {
+    for (const int threads : {0, 2}) {
+      for (const Thrown thrown : kEveryThrown) {
+        SCOPED_TRACE(std::string("threads=") + std::to_string(threads) +
+                     " thrown=" + thrownName(thrown));
+        {
+          std::lock_guard<std::mutex> lock(seenMutex_);
+          seen_.clear();
+        }
+        calls_ = 0;
+        scenario(thrown, threads);
+        // Every connection's "down" is in before the next server counts
+        // from zero: a late one would be counted against the next round.
+        EXPECT_TRUE(waitUntil([&] { return downs_.load() == ups_.load(); }));
+        stopServer();
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+};
+
+TEST_P(CallbackExceptionMatrixTest, MessageCallback) {
+  run([this](Thrown thrown, int threads) {
+    startServer(
+        [this, thrown](TcpServer& server) {
+          server.setConnectionCallback(countingConnectionCallback());
+          server.setMessageCallback(poisonedEcho(thrown));
+        },
+        threads);
+    BlockingClient a(address_);
+    ASSERT_TRUE(a.sendAll("aaaa" + std::string(kPoison) + "aaaa"));
+    EXPECT_TRUE(closedByServer(a));
+    EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
+    expectCleanClients(4);
+  });
+}
+
+TEST_P(CallbackExceptionMatrixTest, ConnectionCallback) {
+  run([this](Thrown thrown, int threads) {
+    startServer(
+        [this, thrown](TcpServer& server) {
+          // A's "up" and the first B's "down" throw (counted per kind: with
+          // I/O threads, one B's "down" and the next B's "up" may come in
+          // either order).
+          server.setConnectionCallback([this, thrown](const TcpConnectionPtr& conn) {
+            if (conn->connected()) {
+              recordUp(conn);
+              if (ups_.fetch_add(1) == 0) throwAs(thrown);
+            } else if (downs_.fetch_add(1) == 1) {
+              throwAs(thrown);
+            }
+          });
+          server.setMessageCallback(poisonedEcho(thrown));
+        },
+        threads);
+    BlockingClient a(address_);
+    EXPECT_TRUE(closedByServer(a));
+    EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
+    expectCleanClients(4);
+    EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+  });
+}
+
+TEST_P(CallbackExceptionMatrixTest, WriteCompleteCallback) {
+  run([this](Thrown thrown, int threads) {
+    startServer(
+        [this, thrown](TcpServer& server) {
+          server.setConnectionCallback([this, thrown](const TcpConnectionPtr& conn) {
+            countingConnectionCallback()(conn);
+            if (!conn->connected()) return;
+            conn->setWriteCompleteCallback([thrown](const TcpConnectionPtr& c) {
+              if (c->getContext().has_value()) throwAs(thrown);
+            });
+          });
+          server.setMessageCallback([this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+            recordSeen(conn, buf->view());
+            if (buf->view().find(kPoison) != std::string_view::npos) conn->setContext(true);
+            conn->send(buf);
+          });
+        },
+        threads);
+    BlockingClient a(address_);
+    ASSERT_TRUE(a.sendAll(std::string(kPoison)));
+    EXPECT_EQ(a.recvExactly(kPoison.size()), kPoison);
+    EXPECT_TRUE(closedByServer(a));
+    EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
+    expectCleanClients(4);
+  });
+}
+
+// Timers and queued functors, on the accept loop and on the connection's
+// own loop: logged, the rest of the batch runs, the loops go on.
+TEST_P(CallbackExceptionMatrixTest, TimerCallbacksAndQueuedFunctors) {
+  run([this](Thrown thrown, int threads) {
+    startServer(
+        [this, thrown](TcpServer& server) {
+          server.setConnectionCallback(countingConnectionCallback());
+          server.setMessageCallback(
+              [this, thrown](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+                recordSeen(conn, buf->view());
+                if (buf->view().find(kPoison) != std::string_view::npos) {
+                  // On the connection's loop, then its answer.
+                  EventLoop* loop = conn->getLoop();
+                  loop->queueInLoop([thrown] { throwAs(thrown); });
+                  loop->runAfter(std::chrono::milliseconds(0), [thrown] { throwAs(thrown); });
+                  loop->runAfter(std::chrono::milliseconds(1),
+                                 [conn] { conn->send(std::string(kPoison)); });
+                  buf->retrieveAll();
+                  return;
+                }
+                conn->send(buf);
+              });
+        },
+        threads);
+    std::atomic<int> after{0};
+    runSync(loop_, [&] {
+      loop_->queueInLoop([thrown] { throwAs(thrown); });
+      loop_->queueInLoop([&] { after.fetch_add(1); });
+      loop_->runAfter(std::chrono::milliseconds(0), [thrown] { throwAs(thrown); });
+      loop_->runAfter(std::chrono::milliseconds(0), [&] { after.fetch_add(1); });
+    });
+    EXPECT_TRUE(waitUntil([&] { return after.load() == 2; }));
+    BlockingClient a(address_);
+    ASSERT_TRUE(a.sendAll(std::string(kPoison)));
+    EXPECT_EQ(a.recvExactly(kPoison.size()), kPoison);
+    a.close();
+    expectCleanClients(4);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CallbackExceptionMatrixTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
+                         test::pollerName);
 
 INSTANTIATE_TEST_SUITE_P(Backends, CallbackExceptionTest,
                          ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),

@@ -2,8 +2,10 @@
 // connection, Stream reads and writes, half-close, back-pressure, timeouts,
 // stop requests, exceptions, the loop going away with coroutines suspended,
 // and connect() on a TcpClient; over both backends.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -371,6 +373,151 @@ TEST_P(StreamTest, AnExceptionClosesOnlyItsConnection) {
   BlockingClient later(address_);
   ASSERT_TRUE(later.sendAll("three\n"));
   EXPECT_EQ(later.recvExactly(6), "three\n");
+}
+
+// Thrown by a connection's code: derives from nothing.
+struct NotAnException {
+  int code = 7;
+};
+
+[[noreturn]] void throwKind(int kind) {
+  switch (kind) {
+    case 0:
+      throw std::runtime_error("asked to throw");
+    case 1:
+      throw 42;
+    case 2:
+      throw std::string("asked to throw");
+    default:
+      throw NotAnException{};
+  }
+}
+
+// Anything thrown (std::exception, an int, a string, an object), by the
+// handler before its coroutine exists or by the coroutine after it has
+// queued output of its own, costs that connection only: the clients after
+// it, on every loop (0 and 2 I/O threads), get exactly their own bytes.
+TEST_P(StreamTest, AnythingThrownClosesOnlyItsConnection) {
+  for (const int threads : {0, 2}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      for (const bool inCoroutine : {false, true}) {
+        SCOPED_TRACE("threads=" + std::to_string(threads) + " kind=" + std::to_string(kind) +
+                     (inCoroutine ? " in the coroutine" : " in the handler"));
+        runSync(loop_, [&] {
+          server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "coro");
+          server_->setThreadNum(threads);
+          // The first connection's code throws; the others echo lines.
+          serve(*server_,
+                [kind, inCoroutine,
+                 first = std::make_shared<std::atomic<bool>>(true)](Stream stream) -> Task<> {
+                  const bool throws = first->exchange(false);
+                  if (throws && !inCoroutine) throwKind(kind);
+                  return [](Stream s, bool throws, int kind) -> Task<> {
+                    while (Input line = co_await s.readUntil("\n")) {
+                      // Queued output of this connection's own, then the throw.
+                      co_await s.write(line.view());
+                      if (throws) throwKind(kind);
+                      line.consume();
+                    }
+                  }(std::move(stream), throws, kind);
+                });
+          server_->start();
+        });
+        address_ = runSync(loop_, [&] { return server_->listenAddress(); });
+        {
+          BlockingClient a(address_);
+          ASSERT_TRUE(a.sendAll("secret of a\n"));
+          bool eof = false;  // or a reset: its line was left unread
+          const std::string got = a.recvUntilEof(&eof);
+          EXPECT_TRUE(got.empty() || got == "secret of a\n") << got;
+        }
+        for (int i = 0; i < 4; ++i) {
+          BlockingClient b(address_);
+          const std::string mine = "line of b" + std::to_string(i) + "\n";
+          ASSERT_TRUE(b.sendAll(mine));
+          EXPECT_EQ(b.recvExactly(mine.size()), mine);
+        }
+        stopServer();
+      }
+    }
+  }
+}
+
+// A pipelining client: bytes that arrive while the coroutine is suspended
+// in a write (its peer not reading yet) are unread but new to it, and
+// readMore() must report them instead of waiting for a byte beyond them,
+// which such a client never sends.
+TEST_P(StreamTest, ReadMoreReportsBytesThatArrivedDuringASuspendedWrite) {
+  constexpr size_t kBig = 8 * 1024 * 1024;
+  auto conn = std::make_shared<std::weak_ptr<TcpConnection>>();
+  startServer([this, conn](Stream stream) -> Task<> {
+    *conn = stream.connection();
+    stream.setWriteHighWater(64 * 1024);
+    Input first = co_await stream.readAtLeast(5);
+    if (!first) co_return;
+    first.consume();
+    ++report_.entered;
+    // The peer reads nothing yet: suspended here while "second" arrives.
+    const std::string big(kBig, 'x');
+    if (co_await stream.write(big) != Errc::kOk) co_return;
+    Input more = co_await stream.readMore();
+    const std::string reply = more ? "got:" + std::string(more.view()) : "nothing";
+    co_await stream.write(reply);
+  });
+  BlockingClient client(address_, /*rcvbuf=*/64 * 1024);
+  ASSERT_TRUE(client.sendAll("first"));
+  ASSERT_TRUE(waitUntil([&] { return report_.entered == 1; }));
+  ASSERT_TRUE(client.sendAll("second"));
+  // Kept by the connection before the writer can resume.
+  ASSERT_TRUE(waitUntil([&] {
+    return runSync(loop_, [&] {
+      const TcpConnectionPtr c = conn->lock();
+      return c && c->inputBuffer()->readableBytes() == 6;
+    });
+  }));
+  EXPECT_EQ(client.recvExactly(kBig).size(), kBig);
+  EXPECT_EQ(client.recvExactly(10), "got:second");
+}
+
+// Pipelined file requests: the files queued on a connection (each an open
+// fd until it is sent) are bounded by maxQueuedFiles(), however many
+// requests the client has sent and however little it reads.
+TEST_P(StreamTest, PipelinedFileRequestsHoldABoundedNumberOfFds) {
+  constexpr int kRequests = 3000;
+  constexpr size_t kFileSize = 100;
+  constexpr size_t kMaxQueuedFiles = 16;  // the stream's default
+  char path[] = "/tmp/libnet-stream-files-XXXXXX";
+  {
+    UniqueFd fd(::mkstemp(path));
+    ASSERT_TRUE(fd);
+    ASSERT_EQ(::write(fd.get(), std::string(kFileSize, 'f').data(), kFileSize),
+              static_cast<ssize_t>(kFileSize));
+  }
+  const std::string file = path;
+  startServer([this, file](Stream stream) -> Task<> {
+    Buffer head;
+    while (Input line = co_await stream.readUntil("\n")) {
+      line.consume();
+      UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd) co_return;
+      head.append("F:");
+      if (co_await stream.sendFile(std::move(fd), 0, kFileSize, &head) != Errc::kOk) co_return;
+      // Held here: every fd the process has open, the queued files included.
+      report_.maxQueued = std::max<size_t>(report_.maxQueued, test::openFdCount());
+      ++report_.finished;
+    }
+  });
+  const size_t baseline = static_cast<size_t>(test::openFdCount());
+  BlockingClient client(address_, /*rcvbuf=*/16 * 1024);
+  std::string requests;
+  for (int i = 0; i < kRequests; ++i) requests += "GET\n";
+  ASSERT_TRUE(client.sendAll(requests));
+  const std::string answers = client.recvExactly(kRequests * (2 + kFileSize));
+  EXPECT_EQ(answers.size(), kRequests * (2 + kFileSize));
+  EXPECT_EQ(report_.finished.load(), kRequests);
+  ::unlink(path);
+  // The client's socket, the server's side of it, and the queued files.
+  EXPECT_LE(report_.maxQueued.load(), baseline + 2 + kMaxQueuedFiles);
 }
 
 TEST_P(StreamTest, SteadyStateReadsAndWritesAllocateNothing) {

@@ -124,6 +124,21 @@ std::string get(const std::string& path, const std::string& extra = "") {
   return "GET " + path + " HTTP/1.1\r\nHost: t\r\n" + extra + "\r\n";
 }
 
+// Thrown by a handler: derives from nothing.
+struct NotAnException {
+  int code = 7;
+};
+
+// What /throw-<kind> throws: std::exception and three things that are not.
+constexpr const char* kThrownKinds[] = {"std", "int", "string", "object"};
+
+[[noreturn]] void throwKind(std::string_view kind) {
+  if (kind == "int") throw 42;
+  if (kind == "string") throw std::string("a thrown string");
+  if (kind == "object") throw NotAnException{};
+  throw std::runtime_error("handler failed");
+}
+
 class HttpServerTest : public ::testing::TestWithParam<PollerKind> {
  protected:
   void SetUp() override {
@@ -174,6 +189,11 @@ class HttpServerTest : public ::testing::TestWithParam<PollerKind> {
           response->setBody(request.body());
         } else if (request.path() == "/throw") {
           throw std::runtime_error("handler failed");
+        } else if (request.path().starts_with("/throw-")) {
+          throwKind(std::string_view(request.path()).substr(7));
+        } else if (request.path() == "/secret") {
+          response->setStatus(200);
+          response->setBody("SECRET-FOR-" + request.query());
         } else {
           files_->serve(request, response);
         }
@@ -532,6 +552,45 @@ TEST_P(HttpServerTest, ConnectionRulesOfHttp10And11) {
 TEST_P(HttpServerTest, AThrowingHandlerAnswers500AndCloses) {
   startServer();
   expectStatusAndClose(get("/throw"), 500);
+}
+
+// Client A pipelines a request for its secret and one whose handler throws
+// (anything: std::exception, an int, a string, an object); it gets its
+// secret, then 500 and the close. Clients B, on every I/O thread, then get
+// their own answers and never a byte of A's. With 0 and 2 I/O threads.
+TEST_P(HttpServerTest, AHandlerThrowingAnythingNeverLeaksAnswersToAnotherClient) {
+  for (const int threads : {0, 2}) {
+    for (const char* kind : kThrownKinds) {
+      SCOPED_TRACE(std::string("threads=") + std::to_string(threads) + " thrown=" + kind);
+      startServer(HttpServer::Options(), threads);
+      {
+        BlockingClient a(address_);
+        ASSERT_TRUE(a.sendAll(get("/secret?alice") + get(std::string("/throw-") + kind)));
+        ResponseReader reader(&a);
+        Response r = reader.next();
+        EXPECT_EQ(r.status, 200);
+        EXPECT_EQ(r.body, "SECRET-FOR-alice");
+        r = reader.next();
+        EXPECT_TRUE(r.complete);
+        EXPECT_EQ(r.status, 500);
+        EXPECT_EQ(r.header("connection"), "close");
+        EXPECT_TRUE(reader.closedByServer());
+      }
+      // Round robin: of any two connections in a row, one lands on A's loop.
+      for (int i = 0; i < 4; ++i) {
+        BlockingClient b(address_);
+        ASSERT_TRUE(b.sendAll(get("/hello", "Connection: close\r\n")));
+        bool eof = false;
+        const std::string all = b.recvUntilEof(&eof);
+        EXPECT_TRUE(eof);
+        EXPECT_EQ(all.find("SECRET"), std::string::npos) << "client B " << i << " got: " << all;
+        EXPECT_EQ(all.find("HTTP/1.1 200"), 0u) << all;
+        EXPECT_EQ(all.find("HTTP/1.1", 1), std::string::npos) << "more than one answer: " << all;
+        EXPECT_NE(all.find("hello world\n"), std::string::npos);
+      }
+      runSync(loop_, [&] { server_.reset(); });
+    }
+  }
 }
 
 TEST_P(HttpServerTest, IdleKeepAliveConnectionIsClosed) {

@@ -277,6 +277,37 @@ TEST_P(TlsTest, EchoEveryByteOfMixedSizes) {
   EXPECT_EQ(serverUps_.load(), 1);
 }
 
+// A message callback that throws something that is not a std::exception
+// (an int, a string) over TLS: that connection is closed, and the next
+// one sees and gets back only its own plaintext.
+TEST_P(TlsTest, AMessageCallbackThrowingAnyTypeClosesOnlyItsConnection) {
+  for (const bool throwInt : {true, false}) {
+    SCOPED_TRACE(throwInt ? "int" : "std::string");
+    startServer(serverOptions(),
+                [throwInt](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
+                  if (buffer->view().find("POISON") != std::string_view::npos) {
+                    if (throwInt) throw 42;
+                    throw std::string("poisoned");
+                  }
+                  conn->send(buffer);
+                });
+    auto a = connect(clientContext(pki_.caFile()));
+    ASSERT_TRUE(waitUntil([&] { return isUp(a.get()); }));
+    sendFromClient(a.get(), "aaaaPOISONaaaa");
+    ASSERT_TRUE(waitUntil([&] {
+      std::lock_guard lock(a->mutex);
+      return a->downs > 0;
+    }));
+    EXPECT_EQ(a->snapshot(), "");
+    auto b = connect(clientContext(pki_.caFile()));
+    ASSERT_TRUE(waitUntil([&] { return isUp(b.get()); }));
+    sendFromClient(b.get(), "bbbb");
+    ASSERT_TRUE(waitUntil([&] { return b->size() >= 4; }));
+    EXPECT_EQ(b->snapshot(), "bbbb");
+    runSync(serverLoop_, [&] { server_.reset(); });
+  }
+}
+
 TEST_P(TlsTest, ServerSendsFileAndClosesWithCloseNotify) {
   const std::string contents = test::randomBytes(1 << 20, 7);
   const std::string head = "HEAD\n";
