@@ -438,8 +438,15 @@ void TcpConnection::connectDestroyed() {
     self.io_->close();
     announceClosed();
   }
-  // Its buffers are freed when the last reference goes, soon after.
-  loop_->bufferPool().noteFreed(bufferCapacity());
+  // Its buffers are freed when the last reference goes, soon after, and so
+  // is the connection itself (with its strategy, the owner's map entry, a
+  // coroutine frame...): counted too, so that once a storm of connections
+  // has passed the loop hands the heap they took back (BufferPool::trimHeap),
+  // not only buffer storage. Without it 9000 connections closed left
+  // 18 MB resident for good; about 2 KiB each is what they took (measured:
+  // RSS with 9000 connections open, an HTTP server on io_uring).
+  constexpr size_t kConnectionFootprint = sizeof(TcpConnection) + 2048;
+  loop_->bufferPool().noteFreed(bufferCapacity() + kConnectionFootprint);
   self.output_.clear();  // closes pending files
   // The fd is closed now (or, with operations in flight, when the last one
   // completes) rather than when the last TcpConnectionPtr goes: a user may
