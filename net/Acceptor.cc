@@ -5,30 +5,132 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <system_error>
 
 #include "base/Logging.h"
+#include "base/Mutex.h"
+#include "base/ThreadAnnotations.h"
 #include "net/EventLoop.h"
 #include "net/Poller.h"
 
 namespace libnet {
 
 namespace {
+
 UniqueFd openSpareFd() { return UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
+
+// The process's spare fd (see Acceptor.h): open while any Acceptor exists.
+// Every step that frees or takes the spare's fd runs under its lock; other
+// threads' accepts and opens do not, which is why it can go missing.
+class SpareFd {
+ public:
+  enum class Drop {
+    kDropped,      // a pending connection was accepted and closed
+    kRetry,        // the accept was interrupted or aborted: try again now
+    kNonePending,  // the backlog is empty
+    kStalled,      // no spare (another thread has its fd): try again later
+  };
+
+  // Never destroyed: an acceptor on a thread that outlives static
+  // destruction may still use it.
+  static SpareFd& instance() {
+    static SpareFd* const spare = new SpareFd;
+    return *spare;
+  }
+
+  void attach() LIBNET_EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    if (users_++ == 0) {
+      fd_ = openSpareFd();
+      missing_.store(!fd_.valid());
+    }
+  }
+
+  void detach() LIBNET_EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    if (--users_ == 0) {
+      fd_.reset();
+      missing_.store(false);
+    }
+  }
+
+  // Cheap, without the lock: whether an accepted connection should be
+  // offered to refillWith().
+  [[nodiscard]] bool missing() const { return missing_.load(); }
+
+  // Out of fds: frees the spare's fd, accepts one pending connection from
+  // `listener` with it and closes that, and takes the fd back.
+  Drop dropOne(Socket& listener) LIBNET_EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    if (!fd_ && !reopen()) return Drop::kStalled;
+    // Before the fd is freed: whoever takes it must see that the spare is
+    // missing (Acceptor::onAccepted) and give it back.
+    missing_.store(true);
+    fd_.reset();
+    UniqueFd victim = listener.accept(nullptr);
+    const int err = errno;
+    const bool dropped = victim.valid();
+    victim.reset();  // the peer sees the close
+    reopen();
+    if (dropped) return Drop::kDropped;
+    if (err == EAGAIN || err == EWOULDBLOCK) return Drop::kNonePending;
+    if (err == EINTR || err == ECONNABORTED || err == EPROTO) return Drop::kRetry;
+    // EMFILE/ENFILE: another thread took the freed fd first. Or an error
+    // (ENOBUFS, ENOMEM) that a later try may not meet.
+    return Drop::kStalled;
+  }
+
+  // `fd` was just accepted while the spare was missing: reopens the spare
+  // if there is an fd for it; if not, `fd` becomes the spare (shut down, so
+  // that its peer sees the connection closed) and true is returned.
+  bool refillWith(UniqueFd& fd) LIBNET_EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    if (fd_ || reopen() || users_ == 0) return false;
+    ::shutdown(fd.get(), SHUT_RDWR);
+    fd_ = std::move(fd);
+    missing_.store(false);
+    return true;
+  }
+
+  // Reopens the spare if it is missing; true if it is there now.
+  bool restore() LIBNET_EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    return fd_ || reopen();
+  }
+
+ private:
+  SpareFd() = default;
+
+  bool reopen() LIBNET_REQUIRES(mutex_) {
+    fd_ = openSpareFd();
+    missing_.store(!fd_.valid() && users_ > 0);
+    return fd_.valid();
+  }
+
+  Mutex mutex_;
+  UniqueFd fd_ LIBNET_GUARDED_BY(mutex_);
+  int users_ LIBNET_GUARDED_BY(mutex_) = 0;
+  std::atomic<bool> missing_{false};
+};
+
 }  // namespace
 
 Acceptor::Acceptor(EventLoop* loop, const InetAddress& listenAddr, bool reusePort)
-    : loop_(loop),
-      socket_(Socket::createNonblocking(listenAddr.family())),
-      spareFd_(openSpareFd()) {
+    : loop_(loop), socket_(Socket::createNonblocking(listenAddr.family())) {
   socket_.setReuseAddr(true);
   if (reusePort) socket_.setReusePort(true);
   socket_.bindAddress(listenAddr);
   io_ = loop_->poller().newAcceptorIo(this, socket_.fd());
+  SpareFd::instance().attach();
 }
 
-Acceptor::~Acceptor() = default;
+Acceptor::~Acceptor() {
+  if (retryTimer_.valid()) loop_->cancel(retryTimer_);
+  io_.reset();
+  SpareFd::instance().detach();
+}
 
 void Acceptor::listen() {
   if (listening_) return;
@@ -47,6 +149,13 @@ void Acceptor::setDeferAccept(int seconds) {
 }
 
 void Acceptor::onAccepted(UniqueFd fd, const std::optional<InetAddress>& peer) {
+  // The fd may be the spare's, freed by another acceptor's drop a moment ago.
+  if (SpareFd::instance().missing() && SpareFd::instance().refillWith(fd)) {
+    ++droppedForFdLimit_;
+    LOG_WARN << "out of file descriptors: closed a new connection on " << localAddress().toIpPort()
+             << " to keep a spare fd (" << droppedForFdLimit_ << " so far)";
+    return;
+  }
   if (callback_) callback_(std::move(fd), peer);
 }
 
@@ -77,22 +186,44 @@ bool Acceptor::acceptPending() {
 }
 
 bool Acceptor::dropOneForFdLimit() {
-  if (!spareFd_) {
-    spareFd_ = openSpareFd();
-    LOG_ERROR << "out of file descriptors and no spare fd; pending connections on "
-              << localAddress().toIpPort() << " wait for the next one";
-    return false;
+  loop_->assertInLoopThread();
+  switch (SpareFd::instance().dropOne(socket_)) {
+    case SpareFd::Drop::kDropped:
+      ++droppedForFdLimit_;
+      LOG_WARN << "out of file descriptors: closed a new connection on "
+               << localAddress().toIpPort() << " (" << droppedForFdLimit_ << " so far)";
+      return true;
+    case SpareFd::Drop::kRetry:
+      return true;
+    case SpareFd::Drop::kNonePending:
+      return false;
+    case SpareFd::Drop::kStalled:
+      retryLater();
+      return false;
   }
-  spareFd_.reset();
-  UniqueFd victim = socket_.accept(nullptr);
-  const bool accepted = victim.valid();
-  victim.reset();
-  spareFd_ = openSpareFd();
-  if (!accepted) return false;  // drained (EAGAIN) or failing: stop this round
-  ++droppedForFdLimit_;
-  LOG_WARN << "out of file descriptors: closed a new connection on " << localAddress().toIpPort()
-           << " (" << droppedForFdLimit_ << " so far)";
-  return spareFd_.valid();
+  return false;
+}
+
+void Acceptor::retryLater() {
+  if (retryTimer_.valid()) return;
+  if (!stalled_) {
+    stalled_ = true;  // one line per episode, not one per retry
+    LOG_ERROR << "out of file descriptors and the spare fd is in use elsewhere: connections "
+              << "pending on " << localAddress().toIpPort() << " are retried every "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(kStalledRetry).count()
+              << " ms";
+  }
+  retryTimer_ = loop_->runAfter(kStalledRetry, [this] {
+    retryTimer_ = TimerId();
+    io_->resume();
+    // Pending or not, the spare comes back as soon as there is an fd for it,
+    // so that the next connection over the limit can be dropped.
+    if (SpareFd::instance().restore()) {
+      stalled_ = false;
+    } else {
+      retryLater();
+    }
+  });
 }
 
 }  // namespace libnet

@@ -9,10 +9,25 @@
 //
 // Running out of fds (EMFILE/ENFILE) must not wedge the listener: with
 // edge-triggered polling an unaccepted connection would never be reported
-// again, and with level-triggered polling it would spin. So one spare fd is
+// again, and with level-triggered polling it would spin. So a spare fd is
 // held open; on EMFILE it is closed, the connection accepted and closed at
 // once (the peer sees a clean close instead of hanging), and the spare
 // reopened.
+//
+// The spare is one for the whole process, shared by every Acceptor (and
+// open while any exists), because the fd table it stands in is: with
+// several acceptors on several threads (per-loop accept), the fd one of them
+// frees for a moment can be taken by another's accept, or by any other
+// thread, and a spare per acceptor would be lost for good that way (and
+// with it the means to drop connections: they would hang in the backlog).
+// So the drop runs under the spare's lock; an acceptor that accepts a
+// connection while the spare is missing tries to reopen it, and, still out
+// of fds, keeps that connection's fd as the spare instead (shut down, so its
+// peer sees the close). An acceptor that finds the spare missing with
+// connections pending (the fd went to some other part of the process)
+// retries on a timer, every kStalledRetry, until it has the spare back: no
+// pending connection waits for the next one to arrive, and the loop does
+// not spin.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +35,12 @@
 #include <memory>
 #include <optional>
 
+#include "base/Timestamp.h"
 #include "base/UniqueFd.h"
 #include "net/AcceptorIo.h"
 #include "net/InetAddress.h"
 #include "net/Socket.h"
+#include "net/TimerId.h"
 
 namespace libnet {
 
@@ -36,6 +53,10 @@ class Acceptor : private AcceptorIo::Owner {
   // connection looks it up if and when it is asked for.
   using NewConnectionCallback =
       std::function<void(UniqueFd sockfd, const std::optional<InetAddress>& peer)>;
+
+  // Out of fds with the spare taken elsewhere, how long an acceptor waits
+  // before it tries again.
+  static constexpr Duration kStalledRetry = std::chrono::milliseconds(20);
 
   // Creates and binds the socket: throws std::system_error (port in use,
   // permission denied, address not available) with the address in the message.
@@ -65,12 +86,16 @@ class Acceptor : private AcceptorIo::Owner {
   bool dropOneForFdLimit() override;
   [[nodiscard]] InetAddress listenAddress() const override { return localAddress(); }
 
+  // Out of fds and no spare to drop connections with: try again later.
+  void retryLater();
+
   EventLoop* loop_;
   Socket socket_;
   NewConnectionCallback callback_;
   bool listening_ = false;
-  UniqueFd spareFd_;
   std::unique_ptr<AcceptorIo> io_;
+  TimerId retryTimer_;              // while stalled (see kStalledRetry)
+  bool stalled_ = false;            // from the first retry until the spare is back
   uint64_t droppedForFdLimit_ = 0;  // connections closed for want of fds
 };
 

@@ -29,7 +29,9 @@ class AcceptorIo {
     // spare fd while out of fds); true if any connection was accepted.
     virtual bool acceptPending() = 0;
     // Out of fds: accept one pending connection through the spare fd and
-    // close it; false if there was none or the spare is gone.
+    // close it; false if there was none, or if the spare is gone for now
+    // (taken by another thread: the owner then calls resume() a little
+    // later, until it has the spare back).
     virtual bool dropOneForFdLimit() = 0;
     // The listening address, for log lines.
     [[nodiscard]] virtual InetAddress listenAddress() const = 0;
@@ -45,6 +47,10 @@ class AcceptorIo {
 
   // The socket is listening: start taking connections.
   virtual void start() = 0;
+  // After dropOneForFdLimit() found no spare: take the pending connections
+  // now (accept4(2) until the backlog is empty), since no new readiness
+  // or completion may come for them.
+  virtual void resume() = 0;
 };
 
 }  // namespace libnet

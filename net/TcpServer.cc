@@ -1,9 +1,12 @@
 #include "net/TcpServer.h"
 
+#include <atomic>
 #include <cassert>
+#include <chrono>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "base/CountDownLatch.h"
 #include "base/Logging.h"
 #include "net/Acceptor.h"
 #include "net/EventLoop.h"
@@ -20,7 +23,25 @@ void closeIdle(const TcpConnectionPtr& conn) {
   conn->forceClose();
 }
 
+// How long the destructor waits for the I/O loops to destroy their
+// acceptors: they do so as soon as their current turn ends, unless a
+// callback blocks one. Waiting longer than this is logged, and harmless:
+// an acceptor still running shares what it uses and creates connections
+// that its loop's tear-down, queued after it, destroys.
+constexpr auto kAcceptorStopWait = std::chrono::seconds(10);
+
 }  // namespace
+
+struct TcpServer::ConnectionFactory {
+  std::string name;
+  ConnectionCallback connectionCallback;
+  MessageCallback messageCallback;
+  WriteCompleteCallback writeCompleteCallback;
+  std::shared_ptr<const ConnectionLayer> layer;  // null: plain TCP
+  std::optional<size_t> maxQueuedOutput;         // unset: the connection's default
+  InetAddress listenAddr;                        // as bound (the real port)
+  std::atomic<uint64_t> nextConnId{1};
+};
 
 struct TcpServer::LoopState {
   explicit LoopState(EventLoop* l) : loop(l) {}
@@ -44,16 +65,45 @@ TcpServer::TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string
 
 TcpServer::~TcpServer() {
   loop_->assertInLoopThread();
-  // Each loop destroys its own connections, acceptor and wheel, from its
-  // queue: after whatever was queued to it before (a hand-over queued from
-  // this thread lands first, so its connection is in the map by then; and so
-  // does the destruction of a connection removed earlier, still queued).
+  // No connection is made from here on: the server's own acceptor is on this
+  // thread; each per-loop acceptor is destroyed on its loop, waited for.
+  acceptor_.reset();
+  stopPerLoopAcceptors();
+  // Each loop destroys its own connections and wheel, from its queue: after
+  // whatever was queued to it before (a hand-over queued from this thread
+  // lands first, so its connection is in the map by then; and so does the
+  // destruction of a connection removed earlier, still queued).
   for (const std::shared_ptr<LoopState>& state : loopStates_) {
     state->loop->queueInLoop([state] { tearDown(state.get()); });
   }
   loopStates_.clear();
-  // The I/O loops run what was queued to them before their threads exit,
-  // when threadPool_ is destroyed next.
+  // The I/O loops run what was queued to them and their threads are joined
+  // here, while every other member is still alive. Without I/O threads the
+  // tear-down runs on this loop's next turn (or when it is destroyed).
+  threadPool_.reset();
+}
+
+void TcpServer::stopPerLoopAcceptors() {
+  std::vector<std::shared_ptr<LoopState>> withAcceptor;
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    if (state->acceptor) withAcceptor.push_back(state);
+  }
+  if (withAcceptor.empty()) return;
+  auto stopped = std::make_shared<CountDownLatch>(static_cast<int>(withAcceptor.size()));
+  for (const std::shared_ptr<LoopState>& state : withAcceptor) {
+    // Queued after the acceptor's own start (Acceptor::listen()), so it
+    // never overtakes it.
+    state->loop->runInLoop([state, stopped] {
+      state->acceptor.reset();
+      stopped->countDown();
+    });
+  }
+  if (!stopped->waitFor(kAcceptorStopWait)) {
+    LOG_ERROR << "TcpServer " << name_ << ": " << stopped->count()
+              << " I/O loop(s) did not stop accepting within "
+              << std::chrono::duration_cast<std::chrono::seconds>(kAcceptorStopWait).count()
+              << " s; their connections are torn down when their loops get to it";
+  }
 }
 
 void TcpServer::tearDown(LoopState* state) {
@@ -79,6 +129,39 @@ InetAddress TcpServer::listenAddress() const { return listenAddr_; }
 
 void TcpServer::setThreadNum(int numThreads) { threadPool_->setThreadNum(numThreads); }
 
+TcpServer::ConnectionFactory* TcpServer::startedFactory(const char* what) {
+  if (!factory_) return nullptr;  // start() copies the setting
+  if (perLoop_) {
+    LOG_WARN << "TcpServer " << name_ << ": " << what
+             << "() after start() is ignored (the I/O loops accept and use what start() copied)";
+    return nullptr;
+  }
+  // Only this loop makes connections: it may change what they get.
+  loop_->assertInLoopThread();
+  return factory_.get();
+}
+
+void TcpServer::setConnectionCallback(ConnectionCallback cb) {
+  connectionCallback_ = std::move(cb);
+  if (ConnectionFactory* f = startedFactory("setConnectionCallback")) {
+    f->connectionCallback = connectionCallback_;
+  }
+}
+
+void TcpServer::setMessageCallback(MessageCallback cb) {
+  messageCallback_ = std::move(cb);
+  if (ConnectionFactory* f = startedFactory("setMessageCallback")) {
+    f->messageCallback = messageCallback_;
+  }
+}
+
+void TcpServer::setWriteCompleteCallback(WriteCompleteCallback cb) {
+  writeCompleteCallback_ = std::move(cb);
+  if (ConnectionFactory* f = startedFactory("setWriteCompleteCallback")) {
+    f->writeCompleteCallback = writeCompleteCallback_;
+  }
+}
+
 void TcpServer::setIdleTimeout(Duration timeout, Duration tick) {
   if (timeout < Duration::zero()) {
     throw std::invalid_argument("TcpServer::setIdleTimeout: negative timeout");
@@ -97,8 +180,8 @@ void TcpServer::start() {
   loop_->assertInLoopThread();
   if (started_) return;
   threadPool_->start(threadInitCallback_);
-  const bool perLoop =
-      acceptMode_ == AcceptMode::kPerLoop && threadPool_->getAllLoops().front() != loop_;
+  perLoop_ = acceptMode_ == AcceptMode::kPerLoop && threadPool_->getAllLoops().front() != loop_;
+  const bool perLoop = perLoop_;
   const TimingWheel::ExpireCallback onIdle =
       idleCallback_ ? idleCallback_ : TimingWheel::ExpireCallback(closeIdle);
   for (EventLoop* ioLoop : threadPool_->getAllLoops()) {
@@ -111,18 +194,27 @@ void TcpServer::start() {
     }
     loopStates_.push_back(std::move(state));
   }
+  factory_ = std::make_shared<ConnectionFactory>();
+  factory_->name = name_;
+  factory_->connectionCallback = connectionCallback_;
+  factory_->messageCallback = messageCallback_;
+  factory_->writeCompleteCallback = writeCompleteCallback_;
+  factory_->layer = layer_;
+  factory_->maxQueuedOutput = maxQueuedOutput_;
+  factory_->listenAddr = listenAddr_;
+  // TCP_NODELAY (setTcpNoDelay) goes on the listening socket(s), whose
+  // accepted sockets inherit it: no setsockopt per connection.
   if (perLoop) {
     startPerLoopAcceptors();
   } else {
-    if (tcpNoDelay_) {
-      acceptor_->setTcpNoDelay(true);
-      noDelayInherited_ = true;
-    }
+    if (tcpNoDelay_) acceptor_->setTcpNoDelay(true);
     if (deferAcceptSeconds_ > 0) acceptor_->setDeferAccept(deferAcceptSeconds_);
+    // The acceptor is on this loop and destroyed first by ~TcpServer, so it
+    // may use the server.
     acceptor_->setNewConnectionCallback(
         [this](UniqueFd fd, const std::optional<InetAddress>& peer) {
           LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
-          newConnection(state, std::move(fd), peer);
+          newConnection(factory_, state, std::move(fd), peer);
         });
     acceptor_->listen();
   }
@@ -140,13 +232,14 @@ void TcpServer::startPerLoopAcceptors() {
     auto acceptor = std::make_unique<Acceptor>(state->loop, listenAddr_, /*reusePort=*/true);
     if (tcpNoDelay_) acceptor->setTcpNoDelay(true);
     if (deferAcceptSeconds_ > 0) acceptor->setDeferAccept(deferAcceptSeconds_);
+    // Nothing of the server itself: the acceptor runs on its loop until
+    // ~TcpServer has it destroyed there. The state owns the acceptor.
     acceptor->setNewConnectionCallback(
-        [this, s = state.get()](UniqueFd fd, const std::optional<InetAddress>& peer) {
-          newConnection(s, std::move(fd), peer);
+        [factory = factory_, s = state.get()](UniqueFd fd, const std::optional<InetAddress>& peer) {
+          newConnection(factory, s, std::move(fd), peer);
         });
     state->acceptor = std::move(acceptor);
   }
-  noDelayInherited_ = tcpNoDelay_;
   // Listening only once all are bound, so that a failure leaves none half
   // started; each starts taking connections on its own loop.
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->acceptor->listen();
@@ -160,27 +253,29 @@ size_t TcpServer::connectionCount() const {
   return total;
 }
 
-void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
-                              const std::optional<InetAddress>& peerAddr) {
+void TcpServer::newConnection(const std::shared_ptr<ConnectionFactory>& factory, LoopState* state,
+                              UniqueFd sockfd, const std::optional<InetAddress>& peerAddr) {
+  ConnectionFactory& f = *factory;
   EventLoop* ioLoop = state->loop;
   // Bound to one address, every accepted socket's local address is that one;
   // bound to a wildcard, a connection looks its own up when asked. Either
   // way, no getsockname() per connection.
   std::optional<InetAddress> localAddr;
-  if (!listenAddr_.isWildcard()) localAddr = listenAddr_;
+  if (!f.listenAddr.isWildcard()) localAddr = f.listenAddr;
   std::string connName =
-      name_ + "#" + std::to_string(nextConnId_.fetch_add(1, std::memory_order_relaxed));
+      f.name + "#" + std::to_string(f.nextConnId.fetch_add(1, std::memory_order_relaxed));
   TcpConnectionPtr conn = TcpConnection::create(ioLoop, std::move(connName), std::move(sockfd),
-                                                localAddr, peerAddr, listenAddr_, layer_.get());
-  if (tcpNoDelay_ && !noDelayInherited_) conn->setTcpNoDelay(true);
-  if (maxQueuedOutput_) conn->setMaxQueuedOutput(*maxQueuedOutput_);
+                                                localAddr, peerAddr, f.listenAddr, f.layer.get());
+  if (f.maxQueuedOutput) conn->setMaxQueuedOutput(*f.maxQueuedOutput);
   if (state->idleWheel) conn->setIdleWheel(state->idleWheel.get());
-  conn->setConnectionCallback(connectionCallback_);
-  conn->setMessageCallback(messageCallback_);
-  conn->setWriteCompleteCallback(writeCompleteCallback_);
+  conn->setConnectionCallback(f.connectionCallback);
+  conn->setMessageCallback(f.messageCallback);
+  conn->setWriteCompleteCallback(f.writeCompleteCallback);
   // On the connection's loop, which is state's. The state outlives every
   // call: tearDown() leaves no connection of its loop that could still close.
-  conn->setCloseCallback([state](const TcpConnectionPtr& c) {
+  // Holding the factory keeps the layer that made the connection's I/O
+  // strategy alive as long as the connection.
+  conn->setCloseCallback([state, factory](const TcpConnectionPtr& c) {
     if (state->serverAlive) removeConnection(state, c);
   });
   auto establish = [state, conn] {

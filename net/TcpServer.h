@@ -8,6 +8,16 @@
 // hop between threads to add or remove one); they are torn down when the
 // server is destroyed.
 //
+// Destruction: the destructor first stops every acceptor on its own loop and
+// waits for that (bounded), so that no connection is made after it; then
+// each loop tears its connections down, and the I/O threads are joined,
+// before any other member goes: with I/O threads, no callback of the server
+// runs once the destructor has returned. What connections use (callbacks,
+// ConnectionLayer, options) is copied in start() into one object that the
+// acceptors and every connection share, so none of them depends on the
+// server object's lifetime. The server's own loop need not be running (a
+// main() may destroy its server after loop() returned).
+//
 // Construct, start() and destroy it on its loop's thread. Binding happens in
 // the constructor, so "port in use" or "permission denied" surfaces there as
 // std::system_error; listen() failures surface from start(). Set the
@@ -116,11 +126,13 @@ class TcpServer {
   // Starts the I/O threads and listens. Idempotent. Loop thread only.
   void start();
 
-  void setConnectionCallback(ConnectionCallback cb) { connectionCallback_ = std::move(cb); }
-  void setMessageCallback(MessageCallback cb) { messageCallback_ = std::move(cb); }
-  void setWriteCompleteCallback(WriteCompleteCallback cb) {
-    writeCompleteCallback_ = std::move(cb);
-  }
+  // Before start(). Where the server's own loop accepts (no I/O threads, or
+  // kHandOver), also later, on that loop's thread, for the connections made
+  // from then on; with per-loop acceptors a later call is ignored, with a
+  // warning (the I/O loops use what start() copied).
+  void setConnectionCallback(ConnectionCallback cb);
+  void setMessageCallback(MessageCallback cb);
+  void setWriteCompleteCallback(WriteCompleteCallback cb);
 
   // Live connections. Any thread; with I/O threads, a sum of per-loop counts
   // that each loop updates on its own.
@@ -130,11 +142,22 @@ class TcpServer {
   // What the server keeps for one I/O loop: used on that loop's thread only
   // (built and read by the server's thread before start() hands it over).
   struct LoopState;
+  // What making a connection takes, copied from the settings in start():
+  // shared by the acceptors, the hand-over and every connection (its close
+  // callback holds it), so that it outlives all of them.
+  struct ConnectionFactory;
 
+  // For a callback set after start(): the factory that the accepting loop
+  // uses, or null (not started; or per-loop acceptors, with a warning).
+  ConnectionFactory* startedFactory(const char* what);
   void startPerLoopAcceptors();
+  // Destroys every per-loop acceptor on its own loop and waits (bounded)
+  // until all are gone.
+  void stopPerLoopAcceptors();
   // On the accepting loop: makes the connection and establishes it on
   // `state`'s loop (directly when that is this thread).
-  void newConnection(LoopState* state, UniqueFd sockfd, const std::optional<InetAddress>& peerAddr);
+  static void newConnection(const std::shared_ptr<ConnectionFactory>& factory, LoopState* state,
+                            UniqueFd sockfd, const std::optional<InetAddress>& peerAddr);
   // On state's loop: the connection is done; it is destroyed from the loop's
   // queue (we may be inside its own event handler).
   static void removeConnection(LoopState* state, const TcpConnectionPtr& conn);
@@ -152,7 +175,6 @@ class TcpServer {
   bool tcpNoDelay_ = false;
   std::shared_ptr<const ConnectionLayer> layer_;  // null: plain TCP
   std::optional<size_t> maxQueuedOutput_;         // unset: the connection's default
-  bool noDelayInherited_ = false;                 // set on the listening socket
   AcceptMode acceptMode_ = AcceptMode::kPerLoop;
   int deferAcceptSeconds_ = 0;
   InetAddress listenAddr_;  // as bound (the real port)
@@ -160,7 +182,8 @@ class TcpServer {
   Duration idleTick_{};
   TimingWheel::ExpireCallback idleCallback_;
   bool started_ = false;
-  std::atomic<uint64_t> nextConnId_{1};
+  bool perLoop_ = false;                        // from start(): an acceptor per I/O loop
+  std::shared_ptr<ConnectionFactory> factory_;  // from start()
   // One per I/O loop (the server's own without threads), from start(). Each
   // is also held by the tear-down functor queued to its loop by ~TcpServer,
   // so it lives until its connections are gone.

@@ -3,7 +3,7 @@
 namespace libnet {
 
 EpollAcceptorIo::EpollAcceptorIo(EventLoopBase* loop, Owner* owner, int listenFd)
-    : channel_(loop, listenFd) {
+    : owner_(owner), channel_(loop, listenFd) {
   channel_.setReadCallback([owner](Timestamp) { owner->acceptPending(); });
 }
 

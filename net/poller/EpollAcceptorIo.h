@@ -19,8 +19,10 @@ class EpollAcceptorIo final : public AcceptorIo {
   ~EpollAcceptorIo() override;
 
   void start() override { channel_.enableReading(); }
+  void resume() override { owner_->acceptPending(); }
 
  private:
+  Owner* owner_;
   Channel channel_;
 };
 

@@ -27,6 +27,7 @@ class UringAcceptorIo final : public AcceptorIo, private CompletionHandler {
   ~UringAcceptorIo() override;
 
   void start() override;
+  void resume() override { onReadable(); }
 
  private:
   void onCompletion(UringOp op, int32_t res, uint32_t flags) override;

@@ -25,6 +25,7 @@
 #include "base/Logging.h"
 #include "net/Buffer.h"
 #include "net/BufferPool.h"
+#include "net/ConnectionLayer.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 #include "net/TcpConnection.h"
@@ -738,6 +739,127 @@ TEST_P(TcpServerTest, DestroyingServerClosesLiveConnections) {
     EXPECT_TRUE(client->recvUntilEof(&eof).empty());
     EXPECT_TRUE(eof);
   }
+}
+
+// Connects to `address` and resets each connection at once, as fast as it
+// can, on a thread of its own, until destroyed (or a bound on the attempts
+// is reached). Every connect is bounded by SO_SNDTIMEO.
+class ConnectResetStorm {
+ public:
+  explicit ConnectResetStorm(const InetAddress& address)
+      : thread_([this, address] { run(address); }) {}
+  ~ConnectResetStorm() {
+    stop_.store(true);
+    thread_.join();
+  }
+  ConnectResetStorm(const ConnectResetStorm&) = delete;
+  ConnectResetStorm& operator=(const ConnectResetStorm&) = delete;
+
+ private:
+  static constexpr int kMaxAttempts = 200000;
+
+  void run(const InetAddress& address) {
+    for (int i = 0; i < kMaxAttempts && !stop_.load(); ++i) {
+      UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+      if (!fd) continue;
+      timeval tv{1, 0};
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      if (::connect(fd.get(), address.getSockAddr(), address.sockLen()) != 0) continue;
+      linger lg{1, 0};
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// A ConnectionLayer that adds nothing (each connection gets its loop's own
+// strategy); it reads a member on every call, so that a call made after it
+// was freed is seen by ASan.
+class PassThroughLayer final : public ConnectionLayer {
+ public:
+  [[nodiscard]] std::unique_ptr<ConnectionIo> newConnectionIo(
+      EventLoop* loop, const ConnectionIo::Parts& parts) const override {
+    made_.fetch_add(1, std::memory_order_relaxed);
+    return loop->poller().newConnectionIo(parts);
+  }
+
+ private:
+  mutable std::atomic<int> made_{0};
+};
+
+// Destroys a server with two I/O loops that accept on sockets of their own
+// while a storm of connections arrives, `kRounds` times: the server is built
+// and destroyed by `onServerThread` on `serverLoop`'s thread (or on this
+// thread when serverLoop is null, whose loop then never runs). The server
+// holds the only reference to its connection callback's state (and to its
+// layer, `withLayer`), so a per-loop acceptor or a connection that used
+// either after the server's destructor freed them would be a use after free
+// (ASan). Nothing of the server may run once its destructor has returned.
+void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, bool withLayer) {
+  constexpr int kRounds = 20;
+  const int baseline = test::openFdCount();
+  std::unique_ptr<EventLoop> ownLoop;
+  if (serverLoop == nullptr) {
+    ownLoop = std::make_unique<EventLoop>(kind);
+    serverLoop = ownLoop.get();
+  }
+  auto onServerThread = [serverLoop](auto fn) {
+    if (serverLoop->isInLoopThread()) return fn();
+    return runSync(serverLoop, fn);
+  };
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    auto ups = std::make_shared<std::atomic<int>>(0);
+    auto destroyed = std::make_shared<std::atomic<bool>>(false);
+    auto callsAfterDestruction = std::make_shared<std::atomic<int>>(0);
+    std::unique_ptr<TcpServer> server;
+    const InetAddress address = onServerThread([&] {
+      server = std::make_unique<TcpServer>(serverLoop, InetAddress(0, true), "storm");
+      server->setThreadNum(2);
+      server->setAcceptMode(TcpServer::AcceptMode::kPerLoop);
+      if (withLayer) server->setConnectionLayer(std::make_shared<PassThroughLayer>());
+      // State that lives in the callback only, so it dies with the server.
+      std::string tag(256, 'x');
+      server->setConnectionCallback(
+          [tag, ups, destroyed, callsAfterDestruction](const TcpConnectionPtr& conn) {
+            if (destroyed->load()) callsAfterDestruction->fetch_add(1);
+            if (conn->connected() && tag.size() == 256 && tag.back() == 'x') ups->fetch_add(1);
+          });
+      server->start();
+      return server->listenAddress();
+    });
+    {
+      ConnectResetStorm storm(address);
+      // Mid-storm: connections are being accepted on both loops.
+      ASSERT_TRUE(waitUntil([&] { return ups->load() >= 20; }))
+          << "only " << ups->load() << " connections came up";
+      onServerThread([&] {
+        server.reset();
+        destroyed->store(true);
+      });
+    }
+    EXPECT_EQ(callsAfterDestruction->load(), 0) << "a callback ran after ~TcpServer returned";
+  }
+  ownLoop.reset();
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
+}
+
+TEST_P(TcpServerTest, DestroyingAPerLoopServerDuringAConnectStormUsesNothingFreed) {
+  destroyServerDuringConnectStorm(loop_, GetParam(), /*withLayer=*/false);
+}
+
+TEST_P(TcpServerTest, DestroyingAPerLoopServerWithALayerDuringAConnectStormUsesNothingFreed) {
+  destroyServerDuringConnectStorm(loop_, GetParam(), /*withLayer=*/true);
+}
+
+// The same with the server's own loop not running (quit, or never run, as in
+// a main() that destroys its server after loop() returned): only the I/O
+// loops accept, and the destructor must not wait for the server's loop.
+TEST_P(TcpServerTest, DestroyingAPerLoopServerWhoseLoopIsNotRunningUsesNothingFreed) {
+  destroyServerDuringConnectStorm(nullptr, GetParam(), /*withLayer=*/true);
 }
 
 // Resets are everyday traffic for a server: a storm of them must not log
