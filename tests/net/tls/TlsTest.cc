@@ -9,10 +9,12 @@
 #include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -300,6 +302,44 @@ TEST_P(TlsTest, ServerSendsFileAndClosesWithCloseNotify) {
   EXPECT_TRUE(record->snapshot() == head + contents) << record->size();
 }
 
+// Bytes sent after sendFile() go out after the file's bytes, never in between
+// or ahead of them: the layer encrypts the file in order, and what is sent
+// behind it (small, large, another file from an offset) waits for it.
+TEST_P(TlsTest, BytesSentAfterSendFileArriveAfterTheFile) {
+  const std::string first = test::randomBytes(300 * 1024, 21);
+  const std::string second = test::randomBytes(40 * 1024, 22);
+  const std::string large = test::randomBytes(100 * 1000, 23);  // several records
+  startServer(serverOptions());
+  runSync(serverLoop_, [&] {
+    server_->setConnectionCallback([first, second, large](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) return;
+      Buffer head;
+      head.append("head\n");
+      conn->sendFile(test::temporaryFile(first), 0, first.size(), &head);
+      conn->send("after");
+      conn->sendFile(test::temporaryFile(second), 7, second.size() - 7);
+      conn->send(large);
+      Buffer tail;
+      tail.append("end");
+      conn->send(&tail);
+      conn->closeAfterOutput();
+    });
+  });
+  auto record = connect(clientContext(pki_.caFile()));
+  ASSERT_TRUE(waitUntil([&] {
+    std::lock_guard lock(record->mutex);
+    return record->downs > 0;
+  }));
+  const std::string expected = "head\n" + first + "after" + second.substr(7) + large + "end";
+  const std::string got = record->snapshot();
+  EXPECT_EQ(got.size(), expected.size());
+  EXPECT_TRUE(got == expected)
+      << "first difference at byte "
+      << std::distance(
+             got.begin(),
+             std::mismatch(got.begin(), got.end(), expected.begin(), expected.end()).first);
+}
+
 // A send made before the handshake completes (from outside the callbacks,
 // through TcpClient::connection()) is held, encrypted once it has, and a
 // shutdown() behind it waits for it: the server gets the bytes, then the end.
@@ -461,6 +501,47 @@ TEST_P(TlsTest, PeerThatNeverReadsIsBoundedByTheOutputLimit) {
   runSync(clientLoop_, [&] { record->conn->startRead(); });
   ASSERT_TRUE(waitUntil([&] { return record->size() >= data.size(); }, 60s)) << record->size();
   EXPECT_TRUE(record->snapshot() == data);
+}
+
+// A peer that asks for many files and never reads: the files queued count
+// toward the output limit, so reading from it pauses after a few and the
+// server holds a bounded number of open files for it, not one per request.
+TEST_P(TlsTest, FilesQueuedForAPeerThatNeverReadsAreBoundedByTheOutputLimit) {
+  constexpr size_t kLimit = 256 * 1024;
+  constexpr size_t kRequests = 300;
+  const std::string contents = test::randomBytes(32 * 1024, 24);
+  // Each request gets its own descriptor of one file, as a static-file
+  // server opens the file once per request.
+  auto file = std::make_shared<UniqueFd>(test::temporaryFile(contents));
+  const size_t size = contents.size();
+  startServer(
+      serverOptions(),
+      [file, size](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
+        // One byte is one request; like an HTTP server, answer no more while
+        // the answers already queued are over the limit.
+        while (buffer->readableBytes() > 0 && conn->queuedOutputBytes() <= kLimit) {
+          buffer->retrieve(1);
+          conn->sendFile(UniqueFd(::dup(file->get())), 0, size);
+        }
+      },
+      kLimit);
+  const int baseline = test::openFdCount();
+  auto record = connect(clientContext(pki_.caFile()));
+  ASSERT_TRUE(waitUntil([&] { return isUp(record.get()); }));
+  runSync(clientLoop_, [&] { record->conn->stopRead(); });
+  sendFromClient(record.get(), std::string(kRequests, 'r'));
+  EXPECT_TRUE(waitUntil([&] {
+    return runSync(serverLoop_, [&] { return lastServerConn_ && !lastServerConn_->isReading(); });
+  })) << "reading never paused";
+  // The client's and the server's sockets, the files of the answers within
+  // the limit, and the one that passed it.
+  EXPECT_LE(test::openFdCount() - baseline, 2 + static_cast<int>(kLimit / size) + 4);
+  runSync(clientLoop_, [&] { record->conn->startRead(); });
+  ASSERT_TRUE(waitUntil([&] { return record->size() >= kRequests * size; }, 60s)) << record->size();
+  std::string expected;
+  for (size_t i = 0; i < kRequests; ++i) expected += contents;
+  EXPECT_TRUE(record->snapshot() == expected);
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() <= baseline + 2; }));
 }
 
 TEST_P(TlsTest, ThousandConnectionsHalfAbortedMidHandshake) {
