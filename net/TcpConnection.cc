@@ -441,8 +441,9 @@ void TcpConnection::connectDestroyed() {
     self.io_->close();
     announceClosed();
   }
-  // Its buffers are freed when the last reference goes, soon after.
-  loop_->bufferPool().noteFreed(bufferCapacity());
+  // Its buffers, and the connection itself, are freed when the last
+  // reference goes, soon after.
+  loop_->bufferPool().noteFreed(bufferCapacity() + sizeof(Impl));
   self.output_.clear();  // closes pending files
   // The fd is closed now (or, with operations in flight, when the last one
   // completes) rather than when the last TcpConnectionPtr goes: a user may

@@ -165,6 +165,12 @@ void TlsConnectionIo::close() {
   if (handshakeTimer_.valid()) loop_->cancel(handshakeTimer_);
   handshakeTimer_ = TimerId();
   dropFiles();
+  // The session's memory goes back to the heap when the connection is
+  // destroyed, soon after: counted now, as the connection counts its
+  // buffers, so that a burst of closed connections (thousands of abandoned
+  // handshakes) makes the loop hand the free pages back to the system
+  // (BufferPool::trimHeap) instead of keeping them for good.
+  loop_->bufferPool().noteFreed(sizeof(*this) + session_.heldMemory());
   inner_->close();
 }
 

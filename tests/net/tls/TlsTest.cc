@@ -18,6 +18,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "net/Buffer.h"
@@ -623,6 +625,54 @@ TEST_P(TlsTest, CoroutinesSeeCloseNotifyAsEndAndTruncationAsError) {
   raw.socket().shutdownWrite();  // FIN without close_notify
   ASSERT_TRUE(waitUntil([&] { return outcome.load() != -1; }));
   EXPECT_EQ(outcome.load(), static_cast<int>(coro::Errc::kClosed));
+}
+
+// Collects what a TlsSession driven by hand sends.
+struct CiphertextSink : TlsSession::Output {
+  std::string bytes;
+  void onCiphertext(std::string_view b) override { bytes.append(b); }
+};
+
+// A server's session makes no SSL object (tens of KiB mid-handshake) until
+// its client's first record is whole: a connection that sends part of a
+// ClientHello and stalls holds only the bytes it sent. The handshake then
+// goes on as usual.
+TEST(TlsSessionTest, AServerMakesItsSslObjectOnlyOnceTheFirstRecordIsWhole) {
+  test::TestPki pki;
+  TlsContext::ServerOptions serverOptions;
+  serverOptions.certChainFile = pki.serverCertFile();
+  serverOptions.keyFile = pki.serverKeyFile();
+  TlsContext::ClientOptions clientOptions;
+  clientOptions.caFile = pki.caFile();
+  CiphertextSink toClient;
+  CiphertextSink toServer;
+  TlsSession server(TlsContext::newServer(serverOptions), "", &toClient);
+  TlsSession client(TlsContext::newClient(clientOptions), "127.0.0.1", &toServer);
+  EXPECT_EQ(server.heldMemory(), 0u);
+  ASSERT_EQ(client.startHandshake(), TlsSession::Status::kOk);
+  const std::string hello = std::exchange(toServer.bytes, {});
+  ASSERT_GT(hello.size(), 5u);
+  Buffer plain;
+  for (size_t cut : {size_t{1}, size_t{4}, hello.size() - 1}) {  // inside and after the header
+    TlsSession partial(TlsContext::newServer(serverOptions), "", &toClient);
+    ASSERT_EQ(partial.receive(std::string_view(hello).substr(0, cut), &plain),
+              TlsSession::Status::kOk);
+    EXPECT_LE(partial.heldMemory(), 2 * hello.size()) << "after " << cut << " bytes";
+    EXPECT_FALSE(partial.established());
+    EXPECT_TRUE(toClient.bytes.empty()) << "answered an incomplete ClientHello";
+  }
+  const size_t half = hello.size() / 2;
+  ASSERT_EQ(server.receive(std::string_view(hello).substr(0, half), &plain),
+            TlsSession::Status::kOk);
+  EXPECT_LT(server.heldMemory(), TlsSession::kHandshakeSslMemory);
+  ASSERT_EQ(server.receive(std::string_view(hello).substr(half), &plain), TlsSession::Status::kOk);
+  EXPECT_GE(server.heldMemory(), TlsSession::kHandshakeSslMemory);
+  ASSERT_FALSE(toClient.bytes.empty()) << "no ServerHello";
+  ASSERT_EQ(client.receive(std::exchange(toClient.bytes, {}), &plain), TlsSession::Status::kOk);
+  ASSERT_TRUE(client.established());
+  ASSERT_EQ(server.receive(std::exchange(toServer.bytes, {}), &plain), TlsSession::Status::kOk);
+  EXPECT_TRUE(server.established());
+  EXPECT_EQ(plain.readableBytes(), 0u);
 }
 
 TEST(TlsContextTest, BadFilesGiveClearErrors) {
