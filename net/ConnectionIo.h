@@ -139,8 +139,9 @@ class ConnectionIo {
   // Whether application bytes can flow: true from start() on, except under
   // a layer with a handshake to make first (it calls Owner::onReady()).
   [[nodiscard]] virtual bool ready() const { return true; }
-  // Output the strategy holds in memory outside the OutputQueue (plaintext
-  // not yet encrypted), counted with the queue's for back-pressure and the
+  // Output the strategy holds outside the OutputQueue (plaintext not yet
+  // encrypted; under TLS also queued file bytes not yet read, which become
+  // ciphertext), counted with the queue's for back-pressure and the
   // high-water mark.
   [[nodiscard]] virtual size_t heldBytes() const { return 0; }
   // Whether the strategy holds output of its own still to go (held bytes,

@@ -347,6 +347,9 @@ void TcpConnection::closeAfterThrow() {
 void TcpConnection::queueWriteComplete() {
   if (!writeCompleteCallback_) return;
   loop_->queueInLoop([self = shared_from_this()] {
+    // Cleared since it was queued (HttpServer's resume clears its own): a
+    // second drain queued before the first ran must not call an empty one.
+    if (!self->writeCompleteCallback_) return;
     if (!self->callUser("write-complete", [&] { self->writeCompleteCallback_(self); })) {
       self->closeAfterThrow();
     }

@@ -129,15 +129,17 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void startRead();
   // Bytes queued for the peer and not yet written: buffers, files still to
   // send, and the bytes queued behind them (under TLS: ciphertext not yet
-  // sent plus plaintext not yet encrypted). Loop thread.
+  // sent, plaintext not yet encrypted and file bytes not yet read). Loop
+  // thread.
   [[nodiscard]] size_t queuedOutputBytes() const;
   // Reading is on: not stopped by stopRead() nor paused by back-pressure.
   [[nodiscard]] bool isReading() const { return readBlocks_ == 0; }
 
   // Back-pressure: while more than `bytes` of output sit in this
   // connection's buffers (file ranges from sendFile() are not counted: they
-  // take no memory; under TLS, ciphertext not yet sent plus plaintext not yet
-  // encrypted, as for the high-water mark), reading from the peer pauses, so TCP flow control holds
+  // take no memory; under TLS, ciphertext not yet sent, plaintext not yet
+  // encrypted and queued file bytes, which will all be ciphertext, as for
+  // the high-water mark), reading from the peer pauses, so TCP flow control holds
   // back a peer that sends without reading what it is sent (an echo or
   // request-response server would otherwise buffer all it sends); reading
   // resumes once the buffered output has drained to half of it. 0 turns it

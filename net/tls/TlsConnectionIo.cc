@@ -79,7 +79,16 @@ void TlsConnectionIo::resumeRead() {
 }
 
 int TlsConnectionIo::write(std::string_view data) {
-  if (closed_) return 0;
+  if (closed_ || data.empty()) return 0;
+  if (!files_.empty()) {
+    // Behind a file not yet all encrypted: the records must follow the
+    // file's, so the bytes wait for it (pumpFiles()).
+    Buffer& after = files_.back().after;
+    loop_->bufferPool().lend(&after);
+    after.append(data);
+    queuedBehind_ += data.size();
+    return 0;
+  }
   if (!session_.established()) {
     // Before the handshake completes (a client's early send): held, then
     // encrypted in order once it has.
@@ -87,6 +96,10 @@ int TlsConnectionIo::write(std::string_view data) {
     pending_.append(data);
     return 0;
   }
+  return encrypt(data);
+}
+
+int TlsConnectionIo::encrypt(std::string_view data) {
   // A send of more than one record leaves in one write rather than one per
   // record: the records gather here first (one copy of ciphertext, cheaper
   // than a system call per 16 KiB).
@@ -124,7 +137,9 @@ void TlsConnectionIo::queueFile(UniqueFd file, off_t offset, size_t length, Buff
     if (const int err = write(head->view())) writeError_ = err;
     head->retrieveAll();
   }
-  if (length > 0) files_.push_back(PendingFile{std::move(file), offset, length});
+  if (length == 0) return;
+  files_.push_back(PendingFile{std::move(file), offset, length});
+  queuedBehind_ += length;
 }
 
 void TlsConnectionIo::flush() {
@@ -136,9 +151,12 @@ void TlsConnectionIo::flush() {
   const bool held = holdsOutput();
   pumpFiles();
   if (closed_) return;
+  // With ciphertext queued, the backend's flush reports the drain itself
+  // (reported twice, a write-complete callback would run twice).
+  const bool backendReports = !output_->empty();
   inner_->flush();
   // Everything may have gone out at once: the backend then reports nothing.
-  if (held && !closed_ && drained()) owner_->onOutputDrained();
+  if (held && !backendReports && !closed_ && drained()) owner_->onOutputDrained();
 }
 
 void TlsConnectionIo::close() {
@@ -146,7 +164,13 @@ void TlsConnectionIo::close() {
   closed_ = true;
   if (handshakeTimer_.valid()) loop_->cancel(handshakeTimer_);
   handshakeTimer_ = TimerId();
-  files_.clear();
+  dropFiles();
+  // The session's memory goes back to the heap when the connection is
+  // destroyed, soon after: counted now, as the connection counts its
+  // buffers, so that a burst of closed connections (thousands of abandoned
+  // handshakes) makes the loop hand the free pages back to the system
+  // (BufferPool::trimHeap) instead of keeping them for good.
+  loop_->bufferPool().noteFreed(sizeof(*this) + session_.heldMemory());
   inner_->close();
 }
 
@@ -207,17 +231,22 @@ void TlsConnectionIo::onEstablished() {
   handshakeTimer_ = TimerId();
   LOG_DEBUG << "TLS established: " << session_.version() << " " << session_.cipher()
             << (session_.resumed() ? " (resumed)" : "");
-  const bool held = pending_.readableBytes() > 0;
-  if (held) {
+  const bool held = holdsOutput();
+  if (pending_.readableBytes() > 0) {
+    // Ahead of any file queued meanwhile.
     Buffer early(0);
     early.swap(pending_);
-    const int err = write(early.view());
+    const int err = encrypt(early.view());
     early.retrieveAll();
     loop_->bufferPool().reclaim(&early);
     if (err != 0) {
       owner_->onIoError("send", err);
       return;
     }
+  }
+  if (!files_.empty()) {
+    pumpFiles();
+    if (closed_) return;
   }
   owner_->onReady();
   // What waited may all have gone out at once: the backend then reports
@@ -231,10 +260,11 @@ void TlsConnectionIo::onOutputProgress() {
 }
 
 void TlsConnectionIo::onOutputDrained() {
-  if (!files_.empty()) {
-    pumpFiles();
-    if (closed_ || !drained()) return;  // the backend reports again
-  }
+  if (!files_.empty()) pumpFiles();
+  // Records encrypted since the backend's queue emptied (by pumpFiles(),
+  // here or in onOutputProgress() just before) are still to go: the backend
+  // reports again once they have.
+  if (closed_ || !drained()) return;
   owner_->onOutputDrained();
 }
 
@@ -286,6 +316,22 @@ void TlsConnectionIo::pumpFiles() {
   while (!files_.empty() && !closed_ && session_.established() &&
          output_->bufferedBytes() < kFileWindow) {
     PendingFile& file = files_.front();
+    if (file.remaining == 0) {
+      // The file is all encrypted: what was written behind it follows (all
+      // of it: it is in memory already, as it would be in the queue).
+      Buffer after(0);
+      after.swap(file.after);
+      files_.pop_front();
+      queuedBehind_ -= after.readableBytes();
+      const int err = encrypt(after.view());
+      after.retrieveAll();
+      loop_->bufferPool().reclaim(&after);
+      if (err != 0) {
+        owner_->onIoError("send", err);
+        return;
+      }
+      continue;
+    }
     const size_t want = std::min(file.remaining, sizeof chunk);
     const ssize_t n = ::pread(file.fd.get(), chunk, want, file.offset);
     if (n < 0 && errno == EINTR) continue;
@@ -296,13 +342,23 @@ void TlsConnectionIo::pumpFiles() {
     }
     file.offset += n;
     file.remaining -= static_cast<size_t>(n);
-    if (file.remaining == 0) files_.pop_front();
-    if (const int err = write(std::string_view(chunk, static_cast<size_t>(n)))) {
+    queuedBehind_ -= static_cast<size_t>(n);
+    if (file.remaining == 0) file.fd.reset();  // done with it: one fd fewer held
+    if (const int err = encrypt(std::string_view(chunk, static_cast<size_t>(n)))) {
       owner_->onIoError("send", err);
       return;
     }
   }
   if (endRequested_ && !closed_) endOutput();
+}
+
+void TlsConnectionIo::dropFiles() {
+  for (PendingFile& file : files_) {
+    file.after.retrieveAll();
+    loop_->bufferPool().reclaim(&file.after);
+  }
+  files_.clear();
+  queuedBehind_ = 0;
 }
 
 }  // namespace libnet

@@ -18,12 +18,19 @@
 // endOutput() sends close_notify once everything queued has been encrypted.
 //
 // Files (queueFile) are read in 16 KiB chunks and encrypted as the backend's
-// queue drains, at most kFileWindow bytes of ciphertext ahead.
+// queue drains, at most kFileWindow bytes of ciphertext ahead. Plaintext
+// written while a file is queued waits behind that file (in the file's
+// `after` buffer) and is encrypted once the file's last chunk has been: TLS
+// is one ordered stream of records, so nothing may be encrypted ahead of a
+// file that was queued before it. Queued file bytes, and plaintext waiting
+// behind them, count as held output (heldBytes()): the connection's output
+// limit and high-water mark see them, so a peer that asks for file after
+// file without reading is stopped after a few, each holding an open fd.
 //
 // Owned by its TcpConnection; loop thread only, from start() on.
 #pragma once
 
-#include <deque>
+#include <list>
 #include <memory>
 #include <string>
 
@@ -60,7 +67,9 @@ class TlsConnectionIo final : public ConnectionIo,
   void close() override;
   void release() override { inner_->release(); }
   [[nodiscard]] bool ready() const override { return session_.established(); }
-  [[nodiscard]] size_t heldBytes() const override { return pending_.readableBytes(); }
+  [[nodiscard]] size_t heldBytes() const override {
+    return pending_.readableBytes() + queuedBehind_;
+  }
   [[nodiscard]] bool holdsOutput() const override {
     return pending_.readableBytes() > 0 || !files_.empty();
   }
@@ -69,10 +78,12 @@ class TlsConnectionIo final : public ConnectionIo,
   [[nodiscard]] const TlsSession& session() const { return session_; }
 
  private:
+  // A file still to encrypt, and the plaintext written after it.
   struct PendingFile {
     UniqueFd fd;
     off_t offset;
     size_t remaining;
+    Buffer after{0};
   };
 
   // ConnectionIo::Owner: what the backend's strategy reports.
@@ -94,13 +105,17 @@ class TlsConnectionIo final : public ConnectionIo,
   void deliver(TlsSession::Status status, bool wasEstablished, Timestamp receiveTime);
   // The handshake just completed: send what waited, announce.
   void onEstablished();
-  // Encrypts and sends; false (the connection is closing) on failure.
-  bool encrypt(std::string_view plaintext);
+  // Encrypts and sends now, whatever is queued: 0, or the errno of a failed
+  // write (EPROTO: OpenSSL refused).
+  [[nodiscard]] int encrypt(std::string_view plaintext);
   // The session failed: log why and close.
   void fail(const char* during);
-  // Encrypts file chunks while the backend's queue is below kFileWindow;
-  // then, if nothing more is held, the close_notify endOutput() asked for.
+  // Encrypts file chunks, and the plaintext behind each file once it is
+  // done, while the backend's queue is below kFileWindow; then, if nothing
+  // more is held, the close_notify endOutput() asked for.
   void pumpFiles();
+  // Drops the files (closing them) and the plaintext behind them.
+  void dropFiles();
   void onHandshakeTimeout();
   // Whether the backend has written everything and nothing is held here.
   [[nodiscard]] bool drained() const;
@@ -112,12 +127,16 @@ class TlsConnectionIo final : public ConnectionIo,
   Buffer cipherInput_{0};       // ciphertext the backend kept while reading paused
   TlsSession session_;
   std::unique_ptr<ConnectionIo> inner_;  // the backend's strategy
-  // Plaintext sent before the handshake completed.
+  // Plaintext sent before the handshake completed, ahead of any file.
   Buffer pending_{0};
   // Records of one large send, gathered to leave in one write.
   Buffer corked_{0};
   bool corking_ = false;
-  std::deque<PendingFile> files_;
+  // A list, not a deque: an empty std::deque allocates, and most
+  // connections never send a file.
+  std::list<PendingFile> files_;
+  // Bytes of files_ not yet read, plus the plaintext waiting behind them.
+  size_t queuedBehind_ = 0;
   const TlsContext::Duration handshakeTimeout_;
   TimerId handshakeTimer_;
   int writeError_ = 0;  // a backend write that failed inside the session

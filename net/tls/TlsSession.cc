@@ -75,6 +75,22 @@ struct TlsSessionBio {
 
 namespace {
 
+// Whether `bytes`, a server's first from its client, hold the first record
+// whole, or enough of it to show that it is no ClientHello record (OpenSSL
+// then refuses it as it would have): a handshake record whose length fits a
+// plaintext record waits for its last byte.
+bool firstRecordComplete(std::string_view bytes) {
+  constexpr size_t kHeader = 5;                      // type, version (2), length (2)
+  constexpr unsigned char kHandshake = 22;           // the record type of a ClientHello
+  constexpr size_t kMaxPlaintextRecord = 16 * 1024;  // RFC 8446, 5.1
+  if (bytes.empty()) return false;
+  if (static_cast<unsigned char>(bytes[0]) != kHandshake) return true;
+  if (bytes.size() < kHeader) return false;
+  const size_t length = static_cast<size_t>(static_cast<unsigned char>(bytes[3])) << 8 |
+                        static_cast<unsigned char>(bytes[4]);
+  return length > kMaxPlaintextRecord || bytes.size() >= kHeader + length;
+}
+
 bool isIpAddress(const std::string& name) {
   unsigned char address[sizeof(in6_addr)];
   return inet_pton(AF_INET, name.c_str(), address) == 1 ||
@@ -86,20 +102,8 @@ bool isIpAddress(const std::string& name) {
 TlsSession::TlsSession(std::shared_ptr<const TlsContext> context, const std::string& peerName,
                        Output* output)
     : context_(std::move(context)), output_(output), server_(context_->isServer()) {
-  ssl_ = SSL_new(context_->native());
-  BIO* bio = TlsSessionBio::method() ? BIO_new(TlsSessionBio::method()) : nullptr;
-  if (ssl_ == nullptr || bio == nullptr) {
-    BIO_free(bio);
-    SSL_free(ssl_);
-    throw TlsError("TLS: cannot make a session: " + TlsContext::takeErrors());
-  }
-  BIO_set_data(bio, this);
-  SSL_set_bio(ssl_, bio, bio);  // one BIO both ways: the SSL takes its one reference
-  if (server_) {
-    SSL_set_accept_state(ssl_);
-    return;
-  }
-  SSL_set_connect_state(ssl_);
+  if (server_) return;  // made when the client's first record is in
+  if (!makeSsl()) throw TlsError("TLS: " + error_);
   if (peerName.empty()) return;
   const bool ip = isIpAddress(peerName);
   if (!ip) SSL_set_tlsext_host_name(ssl_, peerName.c_str());  // SNI takes names only
@@ -113,9 +117,30 @@ TlsSession::TlsSession(std::shared_ptr<const TlsContext> context, const std::str
   }
 }
 
+bool TlsSession::makeSsl() {
+  ssl_ = SSL_new(context_->native());
+  BIO* bio = TlsSessionBio::method() ? BIO_new(TlsSessionBio::method()) : nullptr;
+  if (ssl_ == nullptr || bio == nullptr) {
+    BIO_free(bio);
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+    error_ = "cannot make a session: " + TlsContext::takeErrors();
+    return false;
+  }
+  BIO_set_data(bio, this);
+  SSL_set_bio(ssl_, bio, bio);  // one BIO both ways: the SSL takes its one reference
+  if (server_) {
+    SSL_set_accept_state(ssl_);
+  } else {
+    SSL_set_connect_state(ssl_);
+  }
+  return true;
+}
+
 TlsSession::~TlsSession() { SSL_free(ssl_); }
 
 TlsSession::Status TlsSession::startHandshake() {
+  if (ssl_ == nullptr) return Status::kOk;  // a server: the client speaks first
   ERR_clear_error();
   const int r = SSL_do_handshake(ssl_);
   if (r == 1) return Status::kOk;
@@ -125,6 +150,22 @@ TlsSession::Status TlsSession::startHandshake() {
 }
 
 TlsSession::Status TlsSession::receive(std::string_view ciphertext, Buffer* plaintext) {
+  if (ssl_ != nullptr) return decrypt(ciphertext, plaintext);
+  // A server whose client's first record is not complete yet.
+  if (!error_.empty()) return Status::kFailed;
+  std::string_view first = ciphertext;
+  if (!firstRecord_.empty() || !firstRecordComplete(ciphertext)) {
+    firstRecord_.append(ciphertext);
+    if (!firstRecordComplete(firstRecord_)) return Status::kOk;
+    first = firstRecord_;
+  }
+  if (!makeSsl()) return Status::kFailed;
+  const Status status = decrypt(first, plaintext);
+  std::string().swap(firstRecord_);  // its memory too
+  return status;
+}
+
+TlsSession::Status TlsSession::decrypt(std::string_view ciphertext, Buffer* plaintext) {
   // One record's plaintext at most per SSL_read: room for it, every time.
   constexpr size_t kRecordPlaintext = 16 * 1024;
   ERR_clear_error();
@@ -155,6 +196,10 @@ TlsSession::Status TlsSession::receive(std::string_view ciphertext, Buffer* plai
 
 TlsSession::Status TlsSession::send(std::string_view plaintext) {
   if (plaintext.empty()) return Status::kOk;
+  if (ssl_ == nullptr) {
+    error_ = "send before the handshake";
+    return Status::kFailed;
+  }
   ERR_clear_error();
   size_t written = 0;
   const int r = SSL_write_ex(ssl_, plaintext.data(), plaintext.size(), &written);
@@ -170,20 +215,33 @@ void TlsSession::sendCloseNotify() {
   ERR_clear_error();
 }
 
-bool TlsSession::established() const { return SSL_is_init_finished(ssl_) == 1; }
+bool TlsSession::established() const { return ssl_ != nullptr && SSL_is_init_finished(ssl_) == 1; }
 
-std::string_view TlsSession::version() const { return SSL_get_version(ssl_); }
+std::string_view TlsSession::version() const {
+  return ssl_ != nullptr ? SSL_get_version(ssl_) : std::string_view();
+}
 
-std::string_view TlsSession::cipher() const { return SSL_get_cipher_name(ssl_); }
+std::string_view TlsSession::cipher() const {
+  const char* name = ssl_ != nullptr ? SSL_get_cipher_name(ssl_) : nullptr;
+  return name != nullptr ? std::string_view(name) : std::string_view();
+}
 
 std::string_view TlsSession::alpn() const {
+  if (ssl_ == nullptr) return {};
   const unsigned char* data = nullptr;
   unsigned int length = 0;
   SSL_get0_alpn_selected(ssl_, &data, &length);
   return data ? std::string_view(reinterpret_cast<const char*>(data), length) : std::string_view();
 }
 
-bool TlsSession::resumed() const { return SSL_session_reused(ssl_) == 1; }
+bool TlsSession::resumed() const { return ssl_ != nullptr && SSL_session_reused(ssl_) == 1; }
+
+size_t TlsSession::heldMemory() const {
+  // An empty string's capacity is its inline storage, not the heap's.
+  size_t bytes = firstRecord_.empty() ? 0 : firstRecord_.capacity();
+  if (ssl_ != nullptr) bytes += established() ? kEstablishedSslMemory : kHandshakeSslMemory;
+  return bytes;
+}
 
 TlsSession::Status TlsSession::fail(int sslError) {
   if (error_.empty()) {

@@ -10,6 +10,14 @@
 // the one OpenSSL makes. send() encrypts from the caller's bytes into
 // OpenSSL's write buffer and hands each record to Output::onCiphertext().
 //
+// A server makes its SSL object only when the client's first record is
+// complete (or cannot be a ClientHello record): until then the few bytes
+// that came are kept here. A connection that sends nothing, or part of a
+// ClientHello, and stalls (a scanner, a slow-loris, a flood of half-open
+// handshakes) then costs those bytes, not the ~40 KiB an SSL object
+// in the middle of reading a ClientHello holds (its record and handshake
+// buffers); bench/tls/half_open_rss.py measures it.
+//
 // Owned by one object on one thread; not thread-safe.
 #pragma once
 
@@ -45,7 +53,8 @@ class TlsSession {
   // `peerName`: for a client, the server's DNS name or IP address, checked
   // against its certificate (when the context verifies) and sent as SNI (a
   // name only); ignored by a server. Throws TlsError if OpenSSL cannot make
-  // the session (out of memory).
+  // a client's session (out of memory); a server's that cannot be made
+  // when the first record is in fails receive().
   TlsSession(std::shared_ptr<const TlsContext> context, const std::string& peerName,
              Output* output);
   ~TlsSession();
@@ -73,10 +82,27 @@ class TlsSession {
   [[nodiscard]] std::string_view cipher() const;
   [[nodiscard]] std::string_view alpn() const;
   [[nodiscard]] bool resumed() const;
+  // Heap memory the session holds, roughly: the SSL object's (an estimate
+  // once it exists) plus what is kept of a first record. For the loop's
+  // accounting of memory given back when connections close.
+  [[nodiscard]] size_t heldMemory() const;
+
+  // What an SSL object holds, roughly, measured with OpenSSL 3.0: during a
+  // handshake (the object, its handshake buffer, a record buffer) and once
+  // established with idle buffers released (docs/tls.md, "Memory").
+  static constexpr size_t kHandshakeSslMemory = 40 * 1024;
+  static constexpr size_t kEstablishedSslMemory = 16 * 1024;
 
  private:
   friend struct TlsSessionBio;
 
+  // Makes ssl_ and its BIO; false (error_ says why) if OpenSSL cannot.
+  bool makeSsl();
+  // A server without ssl_ yet: keeps `ciphertext` until the first record is
+  // complete; then makes ssl_. False while it waits.
+  bool takeFirstRecord(std::string_view ciphertext);
+  // receive() once ssl_ exists.
+  Status decrypt(std::string_view ciphertext, Buffer* plaintext);
   // A failed call: keeps the reason in error_.
   Status fail(int sslError);
 
@@ -85,6 +111,8 @@ class TlsSession {
   Output* output_;
   // The ciphertext receive() is reading from; the BIO's read side.
   std::string_view input_;
+  // A server's first bytes, while its first record is incomplete.
+  std::string firstRecord_;
   const bool server_;
   bool closeNotifySent_ = false;
   std::string error_;

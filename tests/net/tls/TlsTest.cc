@@ -9,13 +9,17 @@
 #include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "net/Buffer.h"
@@ -331,6 +335,44 @@ TEST_P(TlsTest, ServerSendsFileAndClosesWithCloseNotify) {
   EXPECT_TRUE(record->snapshot() == head + contents) << record->size();
 }
 
+// Bytes sent after sendFile() go out after the file's bytes, never in between
+// or ahead of them: the layer encrypts the file in order, and what is sent
+// behind it (small, large, another file from an offset) waits for it.
+TEST_P(TlsTest, BytesSentAfterSendFileArriveAfterTheFile) {
+  const std::string first = test::randomBytes(300 * 1024, 21);
+  const std::string second = test::randomBytes(40 * 1024, 22);
+  const std::string large = test::randomBytes(100 * 1000, 23);  // several records
+  startServer(serverOptions());
+  runSync(serverLoop_, [&] {
+    server_->setConnectionCallback([first, second, large](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) return;
+      Buffer head;
+      head.append("head\n");
+      conn->sendFile(test::temporaryFile(first), 0, first.size(), &head);
+      conn->send("after");
+      conn->sendFile(test::temporaryFile(second), 7, second.size() - 7);
+      conn->send(large);
+      Buffer tail;
+      tail.append("end");
+      conn->send(&tail);
+      conn->closeAfterOutput();
+    });
+  });
+  auto record = connect(clientContext(pki_.caFile()));
+  ASSERT_TRUE(waitUntil([&] {
+    std::lock_guard lock(record->mutex);
+    return record->downs > 0;
+  }));
+  const std::string expected = "head\n" + first + "after" + second.substr(7) + large + "end";
+  const std::string got = record->snapshot();
+  EXPECT_EQ(got.size(), expected.size());
+  EXPECT_TRUE(got == expected)
+      << "first difference at byte "
+      << std::distance(
+             got.begin(),
+             std::mismatch(got.begin(), got.end(), expected.begin(), expected.end()).first);
+}
+
 // A send made before the handshake completes (from outside the callbacks,
 // through TcpClient::connection()) is held, encrypted once it has, and a
 // shutdown() behind it waits for it: the server gets the bytes, then the end.
@@ -494,6 +536,47 @@ TEST_P(TlsTest, PeerThatNeverReadsIsBoundedByTheOutputLimit) {
   EXPECT_TRUE(record->snapshot() == data);
 }
 
+// A peer that asks for many files and never reads: the files queued count
+// toward the output limit, so reading from it pauses after a few and the
+// server holds a bounded number of open files for it, not one per request.
+TEST_P(TlsTest, FilesQueuedForAPeerThatNeverReadsAreBoundedByTheOutputLimit) {
+  constexpr size_t kLimit = 256 * 1024;
+  constexpr size_t kRequests = 300;
+  const std::string contents = test::randomBytes(32 * 1024, 24);
+  // Each request gets its own descriptor of one file, as a static-file
+  // server opens the file once per request.
+  auto file = std::make_shared<UniqueFd>(test::temporaryFile(contents));
+  const size_t size = contents.size();
+  startServer(
+      serverOptions(),
+      [file, size](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
+        // One byte is one request; like an HTTP server, answer no more while
+        // the answers already queued are over the limit.
+        while (buffer->readableBytes() > 0 && conn->queuedOutputBytes() <= kLimit) {
+          buffer->retrieve(1);
+          conn->sendFile(UniqueFd(::dup(file->get())), 0, size);
+        }
+      },
+      kLimit);
+  const int baseline = test::openFdCount();
+  auto record = connect(clientContext(pki_.caFile()));
+  ASSERT_TRUE(waitUntil([&] { return isUp(record.get()); }));
+  runSync(clientLoop_, [&] { record->conn->stopRead(); });
+  sendFromClient(record.get(), std::string(kRequests, 'r'));
+  EXPECT_TRUE(waitUntil([&] {
+    return runSync(serverLoop_, [&] { return lastServerConn_ && !lastServerConn_->isReading(); });
+  })) << "reading never paused";
+  // The client's and the server's sockets, the files of the answers within
+  // the limit, and the one that passed it.
+  EXPECT_LE(test::openFdCount() - baseline, 2 + static_cast<int>(kLimit / size) + 4);
+  runSync(clientLoop_, [&] { record->conn->startRead(); });
+  ASSERT_TRUE(waitUntil([&] { return record->size() >= kRequests * size; }, 60s)) << record->size();
+  std::string expected;
+  for (size_t i = 0; i < kRequests; ++i) expected += contents;
+  EXPECT_TRUE(record->snapshot() == expected);
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() <= baseline + 2; }));
+}
+
 TEST_P(TlsTest, ThousandConnectionsHalfAbortedMidHandshake) {
   rlimit limit{};
   ::getrlimit(RLIMIT_NOFILE, &limit);
@@ -573,6 +656,54 @@ TEST_P(TlsTest, CoroutinesSeeCloseNotifyAsEndAndTruncationAsError) {
   raw.socket().shutdownWrite();  // FIN without close_notify
   ASSERT_TRUE(waitUntil([&] { return outcome.load() != -1; }));
   EXPECT_EQ(outcome.load(), static_cast<int>(coro::Errc::kClosed));
+}
+
+// Collects what a TlsSession driven by hand sends.
+struct CiphertextSink : TlsSession::Output {
+  std::string bytes;
+  void onCiphertext(std::string_view b) override { bytes.append(b); }
+};
+
+// A server's session makes no SSL object (tens of KiB mid-handshake) until
+// its client's first record is whole: a connection that sends part of a
+// ClientHello and stalls holds only the bytes it sent. The handshake then
+// goes on as usual.
+TEST(TlsSessionTest, AServerMakesItsSslObjectOnlyOnceTheFirstRecordIsWhole) {
+  test::TestPki pki;
+  TlsContext::ServerOptions serverOptions;
+  serverOptions.certChainFile = pki.serverCertFile();
+  serverOptions.keyFile = pki.serverKeyFile();
+  TlsContext::ClientOptions clientOptions;
+  clientOptions.caFile = pki.caFile();
+  CiphertextSink toClient;
+  CiphertextSink toServer;
+  TlsSession server(TlsContext::newServer(serverOptions), "", &toClient);
+  TlsSession client(TlsContext::newClient(clientOptions), "127.0.0.1", &toServer);
+  EXPECT_EQ(server.heldMemory(), 0u);
+  ASSERT_EQ(client.startHandshake(), TlsSession::Status::kOk);
+  const std::string hello = std::exchange(toServer.bytes, {});
+  ASSERT_GT(hello.size(), 5u);
+  Buffer plain;
+  for (size_t cut : {size_t{1}, size_t{4}, hello.size() - 1}) {  // inside and after the header
+    TlsSession partial(TlsContext::newServer(serverOptions), "", &toClient);
+    ASSERT_EQ(partial.receive(std::string_view(hello).substr(0, cut), &plain),
+              TlsSession::Status::kOk);
+    EXPECT_LE(partial.heldMemory(), 2 * hello.size()) << "after " << cut << " bytes";
+    EXPECT_FALSE(partial.established());
+    EXPECT_TRUE(toClient.bytes.empty()) << "answered an incomplete ClientHello";
+  }
+  const size_t half = hello.size() / 2;
+  ASSERT_EQ(server.receive(std::string_view(hello).substr(0, half), &plain),
+            TlsSession::Status::kOk);
+  EXPECT_LT(server.heldMemory(), TlsSession::kHandshakeSslMemory);
+  ASSERT_EQ(server.receive(std::string_view(hello).substr(half), &plain), TlsSession::Status::kOk);
+  EXPECT_GE(server.heldMemory(), TlsSession::kHandshakeSslMemory);
+  ASSERT_FALSE(toClient.bytes.empty()) << "no ServerHello";
+  ASSERT_EQ(client.receive(std::exchange(toClient.bytes, {}), &plain), TlsSession::Status::kOk);
+  ASSERT_TRUE(client.established());
+  ASSERT_EQ(server.receive(std::exchange(toServer.bytes, {}), &plain), TlsSession::Status::kOk);
+  EXPECT_TRUE(server.established());
+  EXPECT_EQ(plain.readableBytes(), 0u);
 }
 
 TEST(TlsContextTest, BadFilesGiveClearErrors) {
