@@ -104,6 +104,14 @@ void UringConnectionIo::onTurnEnd() {
 }
 
 void UringConnectionIo::close() {
+  // Bytes queued for the send put off to the turn end go out ahead of the
+  // close, as they would have if sent at once (and do on epoll, which writes
+  // inside send()): a reply followed by a forced close still leaves if the
+  // socket takes it (the send is submitted ahead of the cancels below).
+  if (pumpAtTurnEnd_ && !closed_ && !sendInFlight_ && !writableArmed_ &&
+      output_->inFlight().readableBytes() == 0 && output_->startSend()) {
+    submitSend();
+  }
   closed_ = true;
   // Each op in flight is cancelled by its user_data, which the kernel finds
   // in a hash table; cancelling by fd walks every pending request of the
