@@ -89,7 +89,7 @@ void UringConnectionIo::pumpAtTurnEnd() {
 
 void UringConnectionIo::onTurnEnd() {
   const std::shared_ptr<void> guard = owner_->keepAlive();
-  if (inputFollows_ && recvArmed_ && !sendPutOff_) {
+  if (inputFollows_ && recvArmed_ && !sendPutOff_ && owner_->wantsInput()) {
     // The last receive stopped at the end of a provided buffer with more
     // bytes in the socket: the kernel hands them over on the ring's next
     // entry, often the rest of the message this turn answered. One more
