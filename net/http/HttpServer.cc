@@ -91,9 +91,9 @@ bool appendFileContents(int fd, size_t size, Buffer* out) {
 
 HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
                        Options options)
-    : server_(loop, listenAddr, std::move(name)),
-      options_(options),
-      bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)) {
+    : options_(options),
+      bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
+      server_(loop, listenAddr, std::move(name)) {
   if (options_.headerTimeout <= Duration::zero()) {
     // There is no "off": a server without it is held by every client that
     // starts a request and never finishes its headers.

@@ -34,6 +34,8 @@
 // end is found at its LF); a CR anywhere but right before that LF is 400.
 //
 // Construct, start() and destroy on the base loop's thread (as TcpServer).
+// With I/O threads, no callback of the server (the handler included) runs
+// once the destructor has returned.
 #pragma once
 
 #include <chrono>
@@ -133,11 +135,16 @@ class HttpServer {
   bool respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out);
   static void appendError(int status, Buffer* out);
 
-  TcpServer server_;
   Options options_;
   Handler handler_;
   // Shared with every connection's reservation, which may outlive the server.
   std::shared_ptr<BodyBudget> bodyBudget_;
+  // Declared last, so destroyed first: its callbacks use this object's
+  // members (the handler, the options, the budget), and with I/O threads they
+  // run until ~TcpServer has stopped the acceptors and joined those threads.
+  // Destroyed after the members, it would let an I/O loop call a handler
+  // already destroyed, mid-request.
+  TcpServer server_;
 };
 
 }  // namespace libnet::http

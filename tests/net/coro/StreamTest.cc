@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -619,6 +622,100 @@ TEST_P(ConnectTest, AConnectThatHangsTimesOut) {
   loop.runAfter(test::kWait, [&] { loop.quit(); });
   loop.loop();
   EXPECT_EQ(out.error, Errc::kTimedOut);
+}
+
+// Connects to `address` as fast as it can, on a thread of its own, until
+// destroyed (or a bound on the attempts is reached), and with each connection
+// does one of: send half a line and keep the connection open for a while
+// (its coroutine stays suspended in a read); send whole lines and close
+// without reading the answers; send half a line and reset. Every connect and
+// send is bounded by SO_SNDTIMEO.
+class LineStorm {
+ public:
+  explicit LineStorm(const InetAddress& address) : thread_([this, address] { run(address); }) {}
+  ~LineStorm() {
+    stop_.store(true);
+    thread_.join();
+  }
+  LineStorm(const LineStorm&) = delete;
+  LineStorm& operator=(const LineStorm&) = delete;
+
+ private:
+  static constexpr int kMaxAttempts = 100000;
+  static constexpr size_t kKeptOpen = 16;
+
+  void run(const InetAddress& address) {
+    std::vector<UniqueFd> kept(kKeptOpen);  // a ring of connections with half a line
+    for (int i = 0; i < kMaxAttempts && !stop_.load(); ++i) {
+      UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+      if (!fd) continue;
+      timeval tv{1, 0};
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      if (::connect(fd.get(), address.getSockAddr(), address.sockLen()) != 0) continue;
+      switch (i % 3) {
+        case 0:
+          send(fd, "half a li");
+          kept[static_cast<size_t>(i / 3) % kKeptOpen] = std::move(fd);  // closes the oldest
+          break;
+        case 1:
+          send(fd, "one\ntwo\nthree\n");
+          break;
+        default: {
+          send(fd, "half a li");
+          linger lg{1, 0};
+          ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+          break;
+        }
+      }
+    }
+  }
+
+  static void send(const UniqueFd& fd, std::string_view data) {
+    (void)::send(fd.get(), data.data(), data.size(), MSG_NOSIGNAL);
+  }
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// serve() on a server with two I/O loops that accept on sockets of their own,
+// destroyed 20 times in a row while a storm of connections sends it whole
+// lines, half lines and resets: once the server's destructor has returned,
+// every connection's coroutine has ended (its I/O loops are gone), none is
+// left to run on a dead loop, and in the end every fd is closed.
+TEST_P(StreamTest, DestroyingAServerWithIoThreadsDuringAConnectStormEndsEveryCoroutine) {
+  constexpr int kRounds = 20;
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    auto entered = std::make_shared<std::atomic<int>>(0);
+    auto exited = std::make_shared<std::atomic<int>>(0);
+    auto answered = std::make_shared<std::atomic<int>>(0);
+    runSync(loop_, [&] {
+      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "coro-storm");
+      server_->setThreadNum(2);
+      serve(*server_, [entered, exited, answered](Stream stream) -> Task<> {
+        CountOnExit onExit(exited.get());
+        ++*entered;
+        while (Input line = co_await stream.readUntil("\n", 1024)) {
+          if (co_await stream.write("ok\n") != Errc::kOk) break;
+          ++*answered;
+          line.consume();
+        }
+      });
+      server_->start();
+    });
+    address_ = runSync(loop_, [&] { return server_->listenAddress(); });
+    {
+      LineStorm storm(address_);
+      // Mid-storm: lines are being answered on both loops.
+      ASSERT_TRUE(waitUntil([&] { return answered->load() >= 20; }))
+          << "only " << answered->load() << " lines answered";
+      stopServer();
+      EXPECT_EQ(exited->load(), entered->load()) << "coroutines outlived the server's I/O loops";
+    }
+  }
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == fdBaseline_; }))
+      << test::openFdCount() << " fds open, " << fdBaseline_ << " before";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StreamTest,

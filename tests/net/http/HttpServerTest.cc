@@ -4,7 +4,9 @@
 // traversal, idle and slow clients, the header deadline of silent and
 // trickling clients, and the server-wide budget for bodies being uploaded.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/UniqueFd.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 #include "net/http/HttpServer.h"
@@ -876,6 +879,139 @@ TEST_P(HttpServerTest, AChunkedBodyBeyondTheBudgetIs503) {
   EXPECT_EQ(r.status, 200);
   EXPECT_TRUE(r.body == pieces[0] + pieces[1] + pieces[2]) << "echoed " << r.body.size();
   EXPECT_TRUE(waitUntil([&] { return server_->bufferedBodyBytes() == 0; }));
+}
+
+// Connects to `address` as fast as it can, on a thread of its own, until
+// destroyed (or a bound on the attempts is reached), and with each connection
+// does one of: leave a request unfinished (its line and part of its headers,
+// or its headers and part of its body) on a connection kept open for a while;
+// send a full pipelined batch and close without reading the answers; send
+// part of a request and reset. Every connect and send is bounded by
+// SO_SNDTIMEO; the answers are never read.
+class HttpRequestStorm {
+ public:
+  explicit HttpRequestStorm(const InetAddress& address)
+      : thread_([this, address] { run(address); }) {}
+  ~HttpRequestStorm() {
+    stop_.store(true);
+    thread_.join();
+  }
+  HttpRequestStorm(const HttpRequestStorm&) = delete;
+  HttpRequestStorm& operator=(const HttpRequestStorm&) = delete;
+
+ private:
+  static constexpr int kMaxAttempts = 100000;
+  static constexpr size_t kKeptOpen = 16;  // unfinished requests held at once
+
+  void run(const InetAddress& address) {
+    const std::string pipelined = get("/a") + get("/b") +
+                                  "POST /c HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello" +
+                                  get("/d");
+    std::vector<UniqueFd> kept;  // a ring of connections with unfinished requests
+    size_t next = 0;
+    for (int i = 0; i < kMaxAttempts && !stop_.load(); ++i) {
+      UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+      if (!fd) continue;
+      timeval tv{1, 0};
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      if (::connect(fd.get(), address.getSockAddr(), address.sockLen()) != 0) continue;
+      switch (i % 4) {
+        case 0:  // headers unfinished: arms the header deadline
+          send(fd, "GET /partial HTTP/1.1\r\nHost: t\r\nX-Pad: ");
+          keep(&kept, &next, std::move(fd));
+          break;
+        case 1:  // body unfinished: holds part of the body budget
+          send(fd, "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 4096\r\n\r\nabc");
+          keep(&kept, &next, std::move(fd));
+          break;
+        case 2:  // a whole batch, answers never read
+          send(fd, pipelined);
+          break;
+        default: {  // part of a request, then a reset
+          send(fd, "GET /reset HTTP/1.1\r\n");
+          linger lg{1, 0};
+          ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+          break;
+        }
+      }
+    }
+  }
+
+  static void send(const UniqueFd& fd, std::string_view data) {
+    (void)::send(fd.get(), data.data(), data.size(), MSG_NOSIGNAL);
+  }
+
+  static void keep(std::vector<UniqueFd>* kept, size_t* next, UniqueFd fd) {
+    if (kept->size() < kKeptOpen) {
+      kept->push_back(std::move(fd));
+    } else {
+      (*kept)[(*next)++ % kKeptOpen] = std::move(fd);  // closes the oldest
+    }
+  }
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Set when the storm test's handler (the last copy of its state) has been
+// destroyed, and counted when it is called after that. Globals, so that the
+// handler reads them without going through its own (maybe freed) captures.
+std::atomic<bool> g_stormHandlerGone{false};
+std::atomic<int> g_stormCallsAfterHandlerGone{0};
+
+struct StormHandlerLife {
+  StormHandlerLife() = default;
+  StormHandlerLife(const StormHandlerLife&) = delete;
+  StormHandlerLife& operator=(const StormHandlerLife&) = delete;
+  ~StormHandlerLife() { g_stormHandlerGone.store(true); }
+};
+
+// An HttpServer with two I/O loops that accept on sockets of their own is
+// destroyed 20 times in a row while a storm of connections sends it
+// unfinished, pipelined and reset requests: its destructor must not let an
+// I/O loop run a callback on a server whose handler or options are gone
+// (the handler's state lives in the handler only, so a call after it was
+// destroyed is a use after free for ASan, and counted either way), and every
+// fd of every round must be closed in the end. A short header deadline and a
+// tiny output cap keep the header timers and the write-complete callback busy
+// while it happens.
+TEST_P(HttpServerTest, DestroyingAServerWithIoThreadsDuringARequestStormUsesNothingFreed) {
+  constexpr int kRounds = 20;
+  const int baseline = test::openFdCount();
+  for (int round = 0; round < kRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    g_stormHandlerGone.store(false);
+    g_stormCallsAfterHandlerGone.store(0);
+    auto answered = std::make_shared<std::atomic<int>>(0);
+    std::unique_ptr<HttpServer> server;
+    const InetAddress address = runSync(loop_, [&] {
+      HttpServer::Options options;
+      options.headerTimeout = std::chrono::milliseconds(20);
+      options.maxQueuedOutput = 1;  // every pipelined answer waits for write-complete
+      server = std::make_unique<HttpServer>(loop_, InetAddress(0, true), "storm", options);
+      server->setThreadNum(2);
+      server->setHandler([life = std::make_shared<StormHandlerLife>(), tag = std::string(256, 'x'),
+                          answered](const HttpRequest&, HttpResponse* response) {
+        if (g_stormHandlerGone.load()) g_stormCallsAfterHandlerGone.fetch_add(1);
+        response->setStatus(200);
+        response->setBody(tag);
+        answered->fetch_add(1);
+      });
+      server->start();
+      return server->listenAddress();
+    });
+    {
+      HttpRequestStorm storm(address);
+      // Mid-storm: requests are being answered on both loops.
+      ASSERT_TRUE(waitUntil([&] { return answered->load() >= 20; }))
+          << "only " << answered->load() << " requests answered";
+      runSync(loop_, [&] { server.reset(); });
+    }
+    EXPECT_TRUE(g_stormHandlerGone.load());
+    EXPECT_EQ(g_stormCallsAfterHandlerGone.load(), 0) << "the handler ran after it was destroyed";
+  }
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, HttpServerTest,
