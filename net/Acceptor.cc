@@ -128,6 +128,7 @@ Acceptor::Acceptor(EventLoop* loop, const InetAddress& listenAddr, bool reusePor
 
 Acceptor::~Acceptor() {
   if (retryTimer_.valid()) loop_->cancel(retryTimer_);
+  if (continueTimer_.valid()) loop_->cancel(continueTimer_);
   io_.reset();
   SpareFd::instance().detach();
 }
@@ -162,7 +163,11 @@ void Acceptor::onAccepted(UniqueFd fd, const std::optional<InetAddress>& peer) {
 bool Acceptor::acceptPending() {
   loop_->assertInLoopThread();
   bool acceptedAny = false;
-  for (;;) {
+  for (int accepted = 0;; ++accepted) {
+    if (accepted == kMaxAcceptsPerCall) {
+      continueLater();
+      return true;
+    }
     InetAddress peer;
     UniqueFd fd = socket_.accept(&peer);
     if (fd) {
@@ -202,6 +207,16 @@ bool Acceptor::dropOneForFdLimit() {
       return false;
   }
   return false;
+}
+
+void Acceptor::continueLater() {
+  if (continueTimer_.valid()) return;
+  // A timer due now: it runs on the loop's next turn, after the events that
+  // turn brings (no edge would come for connections already pending).
+  continueTimer_ = loop_->runAfter(Duration::zero(), [this] {
+    continueTimer_ = TimerId();
+    io_->resume();
+  });
 }
 
 void Acceptor::retryLater() {

@@ -88,6 +88,14 @@ class Acceptor : private AcceptorIo::Owner {
 
   // Out of fds and no spare to drop connections with: try again later.
   void retryLater();
+  // acceptPending() stopped at kMaxAcceptsPerCall: go on next turn.
+  void continueLater();
+
+  // Connections taken per acceptPending(): a storm of connects that
+  // outpaces the loop must not keep it in accept4() while its connections
+  // wait (and, in per-loop accept, while ~TcpServer waits for it to stop
+  // accepting, seen to take seconds under TSan).
+  static constexpr int kMaxAcceptsPerCall = 128;
 
   EventLoop* loop_;
   Socket socket_;
@@ -95,6 +103,7 @@ class Acceptor : private AcceptorIo::Owner {
   bool listening_ = false;
   std::unique_ptr<AcceptorIo> io_;
   TimerId retryTimer_;              // while stalled (see kStalledRetry)
+  TimerId continueTimer_;           // continueLater()
   bool stalled_ = false;            // from the first retry until the spare is back
   uint64_t droppedForFdLimit_ = 0;  // connections closed for want of fds
 };

@@ -26,7 +26,8 @@ class AcceptorIo {
     // peer's address where the accept reported it.
     virtual void onAccepted(UniqueFd fd, const std::optional<InetAddress>& peer) = 0;
     // accept4(2) until the backlog is empty (dropping connections through the
-    // spare fd while out of fds); true if any connection was accepted.
+    // spare fd while out of fds), or a bounded batch with the rest taken
+    // through resume() on the next turn; true if any connection was accepted.
     virtual bool acceptPending() = 0;
     // Out of fds: accept one pending connection through the spare fd and
     // close it; false if there was none, or if the spare is gone for now
