@@ -51,6 +51,11 @@ struct TcpServer::LoopState {
   std::unique_ptr<TimingWheel> idleWheel;  // while the idle timeout is on
   std::unique_ptr<Acceptor> acceptor;      // kPerLoop with I/O threads
   bool serverAlive = true;                 // until tearDown()
+  // What this loop's connections were made with: the layer that made their
+  // I/O strategies lives at least until tearDown() has destroyed them. Held
+  // here rather than by each connection's close callback, which then
+  // captures one pointer and needs no allocation of its own.
+  std::shared_ptr<const ConnectionFactory> factory;
 };
 
 TcpServer::TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
@@ -202,6 +207,7 @@ void TcpServer::start() {
   factory_->layer = layer_;
   factory_->maxQueuedOutput = maxQueuedOutput_;
   factory_->listenAddr = listenAddr_;
+  for (const std::shared_ptr<LoopState>& state : loopStates_) state->factory = factory_;
   // TCP_NODELAY (setTcpNoDelay) goes on the listening socket(s), whose
   // accepted sockets inherit it: no setsockopt per connection.
   if (perLoop) {
@@ -273,9 +279,7 @@ void TcpServer::newConnection(const std::shared_ptr<ConnectionFactory>& factory,
   conn->setWriteCompleteCallback(f.writeCompleteCallback);
   // On the connection's loop, which is state's. The state outlives every
   // call: tearDown() leaves no connection of its loop that could still close.
-  // Holding the factory keeps the layer that made the connection's I/O
-  // strategy alive as long as the connection.
-  conn->setCloseCallback([state, factory](const TcpConnectionPtr& c) {
+  conn->setCloseCallback([state](const TcpConnectionPtr& c) {
     if (state->serverAlive) removeConnection(state, c);
   });
   auto establish = [state, conn] {
