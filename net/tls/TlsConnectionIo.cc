@@ -232,18 +232,8 @@ void TlsConnectionIo::onEstablished() {
   LOG_DEBUG << "TLS established: " << session_.version() << " " << session_.cipher()
             << (session_.resumed() ? " (resumed)" : "");
   const bool held = holdsOutput();
-  if (pending_.readableBytes() > 0) {
-    // Ahead of any file queued meanwhile.
-    Buffer early(0);
-    early.swap(pending_);
-    const int err = encrypt(early.view());
-    early.retrieveAll();
-    loop_->bufferPool().reclaim(&early);
-    if (err != 0) {
-      owner_->onIoError("send", err);
-      return;
-    }
-  }
+  // Ahead of any file queued meanwhile.
+  if (pending_.readableBytes() > 0 && !encryptHeld(&pending_)) return;
   if (!files_.empty()) {
     pumpFiles();
     if (closed_) return;
@@ -323,13 +313,7 @@ void TlsConnectionIo::pumpFiles() {
       after.swap(file.after);
       files_.pop_front();
       queuedBehind_ -= after.readableBytes();
-      const int err = encrypt(after.view());
-      after.retrieveAll();
-      loop_->bufferPool().reclaim(&after);
-      if (err != 0) {
-        owner_->onIoError("send", err);
-        return;
-      }
+      if (!encryptHeld(&after)) return;
       continue;
     }
     const size_t want = std::min(file.remaining, sizeof chunk);
@@ -350,6 +334,17 @@ void TlsConnectionIo::pumpFiles() {
     }
   }
   if (endRequested_ && !closed_) endOutput();
+}
+
+bool TlsConnectionIo::encryptHeld(Buffer* held) {
+  Buffer bytes(0);
+  bytes.swap(*held);
+  const int err = encrypt(bytes.view());
+  bytes.retrieveAll();
+  loop_->bufferPool().reclaim(&bytes);
+  if (err == 0) return true;
+  owner_->onIoError("send", err);
+  return false;
 }
 
 void TlsConnectionIo::dropFiles() {

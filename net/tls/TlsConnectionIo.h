@@ -108,6 +108,10 @@ class TlsConnectionIo final : public ConnectionIo,
   // Encrypts and sends now, whatever is queued: 0, or the errno of a failed
   // write (EPROTO: OpenSSL refused).
   [[nodiscard]] int encrypt(std::string_view plaintext);
+  // Encrypts all of `held` (plaintext that waited: for the handshake, or
+  // behind a file) and gives its storage back; false, with the error
+  // reported to the owner, if that failed.
+  [[nodiscard]] bool encryptHeld(Buffer* held);
   // The session failed: log why and close.
   void fail(const char* during);
   // Encrypts file chunks, and the plaintext behind each file once it is
