@@ -28,6 +28,16 @@
 namespace libnet {
 namespace {
 
+// Opens /dev/null until the fd table is full (errno is then EMFILE).
+std::vector<UniqueFd> everyFreeFd() {
+  std::vector<UniqueFd> fds;
+  for (;;) {
+    UniqueFd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!fd) return fds;
+    fds.push_back(std::move(fd));
+  }
+}
+
 using test::runSync;
 using test::waitUntil;
 
@@ -60,12 +70,7 @@ TEST_P(AcceptorEmfileTest, DropsTheConnectionWithoutSpinningAndRecovers) {
   const InetAddress address = runSync(loop, [&] { return server->listenAddress(); });
 
   // Use up every fd but one, which the client socket takes.
-  std::vector<UniqueFd> filler;
-  for (;;) {
-    UniqueFd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-    if (!fd) break;
-    filler.push_back(std::move(fd));
-  }
+  std::vector<UniqueFd> filler = everyFreeFd();
   ASSERT_EQ(errno, EMFILE);
   ASSERT_FALSE(filler.empty());
   filler.pop_back();
@@ -227,12 +232,7 @@ TEST_P(AcceptorEmfileTest, PerLoopAcceptorsServeOrCloseEveryConnectionAndKeepThe
       clients.push_back(std::move(fd));
     }
     // Then every fd but kFree.
-    std::vector<UniqueFd> filler;
-    for (;;) {
-      UniqueFd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-      if (!fd) break;
-      filler.push_back(std::move(fd));
-    }
+    std::vector<UniqueFd> filler = everyFreeFd();
     ASSERT_EQ(errno, EMFILE);
     ASSERT_GE(filler.size(), static_cast<size_t>(kFree));
     filler.resize(filler.size() - kFree);

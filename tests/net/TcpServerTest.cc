@@ -742,37 +742,11 @@ TEST_P(TcpServerTest, DestroyingServerClosesLiveConnections) {
 }
 
 // Connects to `address` and resets each connection at once, as fast as it
-// can, on a thread of its own, until destroyed (or a bound on the attempts
-// is reached). Every connect is bounded by SO_SNDTIMEO.
-class ConnectResetStorm {
- public:
-  explicit ConnectResetStorm(const InetAddress& address)
-      : thread_([this, address] { run(address); }) {}
-  ~ConnectResetStorm() {
-    stop_.store(true);
-    thread_.join();
-  }
-  ConnectResetStorm(const ConnectResetStorm&) = delete;
-  ConnectResetStorm& operator=(const ConnectResetStorm&) = delete;
-
- private:
-  static constexpr int kMaxAttempts = 200000;
-
-  void run(const InetAddress& address) {
-    for (int i = 0; i < kMaxAttempts && !stop_.load(); ++i) {
-      UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
-      if (!fd) continue;
-      timeval tv{1, 0};
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-      if (::connect(fd.get(), address.getSockAddr(), address.sockLen()) != 0) continue;
-      linger lg{1, 0};
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-    }
-  }
-
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+// can, until destroyed (test::ConnectStorm).
+std::unique_ptr<test::ConnectStorm> connectResetStorm(const InetAddress& address) {
+  return std::make_unique<test::ConnectStorm>(
+      address, [](int, UniqueFd fd) { test::ConnectStorm::resetOnClose(fd); }, 200000);
+}
 
 // A ConnectionLayer that adds nothing (each connection gets its loop's own
 // strategy); it reads a member on every call, so that a call made after it
@@ -831,7 +805,7 @@ void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, boo
       return server->listenAddress();
     });
     {
-      ConnectResetStorm storm(address);
+      const auto storm = connectResetStorm(address);
       // Mid-storm: connections are being accepted on both loops.
       ASSERT_TRUE(waitUntil([&] { return ups->load() >= 20; }))
           << "only " << ups->load() << " connections came up";

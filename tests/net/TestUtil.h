@@ -293,4 +293,51 @@ class EchoServerTest : public ::testing::TestWithParam<PollerKind> {
   std::atomic<int> downs_{0};
 };
 
+// Connects to `address` as fast as it can, on a thread of its own, until
+// destroyed or `maxAttempts` connects were tried, and hands each connected
+// socket to `onConnected` with its attempt's index: what the callback does
+// not keep is closed. Every connect and send is bounded by SO_SNDTIMEO.
+// The callback runs on the storm's thread only, so it may keep state of its
+// own (connections held open, say) without a lock.
+class ConnectStorm {
+ public:
+  using OnConnected = std::function<void(int index, UniqueFd fd)>;
+
+  ConnectStorm(const InetAddress& address, OnConnected onConnected, int maxAttempts = 100000)
+      : onConnected_(std::move(onConnected)),
+        thread_([this, address, maxAttempts] { run(address, maxAttempts); }) {}
+  ~ConnectStorm() {
+    stop_.store(true);
+    thread_.join();
+  }
+  ConnectStorm(const ConnectStorm&) = delete;
+  ConnectStorm& operator=(const ConnectStorm&) = delete;
+
+  // A send whose failure does not matter (the server may be gone).
+  static void sendIgnoringErrors(const UniqueFd& fd, std::string_view data) {
+    (void)::send(fd.get(), data.data(), data.size(), MSG_NOSIGNAL);
+  }
+  // The close of `fd` will be an RST instead of a FIN.
+  static void resetOnClose(const UniqueFd& fd) {
+    linger lg{1, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  }
+
+ private:
+  void run(const InetAddress& address, int maxAttempts) {
+    for (int i = 0; i < maxAttempts && !stop_.load(); ++i) {
+      UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+      if (!fd) continue;
+      timeval tv{1, 0};
+      ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      if (::connect(fd.get(), address.getSockAddr(), address.sockLen()) != 0) continue;
+      onConnected_(i, std::move(fd));
+    }
+  }
+
+  OnConnected onConnected_;  // before thread_: the thread calls it
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 }  // namespace libnet::test

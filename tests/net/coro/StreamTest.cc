@@ -624,59 +624,32 @@ TEST_P(ConnectTest, AConnectThatHangsTimesOut) {
   EXPECT_EQ(out.error, Errc::kTimedOut);
 }
 
-// Connects to `address` as fast as it can, on a thread of its own, until
-// destroyed (or a bound on the attempts is reached), and with each connection
-// does one of: send half a line and keep the connection open for a while
-// (its coroutine stays suspended in a read); send whole lines and close
-// without reading the answers; send half a line and reset. Every connect and
-// send is bounded by SO_SNDTIMEO.
-class LineStorm {
- public:
-  explicit LineStorm(const InetAddress& address) : thread_([this, address] { run(address); }) {}
-  ~LineStorm() {
-    stop_.store(true);
-    thread_.join();
-  }
-  LineStorm(const LineStorm&) = delete;
-  LineStorm& operator=(const LineStorm&) = delete;
-
- private:
-  static constexpr int kMaxAttempts = 100000;
-  static constexpr size_t kKeptOpen = 16;
-
-  void run(const InetAddress& address) {
-    std::vector<UniqueFd> kept(kKeptOpen);  // a ring of connections with half a line
-    for (int i = 0; i < kMaxAttempts && !stop_.load(); ++i) {
-      UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
-      if (!fd) continue;
-      timeval tv{1, 0};
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-      if (::connect(fd.get(), address.getSockAddr(), address.sockLen()) != 0) continue;
-      switch (i % 3) {
-        case 0:
-          send(fd, "half a li");
-          kept[static_cast<size_t>(i / 3) % kKeptOpen] = std::move(fd);  // closes the oldest
-          break;
-        case 1:
-          send(fd, "one\ntwo\nthree\n");
-          break;
-        default: {
-          send(fd, "half a li");
-          linger lg{1, 0};
-          ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-          break;
-        }
-      }
+// Connects to `address` as fast as it can until destroyed
+// (test::ConnectStorm), and with each connection does one of: send half a
+// line and keep the connection open for a while (its coroutine stays
+// suspended in a read); send whole lines and close without reading the
+// answers; send half a line and reset.
+std::unique_ptr<test::ConnectStorm> lineStorm(const InetAddress& address) {
+  constexpr size_t kKeptOpen = 16;
+  // A ring of connections with half a line, on the storm's thread.
+  auto kept = std::make_shared<std::vector<UniqueFd>>(kKeptOpen);
+  return std::make_unique<test::ConnectStorm>(address, [kept](int i, UniqueFd fd) {
+    using test::ConnectStorm;
+    switch (i % 3) {
+      case 0:
+        ConnectStorm::sendIgnoringErrors(fd, "half a li");
+        (*kept)[static_cast<size_t>(i / 3) % kKeptOpen] = std::move(fd);  // closes the oldest
+        break;
+      case 1:
+        ConnectStorm::sendIgnoringErrors(fd, "one\ntwo\nthree\n");
+        break;
+      default:
+        ConnectStorm::sendIgnoringErrors(fd, "half a li");
+        ConnectStorm::resetOnClose(fd);
+        break;
     }
-  }
-
-  static void send(const UniqueFd& fd, std::string_view data) {
-    (void)::send(fd.get(), data.data(), data.size(), MSG_NOSIGNAL);
-  }
-
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+  });
+}
 
 // serve() on a server with two I/O loops that accept on sockets of their own,
 // destroyed 20 times in a row while a storm of connections sends it whole
@@ -706,7 +679,7 @@ TEST_P(StreamTest, DestroyingAServerWithIoThreadsDuringAConnectStormEndsEveryCor
     });
     address_ = runSync(loop_, [&] { return server_->listenAddress(); });
     {
-      LineStorm storm(address_);
+      const auto storm = lineStorm(address_);
       // Mid-storm: lines are being answered on both loops.
       ASSERT_TRUE(waitUntil([&] { return answered->load() >= 20; }))
           << "only " << answered->load() << " lines answered";

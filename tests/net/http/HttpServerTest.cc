@@ -881,77 +881,42 @@ TEST_P(HttpServerTest, AChunkedBodyBeyondTheBudgetIs503) {
   EXPECT_TRUE(waitUntil([&] { return server_->bufferedBodyBytes() == 0; }));
 }
 
-// Connects to `address` as fast as it can, on a thread of its own, until
-// destroyed (or a bound on the attempts is reached), and with each connection
-// does one of: leave a request unfinished (its line and part of its headers,
-// or its headers and part of its body) on a connection kept open for a while;
-// send a full pipelined batch and close without reading the answers; send
-// part of a request and reset. Every connect and send is bounded by
-// SO_SNDTIMEO; the answers are never read.
-class HttpRequestStorm {
- public:
-  explicit HttpRequestStorm(const InetAddress& address)
-      : thread_([this, address] { run(address); }) {}
-  ~HttpRequestStorm() {
-    stop_.store(true);
-    thread_.join();
-  }
-  HttpRequestStorm(const HttpRequestStorm&) = delete;
-  HttpRequestStorm& operator=(const HttpRequestStorm&) = delete;
-
- private:
-  static constexpr int kMaxAttempts = 100000;
-  static constexpr size_t kKeptOpen = 16;  // unfinished requests held at once
-
-  void run(const InetAddress& address) {
-    const std::string pipelined = get("/a") + get("/b") +
-                                  "POST /c HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello" +
-                                  get("/d");
-    std::vector<UniqueFd> kept;  // a ring of connections with unfinished requests
-    size_t next = 0;
-    for (int i = 0; i < kMaxAttempts && !stop_.load(); ++i) {
-      UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
-      if (!fd) continue;
-      timeval tv{1, 0};
-      ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-      if (::connect(fd.get(), address.getSockAddr(), address.sockLen()) != 0) continue;
-      switch (i % 4) {
-        case 0:  // headers unfinished: arms the header deadline
-          send(fd, "GET /partial HTTP/1.1\r\nHost: t\r\nX-Pad: ");
-          keep(&kept, &next, std::move(fd));
-          break;
-        case 1:  // body unfinished: holds part of the body budget
-          send(fd, "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 4096\r\n\r\nabc");
-          keep(&kept, &next, std::move(fd));
-          break;
-        case 2:  // a whole batch, answers never read
-          send(fd, pipelined);
-          break;
-        default: {  // part of a request, then a reset
-          send(fd, "GET /reset HTTP/1.1\r\n");
-          linger lg{1, 0};
-          ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-          break;
-        }
-      }
+// Connects to `address` as fast as it can until destroyed
+// (test::ConnectStorm), and with each connection does one of: leave a
+// request unfinished (its line and part of its headers, or its headers and
+// part of its body) on a connection kept open for a while; send a full
+// pipelined batch and close without reading the answers; send part of a
+// request and reset. The answers are never read.
+std::unique_ptr<test::ConnectStorm> httpRequestStorm(const InetAddress& address) {
+  constexpr size_t kKeptOpen = 16;  // unfinished requests held at once
+  const std::string pipelined = get("/a") + get("/b") +
+                                "POST /c HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello" +
+                                get("/d");
+  // A ring of connections with unfinished requests, on the storm's thread.
+  auto kept = std::make_shared<std::vector<UniqueFd>>(kKeptOpen);
+  return std::make_unique<test::ConnectStorm>(address, [pipelined, kept](int i, UniqueFd fd) {
+    using test::ConnectStorm;
+    switch (i % 4) {
+      case 0:  // headers unfinished: arms the header deadline
+        ConnectStorm::sendIgnoringErrors(fd, "GET /partial HTTP/1.1\r\nHost: t\r\nX-Pad: ");
+        (*kept)[static_cast<size_t>(i / 4 * 2 + i % 4) % kKeptOpen] =
+            std::move(fd);  // closes the oldest
+        break;
+      case 1:  // body unfinished: holds part of the body budget
+        ConnectStorm::sendIgnoringErrors(
+            fd, "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 4096\r\n\r\nabc");
+        (*kept)[static_cast<size_t>(i / 4 * 2 + i % 4) % kKeptOpen] = std::move(fd);
+        break;
+      case 2:  // a whole batch, answers never read
+        ConnectStorm::sendIgnoringErrors(fd, pipelined);
+        break;
+      default:  // part of a request, then a reset
+        ConnectStorm::sendIgnoringErrors(fd, "GET /reset HTTP/1.1\r\n");
+        ConnectStorm::resetOnClose(fd);
+        break;
     }
-  }
-
-  static void send(const UniqueFd& fd, std::string_view data) {
-    (void)::send(fd.get(), data.data(), data.size(), MSG_NOSIGNAL);
-  }
-
-  static void keep(std::vector<UniqueFd>* kept, size_t* next, UniqueFd fd) {
-    if (kept->size() < kKeptOpen) {
-      kept->push_back(std::move(fd));
-    } else {
-      (*kept)[(*next)++ % kKeptOpen] = std::move(fd);  // closes the oldest
-    }
-  }
-
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+  });
+}
 
 // Set when the storm test's handler (the last copy of its state) has been
 // destroyed, and counted when it is called after that. Globals, so that the
@@ -1001,7 +966,7 @@ TEST_P(HttpServerTest, DestroyingAServerWithIoThreadsDuringARequestStormUsesNoth
       return server->listenAddress();
     });
     {
-      HttpRequestStorm storm(address);
+      const auto storm = httpRequestStorm(address);
       // Mid-storm: requests are being answered on both loops.
       ASSERT_TRUE(waitUntil([&] { return answered->load() >= 20; }))
           << "only " << answered->load() << " requests answered";
