@@ -256,8 +256,8 @@ void UringPoller::dispatchCompletions() {
 }
 
 void UringPoller::beforeWait() {
-  // By index: a handler's onTurnEnd() may ask for another (a send that
-  // completed inline... or a callback writing to another connection).
+  // By index: a handler's onTurnEnd() may add to the list (a callback it
+  // runs, a write-complete say, writing to another connection).
   for (size_t i = 0; i < turnEnd_.size(); ++i) {
     const int64_t slot = liveSlot(turnEnd_[i]);
     if (slot < 0) continue;  // unregistered since it asked
