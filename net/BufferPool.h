@@ -42,12 +42,20 @@ class BufferPool {
   BufferPool& operator=(const BufferPool&) = delete;
 
   // `buffer` is about to take bytes: if it is empty and small, it gets a
-  // spare large buffer's storage (if there is one; else it grows as usual).
+  // spare large buffer's storage (if there is one; else a larger small one
+  // that recycle() kept, if any; else it grows as usual).
   void lend(Buffer* buffer);
   // `buffer` is empty again: storage beyond kSmallCapacity goes back to the
   // pool (or is freed), and `buffer` is left small. A buffer that still
   // holds bytes is left alone.
   void reclaim(Buffer* buffer);
+
+  // `buffer`'s owner is going (a closed connection's output buffers, once
+  // no send reads them): its storage, large or small, serves the next
+  // connection's bytes instead of being freed with it (a short connection
+  // would otherwise allocate its reply's storage anew each time). Bounded
+  // like the rest; a buffer that still holds bytes is left alone.
+  void recycle(Buffer* buffer);
 
   [[nodiscard]] size_t spareCount() const { return spare_.size(); }
 

@@ -19,9 +19,12 @@
 // loop thread only. Part of the library's inside, not of its API.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string_view>
+#include <utility>
 
 #include <sys/types.h>
 
@@ -101,16 +104,59 @@ class ConnectionIo {
     ~Owner() = default;
   };
 
+  // Storage inside the connection that one strategy may be built in
+  // (make()), so that a connection and its strategy take one allocation.
+  // Taken by the first strategy made with it that fits; under a layer, the
+  // layer's strategy (large) goes to the heap and the backend's takes it.
+  struct Room {
+    // What TcpConnection offers; both backends' strategies fit (asserted
+    // where they are made).
+    static constexpr size_t kConnectionRoom = 256;
+    void* at;
+    size_t size;
+    bool taken = false;
+  };
+  // Destroys a strategy made by make(): in its room, or from the heap.
+  class Deleter {
+   public:
+    Deleter() = default;
+    explicit Deleter(bool inRoom) : inRoom_(inRoom) {}
+    void operator()(ConnectionIo* io) const noexcept {
+      if (inRoom_) {
+        io->~ConnectionIo();
+      } else {
+        delete io;
+      }
+    }
+
+   private:
+    bool inRoom_ = false;
+  };
+  using Ptr = std::unique_ptr<ConnectionIo, Deleter>;
+
   // What a strategy works on; all of it outlives the strategy. The input
   // buffer is the owner's (the connection's, or under TLS the ciphertext
   // buffer of its TlsConnectionIo); the OutputQueue is always the
-  // connection's.
+  // connection's. `room` (optional) is where make() may build the strategy.
   struct Parts {
     Owner* owner;
     int fd;
     Buffer* input;
     OutputQueue* output;
+    Room* room = nullptr;
   };
+
+  // A T built with `args`: in `room` when it is free and T fits, else on
+  // the heap.
+  template <class T, class... Args>
+  [[nodiscard]] static Ptr make(Room* room, Args&&... args) {
+    if (room != nullptr && !room->taken && sizeof(T) <= room->size &&
+        alignof(T) <= alignof(std::max_align_t)) {
+      room->taken = true;
+      return Ptr(::new (room->at) T(std::forward<Args>(args)...), Deleter(true));
+    }
+    return Ptr(new T(std::forward<Args>(args)...), Deleter(false));
+  }
 
   ConnectionIo() = default;
   virtual ~ConnectionIo() = default;

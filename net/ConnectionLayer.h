@@ -27,7 +27,7 @@ class ConnectionLayer {
   // The strategy that the connection (parts.owner) of `loop` will drive.
   // Called by whichever thread makes the connection (a server's accepting
   // loop); the strategy runs on `loop`'s thread from start() on.
-  [[nodiscard]] virtual std::unique_ptr<ConnectionIo> newConnectionIo(
+  [[nodiscard]] virtual ConnectionIo::Ptr newConnectionIo(
       EventLoop* loop, const ConnectionIo::Parts& parts) const = 0;
 };
 

@@ -16,9 +16,9 @@
 
 #include <sys/types.h>
 
-#include <functional>
 #include <memory>
 
+#include "base/InlineFunction.h"
 #include "base/Timestamp.h"
 
 namespace libnet {
@@ -30,7 +30,9 @@ class Poller;
 
 class EventLoopBase {
  public:
-  using Functor = std::function<void()>;
+  // Move-only; a small callable (a shared_ptr and a few words of capture)
+  // is queued without an allocation (see InlineFunction).
+  using Functor = InlineFunction;
 
   EventLoopBase(const EventLoopBase&) = delete;
   EventLoopBase& operator=(const EventLoopBase&) = delete;

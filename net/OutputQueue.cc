@@ -166,6 +166,14 @@ void OutputQueue::reclaim() {
   pool_->reclaim(&waiting_);
 }
 
+void OutputQueue::recycle() {
+  // What a cancelled send left is not going anywhere now.
+  inFlight_.retrieveAll();
+  waiting_.retrieveAll();
+  pool_->recycle(&inFlight_);
+  pool_->recycle(&waiting_);
+}
+
 void OutputQueue::clear() {
   files_.clear();
   waiting_.retrieveAll();

@@ -82,6 +82,10 @@ class OutputQueue {
   // Gives the storage of empty buffers back to the pool. Not while a send is
   // in flight.
   void reclaim();
+  // The connection is closed and no send reads the buffers any more: what
+  // they hold is dropped and their storage goes to the pool, whatever its
+  // size (BufferPool::recycle).
+  void recycle();
   // Drops what is not in flight (closing the files): the connection closed.
   void clear();
 

@@ -57,8 +57,7 @@ class Poller {
   virtual void removeChannelBeforeClose(Channel* channel) { removeChannel(channel); }
 
   // The strategy of a new connection on this loop (see ConnectionIo).
-  [[nodiscard]] virtual std::unique_ptr<ConnectionIo> newConnectionIo(
-      const ConnectionIo::Parts& parts) = 0;
+  [[nodiscard]] virtual ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) = 0;
   // The strategy of a listening socket on this loop (see AcceptorIo).
   [[nodiscard]] virtual std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
                                                                   int listenFd) = 0;

@@ -50,7 +50,11 @@ class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Ow
   Buffer* delivering_ = nullptr;
   InputKind deliveringKind_ = InputKind::kConnectionInput;
   OutputQueue output_;
-  std::unique_ptr<ConnectionIo> io_;  // after the buffers it works on
+  // Where the backend's strategy is built (ConnectionIo::Room): both
+  // backends' fit, so a connection is one allocation.
+  alignas(std::max_align_t) unsigned char strategyStorage_[ConnectionIo::Room::kConnectionRoom];
+  ConnectionIo::Room strategyRoom_{strategyStorage_, sizeof strategyStorage_};
+  ConnectionIo::Ptr io_;  // after the buffers it works on, and its room
 
  private:
   void settleInput(Buffer* buffer, InputKind kind, bool keepLeftover);
@@ -112,8 +116,10 @@ TcpConnection::Impl::Impl(EventLoop* loop, std::string name, UniqueFd sockfd,
     : TcpConnection(loop, std::move(name), std::move(sockfd), std::move(localAddr),
                     std::move(peerAddr), localFallback),
       output_(&loop->bufferPool()),
-      io_(layer ? layer->newConnectionIo(loop, {this, socket_.fd(), &inputBuffer_, &output_})
-                : loop->poller().newConnectionIo({this, socket_.fd(), &inputBuffer_, &output_})) {
+      io_(layer ? layer->newConnectionIo(
+                      loop, {this, socket_.fd(), &inputBuffer_, &output_, &strategyRoom_})
+                : loop->poller().newConnectionIo(
+                      {this, socket_.fd(), &inputBuffer_, &output_, &strategyRoom_})) {
   LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " created";
 }
 

@@ -296,6 +296,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // buffer, write straight to the socket, and borrow storage from the loop's
   // BufferPool while they hold bytes, so an idle one costs no buffer memory.
   Buffer inputBuffer_{0};
+  size_t serverSlot_ = 0;  // TcpServer's: where its loop's list keeps this connection
   std::any context_;
   std::shared_ptr<ConnectionAttachment> attachment_;
 };

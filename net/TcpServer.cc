@@ -4,7 +4,7 @@
 #include <cassert>
 #include <chrono>
 #include <stdexcept>
-#include <unordered_map>
+#include <utility>
 
 #include "base/CountDownLatch.h"
 #include "base/Logging.h"
@@ -40,13 +40,17 @@ struct TcpServer::ConnectionFactory {
   std::shared_ptr<const ConnectionLayer> layer;  // null: plain TCP
   std::optional<size_t> maxQueuedOutput;         // unset: the connection's default
   InetAddress listenAddr;                        // as bound (the real port)
-  std::atomic<uint64_t> nextConnId{1};
+  mutable std::atomic<uint64_t> nextConnId{1};   // the only part that changes
 };
 
 struct TcpServer::LoopState {
   explicit LoopState(EventLoop* l) : loop(l) {}
   EventLoop* const loop;
-  std::unordered_map<TcpConnection*, TcpConnectionPtr> connections;
+  // The live connections, in no order: each knows its index
+  // (TcpConnection::serverSlot_), and one that leaves takes the last one's
+  // place, so adding and removing cost no allocation (the vector keeps its
+  // capacity).
+  std::vector<TcpConnectionPtr> connections;
   std::atomic<size_t> count{0};            // connections.size(), for other threads
   std::unique_ptr<TimingWheel> idleWheel;  // while the idle timeout is on
   std::unique_ptr<Acceptor> acceptor;      // kPerLoop with I/O threads
@@ -114,9 +118,12 @@ void TcpServer::stopPerLoopAcceptors() {
 void TcpServer::tearDown(LoopState* state) {
   state->serverAlive = false;
   state->acceptor.reset();
-  for (auto& [raw, conn] : state->connections) conn->connectDestroyed();
-  state->connections.clear();
+  // Taken out first: a (down) callback run from here finds the map empty.
+  std::vector<TcpConnectionPtr> connections;
+  connections.swap(state->connections);
   state->count.store(0, std::memory_order_relaxed);
+  for (const TcpConnectionPtr& conn : connections) conn->connectDestroyed();
+  connections.clear();
   if (!state->idleWheel) return;
   // The wheel goes after the last connection that may be in it: one removed
   // just before this ran has its connectDestroyed still queued, and nothing
@@ -136,9 +143,10 @@ void TcpServer::setThreadNum(int numThreads) { threadPool_->setThreadNum(numThre
 
 TcpServer::ConnectionFactory* TcpServer::startedFactory(const char* what) {
   if (!factory_) return nullptr;  // start() copies the setting
-  if (perLoop_) {
+  if (withIoThreads_) {
     LOG_WARN << "TcpServer " << name_ << ": " << what
-             << "() after start() is ignored (the I/O loops accept and use what start() copied)";
+             << "() after start() is ignored (the I/O loops make connections with what start() "
+                "copied)";
     return nullptr;
   }
   // Only this loop makes connections: it may change what they get.
@@ -185,8 +193,8 @@ void TcpServer::start() {
   loop_->assertInLoopThread();
   if (started_) return;
   threadPool_->start(threadInitCallback_);
-  perLoop_ = acceptMode_ == AcceptMode::kPerLoop && threadPool_->getAllLoops().front() != loop_;
-  const bool perLoop = perLoop_;
+  withIoThreads_ = threadPool_->getAllLoops().front() != loop_;
+  const bool perLoop = acceptMode_ == AcceptMode::kPerLoop && withIoThreads_;
   const TimingWheel::ExpireCallback onIdle =
       idleCallback_ ? idleCallback_ : TimingWheel::ExpireCallback(closeIdle);
   for (EventLoop* ioLoop : threadPool_->getAllLoops()) {
@@ -220,7 +228,11 @@ void TcpServer::start() {
     acceptor_->setNewConnectionCallback(
         [this](UniqueFd fd, const std::optional<InetAddress>& peer) {
           LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
-          newConnection(factory_, state, std::move(fd), peer);
+          if (state->loop == loop_) {
+            newConnection(state, std::move(fd), peer);
+          } else {
+            handOver(state, std::move(fd), peer);
+          }
         });
     acceptor_->listen();
   }
@@ -241,8 +253,8 @@ void TcpServer::startPerLoopAcceptors() {
     // Nothing of the server itself: the acceptor runs on its loop until
     // ~TcpServer has it destroyed there. The state owns the acceptor.
     acceptor->setNewConnectionCallback(
-        [factory = factory_, s = state.get()](UniqueFd fd, const std::optional<InetAddress>& peer) {
-          newConnection(factory, s, std::move(fd), peer);
+        [s = state.get()](UniqueFd fd, const std::optional<InetAddress>& peer) {
+          newConnection(s, std::move(fd), peer);
         });
     state->acceptor = std::move(acceptor);
   }
@@ -259,10 +271,22 @@ size_t TcpServer::connectionCount() const {
   return total;
 }
 
-void TcpServer::newConnection(const std::shared_ptr<ConnectionFactory>& factory, LoopState* state,
-                              UniqueFd sockfd, const std::optional<InetAddress>& peerAddr) {
-  ConnectionFactory& f = *factory;
+void TcpServer::handOver(LoopState* state, UniqueFd sockfd,
+                         const std::optional<InetAddress>& peerAddr) {
+  // The connection (and its I/O strategy, from that loop's backend) is made
+  // on the loop that owns it: nothing of one loop is built from another's
+  // thread. The state outlives the call: ~TcpServer queues its tear-down
+  // from this thread, behind this.
+  state->loop->queueInLoop([state, fd = std::move(sockfd), peerAddr]() mutable {
+    newConnection(state, std::move(fd), peerAddr);
+  });
+}
+
+void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
+                              const std::optional<InetAddress>& peerAddr) {
+  const ConnectionFactory& f = *state->factory;
   EventLoop* ioLoop = state->loop;
+  ioLoop->assertInLoopThread();
   // Bound to one address, every accepted socket's local address is that one;
   // bound to a wildcard, a connection looks its own up when asked. Either
   // way, no getsockname() per connection.
@@ -282,23 +306,25 @@ void TcpServer::newConnection(const std::shared_ptr<ConnectionFactory>& factory,
   conn->setCloseCallback([state](const TcpConnectionPtr& c) {
     if (state->serverAlive) removeConnection(state, c);
   });
-  auto establish = [state, conn] {
-    state->connections.emplace(conn.get(), conn);
-    state->count.store(state->connections.size(), std::memory_order_relaxed);
-    conn->connectEstablished();
-  };
-  if (ioLoop->isInLoopThread()) {
-    establish();
-  } else {
-    ioLoop->queueInLoop(std::move(establish));
-  }
+  conn->serverSlot_ = state->connections.size();
+  state->connections.push_back(conn);
+  state->count.store(state->connections.size(), std::memory_order_relaxed);
+  conn->connectEstablished();
 }
 
 void TcpServer::removeConnection(LoopState* state, const TcpConnectionPtr& conn) {
-  if (state->connections.erase(conn.get()) == 0) return;
-  state->count.store(state->connections.size(), std::memory_order_relaxed);
+  std::vector<TcpConnectionPtr>& connections = state->connections;
+  const size_t slot = conn->serverSlot_;
+  if (slot >= connections.size() || connections[slot] != conn) return;
+  TcpConnectionPtr leaving = std::move(connections[slot]);
+  if (slot + 1 != connections.size()) {
+    connections[slot] = std::move(connections.back());
+    connections[slot]->serverSlot_ = slot;
+  }
+  connections.pop_back();
+  state->count.store(connections.size(), std::memory_order_relaxed);
   // Queued, not run: we may be inside conn's own event handler right now.
-  state->loop->queueInLoop([conn] { conn->connectDestroyed(); });
+  state->loop->queueInLoop([leaving = std::move(leaving)] { leaving->connectDestroyed(); });
 }
 
 }  // namespace libnet

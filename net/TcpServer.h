@@ -71,7 +71,8 @@ class TcpServer {
     // docs/benchmarks.md measures it against kHandOver.
     kPerLoop,
     // One listening socket, on the server's loop, which hands each accepted
-    // connection to an I/O loop, round-robin, through that loop's queue.
+    // socket to an I/O loop, round-robin, through that loop's queue; the
+    // connection is made on the I/O loop.
     kHandOver,
   };
 
@@ -126,10 +127,10 @@ class TcpServer {
   // Starts the I/O threads and listens. Idempotent. Loop thread only.
   void start();
 
-  // Before start(). Where the server's own loop accepts (no I/O threads, or
-  // kHandOver), also later, on that loop's thread, for the connections made
-  // from then on; with per-loop acceptors a later call is ignored, with a
-  // warning (the I/O loops use what start() copied).
+  // Before start(). Without I/O threads also later, on the loop's thread,
+  // for the connections made from then on; with I/O threads (either accept
+  // mode) a later call is ignored, with a warning: the I/O loops make their
+  // connections with what start() copied.
   void setConnectionCallback(ConnectionCallback cb);
   void setMessageCallback(MessageCallback cb);
   void setWriteCompleteCallback(WriteCompleteCallback cb);
@@ -143,8 +144,8 @@ class TcpServer {
   // (built and read by the server's thread before start() hands it over).
   struct LoopState;
   // What making a connection takes, copied from the settings in start():
-  // shared by the acceptors, the hand-over and every connection (its close
-  // callback holds it), so that it outlives all of them.
+  // held by every LoopState, so that it outlives the acceptors, the
+  // hand-overs and the connections.
   struct ConnectionFactory;
 
   // For a callback set after start(): the factory that the accepting loop
@@ -154,10 +155,12 @@ class TcpServer {
   // Destroys every per-loop acceptor on its own loop and waits (bounded)
   // until all are gone.
   void stopPerLoopAcceptors();
-  // On the accepting loop: makes the connection and establishes it on
-  // `state`'s loop (directly when that is this thread).
-  static void newConnection(const std::shared_ptr<ConnectionFactory>& factory, LoopState* state,
-                            UniqueFd sockfd, const std::optional<InetAddress>& peerAddr);
+  // On state's loop: makes the connection and establishes it.
+  static void newConnection(LoopState* state, UniqueFd sockfd,
+                            const std::optional<InetAddress>& peerAddr);
+  // On the accepting loop (kHandOver): has state's loop make the connection.
+  static void handOver(LoopState* state, UniqueFd sockfd,
+                       const std::optional<InetAddress>& peerAddr);
   // On state's loop: the connection is done; it is destroyed from the loop's
   // queue (we may be inside its own event handler).
   static void removeConnection(LoopState* state, const TcpConnectionPtr& conn);
@@ -182,7 +185,7 @@ class TcpServer {
   Duration idleTick_{};
   TimingWheel::ExpireCallback idleCallback_;
   bool started_ = false;
-  bool perLoop_ = false;                        // from start(): an acceptor per I/O loop
+  bool withIoThreads_ = false;                  // from start(): connections made on I/O loops
   std::shared_ptr<ConnectionFactory> factory_;  // from start()
   // One per I/O loop (the server's own without threads), from start(). Each
   // is also held by the tear-down functor queued to its loop by ~TcpServer,

@@ -1,5 +1,7 @@
 #include "net/http/HttpRequest.h"
 
+#include <algorithm>
+
 #include "net/http/HttpChars.h"
 
 namespace libnet::http {
@@ -75,17 +77,25 @@ void HttpRequest::clear() {
   // capacity that vector::clear() would free. Pushed last field first, so
   // addHeader() pops them in the old order: requests from one client repeat
   // their fields, and each string then gets a value of the size it had.
-  spareHeaders_.reserve(spareHeaders_.size() + headers_.size());
-  for (auto it = headers_.rbegin(); it != headers_.rend(); ++it) {
-    spareHeaders_.push_back(std::move(*it));
+  if (spareHeaders_.empty()) {
+    // None kept yet (after a connection's first request): the fields become
+    // the spares as they are, vector and all, which costs no allocation (a
+    // short connection makes no other request).
+    spareHeaders_.swap(headers_);
+    std::reverse(spareHeaders_.begin(), spareHeaders_.end());
+  } else {
+    spareHeaders_.reserve(spareHeaders_.size() + headers_.size());
+    for (auto it = headers_.rbegin(); it != headers_.rend(); ++it) {
+      spareHeaders_.push_back(std::move(*it));
+    }
   }
   headers_.clear();
 }
 
 void HttpRequest::addHeader(std::string_view name, std::string_view value) {
+  // Room for a typical request's fields at once, not 1, 2, 4, 8 in turn.
+  if (headers_.capacity() == 0) headers_.reserve(kTypicalHeaders);
   if (spareHeaders_.empty()) {
-    // Room for a typical request's fields at once, not 1, 2, 4, 8 in turn.
-    if (headers_.capacity() == 0) headers_.reserve(kTypicalHeaders);
     headers_.emplace_back(name, value);
     return;
   }

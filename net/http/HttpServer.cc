@@ -34,6 +34,27 @@ struct HttpServer::ConnectionState {
   bool continueSent = false;   // "100 Continue" already sent for this request
   bool linger = false;         // the client may still be sending: half-close, read on
   bool paused = false;         // reading stopped until queued output drains
+  int handles = 0;             // StateHandles that own it (loop thread only)
+};
+
+// What a connection's context holds: its ConnectionState, owned through the
+// count in the state. One pointer, which std::any keeps inside itself: a
+// shared_ptr (two) would take an allocation of its own per connection.
+// Copied, if ever, on the connection's loop thread only.
+class HttpServer::StateHandle {
+ public:
+  explicit StateHandle(ConnectionState* state) : state_(state) { ++state_->handles; }
+  StateHandle(const StateHandle& other) : state_(other.state_) { ++state_->handles; }
+  StateHandle(StateHandle&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  StateHandle& operator=(const StateHandle&) = delete;
+  StateHandle& operator=(StateHandle&&) = delete;
+  ~StateHandle() {
+    if (state_ != nullptr && --state_->handles == 0) delete state_;
+  }
+  [[nodiscard]] ConnectionState* get() const { return state_; }
+
+ private:
+  ConnectionState* state_;
 };
 
 namespace {
@@ -120,7 +141,7 @@ HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::stri
 
 void HttpServer::onConnection(const TcpConnectionPtr& conn) {
   if (conn->connected()) {
-    conn->setContext(std::make_shared<ConnectionState>(options_.limits, bodyBudget_));
+    conn->setContext(StateHandle(new ConnectionState(options_.limits, bodyBudget_)));
   } else {
     // May run after the server is gone (its connections are torn down on
     // their loops later): touch nothing of it. The state takes its budget
@@ -139,7 +160,7 @@ void HttpServer::appendError(int status, Buffer* out) {
 }
 
 HttpServer::ConnectionState* HttpServer::stateOf(const TcpConnectionPtr& conn) {
-  auto* holder = std::any_cast<std::shared_ptr<ConnectionState>>(conn->getMutableContext());
+  auto* holder = std::any_cast<StateHandle>(conn->getMutableContext());
   return holder != nullptr ? holder->get() : nullptr;
 }
 

@@ -110,6 +110,8 @@ class HttpServer {
 
  private:
   struct ConnectionState;
+  // What a connection's context holds: its ConnectionState (HttpServer.cc).
+  class StateHandle;
   // The HTTP state kept in conn's context; null once the connection is down.
   static ConnectionState* stateOf(const TcpConnectionPtr& conn);
 

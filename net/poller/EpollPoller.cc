@@ -116,8 +116,10 @@ void EpollPoller::control(int op, Channel* channel, uint32_t slot) {
   }
 }
 
-std::unique_ptr<ConnectionIo> EpollPoller::newConnectionIo(const ConnectionIo::Parts& parts) {
-  return std::make_unique<EpollConnectionIo>(ownerLoop_, parts);
+ConnectionIo::Ptr EpollPoller::newConnectionIo(const ConnectionIo::Parts& parts) {
+  static_assert(sizeof(EpollConnectionIo) <= ConnectionIo::Room::kConnectionRoom,
+                "a connection and its strategy are one allocation");
+  return ConnectionIo::make<EpollConnectionIo>(parts.room, ownerLoop_, parts);
 }
 
 std::unique_ptr<AcceptorIo> EpollPoller::newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) {

@@ -36,8 +36,7 @@ class EpollPoller final : public Poller {
   // No EPOLL_CTL_DEL: closing the last reference to a file drops it from
   // every epoll set.
   void removeChannelBeforeClose(Channel* channel) override;
-  [[nodiscard]] std::unique_ptr<ConnectionIo> newConnectionIo(
-      const ConnectionIo::Parts& parts) override;
+  [[nodiscard]] ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) override;
   [[nodiscard]] std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
                                                           int listenFd) override;
   [[nodiscard]] PollerKind kind() const override { return PollerKind::kEpoll; }

@@ -169,6 +169,10 @@ void UringConnectionIo::releaseIfIdle() {
   // Nothing will be sent any more: received bytes queued in place go back
   // to the ring now, while it exists (the connection may outlive the loop).
   output_->releaseViews();
+  // And the storage of the last send, whose completion is in: to the loop's
+  // pool, for the next connection's reply, rather than freed with this
+  // connection (a short connection closes before its send completes).
+  output_->recycle();
 }
 
 void UringConnectionIo::armRecv() {

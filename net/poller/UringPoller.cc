@@ -275,8 +275,10 @@ void UringPoller::beforeWait() {
   turnEnd_.swap(nextTurnEnd_);
 }
 
-std::unique_ptr<ConnectionIo> UringPoller::newConnectionIo(const ConnectionIo::Parts& parts) {
-  return std::make_unique<UringConnectionIo>(this, ownerLoop_, parts);
+ConnectionIo::Ptr UringPoller::newConnectionIo(const ConnectionIo::Parts& parts) {
+  static_assert(sizeof(UringConnectionIo) <= ConnectionIo::Room::kConnectionRoom,
+                "a connection and its strategy are one allocation");
+  return ConnectionIo::make<UringConnectionIo>(parts.room, this, ownerLoop_, parts);
 }
 
 std::unique_ptr<AcceptorIo> UringPoller::newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) {

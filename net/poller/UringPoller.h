@@ -63,8 +63,7 @@ class UringPoller final : public Poller {
   void beforeWait() override;
   void updateChannel(Channel* channel) override;
   void removeChannel(Channel* channel) override;
-  [[nodiscard]] std::unique_ptr<ConnectionIo> newConnectionIo(
-      const ConnectionIo::Parts& parts) override;
+  [[nodiscard]] ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) override;
   [[nodiscard]] std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
                                                           int listenFd) override;
   [[nodiscard]] size_t ownersInFlight() const override { return handlerCount_; }

@@ -33,7 +33,8 @@ TlsConnectionIo::TlsConnectionIo(EventLoop* loop, const ConnectionIo::Parts& par
       input_(parts.input),
       output_(parts.output),
       session_(context, peerName, this),
-      inner_(loop->poller().newConnectionIo({this, parts.fd, &cipherInput_, parts.output})),
+      inner_(loop->poller().newConnectionIo(
+          {this, parts.fd, &cipherInput_, parts.output, parts.room})),
       handshakeTimeout_(context->handshakeTimeout()) {}
 
 TlsConnectionIo::~TlsConnectionIo() = default;

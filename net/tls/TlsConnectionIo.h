@@ -130,7 +130,7 @@ class TlsConnectionIo final : public ConnectionIo,
   OutputQueue* output_;         // the connection's: ciphertext, moved by inner_
   Buffer cipherInput_{0};       // ciphertext the backend kept while reading paused
   TlsSession session_;
-  std::unique_ptr<ConnectionIo> inner_;  // the backend's strategy
+  ConnectionIo::Ptr inner_;  // the backend's strategy
   // Plaintext sent before the handshake completed, ahead of any file.
   Buffer pending_{0};
   // Records of one large send, gathered to leave in one write.

@@ -16,9 +16,11 @@ TlsLayer::TlsLayer(std::shared_ptr<const TlsContext> context, std::string peerNa
   }
 }
 
-std::unique_ptr<ConnectionIo> TlsLayer::newConnectionIo(EventLoop* loop,
-                                                        const ConnectionIo::Parts& parts) const {
-  return std::make_unique<TlsConnectionIo>(loop, parts, context_, peerName_);
+ConnectionIo::Ptr TlsLayer::newConnectionIo(EventLoop* loop,
+                                            const ConnectionIo::Parts& parts) const {
+  // On the heap, leaving the connection's room to the backend's strategy
+  // that this one drives.
+  return ConnectionIo::make<TlsConnectionIo>(nullptr, loop, parts, context_, peerName_);
 }
 
 }  // namespace libnet

@@ -25,8 +25,8 @@ class TlsLayer final : public ConnectionLayer {
   // verifying client context has none. Ignored for a server context.
   explicit TlsLayer(std::shared_ptr<const TlsContext> context, std::string peerName = {});
 
-  [[nodiscard]] std::unique_ptr<ConnectionIo> newConnectionIo(
-      EventLoop* loop, const ConnectionIo::Parts& parts) const override;
+  [[nodiscard]] ConnectionIo::Ptr newConnectionIo(EventLoop* loop,
+                                                  const ConnectionIo::Parts& parts) const override;
 
   [[nodiscard]] const std::shared_ptr<const TlsContext>& context() const { return context_; }
 

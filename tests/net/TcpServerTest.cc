@@ -753,8 +753,8 @@ std::unique_ptr<test::ConnectStorm> connectResetStorm(const InetAddress& address
 // was freed is seen by ASan.
 class PassThroughLayer final : public ConnectionLayer {
  public:
-  [[nodiscard]] std::unique_ptr<ConnectionIo> newConnectionIo(
-      EventLoop* loop, const ConnectionIo::Parts& parts) const override {
+  [[nodiscard]] ConnectionIo::Ptr newConnectionIo(EventLoop* loop,
+                                                  const ConnectionIo::Parts& parts) const override {
     made_.fetch_add(1, std::memory_order_relaxed);
     return loop->poller().newConnectionIo(parts);
   }
