@@ -20,6 +20,7 @@ PACKAGES=(
   libspdlog-dev    # spdlog 1.10 (+ libfmt), compared against in bench/log_bench
   nginx-light      # nginx 1.22, the peer of bench/http/run_http_bench.py
   wrk              # wrk 4.1, the HTTP load generator of bench/http
+  apache2-utils    # ab (ApacheBench 2.3), the short-connection load of bench/http/run_ab_bench.py
   clang            # clang++ 14: the libFuzzer target (tools/fuzz.sh), tools/thread_safety.sh
   clang-format     # clang-format 14, the layout tools/format_check.sh checks
   libclang-rt-14-dev  # libclang_rt.fuzzer/asan/ubsan for clang 14 (only recommended by clang)
