@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -819,6 +820,54 @@ void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, boo
   ownLoop.reset();
   EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
       << test::openFdCount() << " fds open, " << baseline << " before";
+}
+
+// A pass-through layer that notes, for each strategy it makes, whether the
+// thread making it is the loop's own, and on which loop.
+class LoopCheckingLayer final : public ConnectionLayer {
+ public:
+  [[nodiscard]] ConnectionIo::Ptr newConnectionIo(EventLoop* loop,
+                                                  const ConnectionIo::Parts& parts) const override {
+    if (!loop->isInLoopThread()) madeElsewhere_.fetch_add(1);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++perLoop_[loop];
+    }
+    return loop->poller().newConnectionIo(parts);
+  }
+  [[nodiscard]] int madeElsewhere() const { return madeElsewhere_.load(); }
+  [[nodiscard]] std::vector<int> counts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<int> counts;
+    for (const auto& [loop, count] : perLoop_) counts.push_back(count);
+    return counts;
+  }
+
+ private:
+  mutable std::atomic<int> madeElsewhere_{0};
+  mutable std::mutex mutex_;
+  mutable std::map<EventLoop*, int> perLoop_;
+};
+
+// kHandOver: the accepting loop hands the socket over and the I/O loop makes
+// the connection (and its strategy, from its own backend) on its own thread;
+// round-robin spreads the connections evenly.
+TEST_P(TcpServerTest, HandedOverConnectionsAreMadeOnTheLoopThatOwnsThem) {
+  constexpr int kConnections = 40;
+  auto layer = std::make_shared<LoopCheckingLayer>();
+  startServer(
+      [layer](TcpServer& server) {
+        server.setAcceptMode(TcpServer::AcceptMode::kHandOver);
+        server.setConnectionLayer(layer);
+      },
+      2);
+  for (int i = 0; i < kConnections; ++i) {
+    BlockingClient client(address_);
+    ASSERT_TRUE(client.sendAll("ping"));
+    ASSERT_EQ(client.recvExactly(4), "ping") << "connection " << i;
+  }
+  EXPECT_EQ(layer->madeElsewhere(), 0) << "strategies made off their loop's thread";
+  EXPECT_EQ(layer->counts(), (std::vector<int>{kConnections / 2, kConnections / 2}));
 }
 
 TEST_P(TcpServerTest, DestroyingAPerLoopServerDuringAConnectStormUsesNothingFreed) {
