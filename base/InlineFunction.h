@@ -30,7 +30,8 @@ class InlineFunction {
   template <class F, class D = std::decay_t<F>,
             class = std::enable_if_t<!std::is_same_v<D, InlineFunction> &&
                                      std::is_invocable_r_v<void, D&>>>
-  InlineFunction(F&& f) {  // NOLINT(google-explicit-constructor): takes any callable, as std::function
+  InlineFunction(
+      F&& f) {  // NOLINT(google-explicit-constructor): takes any callable, as std::function
     if constexpr (kFitsInline<D>) {
       ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
       ops_ = &kInlineOps<D>;
@@ -78,9 +79,9 @@ class InlineFunction {
   };
 
   template <class D>
-  static constexpr bool kFitsInline = sizeof(D) <= kInlineSize &&
-                                      alignof(D) <= alignof(std::max_align_t) &&
-                                      std::is_nothrow_move_constructible_v<D>;
+  static constexpr bool kFitsInline =
+      sizeof(D) <= kInlineSize &&
+      alignof(D) <= alignof(std::max_align_t) && std::is_nothrow_move_constructible_v<D>;
 
   template <class D>
   static D** heapSlot(void* storage) {

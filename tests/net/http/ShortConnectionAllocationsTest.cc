@@ -68,8 +68,9 @@ class ShortConnectionAllocationsTest : public ::testing::TestWithParam<PollerKin
 // One short connection: the whole response, then the server's close.
 void oneShortConnection(const InetAddress& address) {
   BlockingClient client(address);
-  ASSERT_TRUE(client.sendAll("GET /hello HTTP/1.1\r\nHost: test\r\nUser-Agent: t\r\n"
-                             "Accept: */*\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(
+      client.sendAll("GET /hello HTTP/1.1\r\nHost: test\r\nUser-Agent: t\r\n"
+                     "Accept: */*\r\nConnection: close\r\n\r\n"));
   bool eof = false;
   const std::string response = client.recvUntilEof(&eof);
   ASSERT_TRUE(eof);
@@ -105,8 +106,7 @@ TEST_P(ShortConnectionAllocationsTest, AtMostFourPerShortConnection) {
   // Until each is destroyed: its teardown is part of its cost.
   ASSERT_TRUE(waitUntil([&] { return server->tcpServer().connectionCount() == 0; }));
   runSync(loop, [] { t_counting = false; });
-  const double perConnection =
-      static_cast<double>(g_allocations.load() - before) / kConnections;
+  const double perConnection = static_cast<double>(g_allocations.load() - before) / kConnections;
   EXPECT_LE(perConnection, kMaxPerConnection);
   // The count works at all: a connection is at least the connection itself.
   EXPECT_GE(perConnection, 1.0);
