@@ -12,11 +12,10 @@
 // backend's strategy: its ConnectionIo is the connection's, and the backend's
 // strategy reports to it. The connection then sees plaintext only.
 //
-// Owned by its TcpConnection, or, under a layer, by the layer's strategy
-// (TlsConnectionIo holds the backend's); the owner outlives it. Made on the
-// thread that creates the connection (in a server handing connections over,
-// the accepting loop's), which touches nothing of the loop; from start() on,
-// loop thread only. Part of the library's inside, not of its API.
+// Owned by its TcpConnection (built inside it: see Room), or, under a layer,
+// by the layer's strategy (TlsConnectionIo holds the backend's); the owner
+// outlives it. Made on the connection's loop thread, and used on it only.
+// Part of the library's inside, not of its API.
 #pragma once
 
 #include <cstddef>
