@@ -352,6 +352,27 @@ def server_cpu(pid):
     return pids, ticks, (st[1] / hb.CLK_TCK if st else 0.0), ns
 
 
+def context_switches(pids):
+    """Voluntary context switches (the thread slept: a wake-up) summed over
+    every thread of `pids`. A server that sleeps and wakes more often per
+    request pays the scheduler's cost each time, which shows as kernel CPU."""
+    total = 0
+    for pid in pids:
+        try:
+            tasks = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                    for line in f:
+                        if line.startswith("voluntary_ctxt_switches:"):
+                            total += int(line.split()[1])
+            except OSError:
+                pass
+    return total
+
+
 def measure(ctx, name, conc, n, port, perf_tag=None):
     """One ab run against a fresh server; with perf_tag, under perf record.
     Returns the run's row."""
@@ -371,6 +392,7 @@ def measure(ctx, name, conc, n, port, perf_tag=None):
             recorder = PerfRecorder(ctx, hb.process_tree(pid), perf_tag)
             recorder.enable()
         pids0, tk0, root0, ns0 = server_cpu(pid)
+        cs0 = context_switches(pids0)
         (busy0, steal0), ab0, wall0 = hb.machine_cpu_s(), hb.children_cpu_s(), time.time()
         r = run_ab(ctx, server.port, n, conc)
         # The server may still be closing connections when ab exits: that
@@ -378,6 +400,7 @@ def measure(ctx, name, conc, n, port, perf_tag=None):
         if not hb.wait_idle(pid):
             notes.append("server still busy 3 s after ab exited")
         pids1, tk1, root1, ns1 = server_cpu(pid)
+        cs1 = context_switches(pids1)
         (busy1, steal1), ab1, wall1 = hb.machine_cpu_s(), hb.children_cpu_s(), time.time()
         if recorder:
             rec, recorder = recorder, None
@@ -401,6 +424,7 @@ def measure(ctx, name, conc, n, port, perf_tag=None):
     r["root_cpu_s"] = root1 - root0
     r["server_cpu_s_sched"] = (ns1 - ns0) / 1e9
     r["cpu_per_100k"] = r["server_cpu_s"] / r["requests"] * 1e5 if r["requests"] else float("nan")
+    r["wakeups_per_request"] = (cs1 - cs0) / r["requests"] if r["requests"] else float("nan")
     # Under 1 the server waited for ab: req/s is then ab's limit, not the server's.
     r["server_busy"] = r["server_cpu_s"] / r["time_s"] if r["time_s"] else float("nan")
     r["ab_cpu_s"] = ab1 - ab0
@@ -539,7 +563,7 @@ def per_rep_ratios(results, conc, a, b, key):
 def main_table(concs, servers, results):
     twins = any(s.endswith(BASE_SUFFIX) for s in servers)
     header = ["c", "server", "req/s", "req/s vs nginx", "mean ms", "p99 ms", "max ms",
-              "server busy %", "server CPU s/100k", "CPU vs nginx"]
+              "server busy %", "server CPU s/100k", "CPU vs nginx", "wake-ups per request"]
     if twins:
         header += ["req/s now/base", "CPU now/base"]
     header.append("failed runs")
@@ -559,6 +583,7 @@ def main_table(concs, servers, results):
                     cell([r["cpu_per_100k"] for r in ok], f2)]
             row.append(cell(per_rep_ratios(results, conc, name, "nginx", "cpu_per_100k"), f2)
                        if nginx else "-")
+            row.append(cell([r["wakeups_per_request"] for r in ok], f2))
             if twins:
                 base = name + BASE_SUFFIX
                 has = base in servers
@@ -644,7 +669,8 @@ def probe_table(probes):
 CSV_FIELDS = ["date", "kind", "server", "concurrency", "rep", "n", "port", "requests",
               "failed", "failed_detail", "non2xx", "write_errors", "doc_length", "time_s",
               "rps", "mean_ms", "p50_ms", "p99_ms", "max_ms", "server_cpu_s", "root_cpu_s",
-              "server_cpu_s_sched", "cpu_per_100k", "server_busy", "ab_cpu_s", "other_load", "steal",
+              "server_cpu_s_sched", "cpu_per_100k", "wakeups_per_request", "server_busy", "ab_cpu_s",
+              "other_load", "steal",
               "perf_kernel_pct", "perf_program_pct", "perf_libc_pct", "perf_libstdcxx_pct",
               "perf_other_pct", "perf_user_pct", "perf_samples", "perf_others", "tw_created", "tw_server",
               "tw_client", "first_fin", "server_state_open", "client_state_open",
