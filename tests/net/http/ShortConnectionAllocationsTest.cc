@@ -30,11 +30,13 @@ namespace {
 std::atomic<long> g_allocations{0};
 thread_local bool t_counting = false;
 
+#if LIBNET_COUNTING_ALLOCATIONS
 void* countedAllocation(std::size_t size) {
   if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
+#endif
 
 }  // namespace
 
