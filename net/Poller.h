@@ -10,13 +10,24 @@
 // newAcceptorIo(): the thread that creates a connection or acceptor for this
 // loop calls them, and they register nothing (the strategy's start() does,
 // on the loop).
+//
+// Posting a file descriptor from one loop's poller to another's (an
+// accepting loop handing a connection to an I/O loop) without the target
+// loop's queue, where the backends can: on io_uring, a message from this
+// ring to the target's (IORING_OP_MSG_RING), which leaves with this loop's
+// next submission and wakes the target by itself; no lock, no eventfd, no
+// system call of its own. canPostTo() says whether it can; a backend that
+// cannot (epoll) keeps the defaults below, and the caller uses the target
+// loop's queue instead.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "base/Timestamp.h"
+#include "base/UniqueFd.h"
 #include "net/AcceptorIo.h"
 #include "net/ConnectionIo.h"
 #include "net/PollerKind.h"
@@ -29,6 +40,17 @@ class EventLoopBase;
 class Poller {
  public:
   using ChannelList = std::vector<Channel*>;
+
+  // What receives the fds other loops post to this poller (postFd()). Called
+  // on this poller's loop thread, in the event phase.
+  class FdReceiver {
+   public:
+    // `fd` is now the receiver's.
+    virtual void onFdPosted(UniqueFd fd) = 0;
+
+   protected:
+    ~FdReceiver() = default;
+  };
 
   explicit Poller(EventLoopBase* loop) : ownerLoop_(loop) {}
   virtual ~Poller() = default;
@@ -69,6 +91,34 @@ class Poller {
   [[nodiscard]] virtual size_t ownersInFlight() const { return 0; }
 
   [[nodiscard]] virtual PollerKind kind() const = 0;
+
+  // Posting fds between loops (see the top of this file).
+  //
+  // This loop's thread: makes `receiver` reachable by other loops' postFd()
+  // and returns the token they name it with, or 0 if this backend takes no
+  // posts. The receiver must outlive its registration.
+  [[nodiscard]] virtual uint64_t addFdReceiver(FdReceiver* /*receiver*/) { return 0; }
+  // This loop's thread: the receiver is called no more; an fd posted to it
+  // that arrives later is closed here, on arrival.
+  virtual void removeFdReceiver(uint64_t /*token*/) {}
+  // This loop's thread: whether postFd() from this poller can reach
+  // `target`, another loop's poller (which may be read, not changed, from
+  // here). False unless both backends can, and never for this poller itself.
+  [[nodiscard]] virtual bool canPostTo(const Poller& /*target*/) const { return false; }
+  // This loop's thread, only where canPostTo(target): hands `fd` to the
+  // receiver `token` of `target`, which gets it on its own thread. The post
+  // leaves with this loop's next submission (its next turn, or
+  // flushPosts()); `target`'s loop must not be destroyed before that. From
+  // then on the fd is never lost: a post the kernel refuses comes back here
+  // and the fd is closed (logged), one that reaches a removed receiver is
+  // closed there, and a loop being destroyed turns its poller (bounded, as
+  // for its operations in flight) until the posts that reached it have
+  // arrived.
+  virtual void postFd(Poller& /*target*/, uint64_t /*token*/, UniqueFd /*fd*/) {}
+  // This loop's thread: submits the posts made so far now, rather than
+  // with the next turn (for an owner that is about to destroy their target
+  // loops while this loop does not run).
+  virtual void flushPosts() {}
 
  protected:
   EventLoopBase* ownerLoop_;

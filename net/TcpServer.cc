@@ -11,6 +11,7 @@
 #include "net/Acceptor.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThreadPool.h"
+#include "net/Poller.h"
 #include "net/TcpConnection.h"
 
 namespace libnet {
@@ -29,6 +30,9 @@ void closeIdle(const TcpConnectionPtr& conn) {
 // an acceptor still running shares what it uses and creates connections
 // that its loop's tear-down, queued after it, destroys.
 constexpr auto kAcceptorStopWait = std::chrono::seconds(10);
+// How long start() waits for the I/O loops to register their receivers of
+// ring-to-ring hand-overs (they do at once, unless a callback blocks one).
+constexpr auto kReceiverStartWait = std::chrono::seconds(10);
 
 }  // namespace
 
@@ -43,7 +47,10 @@ struct TcpServer::ConnectionFactory {
   mutable std::atomic<uint64_t> nextConnId{1};   // the only part that changes
 };
 
-struct TcpServer::LoopState {
+// Also the loop's receiver of the sockets the accepting loop posts to its
+// poller (kHandOver between io_uring loops): registered on the loop by
+// startReceiving(), removed by tearDown().
+struct TcpServer::LoopState final : Poller::FdReceiver {
   explicit LoopState(EventLoop* l) : loop(l) {}
   EventLoop* const loop;
   // The live connections, in no order: each knows its index
@@ -60,6 +67,23 @@ struct TcpServer::LoopState {
   // here rather than by each connection's close callback, which then
   // captures one pointer and needs no allocation of its own.
   std::shared_ptr<const ConnectionFactory> factory;
+  // The receiver's token on this loop's poller, written by this loop and
+  // published to the accepting loop by receiving (release/acquire); until
+  // then the accepting loop hands connections over through the queue.
+  uint64_t receiverToken = 0;
+  std::atomic<bool> receiving{false};
+  // loopStats(): written by this loop only.
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> ringHandOvers{0};
+
+  // A socket handed over ring to ring. None is delivered here after
+  // tearDown(), which removes the receiver: the poller closes what arrives
+  // later.
+  void onFdPosted(UniqueFd fd) override {
+    ringHandOvers.store(ringHandOvers.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+    if (serverAlive) newConnection(this, std::move(fd), std::nullopt);
+  }
 };
 
 TcpServer::TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
@@ -78,6 +102,24 @@ TcpServer::~TcpServer() {
   // thread; each per-loop acceptor is destroyed on its loop, waited for.
   acceptor_.reset();
   stopPerLoopAcceptors();
+  // Sockets handed over ring to ring (kHandOver) that this loop's ring has
+  // not submitted yet leave now: this loop does not turn again before the
+  // I/O loops are destroyed below, and a post must leave before its target
+  // ring goes. From here every socket handed over is accounted for:
+  // - through a queue: its functor runs on the I/O loop before the
+  //   tear-down queued below, and the connection it makes is destroyed
+  //   there;
+  // - ring to ring, arrived before the tear-down: a connection, destroyed
+  //   there likewise;
+  // - ring to ring, arriving after it: the tear-down removed the loop's
+  //   receiver, and the poller closes the socket on arrival. The I/O
+  //   loop's destructor turns its poller until every post counted for it
+  //   has arrived (bounded, 2 s), so none lands in a closed ring;
+  // - refused by the kernel (the target's CQ out of room, ...): it comes
+  //   back to this loop's ring, which closes it when this loop next turns,
+  //   or when it is destroyed. (Such a post keeps its target loop waiting
+  //   for it until that bound.)
+  loop_->poller().flushPosts();
   // Each loop destroys its own connections and wheel, from its queue: after
   // whatever was queued to it before (a hand-over queued from this thread
   // lands first, so its connection is in the map by then; and so does the
@@ -118,6 +160,9 @@ void TcpServer::stopPerLoopAcceptors() {
 void TcpServer::tearDown(LoopState* state) {
   state->serverAlive = false;
   state->acceptor.reset();
+  if (state->receiving.load(std::memory_order_relaxed)) {
+    state->loop->poller().removeFdReceiver(state->receiverToken);
+  }
   // Taken out first: a (down) callback run from here finds the map empty.
   std::vector<TcpConnectionPtr> connections;
   connections.swap(state->connections);
@@ -234,6 +279,7 @@ void TcpServer::start() {
             handOver(state, std::move(fd), peer);
           }
         });
+    if (withIoThreads_ && ringHandOver_) startRingHandOver();
     acceptor_->listen();
   }
   started_ = true;
@@ -271,12 +317,60 @@ size_t TcpServer::connectionCount() const {
   return total;
 }
 
+std::vector<TcpServer::LoopStats> TcpServer::loopStats() const {
+  std::vector<LoopStats> stats;
+  stats.reserve(loopStates_.size());
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    stats.push_back({.connections = state->count.load(std::memory_order_relaxed),
+                     .accepted = state->accepted.load(std::memory_order_relaxed),
+                     .ringHandOvers = state->ringHandOvers.load(std::memory_order_relaxed)});
+  }
+  return stats;
+}
+
+void TcpServer::startRingHandOver() {
+  std::vector<std::shared_ptr<LoopState>> receivers;
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    if (loop_->poller().canPostTo(state->loop->poller())) receivers.push_back(state);
+  }
+  if (receivers.empty()) return;
+  // Each I/O loop registers its receiver itself (its poller is its own),
+  // queued after everything above that it reads; waited for, so that from
+  // the first connection on every hand-over goes ring to ring. A loop that
+  // does not get to it in time (a thread-init callback still running) is
+  // handed connections through its queue until it has.
+  auto registered = std::make_shared<CountDownLatch>(static_cast<int>(receivers.size()));
+  for (const std::shared_ptr<LoopState>& state : receivers) {
+    state->loop->queueInLoop([state, registered] {
+      startReceiving(state.get());
+      registered->countDown();
+    });
+  }
+  if (!registered->waitFor(kReceiverStartWait)) {
+    LOG_WARN << "TcpServer " << name_ << ": " << registered->count()
+             << " I/O loop(s) not ready for ring-to-ring hand-over yet; their queues carry "
+                "connections until they are";
+  }
+}
+
+void TcpServer::startReceiving(LoopState* state) {
+  state->receiverToken = state->loop->poller().addFdReceiver(state);
+  if (state->receiverToken != 0) state->receiving.store(true, std::memory_order_release);
+}
+
 void TcpServer::handOver(LoopState* state, UniqueFd sockfd,
                          const std::optional<InetAddress>& peerAddr) {
   // The connection (and its I/O strategy, from that loop's backend) is made
   // on the loop that owns it: nothing of one loop is built from another's
-  // thread. The state outlives the call: ~TcpServer queues its tear-down
-  // from this thread, behind this.
+  // thread. Ring to ring, the socket leaves with this loop's next
+  // submission and the I/O loop's poller hands it to its state
+  // (LoopState::onFdPosted); the multishot accept of an io_uring acceptor
+  // reports no peer address anyway. The state outlives both: ~TcpServer
+  // flushes the posts and queues the tear-down from this thread, after this.
+  if (state->receiving.load(std::memory_order_acquire)) {
+    loop_->poller().postFd(state->loop->poller(), state->receiverToken, std::move(sockfd));
+    return;
+  }
   state->loop->queueInLoop([state, fd = std::move(sockfd), peerAddr]() mutable {
     newConnection(state, std::move(fd), peerAddr);
   });
@@ -309,6 +403,8 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
   conn->serverSlot_ = state->connections.size();
   state->connections.push_back(conn);
   state->count.store(state->connections.size(), std::memory_order_relaxed);
+  state->accepted.store(state->accepted.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
   conn->connectEstablished();
 }
 

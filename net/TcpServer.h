@@ -9,8 +9,10 @@
 // server is destroyed.
 //
 // Destruction: the destructor first stops every acceptor on its own loop and
-// waits for that (bounded), so that no connection is made after it; then
-// each loop tears its connections down, and the I/O threads are joined,
+// waits for that (bounded), so that no connection is made after it; sends
+// off the sockets it has handed over ring to ring but not yet submitted;
+// then each loop tears its connections down (a socket that reaches a loop
+// after that is closed there), and the I/O threads are joined,
 // before any other member goes: with I/O threads, no callback of the server
 // runs once the destructor has returned. What connections use (callbacks,
 // ConnectionLayer, options) is copied in start() into one object that the
@@ -71,9 +73,20 @@ class TcpServer {
     // docs/benchmarks.md measures it against kHandOver.
     kPerLoop,
     // One listening socket, on the server's loop, which hands each accepted
-    // socket to an I/O loop, round-robin, through that loop's queue; the
-    // connection is made on the I/O loop.
+    // socket to an I/O loop, round-robin; the connection is made on the I/O
+    // loop. Where the accepting loop and the I/O loop both run on io_uring
+    // (and the kernel has IORING_OP_MSG_RING), the socket goes as a message
+    // from the one's ring to the other's, with the accepting loop's next
+    // submission (no lock, no eventfd write, no system call of its own);
+    // otherwise, or with setRingHandOver(false), through the I/O loop's
+    // queue (a lock, and an eventfd write when that loop sleeps).
     kHandOver,
+  };
+  // One I/O loop's share of the work (loopStats()).
+  struct LoopStats {
+    size_t connections = 0;      // live now
+    uint64_t accepted = 0;       // connections made on the loop since start()
+    uint64_t ringHandOvers = 0;  // of those, handed over ring to ring (kHandOver)
   };
 
   TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
@@ -92,6 +105,10 @@ class TcpServer {
   void setThreadInitCallback(ThreadInitCallback cb) { threadInitCallback_ = std::move(cb); }
   // Before start(). Default kPerLoop.
   void setAcceptMode(AcceptMode mode) { acceptMode_ = mode; }
+  // Before start(), kHandOver: false makes every hand-over go through the
+  // I/O loop's queue, even between io_uring loops that could pass the
+  // socket ring to ring (for comparing the two; default true).
+  void setRingHandOver(bool on) { ringHandOver_ = on; }
   // Before start(): TCP_DEFER_ACCEPT on the listening socket(s), for
   // protocols where the client speaks first (HTTP): the kernel completes the
   // handshake but hands the connection over only once data has arrived
@@ -138,6 +155,9 @@ class TcpServer {
   // Live connections. Any thread; with I/O threads, a sum of per-loop counts
   // that each loop updates on its own.
   [[nodiscard]] size_t connectionCount() const;
+  // Per I/O loop (the server's own without threads), in the pool's order,
+  // after start(); empty before. Any thread; each loop counts its own.
+  [[nodiscard]] std::vector<LoopStats> loopStats() const;
 
  private:
   // What the server keeps for one I/O loop: used on that loop's thread only
@@ -158,9 +178,15 @@ class TcpServer {
   // On state's loop: makes the connection and establishes it.
   static void newConnection(LoopState* state, UniqueFd sockfd,
                             const std::optional<InetAddress>& peerAddr);
-  // On the accepting loop (kHandOver): has state's loop make the connection.
-  static void handOver(LoopState* state, UniqueFd sockfd,
-                       const std::optional<InetAddress>& peerAddr);
+  // On the accepting loop (kHandOver): has state's loop make the connection,
+  // ring to ring where it can, else through the loop's queue.
+  void handOver(LoopState* state, UniqueFd sockfd, const std::optional<InetAddress>& peerAddr);
+  // start(), kHandOver: has each I/O loop that the accepting loop can post
+  // to receive sockets ring to ring, and waits (bounded) until they do.
+  void startRingHandOver();
+  // On such an I/O loop: makes the loop's state receive the sockets posted
+  // to its poller.
+  static void startReceiving(LoopState* state);
   // On state's loop: the connection is done; it is destroyed from the loop's
   // queue (we may be inside its own event handler).
   static void removeConnection(LoopState* state, const TcpConnectionPtr& conn);
@@ -179,6 +205,7 @@ class TcpServer {
   std::shared_ptr<const ConnectionLayer> layer_;  // null: plain TCP
   std::optional<size_t> maxQueuedOutput_;         // unset: the connection's default
   AcceptMode acceptMode_ = AcceptMode::kPerLoop;
+  bool ringHandOver_ = true;
   int deferAcceptSeconds_ = 0;
   InetAddress listenAddr_;  // as bound (the real port)
   Duration idleTimeout_{};

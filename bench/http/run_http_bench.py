@@ -81,14 +81,18 @@ FILES = {"1k.bin": 1024, "148k.bin": 148 * 1024}
 
 ALL_SERVERS = ["nginx", "libnet-epoll", "libnet-uring"]
 # With --threads: the libnet servers in the other accept mode (hand-over:
-# the main loop accepts and hands connections to the I/O loops), to run next
-# to the default per-loop ones; ask for them by name in --servers.
-HANDOVER_SERVERS = ["libnet-epoll-handover", "libnet-uring-handover"]
+# the main loop accepts and hands connections to the I/O loops; on io_uring
+# ring to ring, or with -handover-queue through the I/O loop's queue as on
+# epoll), to run next to the default per-loop ones; ask for them by name in
+# --servers.
+HANDOVER_SERVERS = ["libnet-epoll-handover", "libnet-uring-handover",
+                    "libnet-uring-handover-queue"]
 # examples/http:coro_http_server, the same server as one coroutine per
 # connection (net/coro/), against the callback one.
 CORO_SERVERS = ["libnet-coro-epoll", "libnet-coro-uring"]
 SHORT = {"nginx": "nginx", "libnet-epoll": "epoll", "libnet-uring": "uring",
          "libnet-epoll-handover": "epoll-ho", "libnet-uring-handover": "uring-ho",
+         "libnet-uring-handover-queue": "uring-hoq",
          "libnet-coro-epoll": "coro-epoll", "libnet-coro-uring": "coro-uring"}
 # --baseline-binary: each libnet server gets a twin, named with the suffix,
 # that runs the baseline build.
@@ -404,7 +408,12 @@ class Server:
                 argv += ["--tls-cert", ctx["tls"]["cert"], "--tls-key", ctx["tls"]["key"]]
             if ctx["threads"] > 0 and not coro:
                 argv += ["--accept",
+                         "hand-over-queue" if stem.endswith("-handover-queue") else
                          "hand-over" if stem.endswith("-handover") else ctx["accept"]]
+                if stem == self.name:
+                    # Connections per loop, printed at exit (a baseline
+                    # build may not know the flag).
+                    argv += ["--loop-stats", "1"]
         # Output goes to a file, not a pipe: a chatty server can never block on
         # a full pipe, and the file is there to quote when something fails.
         with open(self.logpath, "w") as out:
@@ -412,6 +421,18 @@ class Server:
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          preexec_fn=raise_nofile)
         self.wait_ready()
+
+    def loop_stats(self):
+        """[(connections, ring hand-overs)] per loop, from the lines that
+        http_server --loop-stats 1 prints at exit; [] without them."""
+        try:
+            with open(self.logpath, errors="replace") as f:
+                text = f.read()
+        except OSError:
+            return []
+        return [(int(m.group(2)), int(m.group(3))) for m in
+                re.finditer(r"^http_server loop (\d+): (\d+) connections, (\d+) handed over",
+                            text, re.M)]
 
     def output(self, tail=600):
         try:
@@ -701,6 +722,11 @@ def run_once(ctx, server_name, scenario, seconds, port):
         warning = server.stop()
     if warning:
         notes.append(warning)
+    # Counted over the server's life: its start-up checks' few connections
+    # are in it too.
+    loops = server.loop_stats()
+    r["loop_conns"] = "/".join(str(c) for c, _ in loops)
+    r["ring_handovers"] = sum(h for _, h in loops) if loops else ""
     r["server_cpu_s"] = (ns1 - ns0) / 1e9
     r["server_cpu_s_ticks"] = tk1 - tk0
     r["cpu_per_100k"] = (r["server_cpu_s"] / r["requests"] * 1e5 if r["requests"]
@@ -756,6 +782,22 @@ def load_text(r):
     return ", ".join(parts)
 
 
+def loop_cell(runs):
+    """The loops' shares of the connections, in %, and the share handed over
+    ring to ring, summed over the runs: '50/50, ring 100'."""
+    totals, ring = [], 0
+    for r in runs:
+        counts = [int(c) for c in r.get("loop_conns", "").split("/") if c]
+        if not counts:
+            continue
+        totals = [a + b for a, b in zip(totals, counts)] if totals else counts
+        ring += int(r.get("ring_handovers") or 0)
+    if not totals or not sum(totals):
+        return "-"
+    return "%s, ring %.0f" % ("/".join("%.1f" % (100 * c / sum(totals)) for c in totals),
+                              100 * ring / sum(totals))
+
+
 def markdown_table(group, scenarios, servers, results):
     lines = ["### %s%s" % ("HTTPS: " if TLS_RUN else "", GROUPS[group]), ""]
     others = [s for s in servers if s != "nginx"] if "nginx" in servers else []
@@ -772,6 +814,11 @@ def markdown_table(group, scenarios, servers, results):
     header += ["CPU %s now/base" % short(s) for s in twins]
     header += ["conn/req (%s)" % ", ".join(short(s) for s in servers),
                "errors (%s)" % ", ".join(short(s) for s in servers)]
+    with_loops = [s for s in servers if any(r.get("loop_conns") for sc in scenarios
+                                            for r in results.get((sc, s), []))]
+    if with_loops:
+        header.append("conns per loop %%, ring-handed %% (%s)" %
+                      ", ".join(short(s) for s in with_loops))
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     failed = []
@@ -816,6 +863,8 @@ def markdown_table(group, scenarios, servers, results):
                 failed.append("%s %s: other work on the machine during run%s %s" %
                               (sc, s, "s" if len(loaded) > 1 else "", ", ".join(loaded)))
         row.append(", ".join(errs))
+        if with_loops:
+            row.append(", ".join(loop_cell(ok[s]) for s in with_loops))
         lines.append("| " + " | ".join(row) + " |")
     if failed:
         lines.append("")
@@ -904,8 +953,8 @@ CSV_FIELDS = ["date", "scenario", "group", "path", "conns", "connection_close", 
               "rep", "seconds", "requests", "duration_s", "rps", "p50_ms", "p90_ms", "p99_ms", "max_ms",
               "server_cpu_s", "server_cpu_s_ticks", "cpu_per_100k", "server_busy",
               "wrk_cpu_s", "other_load", "steal", "bg_conn_rate", "passive_opens",
-              "active_opens", "conn_per_req", "err_connect", "err_read", "err_write",
-              "err_timeout", "non2xx", "error", "notes"]
+              "active_opens", "conn_per_req", "loop_conns", "ring_handovers", "err_connect",
+              "err_read", "err_write", "err_timeout", "non2xx", "error", "notes"]
 
 
 # ----------------------------------------------------------------------- main
@@ -990,7 +1039,8 @@ def main():
     ap.add_argument("--threads", type=int, default=0,
                     help="http_server --threads (default 0: one loop thread accepts and serves, "
                     "as nginx's single worker does)")
-    ap.add_argument("--accept", choices=["per-loop", "hand-over"], default="per-loop",
+    ap.add_argument("--accept", choices=["per-loop", "hand-over", "hand-over-queue"],
+                    default="per-loop",
                     help="http_server --accept, with --threads (default per-loop)")
     ap.add_argument("--syscalls", action="store_true",
                     help="after the tables, run each server once more under strace -f -c "

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "base/Logging.h"
 #include "examples/common/Flags.h"
@@ -48,15 +49,20 @@ constexpr const char* kUsage =
     "usage: http_server [--address ADDR] [--port N] [--threads N] [--backend B] [--root DIR]\n"
     "                   [--idle-timeout S] [--header-timeout S] [--max-body BYTES]\n"
     "                   [--max-body-memory BYTES] [--accept MODE] [--defer-accept S]\n"
-    "                   [--tls-cert FILE --tls-key FILE]\n"
+    "                   [--loop-stats 0|1] [--tls-cert FILE --tls-key FILE]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
     "  --threads N           I/O loop threads; 0 serves everything on the main thread (default 0)\n"
     "  --backend B           epoll, uring or auto (default auto: io_uring if it works here)\n"
     "  --accept MODE         with --threads: per-loop (a SO_REUSEPORT listening socket per I/O\n"
-    "                        loop, each accepting its own) or hand-over (the main loop accepts\n"
-    "                        and hands connections to the I/O loops) (default per-loop)\n"
+    "                        loop, each accepting its own), hand-over (the main loop accepts\n"
+    "                        and hands connections to the I/O loops round-robin: ring to ring\n"
+    "                        where both loops run on io_uring, else through the loop's queue)\n"
+    "                        or hand-over-queue (the same, always through the queue)\n"
+    "                        (default per-loop)\n"
+    "  --loop-stats 0|1      1: at exit, print how many connections each loop took (and how\n"
+    "                        many of them came ring to ring) (default 0)\n"
     "  --defer-accept S      TCP_DEFER_ACCEPT: take a connection only once its request has\n"
     "                        started to arrive, or after about S seconds; 0 off (default 0)\n"
     "  --root DIR            serve files under DIR (default: none, only /hello)\n"
@@ -94,16 +100,23 @@ struct Settings {
   int maxBody = 1024 * 1024;
   size_t maxBodyMemory = HttpServer::Options().maxBufferedBodyBytes;
   TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
+  bool ringHandOver = true;  // false: --accept hand-over-queue
+  int loopStats = 0;
   libnet::ServerTls tls;
 };
 
-std::string parseAcceptMode(std::string_view value, TcpServer::AcceptMode* mode) {
+std::string parseAcceptMode(std::string_view value, Settings* settings) {
+  settings->ringHandOver = true;
   if (value == "per-loop") {
-    *mode = TcpServer::AcceptMode::kPerLoop;
+    settings->acceptMode = TcpServer::AcceptMode::kPerLoop;
   } else if (value == "hand-over") {
-    *mode = TcpServer::AcceptMode::kHandOver;
+    settings->acceptMode = TcpServer::AcceptMode::kHandOver;
+  } else if (value == "hand-over-queue") {
+    settings->acceptMode = TcpServer::AcceptMode::kHandOver;
+    settings->ringHandOver = false;
   } else {
-    return "invalid value '" + std::string(value) + "' (expected per-loop or hand-over)";
+    return "invalid value '" + std::string(value) +
+           "' (expected per-loop or hand-over or hand-over-queue)";
   }
   return std::string();
 }
@@ -129,9 +142,9 @@ void addFlags(Flags* flags, Settings* settings) {
   flags->addInt("--header-timeout", &settings->headerTimeout, 1, 86400);
   flags->addInt("--defer-accept", &settings->deferAccept, 0, 3600);
   flags->addInt("--max-body", &settings->maxBody, 0, 1 << 30);
-  flags->addCustom("--accept", [settings](std::string_view value) {
-    return parseAcceptMode(value, &settings->acceptMode);
-  });
+  flags->addInt("--loop-stats", &settings->loopStats, 0, 1);
+  flags->addCustom("--accept",
+                   [settings](std::string_view value) { return parseAcceptMode(value, settings); });
   flags->addCustom("--max-body-memory", [settings](std::string_view value) {
     return parseByteCount(value, &settings->maxBodyMemory);
   });
@@ -171,6 +184,7 @@ void serve(const Settings& settings) {
   HttpServer server(&loop, listenAddr, "http", serverOptions(settings));
   server.setThreadNum(settings.threads);
   server.tcpServer().setAcceptMode(settings.acceptMode);
+  server.tcpServer().setRingHandOver(settings.ringHandOver);
   server.tcpServer().setDeferAccept(settings.deferAccept);
   server.tcpServer().setConnectionLayer(settings.tls.layer({"http/1.1"}));
   server.setHandler([files = files.get()](const HttpRequest& request, HttpResponse* response) {
@@ -183,6 +197,14 @@ void serve(const Settings& settings) {
   }
   std::cout << "http_server listening on " << server.listenAddress().toIpPort() << std::endl;
   loop.loop();
+  if (settings.loopStats != 0) {
+    const std::vector<TcpServer::LoopStats> stats = server.tcpServer().loopStats();
+    for (size_t i = 0; i < stats.size(); ++i) {
+      std::cout << "http_server loop " << i << ": " << stats[i].accepted << " connections, "
+                << stats[i].ringHandOvers << " handed over ring to ring\n";
+    }
+    std::cout << std::flush;
+  }
 }
 
 }  // namespace

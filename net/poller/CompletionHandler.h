@@ -17,7 +17,12 @@ namespace libnet {
 // kFileClosed: a slot of the registered-file table filled or emptied
 // (UringFileTable's ops, whose completions the poller handles itself).
 // kIgnore: an op whose completion nobody needs (cancels, poll removals,
-// closes).
+// closes). kFdPosted: an fd another loop posted to this ring (a message,
+// IORING_OP_MSG_RING: res is the fd), for a receiver registered like a
+// handler (UringPoller::addFdReceiver). kFdPost: this ring's own completion
+// of such a post, which comes only when the post failed (or, on kernels
+// without IOSQE_CQE_SKIP_SUCCESS, also when it worked); its user_data is
+// postUserData(), not a token, so that the fd comes back with the failure.
 enum class UringOp : uint8_t {
   kPoll = 1,
   kRecv,
@@ -27,6 +32,8 @@ enum class UringOp : uint8_t {
   kWritable,
   kFileClosed,
   kFileRegistered,
+  kFdPosted,
+  kFdPost,
 };
 
 // An operation's user_data: its kind in the top byte, and below it a token:
@@ -36,6 +43,21 @@ enum class UringOp : uint8_t {
 // index; 0 for kIgnore. Never a pointer.
 [[nodiscard]] inline uint64_t completionUserData(UringOp op, uint64_t token) {
   return (static_cast<uint64_t>(op) << 56) | token;
+}
+
+// The user_data of an fd post on the posting ring: kFdPost in the top byte,
+// the route (UringPoller's index of the target ring, 24 bits) below it, and
+// the fd in the low 32 bits. A post that fails comes back with it, and the
+// fd is closed, with nothing to look up that could have gone meanwhile.
+[[nodiscard]] inline uint64_t postUserData(uint32_t route, int fd) {
+  return (static_cast<uint64_t>(UringOp::kFdPost) << 56) |
+         (static_cast<uint64_t>(route & 0xFFFFFF) << 32) | static_cast<uint32_t>(fd);
+}
+[[nodiscard]] inline uint32_t routeOfPost(uint64_t userData) {
+  return static_cast<uint32_t>((userData >> 32) & 0xFFFFFF);
+}
+[[nodiscard]] inline int fdOfPost(uint64_t userData) {
+  return static_cast<int>(static_cast<uint32_t>(userData));
 }
 
 class CompletionHandler {

@@ -19,6 +19,21 @@
 // itself, alive while it has ops in flight, and unregisters after the last
 // one; an acceptor's cancels its accept and unregisters when destroyed.
 //
+// Fds posted between loops (Poller::postFd): the posting ring submits an
+// IORING_OP_MSG_RING (IORING_MSG_DATA) naming the target's ring, whose
+// completion there carries the fd as its res and {kFdPosted, receiver's slot
+// and generation} as its user_data; the receiver is registered like a
+// handler, so a post that arrives after it left is stale and its fd closed.
+// The posting ring's own completion is skipped on success
+// (IOSQE_CQE_SKIP_SUCCESS where the kernel has it); a failure (the target's
+// CQ full and its overflow list out of memory, the target ring gone, ...)
+// comes back with the route and the fd in its user_data (postUserData()), and
+// the fd is closed here. Each ring has an Inbox shared with the rings that
+// post to it, counting posts made and posts settled (arrived there, or
+// failed and closed here): a loop being destroyed turns its poller until
+// every post counted has arrived (ownersInFlight()), so none lands in a ring
+// nobody reads.
+//
 // One io_uring_submit_and_wait_timeout() per loop turn: SQEs prepared during
 // callbacks go out with the next turn. Completions are copied out of the CQ in
 // poll() and dispatched by dispatchCompletions(), which the loop calls with
@@ -29,6 +44,7 @@
 
 #include <liburing.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -66,8 +82,13 @@ class UringPoller final : public Poller {
   [[nodiscard]] ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) override;
   [[nodiscard]] std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
                                                           int listenFd) override;
-  [[nodiscard]] size_t ownersInFlight() const override { return handlerCount_; }
+  [[nodiscard]] size_t ownersInFlight() const override;
   [[nodiscard]] PollerKind kind() const override { return PollerKind::kIoUring; }
+  [[nodiscard]] uint64_t addFdReceiver(FdReceiver* receiver) override;
+  void removeFdReceiver(uint64_t token) override;
+  [[nodiscard]] bool canPostTo(const Poller& target) const override;
+  void postFd(Poller& target, uint64_t token, UniqueFd fd) override;
+  void flushPosts() override { ring_.submit(); }
 
   // Completion interface (loop thread only).
   [[nodiscard]] uint64_t registerHandler(Handler* handler);
@@ -94,11 +115,30 @@ class UringPoller final : public Poller {
   [[nodiscard]] Buffer& receivedView() { return receivedView_; }
   // The IORING_SETUP_* flags chosen for the ring (UringRing::setupFlags).
   [[nodiscard]] unsigned setupFlags() const { return ring_.setupFlags(); }
+  // Posts of this ring that the kernel refused (their fds closed here).
+  [[nodiscard]] uint64_t failedPosts() const { return failedPosts_; }
+  // Tests only, loop thread: the next `count` posts name an fd that is no
+  // ring (-1), so that the kernel fails them as it would a post to a ring
+  // that has gone.
+  void failPostsForTesting(int count) { failPostsForTesting_ = count; }
 
  private:
+  // What a ring that receives posts shares with the rings posting to it.
+  struct Inbox {
+    explicit Inbox(int fd) : ringFd(fd) {}
+    const int ringFd;
+    // Counted by the posting loops before each post, and settled by this
+    // loop when the post arrives, or by the posting loop when it fails: the
+    // difference is what is still on its way here.
+    std::atomic<uint64_t> posted{0};
+    std::atomic<uint64_t> settled{0};
+    // Set when this ring goes: a route to it may then be reused.
+    std::atomic<bool> closed{false};
+  };
   struct Slot {
     Channel* channel = nullptr;
     Handler* handler = nullptr;
+    FdReceiver* receiver = nullptr;
     uint32_t generation = 0;
     uint32_t armedMask = 0;
     bool pollArmed = false;
@@ -130,6 +170,15 @@ class UringPoller final : public Poller {
   void afterCollect();
   // The buffer ring's periodic shrink (IoUringOptions::bufferCheckMs).
   void shrinkBuffersIfDue();
+  // A post of this ring came back (failed, or succeeded on a kernel that
+  // cannot skip that completion).
+  void onPostCompletion(const Completion& c);
+  // The index in routes_ of `inbox`, added if new.
+  uint32_t routeTo(const std::shared_ptr<Inbox>& inbox);
+  // Hands an arrived post to its receiver, or closes it.
+  void deliverPosted(const Completion& c);
+  // Destruction: gives back what the completions not yet handled hold.
+  void dropUnhandled();
 
   UringRing ring_;
   UringFileTable files_;
@@ -146,6 +195,13 @@ class UringPoller final : public Poller {
   std::vector<uint64_t> nextTurnEnd_;
   uint64_t turn_ = 0;
   size_t handlerCount_ = 0;
+  // Fd posts (Poller::postFd).
+  const std::shared_ptr<Inbox> inbox_;          // this ring's, for loops posting here
+  std::vector<std::shared_ptr<Inbox>> routes_;  // rings this one posted to, by route
+  const bool canPost_;                          // MSG_RING, and not SQPOLL
+  const unsigned postSqeFlags_;                 // IOSQE_CQE_SKIP_SUCCESS where known
+  uint64_t failedPosts_ = 0;
+  int failPostsForTesting_ = 0;
 };
 
 }  // namespace libnet

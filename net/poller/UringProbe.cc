@@ -37,7 +37,9 @@ std::optional<ProbeFailure> simulated(UringProbe::Stage stage, std::string_view 
   return ProbeFailure{ENOSYS, std::string(what) + " (simulated)"};
 }
 
-std::optional<ProbeFailure> checkOpcodes(io_uring* ring) {
+// The opcodes libnet needs; sets *msgRing to whether the optional
+// IORING_OP_MSG_RING is there too.
+std::optional<ProbeFailure> checkOpcodes(io_uring* ring, bool* msgRing) {
   if (auto failure = simulated(UringProbe::Stage::kOpcodes, "kernel lacks IORING_OP_RECV")) {
     return failure;
   }
@@ -59,6 +61,7 @@ std::optional<ProbeFailure> checkOpcodes(io_uring* ring) {
       break;
     }
   }
+  *msgRing = io_uring_opcode_supported(probe, IORING_OP_MSG_RING) != 0;
   io_uring_free_probe(probe);
   return failure;
 }
@@ -146,7 +149,8 @@ UringProbe::Result runProbe() {
     result.detail = "io_uring_queue_init: " + errnoText(-rc);
     return result;
   }
-  std::optional<ProbeFailure> failure = checkOpcodes(&ring);
+  bool msgRing = false;
+  std::optional<ProbeFailure> failure = checkOpcodes(&ring, &msgRing);
   if (!failure) failure = checkMultishotRecv(&ring);
   io_uring_queue_exit(&ring);
   if (failure) {
@@ -156,6 +160,7 @@ UringProbe::Result runProbe() {
   }
   result.ok = true;
   result.setupFlags = flags;
+  result.msgRing = msgRing;
   result.detail = (flags & IORING_SETUP_DEFER_TASKRUN)   ? "SINGLE_ISSUER|DEFER_TASKRUN"
                   : (flags & IORING_SETUP_SINGLE_ISSUER) ? "SINGLE_ISSUER|COOP_TASKRUN"
                   : flags                                ? "COOP_TASKRUN"

@@ -28,6 +28,10 @@ class UringProbe {
     unsigned setupFlags = 0;
     int error = 0;       // errno of the failure
     std::string detail;  // why it failed, or which flags it runs with
+    // Optional: IORING_OP_MSG_RING (5.18+), with which one loop's ring
+    // posts an fd to another's (Poller::postFd); without it the loops'
+    // queues carry them.
+    bool msgRing = false;
   };
   // The probe's stages, for simulating a kernel that fails one of them.
   enum class Stage { kNone, kSetup, kOpcodes, kBufferRing, kMultishotRecv };

@@ -50,13 +50,13 @@ UringRing::UringRing(const IoUringOptions& options, unsigned setupFlags) {
 }
 
 UringRing::~UringRing() {
-  if (!closesUnsubmitted_.empty()) {
+  if (!fdsUnsubmitted_.empty()) {
     // What is still queued by now is closes and cancels of connections
     // already gone (EventLoop's destructor turned the poller until no op
     // was left in flight): submit it. A refused submit (say, from a thread
     // other than the ring's) submitted nothing: close the fds here.
     if (io_uring_submit(&ring_) < 0) {
-      for (const int fd : closesUnsubmitted_) ::close(fd);
+      for (const int fd : fdsUnsubmitted_) ::close(fd);
     }
   }
   io_uring_queue_exit(&ring_);
@@ -89,13 +89,21 @@ void UringRing::submitAndWait(Duration timeout) {
   }
 }
 
+void UringRing::submit() {
+  const int rc = io_uring_submit(&ring_);
+  submitted();
+  if (rc < 0 && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN) {
+    LOG_ERROR << "io_uring_submit: " << strerrorTl(-rc);
+  }
+}
+
 void UringRing::closeFile(UniqueFd fd) {
   if (!fd || sqPoll()) return;  // closed by ~UniqueFd
   io_uring_sqe* sqe = getSqe();
   const int raw = fd.release();
   io_uring_prep_close(sqe, raw);
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kIgnore, 0));
-  closesUnsubmitted_.push_back(raw);
+  ownUntilSubmitted(raw);
 }
 
 }  // namespace libnet

@@ -25,8 +25,9 @@ class UringRing {
   // the sizes (and RLIMIT_MEMLOCK, the usual reason) if the ring cannot be
   // made.
   UringRing(const IoUringOptions& options, unsigned setupFlags);
-  // Submits what is still queued (closes of connections already gone), or,
-  // failing that, closes those fds itself; then releases the ring.
+  // Submits what is still queued (closes of connections already gone, fds
+  // posted to other rings), or, failing that, closes those fds itself; then
+  // releases the ring.
   ~UringRing();
   UringRing(const UringRing&) = delete;
   UringRing& operator=(const UringRing&) = delete;
@@ -37,25 +38,34 @@ class UringRing {
   // every ring is set up with as well, is not included.
   [[nodiscard]] unsigned setupFlags() const { return setupFlags_; }
   [[nodiscard]] bool sqPoll() const { return (setupFlags_ & IORING_SETUP_SQPOLL) != 0; }
+  // The ring's fd (what another ring's IORING_OP_MSG_RING names).
+  [[nodiscard]] int fd() const { return ring_.ring_fd; }
+  // IORING_FEAT_* of the kernel that made the ring.
+  [[nodiscard]] unsigned features() const { return ring_.features; }
 
   // An SQE to fill; submits the queue first if it is full.
   [[nodiscard]] io_uring_sqe* getSqe();
   // Submits what was prepared and waits at most `timeout` for a completion.
   void submitAndWait(Duration timeout);
+  // Submits what was prepared, without waiting.
+  void submit();
+  // `fd` now belongs to the SQE just prepared (which closes it or takes it
+  // elsewhere): the destructor closes it if that SQE was never submitted.
+  void ownUntilSubmitted(int fd) { fdsUnsubmitted_.push_back(fd); }
   // Closes `fd` through the ring with the next submit. With SQPOLL, whose
   // kernel thread takes entries at its own pace, a plain close(2).
   void closeFile(UniqueFd fd);
 
  private:
-  // After a submit: once the queue is empty, the closes it carried are the
-  // kernel's.
+  // After a submit: once the queue is empty, the fds its SQEs carried are
+  // the kernel's.
   void submitted() {
-    if (!closesUnsubmitted_.empty() && io_uring_sq_ready(&ring_) == 0) closesUnsubmitted_.clear();
+    if (!fdsUnsubmitted_.empty() && io_uring_sq_ready(&ring_) == 0) fdsUnsubmitted_.clear();
   }
 
   io_uring ring_{};
   unsigned setupFlags_ = 0;
-  std::vector<int> closesUnsubmitted_;  // closeFile() fds not yet submitted
+  std::vector<int> fdsUnsubmitted_;  // ownUntilSubmitted() fds not yet submitted
 };
 
 }  // namespace libnet

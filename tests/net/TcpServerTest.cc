@@ -657,6 +657,96 @@ TEST_P(TcpServerTest, ShortConnectionStormsAreAnsweredAndLeaveNoFdsInBothAcceptM
   }
 }
 
+// Whether two io_uring loops of this process can hand sockets over ring to
+// ring (the kernel has IORING_OP_MSG_RING): asked of two loops' pollers.
+bool UringHandOverAvailable() {
+  static const bool available = [] {
+    if (!EventLoop::unavailableReason(PollerKind::kIoUring).empty()) return false;
+    auto other = std::make_unique<EventLoopThread>(nullptr, "probe", PollerKind::kIoUring);
+    EventLoop* target = other->startLoop();
+    bool can = false;
+    std::thread([&] {
+      EventLoop source(PollerKind::kIoUring);
+      can = source.poller().canPostTo(target->poller());
+    }).join();
+    return can;
+  }();
+  return available;
+}
+
+// kHandOver spreads connections over the I/O loops round-robin, each made
+// (and served) on its own loop's thread. Between io_uring loops the sockets
+// go ring to ring: every one arrives as a message on its loop's ring, and
+// no I/O loop's eventfd is written; setRingHandOver(false) sends them
+// through the loops' queues instead, as on epoll.
+TEST_P(TcpServerTest, HandOverSpreadsConnectionsRoundRobinEachMadeOnItsOwnLoop) {
+  constexpr int kLoops = 3;
+  constexpr int kConnections = 60;
+  const bool ringPossible = GetParam() == PollerKind::kIoUring && UringHandOverAvailable();
+  for (const bool ring : {true, false}) {
+    SCOPED_TRACE(ring ? "ring hand-over allowed" : "queue hand-over forced");
+    auto ioLoops = std::make_shared<std::vector<EventLoop*>>();
+    auto ioLoopsMutex = std::make_shared<std::mutex>();
+    auto ups = std::make_shared<std::atomic<int>>(0);
+    auto offLoop = std::make_shared<std::atomic<int>>(0);
+    EventLoop* const serverLoop = loop_;
+    startServer(
+        [=](TcpServer& server) {
+          server.setAcceptMode(TcpServer::AcceptMode::kHandOver);
+          server.setRingHandOver(ring);
+          server.setThreadInitCallback([=](EventLoop* loop) {
+            std::lock_guard lock(*ioLoopsMutex);
+            ioLoops->push_back(loop);
+          });
+          server.setConnectionCallback([=](const TcpConnectionPtr& conn) {
+            if (!conn->connected()) return;
+            ups->fetch_add(1);
+            // Made on its own loop's thread, which is not the accepting one.
+            if (EventLoop::currentThreadLoop() != conn->getLoop() ||
+                conn->getLoop() == serverLoop) {
+              offLoop->fetch_add(1);
+            }
+          });
+        },
+        kLoops);
+    std::vector<uint64_t> wakeupsBefore;
+    {
+      std::lock_guard lock(*ioLoopsMutex);
+      ASSERT_EQ(ioLoops->size(), static_cast<size_t>(kLoops));
+      for (EventLoop* loop : *ioLoops) wakeupsBefore.push_back(loop->wakeupCount());
+    }
+    for (int i = 0; i < kConnections; ++i) {
+      BlockingClient client(address_);
+      ASSERT_TRUE(client.sendAll("ping"));
+      ASSERT_EQ(client.recvExactly(4), "ping") << "connection " << i;
+    }
+    EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+    EXPECT_EQ(ups->load(), kConnections);
+    EXPECT_EQ(offLoop->load(), 0) << "connections made off their own loop's thread";
+    const std::vector<TcpServer::LoopStats> stats =
+        runSync(loop_, [&] { return server_->loopStats(); });
+    ASSERT_EQ(stats.size(), static_cast<size_t>(kLoops));
+    for (size_t i = 0; i < stats.size(); ++i) {
+      SCOPED_TRACE("I/O loop " + std::to_string(i));
+      EXPECT_EQ(stats[i].accepted, static_cast<uint64_t>(kConnections / kLoops));
+      EXPECT_EQ(stats[i].connections, 0u);
+      if (ring && ringPossible) {
+        EXPECT_EQ(stats[i].ringHandOvers, stats[i].accepted);
+      } else {
+        EXPECT_EQ(stats[i].ringHandOvers, 0u);
+      }
+    }
+    if (ring && ringPossible) {
+      std::lock_guard lock(*ioLoopsMutex);
+      for (size_t i = 0; i < ioLoops->size(); ++i) {
+        EXPECT_EQ((*ioLoops)[i]->wakeupCount(), wakeupsBefore[i])
+            << "I/O loop " << i << " was woken through its eventfd";
+      }
+    }
+    stopServer();
+  }
+}
+
 // A connection's fd is closed without EPOLL_CTL_DEL. If the application
 // duplicated it (or a child forked without exec holds it), the socket lives
 // on and epoll keeps reporting the old registration; those events must be
@@ -772,8 +862,14 @@ class PassThroughLayer final : public ConnectionLayer {
 // layer, `withLayer`), so a per-loop acceptor or a connection that used
 // either after the server's destructor freed them would be a use after free
 // (ASan). Nothing of the server may run once its destructor has returned.
-void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, bool withLayer) {
+// With kHandOver the server's own loop accepts and hands the sockets over
+// (ring to ring between io_uring loops: some are still unsubmitted on the
+// accepting ring, or on their way to an I/O loop's, when the destructor
+// runs); every one must become a connection that is torn down, or be closed.
+void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, bool withLayer,
+                                     TcpServer::AcceptMode mode = TcpServer::AcceptMode::kPerLoop) {
   constexpr int kRounds = 20;
+  uint64_t ringHandOvers = 0;
   const int baseline = test::openFdCount();
   std::unique_ptr<EventLoop> ownLoop;
   if (serverLoop == nullptr) {
@@ -793,7 +889,7 @@ void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, boo
     const InetAddress address = onServerThread([&] {
       server = std::make_unique<TcpServer>(serverLoop, InetAddress(0, true), "storm");
       server->setThreadNum(2);
-      server->setAcceptMode(TcpServer::AcceptMode::kPerLoop);
+      server->setAcceptMode(mode);
       if (withLayer) server->setConnectionLayer(std::make_shared<PassThroughLayer>());
       // State that lives in the callback only, so it dies with the server.
       std::string tag(256, 'x');
@@ -811,6 +907,9 @@ void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, boo
       ASSERT_TRUE(waitUntil([&] { return ups->load() >= 20; }))
           << "only " << ups->load() << " connections came up";
       onServerThread([&] {
+        for (const TcpServer::LoopStats& loop : server->loopStats()) {
+          ringHandOvers += loop.ringHandOvers;
+        }
         server.reset();
         destroyed->store(true);
       });
@@ -820,6 +919,10 @@ void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, boo
   ownLoop.reset();
   EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
       << test::openFdCount() << " fds open, " << baseline << " before";
+  if (mode == TcpServer::AcceptMode::kHandOver && kind == PollerKind::kIoUring &&
+      UringHandOverAvailable()) {
+    EXPECT_GT(ringHandOvers, 0u) << "the storm never took the ring-to-ring path";
+  }
 }
 
 // A pass-through layer that notes, for each strategy it makes, whether the
@@ -883,6 +986,16 @@ TEST_P(TcpServerTest, DestroyingAPerLoopServerWithALayerDuringAConnectStormUsesN
 // loops accept, and the destructor must not wait for the server's loop.
 TEST_P(TcpServerTest, DestroyingAPerLoopServerWhoseLoopIsNotRunningUsesNothingFreed) {
   destroyServerDuringConnectStorm(nullptr, GetParam(), /*withLayer=*/true);
+}
+
+TEST_P(TcpServerTest, DestroyingAHandOverServerDuringAConnectStormLosesNoFd) {
+  destroyServerDuringConnectStorm(loop_, GetParam(), /*withLayer=*/false,
+                                  TcpServer::AcceptMode::kHandOver);
+}
+
+TEST_P(TcpServerTest, DestroyingAHandOverServerWithALayerDuringAConnectStormLosesNoFd) {
+  destroyServerDuringConnectStorm(loop_, GetParam(), /*withLayer=*/true,
+                                  TcpServer::AcceptMode::kHandOver);
 }
 
 // Resets are everyday traffic for a server: a storm of them must not log

@@ -4,16 +4,21 @@
 // with a recv and a send in flight, 1000 connections over two I/O loops, and
 // a large send to a slow reader. Every byte is checked. Skipped where
 // io_uring cannot run (UringProbe::result()).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <liburing.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -109,6 +114,14 @@ class UringEchoServer {
   // connections served there).
   size_t handlerCount() {
     return runSync(loop_, [&] { return loop_->poller().ownersInFlight(); });
+  }
+  // Connections handed to the I/O loops ring to ring, over all of them.
+  uint64_t ringHandOvers() {
+    return runSync(loop_, [&] {
+      uint64_t total = 0;
+      for (const TcpServer::LoopStats& loop : server_->loopStats()) total += loop.ringHandOvers;
+      return total;
+    });
   }
 
   std::atomic<int> ups_{0};
@@ -831,6 +844,241 @@ TEST_F(UringPollerTest, SqPollRingWithATinySubmissionQueueLosesNothing) {
   });
   if (!(flags & IORING_SETUP_SQPOLL)) GTEST_SKIP() << "the kernel refused SQPOLL here";
   expectEchoFromThreads(server, kClients, kBytes);
+}
+
+// ---- fds posted ring to ring (Poller::postFd, IORING_OP_MSG_RING) ----
+
+// Keeps what is posted to it; the target loop's thread only, but for the
+// count.
+class CollectingReceiver final : public Poller::FdReceiver {
+ public:
+  void onFdPosted(UniqueFd fd) override {
+    fds_.push_back(std::move(fd));
+    count_.fetch_add(1);
+  }
+  [[nodiscard]] int count() const { return count_.load(); }
+  std::vector<UniqueFd>& fds() { return fds_; }
+
+ private:
+  std::vector<UniqueFd> fds_;
+  std::atomic<int> count_{0};
+};
+
+struct Pipe {
+  UniqueFd readEnd;
+  UniqueFd writeEnd;
+};
+
+Pipe makePipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error("pipe2 failed");
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+// Whether the pipe's write end has been closed everywhere (its read end sees
+// end of file) within `timeoutMs`.
+bool writeEndClosed(const UniqueFd& readEnd, int timeoutMs = 5000) {
+  pollfd p{readEnd.get(), POLLIN, 0};
+  if (::poll(&p, 1, timeoutMs) <= 0) return false;
+  char c;
+  return ::read(readEnd.get(), &c, 1) == 0;
+}
+
+// The system call thread `tid` of this process is blocked in, or -1 while it
+// runs.
+long blockedInSyscall(pid_t tid) {
+  std::ifstream file("/proc/self/task/" + std::to_string(tid) + "/syscall");
+  std::string first;
+  file >> first;
+  char* end = nullptr;
+  const long number = std::strtol(first.c_str(), &end, 10);
+  return first.empty() || *end != '\0' ? -1 : number;
+}
+
+class UringPostTest : public UringPollerTest {
+ protected:
+  void SetUp() override {
+    UringPollerTest::SetUp();
+    if (IsSkipped()) return;
+    source_ = std::make_unique<EventLoopThread>(nullptr, "source", PollerKind::kIoUring);
+    sourceLoop_ = source_->startLoop();
+  }
+  void TearDown() override { source_.reset(); }
+
+  // Whether the source loop can post to `target` (else the test is skipped).
+  bool canPostTo(Poller& target) {
+    return runSync(sourceLoop_, [&] { return sourceLoop_->poller().canPostTo(target); });
+  }
+  UringPoller& sourcePoller() { return dynamic_cast<UringPoller&>(sourceLoop_->poller()); }
+
+  std::unique_ptr<EventLoopThread> source_;
+  EventLoop* sourceLoop_ = nullptr;
+};
+
+// A target loop asleep in io_uring_enter (its wait is 10 s) is woken by the
+// post itself: no eventfd write, and the fd arrives at once, as itself.
+TEST_F(UringPostTest, APostWakesATargetAsleepInItsWait) {
+  EventLoopThread targetThread(nullptr, "target", PollerKind::kIoUring);
+  EventLoop* target = targetThread.startLoop();
+  if (!canPostTo(target->poller())) GTEST_SKIP() << "no IORING_OP_MSG_RING here";
+  CollectingReceiver receiver;
+  const uint64_t token = runSync(target, [&] { return target->poller().addFdReceiver(&receiver); });
+  ASSERT_NE(token, 0u);
+  const uint32_t setupFlags =
+      runSync(target, [&] { return dynamic_cast<UringPoller&>(target->poller()).setupFlags(); });
+  ASSERT_TRUE(waitUntil([&] { return blockedInSyscall(target->threadId()) == SYS_io_uring_enter; }))
+      << "the target loop never went to sleep in io_uring_enter";
+  const uint64_t wakeups = target->wakeupCount();
+  Pipe pipe = makePipe();
+  const auto posted = std::chrono::steady_clock::now();
+  runSync(sourceLoop_,
+          [&] { sourceLoop_->poller().postFd(target->poller(), token, std::move(pipe.writeEnd)); });
+  ASSERT_TRUE(waitUntil([&] { return receiver.count() == 1; }, std::chrono::seconds(5)));
+  EXPECT_LT(std::chrono::steady_clock::now() - posted, std::chrono::seconds(3))
+      << "the post waited for the target's own wake-up (setup flags " << setupFlags << ")";
+  EXPECT_EQ(target->wakeupCount(), wakeups) << "the target was woken through its eventfd";
+  runSync(target, [&] {
+    EXPECT_EQ(::write(receiver.fds().at(0).get(), "x", 1), 1);
+    target->poller().removeFdReceiver(token);
+    receiver.fds().clear();
+  });
+  char c = 0;
+  EXPECT_EQ(::read(pipe.readEnd.get(), &c, 1), 1);
+  EXPECT_EQ(c, 'x');
+  EXPECT_TRUE(writeEndClosed(pipe.readEnd));
+  EXPECT_EQ(sourcePoller().failedPosts(), 0u);
+}
+
+// A post that reaches a receiver that has left is closed on arrival.
+TEST_F(UringPostTest, APostToARemovedReceiverIsClosedOnArrival) {
+  EventLoopThread targetThread(nullptr, "target", PollerKind::kIoUring);
+  EventLoop* target = targetThread.startLoop();
+  if (!canPostTo(target->poller())) GTEST_SKIP() << "no IORING_OP_MSG_RING here";
+  CollectingReceiver receiver;
+  const uint64_t token = runSync(target, [&] {
+    const uint64_t t = target->poller().addFdReceiver(&receiver);
+    target->poller().removeFdReceiver(t);
+    return t;
+  });
+  Pipe pipe = makePipe();
+  runSync(sourceLoop_,
+          [&] { sourceLoop_->poller().postFd(target->poller(), token, std::move(pipe.writeEnd)); });
+  EXPECT_TRUE(writeEndClosed(pipe.readEnd)) << "the posted fd was not closed";
+  EXPECT_EQ(receiver.count(), 0);
+}
+
+// Posts still on their way to a loop that is being destroyed (it never ran
+// again after they were sent) arrive before its ring goes: the loop turns its
+// poller until they have, and closes them, their receiver gone. None is left
+// in a ring nobody reads.
+TEST_F(UringPostTest, ALoopBeingDestroyedTakesInThePostsOnTheirWay) {
+  constexpr int kPosts = 50;
+  const int baseline = test::openFdCount();
+  std::promise<std::pair<EventLoop*, uint64_t>> ready;
+  std::promise<void> go;
+  CollectingReceiver receiver;
+  std::thread targetThread([&] {
+    EventLoop target(PollerKind::kIoUring);
+    const uint64_t token = target.poller().addFdReceiver(&receiver);
+    ready.set_value({&target, token});
+    if (go.get_future().wait_for(test::kWait) != std::future_status::ready) return;
+    target.poller().removeFdReceiver(token);
+    // ~EventLoop: the posts arrive (and are closed) in its last turns.
+  });
+  auto [target, token] = ready.get_future().get();
+  std::vector<Pipe> pipes;
+  if (canPostTo(target->poller())) {
+    for (int i = 0; i < kPosts; ++i) pipes.push_back(makePipe());
+    runSync(sourceLoop_, [&] {
+      for (Pipe& pipe : pipes) {
+        sourceLoop_->poller().postFd(target->poller(), token, std::move(pipe.writeEnd));
+      }
+      // Sent now: the target loop is destroyed before this loop turns again.
+      sourceLoop_->poller().flushPosts();
+    });
+  }
+  go.set_value();
+  targetThread.join();
+  if (pipes.empty()) GTEST_SKIP() << "no IORING_OP_MSG_RING here";
+  for (int i = 0; i < kPosts; ++i) {
+    EXPECT_TRUE(writeEndClosed(pipes[i].readEnd, 0)) << "post " << i << " was lost";
+  }
+  EXPECT_EQ(receiver.count(), 0);
+  pipes.clear();
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
+}
+
+// More posts at once than the target's completion queue holds: each one
+// arrives (the kernel keeps the overflow), or comes back failed and is
+// closed by the source; none is lost and none stays open.
+TEST_F(UringPostTest, MorePostsThanTheTargetsCompletionQueueHoldsLoseNothing) {
+  constexpr int kPosts = 100;
+  const int baseline = test::openFdCount();
+  IoUringOptions tiny;
+  tiny.sqEntries = 4;
+  tiny.cqEntries = 4;
+  auto targetThread = std::make_unique<EventLoopThread>(
+      nullptr, "target", EventLoopOptions{.poller = PollerKind::kIoUring, .ioUring = tiny});
+  EventLoop* target = targetThread->startLoop();
+  if (!canPostTo(target->poller())) GTEST_SKIP() << "no IORING_OP_MSG_RING here";
+  CollectingReceiver receiver;
+  const uint64_t token = runSync(target, [&] { return target->poller().addFdReceiver(&receiver); });
+  std::vector<Pipe> pipes;
+  for (int i = 0; i < kPosts; ++i) pipes.push_back(makePipe());
+  runSync(sourceLoop_, [&] {
+    for (Pipe& pipe : pipes) {
+      sourceLoop_->poller().postFd(target->poller(), token, std::move(pipe.writeEnd));
+    }
+  });
+  auto failed = [&] { return runSync(sourceLoop_, [&] { return sourcePoller().failedPosts(); }); };
+  ASSERT_TRUE(waitUntil([&] { return receiver.count() + static_cast<int>(failed()) == kPosts; }))
+      << receiver.count() << " arrived, " << failed() << " failed, of " << kPosts;
+  runSync(target, [&] {
+    target->poller().removeFdReceiver(token);
+    receiver.fds().clear();
+  });
+  for (int i = 0; i < kPosts; ++i) {
+    EXPECT_TRUE(writeEndClosed(pipes[i].readEnd)) << "post " << i << " is still open";
+  }
+  pipes.clear();
+  targetThread.reset();
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
+}
+
+// kHandOver between io_uring loops, with posts that the kernel refuses (as
+// it would a post to a ring that has gone): each such connection is closed
+// by the accepting loop, its peer sees the close, no fd is left open, and
+// the server serves on.
+TEST_F(UringPollerTest, AHandOverTheKernelRefusesClosesTheConnection) {
+  constexpr int kFailed = 4;
+  constexpr int kConnections = 10;
+  const int baseline = test::openFdCount();
+  {
+    UringEchoServer server(2,
+                           [](TcpServer& s) { s.setAcceptMode(TcpServer::AcceptMode::kHandOver); });
+    UringPoller& accepting = dynamic_cast<UringPoller&>(server.loop()->poller());
+    runSync(server.loop(), [&] { accepting.failPostsForTesting(kFailed); });
+    std::vector<std::string> answers;
+    for (int i = 0; i < kConnections; ++i) {
+      BlockingClient client(server.address());
+      ASSERT_TRUE(client.sendAll("ping") || i < kFailed);
+      answers.push_back(client.recvExactly(4));
+    }
+    const uint64_t failed = runSync(server.loop(), [&] { return accepting.failedPosts(); });
+    const bool ringUsed = server.ringHandOvers() > 0;
+    if (!ringUsed && failed == 0) GTEST_SKIP() << "no ring-to-ring hand-over here";
+    EXPECT_EQ(failed, static_cast<uint64_t>(kFailed));
+    for (int i = 0; i < kConnections; ++i) {
+      EXPECT_EQ(answers[i], i < kFailed ? "" : "ping") << "connection " << i;
+    }
+    EXPECT_EQ(server.ups_.load(), kConnections - kFailed);
+    EXPECT_EQ(server.ringHandOvers(), static_cast<uint64_t>(kConnections - kFailed));
+    EXPECT_TRUE(waitUntil([&] { return server.connectionCount() == 0; }));
+  }
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
 }
 
 }  // namespace
