@@ -40,7 +40,9 @@ UringPoller::UringPoller(EventLoopBase* loop, const IoUringOptions& options)
       buffers_(std::make_unique<BufferRing>(ring_.get(), kBufferGroup, options.bufferCount,
                                             options.bufferSize, options.initialBufferCount,
                                             options.incrementalBuffers)),
-      ringCheckInterval_(std::chrono::milliseconds(std::max<uint32_t>(1, options.bufferCheckMs))) {
+      ringCheckInterval_(std::chrono::milliseconds(std::max<uint32_t>(1, options.bufferCheckMs))),
+      boundedMultishotRecv_(options.boundedMultishotRecv &&
+                            UringProbe::result().boundedMultishotRecv) {
   completions_.reserve(1024);
 }
 
@@ -146,6 +148,7 @@ void UringPoller::dropStale(const Completion& c) {
 
 Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
   ++turn_;
+  backloggedArms_[turn_ & 1] = 0;
   // A grown buffer ring is weighed about once a second (BufferRing), also
   // while the loop is otherwise idle, so a burst's memory goes back soon.
   if (buffers_->provided() > buffers_->initial()) timeout = std::min(timeout, ringCheckInterval_);
