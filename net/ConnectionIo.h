@@ -57,6 +57,9 @@ enum class InputKind : uint8_t {
 
 class ConnectionIo {
  public:
+  // Owner::inputRoom() of an owner without an output limit.
+  static constexpr size_t kNoInputLimit = SIZE_MAX;
+
   // What a strategy tells its connection. Every call comes on the loop
   // thread: from the strategy's own event or completion handling, or from
   // inside start(), resumeRead() or flush() (a read that finds bytes, a
@@ -88,6 +91,15 @@ class ConnectionIo {
     virtual void onIoError(const char* call, int err) = 0;
     // Whether to read now: not paused, the peer has not closed, still open.
     [[nodiscard]] virtual bool wantsInput() const = 0;
+    // How many bytes the owner takes in before its output limit pauses
+    // reading (TcpConnection: one more than the room left under
+    // maxQueuedOutput, so that taking all of it pauses); kNoInputLimit
+    // without a limit, 0 when there is no room now. A strategy whose reads
+    // would otherwise overshoot (io_uring's multishot recv drains everything
+    // the socket holds in one kernel pass, after the connection could say
+    // stop) reads no more than this per arming, and asks again when output
+    // has moved (docs/architecture.md, "How much a receive may take").
+    [[nodiscard]] virtual size_t inputRoom() const { return kNoInputLimit; }
     // A reference that keeps the connection, and so its strategy, alive:
     // held across callbacks and while an operation is in flight.
     [[nodiscard]] virtual std::shared_ptr<void> keepAlive() = 0;

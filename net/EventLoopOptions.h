@@ -26,6 +26,13 @@ struct IoUringOptions {
   uint32_t initialBufferCount = 64;
   // Incremental buffer consumption where the kernel has it.
   bool incrementalBuffers = true;
+  // A connection's multishot recv is told how many bytes it may deliver in
+  // all (the room left under the connection's output limit, and while its
+  // peer sends faster than the loop takes, a share of the ring), where the
+  // kernel can be told (the probe asks); false, or an older kernel: a
+  // connection whose output is near its limit receives single-shot, at most
+  // that room at a time. Either way nothing is read past the limit.
+  bool boundedMultishotRecv = true;
   // How often a grown buffer ring is weighed for shrinking (ms): buffers a
   // burst brought in leave circulation, and their pages go back, once
   // demand has stayed low for that long.

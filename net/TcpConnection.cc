@@ -1,5 +1,6 @@
 #include "net/TcpConnection.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 
@@ -14,6 +15,19 @@
 #include "net/TimingWheel.h"
 
 namespace libnet {
+
+namespace {
+
+// The most input the message callback is handed at once from what was kept
+// while reading was off (bytes an io_uring receive delivered after the pause
+// was decided, or while the application had stopped reading), on top of what
+// it left unread; between slices the connection may pause again, and the
+// rest then waits. Delivered whole, such a block made an echo queue all of it
+// at once, past the output limit by as much. The same bound as TLS's
+// (TlsConnectionIo), and the size of one epoll read.
+constexpr size_t kInputSlice = 64 * 1024;
+
+}  // namespace
 
 // The half of a connection that faces the backend: what names the library's
 // inside (the I/O strategy, the output queue, the kind of input being
@@ -38,6 +52,9 @@ class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Ow
   // Runs the message callback on `buffer` and settles what it leaves (see
   // ConnectionIo::Owner::onInput): the one place that decides.
   void deliverInput(Buffer* buffer, InputKind kind, Timestamp receiveTime);
+  // Reading is back on: hands the message callback what the input buffer
+  // held meanwhile, kInputSlice bytes at a time, then reads again.
+  void resumeInput();
   // The kind of a Buffer passed to send(): the input being delivered, the
   // input buffer, or the application's own.
   [[nodiscard]] InputKind kindOf(const Buffer* buffer) const;
@@ -71,6 +88,7 @@ class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Ow
   void onPeerClosed() override;
   void onIoError(const char* call, int err) override;
   [[nodiscard]] bool wantsInput() const override;
+  [[nodiscard]] size_t inputRoom() const override;
   [[nodiscard]] std::shared_ptr<void> keepAlive() override { return shared_from_this(); }
   [[nodiscard]] UniqueFd onReleased() override { return TcpConnection::onReleased(); }
   void onReady() override;
@@ -385,14 +403,37 @@ void TcpConnection::unblockRead(ReadBlock why) {
   readBlocks_ &= static_cast<uint8_t>(~why);
   if (readBlocks_ != 0) return;
   // From the loop, not here: the caller may be inside a callback of ours.
-  loop_->queueInLoop([self = shared_from_this()] {
-    if (!self->isReading() || self->state_.load() == State::kDisconnected) return;
-    if (self->inputBuffer_.readableBytes() > 0) {
-      self->impl().deliverInput(&self->inputBuffer_, InputKind::kConnectionInput, Timestamp::now());
-      if (!self->isReading() || self->state_.load() == State::kDisconnected) return;
+  loop_->queueInLoop([self = shared_from_this()] { self->impl().resumeInput(); });
+}
+
+void TcpConnection::Impl::resumeInput() {
+  const auto reading = [this] { return isReading() && state_.load() != State::kDisconnected; };
+  if (!reading()) return;
+  if (inputBuffer_.readableBytes() > kInputSlice) {
+    // The held bytes move out, and come back a slice at a time behind what
+    // the callback leaves of the one before. One copy, on this path only.
+    Buffer held(0);
+    held.swap(inputBuffer_);
+    const Timestamp now = Timestamp::now();
+    while (held.readableBytes() > 0 && reading()) {
+      const size_t n = std::min(held.readableBytes(), kInputSlice);
+      loop_->bufferPool().lend(&inputBuffer_);
+      inputBuffer_.append(std::string_view(held.peek(), n));
+      held.retrieve(n);
+      deliverInput(&inputBuffer_, InputKind::kConnectionInput, now);
     }
-    self->impl().io_->resumeRead();
-  });
+    if (held.readableBytes() > 0 && state_.load() != State::kDisconnected) {
+      // Paused again: the rest waits, in order, for the next resume.
+      loop_->bufferPool().lend(&inputBuffer_);
+      inputBuffer_.append(held.view());
+    }
+    held.retrieveAll();
+    loop_->bufferPool().reclaim(&held);
+  } else if (inputBuffer_.readableBytes() > 0) {
+    deliverInput(&inputBuffer_, InputKind::kConnectionInput, Timestamp::now());
+  }
+  if (!reading()) return;
+  io_->resumeRead();
 }
 
 void TcpConnection::checkOutputLimit() {
@@ -541,6 +582,15 @@ void TcpConnection::Impl::onIoError(const char* call, int err) {
 
 bool TcpConnection::Impl::wantsInput() const {
   return readBlocks_ == 0 && !peerClosed_ && state_.load() != State::kDisconnected;
+}
+
+size_t TcpConnection::Impl::inputRoom() const {
+  if (maxQueuedOutput_ == 0) return ConnectionIo::kNoInputLimit;
+  // One byte past the limit pauses reading (checkOutputLimit): an echo that
+  // takes in all of this has paused itself, with nothing read beyond it.
+  const size_t buffered = bufferedOutput();
+  if (buffered > maxQueuedOutput_) return 0;
+  return std::min(maxQueuedOutput_ - buffered, ConnectionIo::kNoInputLimit - 1) + 1;
 }
 
 void TcpConnection::logIoError(const char* call, int err) const {

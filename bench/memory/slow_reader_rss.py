@@ -15,8 +15,19 @@ per_peer = (peak - before) / peers. With --reader-check a normal client then
 checks that the server still echoes (exit 1 if not). The server is always
 stopped (SIGTERM, then SIGKILL). Loopback only; every loop is bounded.
 
+Two options shape the peers: --bytes-per-peer N makes each peer stop sending
+after N bytes (0, the default: no limit; it still stays connected, unread,
+until --seconds are up), and --client-rcvbuf N sets SO_RCVBUF on each peer's
+socket before it connects (the kernel doubles it, and the window it offers
+follows), so that the echo backs up in the server after a few KiB instead of
+after the default receive buffer. The measurement "40 peers each sending
+8 MiB with a 4 KiB client receive buffer" is
+
+  slow_reader_rss.py --peers 40 --bytes-per-peer 8388608 --client-rcvbuf 4096
+
 usage: slow_reader_rss.py [--server PATH] [--backends epoll,uring] [--peers N]
-                          [--seconds S] [--reps N] [--reader-check]
+                          [--seconds S] [--bytes-per-peer N] [--client-rcvbuf N]
+                          [--reps N] [--reader-check]
 """
 
 import argparse
@@ -94,6 +105,22 @@ def echoes(port):
         return got == b"still there?\n"
 
 
+def connect_peer(port, rcvbuf):
+    """A non-blocking peer socket; SO_RCVBUF, if asked, is set before connect
+    so that the window offered in the handshake already follows it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        if rcvbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.settimeout(5)
+        s.connect(("127.0.0.1", port))
+        s.setblocking(False)
+        return s
+    except BaseException:
+        s.close()
+        raise
+
+
 def run_once(args, backend):
     proc, port = start_server(args.server, backend)
     try:
@@ -103,18 +130,26 @@ def run_once(args, backend):
         before = rss_kib(pid)
         peers = []
         for _ in range(args.peers):
-            s = socket.create_connection(("127.0.0.1", port), timeout=5)
-            s.setblocking(False)
-            peers.append(s)
+            peers.append(connect_peer(port, args.client_rcvbuf))
+        # Bytes each peer may still send (None: no limit).
+        left = {s: (args.bytes_per_peer or None) for s in peers}
         peak = before
         deadline = time.monotonic() + args.seconds
         while time.monotonic() < deadline:
-            _, writable, _ = select.select([], peers, [], 0.1)
+            sending = [s for s in peers if left[s] is None or left[s] > 0]
+            if sending:
+                _, writable, _ = select.select([], sending, [], 0.1)
+            else:
+                writable = []
+                time.sleep(0.1)
             for s in writable:
+                chunk = CHUNK if left[s] is None else CHUNK[:min(len(CHUNK), left[s])]
                 try:
-                    s.send(CHUNK)
+                    sent = s.send(chunk)
                 except (BlockingIOError, InterruptedError):
-                    pass
+                    continue
+                if left[s] is not None:
+                    left[s] -= sent
             peak = max(peak, rss_kib(pid))
         for s in peers:
             s.close()
@@ -151,6 +186,10 @@ def main():
     ap.add_argument("--backends", default="epoll,uring")
     ap.add_argument("--peers", type=int, default=60)
     ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--bytes-per-peer", type=int, default=0,
+                    help="each peer stops sending after this many bytes (0: no limit)")
+    ap.add_argument("--client-rcvbuf", type=int, default=0,
+                    help="SO_RCVBUF of each peer, set before connect (0: the default)")
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--reader-check", action="store_true")
     args = ap.parse_args()
@@ -159,6 +198,8 @@ def main():
                  args.server)
     if not 1 <= args.peers <= 5000 or not 0 < args.seconds <= 600 or not 1 <= args.reps <= 50:
         ap.error("--peers 1..5000, --seconds up to 600, --reps 1..50")
+    if args.bytes_per_peer < 0 or not 0 <= args.client_rcvbuf <= 1 << 30:
+        ap.error("--bytes-per-peer >= 0, --client-rcvbuf 0..2^30")
     backends = [b for b in args.backends.split(",") if b]
     runs = {b: [] for b in backends}
     failed = False

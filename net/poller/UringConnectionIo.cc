@@ -4,8 +4,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
+#include <cstdint>
 
 #include "base/Logging.h"
 #include "net/Buffer.h"
@@ -16,6 +18,24 @@
 #include "net/poller/UringPoller.h"
 
 namespace libnet {
+
+namespace {
+
+// Without the kernel's total limit on a multishot recv: below this much
+// room under the output limit a connection receives single-shot (one
+// provided buffer, at most the room, per receive), so that nothing is read
+// past the limit. Above it a plain multishot recv, which drains what the
+// socket holds in one pass (seen taking 1.5 MiB in one loop turn).
+constexpr size_t kSingleShotRoom = 512 * 1024;
+
+// A loop turn that took this much from a socket that still holds more makes
+// its connection backlogged (armRecv): the size of one epoll read.
+constexpr size_t kBackloggedPass = 64 * 1024;
+
+// recvLimit_ of a multishot recv without a total.
+constexpr size_t kUnlimited = SIZE_MAX;
+
+}  // namespace
 
 UringConnectionIo::UringConnectionIo(UringPoller* poller, EventLoopBase* loop, const Parts& parts)
     : poller_(poller),
@@ -47,9 +67,8 @@ void UringConnectionIo::target(io_uring_sqe* sqe) const {
 }
 
 void UringConnectionIo::pauseRead() {
-  if (!recvArmed_) return;
   // Data received before the cancel lands is kept in the input buffer.
-  cancel(UringOp::kRecv);
+  cancelRecv();
 }
 
 int UringConnectionIo::write(std::string_view data) {
@@ -118,7 +137,7 @@ void UringConnectionIo::close() {
   // ring, and with 1000 connections open that walk took a large share of
   // the server's CPU on short connections (docs/benchmarks.md, "Short
   // connections: a new connection per request (2026-11-25)", "What changed").
-  if (recvArmed_) cancel(UringOp::kRecv);
+  cancelRecv();
   if (sendInFlight_) cancel(UringOp::kSend);
   if (writableArmed_) cancel(UringOp::kWritable);
 }
@@ -177,14 +196,82 @@ void UringConnectionIo::releaseIfIdle() {
 
 void UringConnectionIo::armRecv() {
   if (recvArmed_ || closed_ || !owner_->wantsInput()) return;
+  // A multishot recv drains what the socket holds in one kernel pass, before
+  // the connection has seen a byte of it and could pause, and every byte of
+  // the pass sits in the loop's provided buffers at once (which grow to hold
+  // it, and stay resident). So where the kernel takes a total, the recv is
+  // told how much it may deliver before it ends:
+  //  - the room left under the connection's output limit (an echo that
+  //    takes all of it has paused itself, with nothing read beyond);
+  //  - while the connection is backlogged (a turn took kBackloggedPass and
+  //    the socket held more; a receive found the ring empty; or new), its
+  //    share of one turn's buffers (UringPoller::backloggedShare, 32–64 KiB):
+  //    the rest waits in the socket, as it does on epoll.
+  // The next arming asks again. The kernel counts whole receives against
+  // the total, so each receive is capped too when the total is less than a
+  // buffer. A peer that waits for answers soon stops counting as backlogged
+  // (noteReceived) and gets its room (64 MiB by default): request-response
+  // traffic keeps one multishot recv, re-armed once per room. Without the
+  // total (older kernels), a connection near its limit receives single-shot,
+  // at most the room at a time; the rest is as before.
+  const size_t room = owner_->inputRoom();
+  waitingForRoom_ = room == 0;
+  if (room == 0) return;  // onSend() asks again once output has moved
+  const uint32_t bufferSize = poller_->buffers().bufferSize();
+  size_t limit = room;
+  if (backlogged_) limit = std::min(limit, poller_->backloggedShare());
   io_uring_sqe* sqe = poller_->getSqe();
-  io_uring_prep_recv_multishot(sqe, fd_, nullptr, 0, 0);
+  if (poller_->boundedMultishotRecv() && limit <= UINT32_MAX) {
+    io_uring_prep_recv_multishot(sqe, fd_, nullptr,
+                                 static_cast<unsigned>(limit < bufferSize ? limit : 0), 0);
+    sqe->file_index = static_cast<uint32_t>(limit);  // the total: optlen in newer headers
+    recvLimit_ = limit;
+  } else if (!poller_->boundedMultishotRecv() && room < kSingleShotRoom) {
+    io_uring_prep_recv(sqe, fd_, nullptr, static_cast<unsigned>(std::min<size_t>(room, bufferSize)),
+                       0);
+    recvLimit_ = room;
+  } else {
+    io_uring_prep_recv_multishot(sqe, fd_, nullptr, 0, 0);
+    recvLimit_ = kUnlimited;
+  }
+  recvCancelled_ = false;
+  armBytes_ = 0;
+  armTurnMax_ = 0;
   target(sqe);
   sqe->flags |= IOSQE_BUFFER_SELECT;
   sqe->buf_group = poller_->buffers().groupId();
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kRecv, token_));
   recvArmed_ = true;
   opStarted();
+}
+
+void UringConnectionIo::cancelRecv() {
+  if (!recvArmed_ || recvCancelled_) return;
+  cancel(UringOp::kRecv);
+  recvCancelled_ = true;
+}
+
+void UringConnectionIo::noteReceived(int32_t res, uint32_t flags) {
+  const uint64_t turn = poller_->turn();
+  if (turn != recvTurn_) {
+    recvTurn_ = turn;
+    turnBytes_ = 0;
+  }
+  if (res <= 0) return;
+  turnBytes_ += static_cast<size_t>(res);
+  armBytes_ += static_cast<size_t>(res);
+  armTurnMax_ = std::max(armTurnMax_, turnBytes_);
+  if ((flags & IORING_CQE_F_SOCK_NONEMPTY) && turnBytes_ >= kBackloggedPass) {
+    backlogged_ = true;
+  } else if (backlogged_ && !(flags & IORING_CQE_F_MORE) && armBytes_ >= recvLimit_ &&
+             armTurnMax_ <= recvLimit_ / 2) {
+    // A capped arming took all it was given over several turns, none more
+    // than half of it: a peer that sends as it is answered, or one the loop
+    // keeps up with. Whether the socket is left empty says little (the
+    // limit mostly cuts a message short), and asking for it kept most peers
+    // of request-response traffic backlogged for good.
+    backlogged_ = false;
+  }
 }
 
 void UringConnectionIo::submitSend() {
@@ -220,6 +307,7 @@ void UringConnectionIo::onCompletion(UringOp op, int32_t res, uint32_t flags) {
 
 void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
   const bool more = flags & IORING_CQE_F_MORE;
+  noteReceived(res, flags);
   inputFollows_ = more && (flags & IORING_CQE_F_SOCK_NONEMPTY);
   if (!more) {
     recvArmed_ = false;
@@ -252,6 +340,16 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
     }
   }
   if (closed_) return;
+  if (more && recvArmed_ &&
+      (poller_->boundedMultishotRecv()
+           ? backlogged_ && recvLimit_ > UringPoller::kBackloggedShareMax
+           : recvLimit_ == kUnlimited && owner_->inputRoom() < kSingleShotRoom)) {
+    // The recv armed may take more than armRecv() would give it now (the
+    // connection turned out backlogged; without totals, it is near its output
+    // limit): stop it before its next pass. The cancellation's completion
+    // arms again.
+    cancelRecv();
+  }
   if (res > 0) {
     if (!more) armRecv();  // the kernel ended the multishot (e.g. CQ overflow)
     return;
@@ -261,8 +359,16 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
     return;
   }
   switch (-res) {
-    case ENOBUFS:  // the ring ran dry; the data is still in the socket
-      poller_->buffers().grow();
+    case ENOBUFS:
+      // The ring ran dry; the data is still in the socket, and the recv
+      // goes again (backlogged) with the next submission. More buffers only
+      // for a connection that got none this turn: one that did has had its
+      // share, and the rest of its bytes wait in the socket. Growing for
+      // every such receive took the ring to its full 32 MiB within 200 ms
+      // of a flood by 40 peers (docs/benchmarks.md, "Peers that send and
+      // never read (2026-11-27)").
+      if (turnBytes_ == 0) poller_->growBuffers();
+      backlogged_ = true;
       armRecv();
       return;
     case EINTR:
@@ -270,9 +376,10 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
       armRecv();
       return;
     case ECANCELED:
-      // pauseRead() cancelled it. If reading was turned back on before the
-      // cancel landed, the re-arm then found this recv still armed and did
-      // nothing: arm now (a no-op while still paused).
+      // pauseRead() cancelled it (or onRecv(), to arm it for less). If
+      // reading was turned back on before the cancel landed, the re-arm then
+      // found this recv still armed and did nothing: arm now (a no-op while
+      // still paused).
       armRecv();
       return;
     default:
@@ -294,6 +401,7 @@ void UringConnectionIo::onSend(int32_t res) {
   }
   output_->sent(static_cast<size_t>(res));
   owner_->onOutputProgress();
+  if (waitingForRoom_) armRecv();
   // The rest of a short send first, in order, with whatever else this turn
   // queues behind it.
   pumpAtTurnEnd();

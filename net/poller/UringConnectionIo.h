@@ -1,7 +1,11 @@
 // UringConnectionIo: a connection's I/O on an io_uring loop, on completions
 // instead of readiness: no read/write/send/recv system calls.
 //
-// Reads: one multishot recv into the loop's provided-buffer ring. With
+// Reads: one multishot recv into the loop's provided-buffer ring, told how
+// much it may deliver in all (a kernel that cannot be told: see armRecv):
+// the bytes the connection takes before its output limit pauses it
+// (Owner::inputRoom()), and, while the peer sends faster than the loop
+// takes (backlogged), its share of one turn's buffers. With
 // nothing left over from before, the message callback gets the bytes where
 // the kernel put them (a Buffer viewing the provided buffer): no copy, and
 // what it sends straight back (an echo) goes out from there too, the buffer
@@ -72,6 +76,11 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   // pump() at the end of this loop turn (UringPoller::atTurnEnd).
   void pumpAtTurnEnd();
   void armRecv();
+  // Cancels the recv armed, once.
+  void cancelRecv();
+  // Per receive completion: the bytes of this loop turn, and whether the
+  // socket is backlogged.
+  void noteReceived(int32_t res, uint32_t flags);
   void submitSend();
   void armWritable();
   // Cancels this connection's op `op` in flight (found by its user_data).
@@ -93,10 +102,21 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   int opsInFlight_ = 0;
   bool recvArmed_ = false;
   bool sendInFlight_ = false;
-  bool writableArmed_ = false;  // a file is waiting for POLLOUT
-  bool pumpAtTurnEnd_ = false;  // asked for onTurnEnd()
-  bool sendPutOff_ = false;     // ... and then for the next one
-  bool inputFollows_ = false;   // the last receive left bytes in the socket
+  bool writableArmed_ = false;   // a file is waiting for POLLOUT
+  bool pumpAtTurnEnd_ = false;   // asked for onTurnEnd()
+  bool sendPutOff_ = false;      // ... and then for the next one
+  bool inputFollows_ = false;    // the last receive left bytes in the socket
+  bool recvCancelled_ = false;   // the recv armed is being cancelled
+  bool waitingForRoom_ = false;  // not armed for want of input room
+  // The peer sends faster than one turn's share (armRecv, noteReceived). A
+  // new connection starts so: a storm of peers that connect and send at once
+  // must not each drain their socket into the ring in their first pass.
+  bool backlogged_ = true;
+  size_t recvLimit_ = 0;   // what the recv armed may deliver in all
+  size_t armBytes_ = 0;    // received since the recv was armed
+  size_t armTurnMax_ = 0;  // ... the most of it in one loop turn
+  uint64_t recvTurn_ = 0;  // the loop turn turnBytes_ counts
+  size_t turnBytes_ = 0;   // received in that turn
   bool closed_ = false;
   bool released_ = false;            // release() was called
   std::shared_ptr<void> keepAlive_;  // the owner, while ops are in flight

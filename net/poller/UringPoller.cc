@@ -46,7 +46,9 @@ UringPoller::UringPoller(EventLoopBase* loop, const IoUringOptions& options)
       // flushPosts() could not promise they have left: no posts from such
       // a ring (posts to one work).
       canPost_(UringProbe::result().msgRing && !ring_.sqPoll()),
-      postSqeFlags_((ring_.features() & IORING_FEAT_CQE_SKIP) ? IOSQE_CQE_SKIP_SUCCESS : 0) {
+      postSqeFlags_((ring_.features() & IORING_FEAT_CQE_SKIP) ? IOSQE_CQE_SKIP_SUCCESS : 0),
+      boundedMultishotRecv_(options.boundedMultishotRecv &&
+                            UringProbe::result().boundedMultishotRecv) {
   completions_.reserve(1024);
 }
 
@@ -297,6 +299,7 @@ void UringPoller::dropStale(const Completion& c) {
 
 Timestamp UringPoller::poll(Duration timeout, ChannelList* active) {
   ++turn_;
+  backloggedArms_[turn_ & 1] = 0;
   // A grown buffer ring is weighed about once a second (BufferRing), also
   // while the loop is otherwise idle, so a burst's memory goes back soon.
   if (buffers_->provided() > buffers_->initial()) timeout = std::min(timeout, ringCheckInterval_);

@@ -44,6 +44,7 @@
 
 #include <liburing.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -102,6 +103,37 @@ class UringPoller final : public Poller {
   // An SQE to fill (UringRing::getSqe).
   [[nodiscard]] io_uring_sqe* getSqe() { return ring_.getSqe(); }
   [[nodiscard]] BufferRing& buffers() { return *buffers_; }
+  // A receive found the buffer ring empty: it grows (BufferRing::grow), at
+  // most once a loop turn: every receive of the turn that found it empty
+  // asked, and doubling once for each took it from 64 to 2048 buffers at
+  // the first burst.
+  void growBuffers() {
+    if (grewInTurn_ == turn_) return;
+    grewInTurn_ = turn_;
+    buffers_->grow();
+  }
+  // What one arming of a backlogged connection's recv may take
+  // (UringConnectionIo::armRecv), counting it: the backlogged armings of a
+  // turn share the ring's initial buffers (1 MiB by default), each getting
+  // kBackloggedShareMin to kBackloggedShareMax. Their bytes arrive in the
+  // same kernel pass, all in provided buffers at once, and the ring would
+  // grow to hold them; the rest waits in the sockets, as it does on epoll.
+  // Shared by the count of the last turn (or this one's, if more). The
+  // floor is two 16 KiB messages, so that a peer that sends one and waits
+  // for the answer takes at most half an arming in a turn, and is soon seen
+  // not to be backlogged.
+  static constexpr size_t kBackloggedShareMax = 64 * 1024;
+  static constexpr size_t kBackloggedShareMin = 32 * 1024;
+  [[nodiscard]] size_t backloggedShare() {
+    const size_t sharers = std::max(backloggedArms_[0], backloggedArms_[1]) + 1;
+    ++backloggedArms_[turn_ & 1];
+    const size_t bufferSize = buffers_->bufferSize();
+    return std::clamp(buffers_->initial() * bufferSize / sharers, kBackloggedShareMin,
+                      kBackloggedShareMax);
+  }
+  // Loop turns so far (poll() calls): completions of one turn were received
+  // in the same kernel pass.
+  [[nodiscard]] uint64_t turn() const { return turn_; }
   // The ring's registered-file table (UringFileTable::add / remove).
   [[nodiscard]] int registerFile(int fd) { return files_.add(fd); }
   void unregisterFile(int index) { files_.remove(index); }
@@ -113,6 +145,9 @@ class UringPoller final : public Poller {
   // place (UringConnectionIo): one per loop, viewing a provided buffer only
   // for the length of one callback, so a connection carries none.
   [[nodiscard]] Buffer& receivedView() { return receivedView_; }
+  // Whether a multishot recv can be limited to a total number of bytes
+  // (UringProbe::Result::boundedMultishotRecv, unless the options said no).
+  [[nodiscard]] bool boundedMultishotRecv() const { return boundedMultishotRecv_; }
   // The IORING_SETUP_* flags chosen for the ring (UringRing::setupFlags).
   [[nodiscard]] unsigned setupFlags() const { return ring_.setupFlags(); }
   // Posts of this ring that the kernel refused (their fds closed here).
@@ -194,6 +229,8 @@ class UringPoller final : public Poller {
   std::vector<uint64_t> turnEnd_;  // tokens of handlers waiting for onTurnEnd()
   std::vector<uint64_t> nextTurnEnd_;
   uint64_t turn_ = 0;
+  uint64_t grewInTurn_ = 0;
+  size_t backloggedArms_[2] = {0, 0};  // by turn parity: backloggedShare()
   size_t handlerCount_ = 0;
   // Fd posts (Poller::postFd).
   const std::shared_ptr<Inbox> inbox_;          // this ring's, for loops posting here
@@ -202,6 +239,7 @@ class UringPoller final : public Poller {
   const unsigned postSqeFlags_;                 // IOSQE_CQE_SKIP_SUCCESS where known
   uint64_t failedPosts_ = 0;
   int failPostsForTesting_ = 0;
+  bool boundedMultishotRecv_ = false;
 };
 
 }  // namespace libnet

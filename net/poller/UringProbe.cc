@@ -66,10 +66,42 @@ std::optional<ProbeFailure> checkOpcodes(io_uring* ring, bool* msgRing) {
   return failure;
 }
 
+// Whether a multishot recv stops by itself after a total number of bytes
+// (IORING_RECV_MULTISHOT with the SQE's optlen, which liburing 2.3's header
+// calls file_index; kernels without it refuse a non-zero one with EINVAL): on
+// a socketpair holding 3 bytes, a recv limited to 2 (each receive, and in
+// all) must deliver 2 and end (no IORING_CQE_F_MORE). In the buffer group
+// that checkMultishotRecv() registered, while it still has room.
+bool checkBoundedMultishotRecv(io_uring* ring) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) return false;
+  const UniqueFd ours(pair[0]);
+  const UniqueFd theirs(pair[1]);
+  if (::write(theirs.get(), "xyz", 3) != 3) return false;
+  io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  if (sqe == nullptr) return false;
+  io_uring_prep_recv_multishot(sqe, ours.get(), nullptr, 2, 0);
+  sqe->file_index = 2;
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = kProbeBufferGroup;
+  io_uring_sqe_set_data64(sqe, 2);
+  __kernel_timespec timeout{};
+  timeout.tv_sec = 1;
+  io_uring_cqe* cqe = nullptr;
+  if (io_uring_submit_and_wait_timeout(ring, &cqe, 1, &timeout, nullptr) < 0 || cqe == nullptr) {
+    return false;
+  }
+  const bool bounded = cqe->user_data == 2 && cqe->res == 2 && (cqe->flags & IORING_CQE_F_BUFFER) &&
+                       !(cqe->flags & IORING_CQE_F_MORE);
+  io_uring_cqe_seen(ring, cqe);
+  return bounded;
+}
+
 // What the completion path needs beyond opcodes: a buffer ring, and a
 // multishot recv selecting from it (6.0+; older kernels answer EINVAL), seen
 // to deliver a byte written into a socketpair.
-std::optional<ProbeFailure> checkMultishotRecv(io_uring* ring) {
+// Also sets `*bounded` (checkBoundedMultishotRecv).
+std::optional<ProbeFailure> checkMultishotRecv(io_uring* ring, bool* bounded) {
   if (auto failure = simulated(UringProbe::Stage::kBufferRing,
                                "io_uring_register_buf_ring: kernel lacks buffer rings")) {
     return failure;
@@ -114,7 +146,8 @@ std::optional<ProbeFailure> checkMultishotRecv(io_uring* ring) {
     const int err = res < 0 ? -res : EPROTO;
     return ProbeFailure{err, "multishot recv into a buffer ring returned " + std::to_string(res)};
   }
-  return std::nullopt;  // the recv still armed goes with the ring
+  *bounded = checkBoundedMultishotRecv(ring);
+  return std::nullopt;  // the recvs still armed go with the ring
 }
 
 UringProbe::Result runProbe() {
@@ -151,7 +184,8 @@ UringProbe::Result runProbe() {
   }
   bool msgRing = false;
   std::optional<ProbeFailure> failure = checkOpcodes(&ring, &msgRing);
-  if (!failure) failure = checkMultishotRecv(&ring);
+  bool bounded = false;
+  if (!failure) failure = checkMultishotRecv(&ring, &bounded);
   io_uring_queue_exit(&ring);
   if (failure) {
     result.error = failure->error;
@@ -161,6 +195,7 @@ UringProbe::Result runProbe() {
   result.ok = true;
   result.setupFlags = flags;
   result.msgRing = msgRing;
+  result.boundedMultishotRecv = bounded;
   result.detail = (flags & IORING_SETUP_DEFER_TASKRUN)   ? "SINGLE_ISSUER|DEFER_TASKRUN"
                   : (flags & IORING_SETUP_SINGLE_ISSUER) ? "SINGLE_ISSUER|COOP_TASKRUN"
                   : flags                                ? "COOP_TASKRUN"

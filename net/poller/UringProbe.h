@@ -3,9 +3,10 @@
 // refused), the opcodes libnet needs, buffer-ring registration, and a
 // multishot recv into a buffer ring actually receiving a byte over a
 // socketpair (kernels before 6.0 know the opcodes but refuse multishot recv,
-// which the completion path relies on). The backend factory asks it before
-// building an io_uring loop; the answer, and the setup flags it found, hold
-// for the life of the process.
+// which the completion path relies on), and whether a multishot recv can be
+// given a total limit (used where it can, not required). The backend factory
+// asks it before building an io_uring loop; the answer, and the setup flags
+// it found, hold for the life of the process.
 //
 // The probe's ring lives on a short-lived thread of its own: after a ring is
 // closed the kernel interrupts each thread that used it once, so a blocking
@@ -32,6 +33,11 @@ class UringProbe {
     // posts an fd to another's (Poller::postFd); without it the loops'
     // queues carry them.
     bool msgRing = false;
+    // A multishot recv takes a limit on the bytes it delivers in all (the
+    // SQE's optlen, newer kernels: older ones refuse it with EINVAL): seen
+    // ending after exactly that many. Not needed to run; without it a
+    // connection near its output limit receives single-shot instead.
+    bool boundedMultishotRecv = false;
   };
   // The probe's stages, for simulating a kernel that fails one of them.
   enum class Stage { kNone, kSetup, kOpcodes, kBufferRing, kMultishotRecv };

@@ -93,6 +93,8 @@ class TlsConnectionIo final : public ConnectionIo,
   void onPeerClosed() override;
   void onIoError(const char* call, int err) override { owner_->onIoError(call, err); }
   [[nodiscard]] bool wantsInput() const override { return !closed_ && owner_->wantsInput(); }
+  // Ciphertext is about as long as the plaintext it carries.
+  [[nodiscard]] size_t inputRoom() const override { return owner_->inputRoom(); }
   [[nodiscard]] std::shared_ptr<void> keepAlive() override { return owner_->keepAlive(); }
   [[nodiscard]] UniqueFd onReleased() override { return owner_->onReleased(); }
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <liburing.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -581,6 +582,73 @@ TEST_F(UringPollerTest, ARingGrownByABurstShrinksAndGivesItsPagesBack) {
   for (const std::string& failure : echoFromThreads(server.address(), 16, 256 * 1024)) {
     EXPECT_EQ(failure, "");
   }
+}
+
+// ---- e2b. peers with a backlog share one turn's buffers; the ring stays small ----
+
+// Sixteen peers whose 256 KiB each wait in their sockets when the server
+// starts reading them, all in the same loop turn. A multishot recv drained a
+// whole socket in one kernel pass, so the first pass wanted 4 MiB of
+// provided buffers: every receive that found the ring empty doubled it, to
+// its full 2048 buffers (32 MiB, all of it resident once used) in one turn.
+// Now a backlogged connection's recv takes its share of the ring's initial
+// buffers per turn, the rest waiting in its socket, and the ring grows at
+// most once a turn: it stays within four times its start.
+TEST_F(UringPollerTest, PeersWithABacklogShareTheRingInsteadOfGrowingIt) {
+  constexpr int kPeers = 16;
+  constexpr size_t kEach = 256 * 1024;
+  IoUringOptions config;
+  config.bufferCheckMs = 60 * 1000;     // no shrink while the test looks
+  std::vector<TcpConnectionPtr> conns;  // loop thread only
+  UringEchoServer server(
+      0,
+      [&](TcpServer& tcp) {
+        tcp.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+          if (!conn->connected()) return;
+          const int rcvbuf = 1024 * 1024;  // room for all of kEach while nothing reads
+          ::setsockopt(conn->fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+          conn->stopRead();
+          conns.push_back(conn);
+        });
+      },
+      config);
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  std::vector<std::string> payloads;
+  for (int i = 0; i < kPeers; ++i) {
+    clients.push_back(std::make_unique<BlockingClient>(server.address()));
+    payloads.push_back(randomBytes(kEach, 500 + static_cast<uint32_t>(i)));
+  }
+  ASSERT_TRUE(waitUntil([&] {
+    return runSync(server.loop(), [&] { return conns.size(); }) == static_cast<size_t>(kPeers);
+  }));
+  for (int i = 0; i < kPeers; ++i) ASSERT_TRUE(clients[i]->sendAll(payloads[i]));
+  const auto waitingInSockets = [&] {
+    return runSync(server.loop(), [&] {
+      size_t all = 0;
+      for (const TcpConnectionPtr& conn : conns) {
+        int n = 0;
+        if (::ioctl(conn->fd(), FIONREAD, &n) == 0) all += static_cast<size_t>(n);
+      }
+      return all;
+    });
+  };
+  ASSERT_TRUE(waitUntil([&] { return waitingInSockets() == kPeers * kEach; }))
+      << waitingInSockets() << " of " << kPeers * kEach << " bytes in the server's sockets";
+  const uint32_t initial = runSync(server.loop(), [&] {
+    return dynamic_cast<UringPoller&>(server.loop()->poller()).buffers().provided();
+  });
+
+  runSync(server.loop(), [&] {
+    for (const TcpConnectionPtr& conn : conns) conn->startRead();
+  });
+  for (int i = 0; i < kPeers; ++i) {
+    EXPECT_TRUE(clients[i]->recvExactly(kEach) == payloads[i]) << "peer " << i;
+  }
+  const uint32_t provided = runSync(server.loop(), [&] {
+    return dynamic_cast<UringPoller&>(server.loop()->poller()).buffers().provided();
+  });
+  EXPECT_LE(provided, 4 * initial);
+  runSync(server.loop(), [&] { conns.clear(); });
 }
 
 // ---- e3. the ring shrinks while echoes are under way: no received byte lost ----
