@@ -759,22 +759,7 @@ def main():
     ap.add_argument("--close-probe", action="store_true",
                     help="per server: which side keeps TIME_WAIT after an ab run at c %d, "
                     "and which side sends the first FIN" % PROBE_CONCURRENCY)
-    ap.add_argument("--server-cpus", default=str(hb.SERVER_CPU),
-                    help="CPUs the server is pinned to, taskset's list (default %d)" %
-                    hb.SERVER_CPU)
-    ap.add_argument("--client-cpus", default=str(hb.CLIENT_CPU),
-                    help="CPUs ab (and perf) are pinned to (default %d)" % hb.CLIENT_CPU)
-    ap.add_argument("--port-base", type=int, default=22000,
-                    help="first server port; each run takes the next one (default 22000; keep "
-                    "below 32768, the ephemeral range ab connects from)")
-    ap.add_argument("--quiet-wait", type=float, default=15,
-                    help="before each run, wait up to this many seconds for other processes to "
-                    "leave the CPUs (default 15; 0: do not wait)")
-    ap.add_argument("--shared-netns", action="store_true",
-                    help="stay in the machine's network namespace (default: a private one when "
-                    "root)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "ab-results"),
-                    help="directory for the CSV and the perf reports (default ./ab-results)")
+    hb.add_machine_arguments(ap, "ab", 22000, "ab-results", "the CSV and the perf reports")
     args = ap.parse_args()
 
     n = args.requests or (5000 if args.quick else 50000)

@@ -1014,6 +1014,28 @@ def parse_list(text, known, what, aliases=None):
     return out
 
 
+def add_machine_arguments(ap, client, port_base, out_name, out_what):
+    """The options every HTTP benchmark here takes for where it runs: CPU
+    pinning, ports, the quiet wait, the network namespace and the output
+    directory. `client` names the load generator in the help texts."""
+    ap.add_argument("--server-cpus", default=str(SERVER_CPU),
+                    help="CPUs the server is pinned to, taskset's list (default %d)" % SERVER_CPU)
+    ap.add_argument("--client-cpus", default=str(CLIENT_CPU),
+                    help="CPUs %s is pinned to (default %d)" % (client, CLIENT_CPU))
+    ap.add_argument("--port-base", type=int, default=port_base,
+                    help="first server port; each run takes the next one (default %d; keep "
+                    "below 32768, the ephemeral range %s connects from)" % (port_base, client))
+    ap.add_argument("--quiet-wait", type=float, default=15,
+                    help="before each run, wait up to this many seconds for other processes "
+                    "to leave the CPUs and stop opening TCP connections (default 15; 0: do "
+                    "not wait)")
+    ap.add_argument("--shared-netns", action="store_true",
+                    help="stay in the machine's network namespace (default: a private one "
+                    "when root, so that the kernel counts only this benchmark's connections)")
+    ap.add_argument("--out", default=os.path.join(ROOT, out_name),
+                    help="directory for %s (default ./%s)" % (out_what, out_name))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1045,22 +1067,7 @@ def main():
     ap.add_argument("--syscalls", action="store_true",
                     help="after the tables, run each server once more under strace -f -c "
                     "with short connections and print the system calls per request")
-    ap.add_argument("--server-cpus", default=str(SERVER_CPU),
-                    help="CPUs the server is pinned to, taskset's list (default %d)" % SERVER_CPU)
-    ap.add_argument("--client-cpus", default=str(CLIENT_CPU),
-                    help="CPUs wrk is pinned to (default %d)" % CLIENT_CPU)
-    ap.add_argument("--port-base", type=int, default=21000,
-                    help="first server port; each run takes the next one (default 21000; keep "
-                    "below 32768, the ephemeral range wrk connects from)")
-    ap.add_argument("--quiet-wait", type=float, default=15,
-                    help="before each run, wait up to this many seconds for other processes "
-                    "to leave the CPUs and stop opening TCP connections (default 15; 0: do "
-                    "not wait)")
-    ap.add_argument("--shared-netns", action="store_true",
-                    help="stay in the machine's network namespace (default: a private one "
-                    "when root, so that conn/req counts only this benchmark's connections)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "http-results"),
-                    help="directory for the CSV (default ./http-results)")
+    add_machine_arguments(ap, "wrk", 21000, "http-results", "the CSV")
     args = ap.parse_args()
 
     seconds = args.seconds or (3 if args.quick else 10)
