@@ -710,21 +710,6 @@ def build(ctx):
     return path
 
 
-def run_in_netns(ctx):
-    """This script again, with the same arguments, in a new network
-    namespace (see run_http_bench.py); the temp dir and the binaries are
-    passed in the environment."""
-    env = dict(os.environ)
-    env[NETNS_ENV] = "%s:%s" % (ctx["tmp"], ctx.get("binary", ""))
-    if ctx.get("baseline"):
-        env[NETNS_BASELINE_ENV] = ctx["baseline"]
-    child = subprocess.Popen(["unshare", "--net", "--", sys.executable,
-                              os.path.abspath(__file__)] + sys.argv[1:], env=env)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
-    return child.wait()
-
-
 def parse_ints(text, what):
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
@@ -845,7 +830,7 @@ def main():
                     "@base rows measure noise only")
         if not args.shared_netns:
             if hb.netns_available():
-                return run_in_netns(ctx)
+                return hb.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV, NETNS_BASELINE_ENV)
             log("note: cannot make a network namespace (needs root); staying in the machine's")
         ctx["netns"] = False
         return bench(args, ctx, servers, concs, n, reps)

@@ -1173,16 +1173,16 @@ def netns_available():
         return False
 
 
-def run_in_netns(ctx):
-    """Runs this script again, with the same arguments, in a new network
-    namespace; it finds the temp dir and the binary in NETNS_ENV, and the
-    baseline's copy in NETNS_BASELINE_ENV."""
+def run_in_netns(ctx, script=None, netns_env=NETNS_ENV, baseline_env=NETNS_BASELINE_ENV):
+    """Runs `script` (default: this one) again, with the same arguments, in a
+    new network namespace; it finds the temp dir and the binary in
+    `netns_env`, and the baseline's copy in `baseline_env`."""
     env = dict(os.environ)
-    env[NETNS_ENV] = "%s:%s" % (ctx["tmp"], ctx.get("binary", ""))
+    env[netns_env] = "%s:%s" % (ctx["tmp"], ctx.get("binary", ""))
     if ctx.get("baseline"):
-        env[NETNS_BASELINE_ENV] = ctx["baseline"]
+        env[baseline_env] = ctx["baseline"]
     child = subprocess.Popen(["unshare", "--net", "--", sys.executable,
-                              os.path.abspath(__file__)] + sys.argv[1:], env=env)
+                              script or os.path.abspath(__file__)] + sys.argv[1:], env=env)
     # Ctrl-C reaches the child too (same process group): let it stop its
     # server and finish; a SIGTERM sent to this process alone is passed on.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
