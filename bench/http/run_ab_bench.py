@@ -830,7 +830,8 @@ def main():
                     "@base rows measure noise only")
         if not args.shared_netns:
             if hb.netns_available():
-                return hb.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV, NETNS_BASELINE_ENV)
+                return hb.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV,
+                                       NETNS_BASELINE_ENV)
             log("note: cannot make a network namespace (needs root); staying in the machine's")
         ctx["netns"] = False
         return bench(args, ctx, servers, concs, n, reps)
