@@ -109,9 +109,12 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   bool recvCancelled_ = false;   // the recv armed is being cancelled
   bool waitingForRoom_ = false;  // not armed for want of input room
   // The peer sends faster than one turn's share (armRecv, noteReceived). A
-  // new connection starts so: a storm of peers that connect and send at once
-  // must not each drain their socket into the ring in their first pass.
-  bool backlogged_ = true;
+  // new connection does not start so: capped from its first arming, a
+  // request larger than the share (40 KB) arrived in two turns, its echo
+  // left as two sends, and the second waited under Nagle for the client's
+  // delayed ACK, 40 ms a round trip (bench/roundtrip). A flood is caught by
+  // its first pass instead (kBackloggedPass with bytes left in the socket).
+  bool backlogged_ = false;
   size_t recvLimit_ = 0;   // what the recv armed may deliver in all
   size_t armBytes_ = 0;    // received since the recv was armed
   size_t armTurnMax_ = 0;  // ... the most of it in one loop turn
