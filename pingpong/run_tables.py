@@ -45,7 +45,6 @@ import os
 import platform
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -54,7 +53,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import benchlib  # noqa: E402  (bench/benchlib.py)
 import make_test_certs  # noqa: E402  (tools/make_test_certs.py)
+from benchlib import BASE_SUFFIX, log  # noqa: E402
 
 # name -> (bazel package, binary)
 BINARIES = {
@@ -112,9 +114,8 @@ IMPLS = {
     "sfloor-uring": (["uring_floor_server"], LIBNET_EPOLL_CLIENT),
 }
 
-# --baseline-bindir: these implementations get a twin, named with the
-# suffix, that runs the baseline build's binaries.
-BASE_SUFFIX = "@base"
+# --baseline-bindir: these implementations get a twin, named with
+# benchlib.BASE_SUFFIX, that runs the baseline build's binaries.
 TWINNED = ["libnet-epoll", "libnet-uring", "server-epoll", "server-uring", "libnet-tls-epoll",
            "libnet-tls-uring"]
 BASELINE_BINARIES = sorted({argv[0] for impl in TWINNED for argv in IMPLS[impl]})
@@ -177,11 +178,6 @@ def table_specs(mode):
     }
 
 
-def log(msg):
-    sys.stderr.write(msg + "\n")
-    sys.stderr.flush()
-
-
 def build(bindir):
     targets = sorted({"//%s:%s" % pkg_bin for pkg_bin in BINARIES.values()})
     log("building: bazel build --config=opt " + " ".join(targets))
@@ -209,56 +205,6 @@ def copy_baseline(src):
     return dst, None
 
 
-def with_twins(impls):
-    """impls with NAME@base right after every twinned NAME."""
-    out = []
-    for impl in impls:
-        out.append(impl)
-        if impl in TWINNED:
-            out.append(impl + BASE_SUFFIX)
-    return out
-
-
-def run_order(impls, rep):
-    """The order of repetition rep (from 0): impls as listed, each twin pair
-    together, the pair's order alternating (now, base in even repetitions;
-    base, now in odd ones). Over an even number of repetitions each build
-    goes first equally often, so what runs just before a pair, and drift
-    within it, fall on both alike. Alternating rather than random keeps a
-    run reproducible and balances the order exactly, not only on average."""
-    order = []
-    for impl in impls:
-        stem = impl.removesuffix(BASE_SUFFIX)
-        if stem != impl and stem in impls:
-            continue  # placed with its twin
-        pair = [impl]
-        if impl + BASE_SUFFIX in impls:
-            pair.append(impl + BASE_SUFFIX)
-        order += pair[::-1] if rep % 2 else pair
-    return order
-
-
-def cpu_ns(pid):
-    """CPU time of every thread of pid, in ns (schedstat: time on CPU)."""
-    total = 0
-    try:
-        for tid in os.listdir("/proc/%d/task" % pid):
-            try:
-                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass
-    except OSError:
-        pass
-    return total
-
-
-def taskset(cpu, argv):
-    if cpu is None or shutil.which("taskset") is None:
-        return argv
-    return ["taskset", "-c", str(cpu)] + argv
-
-
 class CellError(RuntimeError):
     pass
 
@@ -279,32 +225,27 @@ def run_once(bindir, impl, blocksize, sessions, threads, seconds, pinned, port):
         "127.0.0.1", str(port), str(server_threads)]
     client = [os.path.join(bindir, client_argv[0])] + with_certs(client_argv[1:]) + [
         "127.0.0.1", str(port), str(threads), str(blocksize), str(sessions), str(seconds)]
-    srv = subprocess.Popen(taskset(0 if pinned else None, server), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    srv = subprocess.Popen(benchlib.pinned_if_possible(0 if pinned else None, server),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 10
-        line = ""
-        while time.time() < deadline:
-            line = srv.stdout.readline()
-            if "listening" in line or not line:
-                break
-        if "listening" not in line:
+        if benchlib.wait_listening(srv, 10) is None:
             raise CellError("%s server did not start: %s" % (impl, srv.stderr.read()[-500:]))
-        cli = subprocess.Popen(taskset(1 if pinned and NCPU > 1 else None, client),
+        cli = subprocess.Popen(benchlib.pinned_if_possible(1 if pinned and NCPU > 1 else None,
+                                                           client),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        cpu_start = cpu_ns(srv.pid)
+        cpu_start = benchlib.thread_cpu_ns(srv.pid)
         cpu_stop = None
         result = None
         for out in cli.stdout:
             out = out.strip()
             if out == "START":
-                cpu_start = cpu_ns(srv.pid)
+                cpu_start = benchlib.thread_cpu_ns(srv.pid)
             elif out == "STOP":
-                cpu_stop = cpu_ns(srv.pid)
+                cpu_stop = benchlib.thread_cpu_ns(srv.pid)
             elif out.startswith("RESULT"):
                 result = dict(kv.split("=", 1) for kv in out.split()[1:])
         if cpu_stop is None:
-            cpu_stop = cpu_ns(srv.pid)
+            cpu_stop = benchlib.thread_cpu_ns(srv.pid)
         try:
             cli.wait(timeout=seconds + 120)
         except subprocess.TimeoutExpired:
@@ -314,12 +255,7 @@ def run_once(bindir, impl, blocksize, sessions, threads, seconds, pinned, port):
             raise CellError("%s client failed (%s): %s" % (impl, cli.returncode,
                                                           cli.stderr.read()[-500:]))
     finally:
-        srv.send_signal(signal.SIGTERM)
-        try:
-            srv.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        benchlib.stop_process(srv)
     nbytes = int(result["bytes"])
     cpu_s = (cpu_stop - cpu_start) / 1e9
     gib = nbytes / 2**30
@@ -330,11 +266,6 @@ def run_once(bindir, impl, blocksize, sessions, threads, seconds, pinned, port):
         cpu_per_gib=cpu_s / gib if gib > 0 else float("nan"),
         us_per_msg=cpu_s * 1e6 / (nbytes / blocksize) if nbytes else float("nan"),
     )
-
-
-def fmt_dur(s):
-    s = int(s)
-    return "%dm%02ds" % (s // 60, s % 60)
 
 
 def median_range(values):
@@ -505,16 +436,7 @@ def markdown(name, spec, cells, mode, reps, seconds):
 
 
 def machine_line():
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return "%s, %d CPUs, kernel %s, %s" % (model, NCPU, platform.release(),
+    return "%s, %d CPUs, kernel %s, %s" % (benchlib.cpu_model(), NCPU, platform.release(),
                                           datetime.datetime.now(datetime.timezone.utc)
                                           .strftime("%Y-%m-%d %H:%M UTC"))
 
@@ -553,7 +475,8 @@ def main():
         if error:
             ap.error(error)
         atexit.register(shutil.rmtree, basedir, True)
-        specs = {n: dict(spec, impls=with_twins(spec["impls"])) for n, spec in specs.items()}
+        specs = {n: dict(spec, impls=benchlib.with_twins(spec["impls"], TWINNED.__contains__))
+                 for n, spec in specs.items()}
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 20000 if hard == resource.RLIM_INFINITY else min(20000, hard)
@@ -587,7 +510,7 @@ def main():
     total_runs = sum(len(p[4]) for p in plan) * reps
     est_run = seconds + 1.5
     log("libnet ping-pong: %d cells, %d runs of %d s, about %s" %
-        (len(plan), total_runs, seconds, fmt_dur(total_runs * est_run)))
+        (len(plan), total_runs, seconds, benchlib.fmt_dur(int(total_runs * est_run))))
     log("machine: " + machine_line())
 
     results = {name: {} for name in names}
@@ -598,13 +521,14 @@ def main():
         spec = specs[name]
         for rep in range(reps):
             # Interleaved: A A@base B B@base C, then A@base A B@base B C, ...
-            for impl in run_order(impls, rep):
+            for impl in benchlib.twin_order(impls, rep):
                 port = 20000 + (port - 19999) % 12000
                 elapsed = time.time() - t0
                 eta = (elapsed / done * (total_runs - done)) if done else total_runs * est_run
                 log("[cell %d/%d] %s %dB sessions=%d threads=%d %s run %d/%d — elapsed %s, "
                     "about %s left" % (index, len(plan), name, blocksize, sessions, threads, impl,
-                                       rep + 1, reps, fmt_dur(elapsed), fmt_dur(eta)))
+                                       rep + 1, reps, benchlib.fmt_dur(int(elapsed)),
+                                       benchlib.fmt_dur(int(eta))))
                 try:
                     r = run_once(basedir if impl.endswith(BASE_SUFFIX) else bindir, impl,
                                  blocksize, sessions, threads, seconds, spec["pinned"], port)
@@ -651,7 +575,7 @@ def main():
                 path = os.path.join(args.out, "%s%s.svg" % (name, suffix))
                 svg_chart(path, "%s%s" % (spec["title"], " — %d sessions" % s if multi else ""),
                           series, xs, "threads" if multi else "sessions", "MiB/s")
-    log("CSV and SVG files in %s (%s total)" % (args.out, fmt_dur(time.time() - t0)))
+    log("CSV and SVG files in %s (%s total)" % (args.out, benchlib.fmt_dur(int(time.time() - t0))))
 
 
 if __name__ == "__main__":

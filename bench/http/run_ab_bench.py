@@ -54,13 +54,16 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+import benchlib  # noqa: E402  (bench/benchlib.py)
 import run_http_bench as hb  # noqa: E402  (bench/http/run_http_bench.py)
-from run_http_bench import RunError, Server, log, fmt_dur  # noqa: E402
+from benchlib import fmt_dur, log  # noqa: E402
+from run_http_bench import RunError, Server  # noqa: E402
 
 ROOT = hb.ROOT
 PROG = "run_ab_bench"
 ALL_SERVERS = hb.ALL_SERVERS
-BASE_SUFFIX = hb.BASE_SUFFIX
+BASE_SUFFIX = benchlib.BASE_SUFFIX
 PATH = "/hello"
 # The request ab sends without -k (HTTP/1.0, no Connection header): the
 # pre-check and the close probe send exactly this.
@@ -123,8 +126,8 @@ def parse_ab(out):
 
 
 def run_ab(ctx, port, n, conc):
-    argv = hb.pinned(ctx["client_cpus"], [ctx["ab"], "-q", "-n", str(n), "-c", str(conc),
-                                          "http://127.0.0.1:%d%s" % (port, PATH)])
+    argv = benchlib.pinned(ctx["client_cpus"], [ctx["ab"], "-q", "-n", str(n), "-c", str(conc),
+                                                "http://127.0.0.1:%d%s" % (port, PATH)])
     try:
         w = subprocess.run(argv, capture_output=True, text=True, timeout=600,
                            preexec_fn=hb.raise_nofile)
@@ -197,7 +200,7 @@ class PerfRecorder:
         # FIFO for writing and would wait for a reader.
         self.ack = os.open(self.ack_path, os.O_RDONLY | os.O_NONBLOCK)
         with open(self.logpath, "w") as out:
-            self.proc = subprocess.Popen(hb.pinned(ctx["client_cpus"], argv), stdout=out,
+            self.proc = subprocess.Popen(benchlib.pinned(ctx["client_cpus"], argv), stdout=out,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.ctl = None
         deadline = time.time() + 10
@@ -347,9 +350,9 @@ def server_cpu(pid):
     same for the first process alone, CPU ns from schedstat). The first
     process is nginx's master or the whole libnet server; /proc/PID/stat of a
     process counts all its threads, live and exited."""
-    pids, ns, ticks = hb.tree_cpu(pid)
-    st = hb.read_stat(pid)
-    return pids, ticks, (st[1] / hb.CLK_TCK if st else 0.0), ns
+    pids, ns, ticks = benchlib.tree_cpu(pid)
+    st = benchlib.read_stat(pid)
+    return pids, ticks, (st[1] / benchlib.CLK_TCK if st else 0.0), ns
 
 
 def context_switches(pids):
@@ -381,27 +384,29 @@ def measure(ctx, name, conc, n, port, perf_tag=None):
     try:
         server.start()
         pid = server.proc.pid
-        if not hb.wait_idle(pid):
+        if not benchlib.wait_idle(pid):
             notes.append("server not idle before the run")
-        waited, quiet, _ = hb.wait_machine_quiet(ctx["quiet_wait"])
+        waited, quiet, _ = benchlib.wait_machine_quiet(ctx["quiet_wait"], hb.OTHER_LOAD_NOTE)
         if not quiet and ctx["quiet_wait"] > 0:
             log("  the machine stayed busy for %.0f s; measuring anyway" % waited)
         elif waited > 1:
             log("  waited %.0f s for other processes to leave the machine" % waited)
         if perf_tag:
-            recorder = PerfRecorder(ctx, hb.process_tree(pid), perf_tag)
+            recorder = PerfRecorder(ctx, benchlib.process_tree(pid), perf_tag)
             recorder.enable()
         pids0, tk0, root0, ns0 = server_cpu(pid)
         cs0 = context_switches(pids0)
-        (busy0, steal0), ab0, wall0 = hb.machine_cpu_s(), hb.children_cpu_s(), time.time()
+        (busy0, steal0), ab0 = benchlib.machine_cpu_s(), benchlib.children_cpu_s()
+        wall0 = time.time()
         r = run_ab(ctx, server.port, n, conc)
         # The server may still be closing connections when ab exits: that
         # work belongs to the run.
-        if not hb.wait_idle(pid):
+        if not benchlib.wait_idle(pid):
             notes.append("server still busy 3 s after ab exited")
         pids1, tk1, root1, ns1 = server_cpu(pid)
         cs1 = context_switches(pids1)
-        (busy1, steal1), ab1, wall1 = hb.machine_cpu_s(), hb.children_cpu_s(), time.time()
+        (busy1, steal1), ab1 = benchlib.machine_cpu_s(), benchlib.children_cpu_s()
+        wall1 = time.time()
         if recorder:
             rec, recorder = recorder, None
             rec.finish()
@@ -496,11 +501,11 @@ def close_probe(ctx, name, n, port):
     server = Server(name, ctx, port)
     try:
         server.start()
-        hb.wait_idle(server.proc.pid)
-        hb.wait_machine_quiet(ctx["quiet_wait"])
+        benchlib.wait_idle(server.proc.pid)
+        benchlib.wait_machine_quiet(ctx["quiet_wait"], hb.OTHER_LOAD_NOTE)
         tw0 = tw_created()
         r = run_ab(ctx, server.port, n, PROBE_CONCURRENCY)
-        hb.wait_idle(server.proc.pid)
+        benchlib.wait_idle(server.proc.pid)
         r["tw_created"] = tw_created() - tw0
         tw = [s for s in ss_sockets(ctx, ["state", "time-wait"])
               if server.port in (s[1], s[2])]
@@ -765,21 +770,21 @@ def main():
            "server_cpus": args.server_cpus, "client_cpus": args.client_cpus,
            "perf_flat": args.perf_flat, "out": os.path.abspath(args.out)}
     missing = []
-    ctx["ab"] = hb.find_tool("ab")
+    ctx["ab"] = benchlib.find_tool("ab")
     if ctx["ab"] is None:
         missing.append("apache2-utils")
     if "nginx" in servers:
-        ctx["nginx"] = hb.find_tool("nginx")
+        ctx["nginx"] = benchlib.find_tool("nginx")
         if ctx["nginx"] is None:
             missing.append("nginx-light")
-    if hb.find_tool("taskset") is None:
+    if benchlib.find_tool("taskset") is None:
         missing.append("util-linux")
     if args.perf:
-        ctx["perf"] = hb.find_tool("perf")
+        ctx["perf"] = benchlib.find_tool("perf")
         if ctx["perf"] is None:
             missing.append("linux-perf")
     if args.close_probe:
-        ctx["ss"] = hb.find_tool("ss")
+        ctx["ss"] = benchlib.find_tool("ss")
         if ctx["ss"] is None:
             missing.append("iproute2")
     if missing:
@@ -805,13 +810,13 @@ def main():
         if not os.access(args.baseline_binary, os.X_OK):
             sys.exit("%s: --baseline-binary %s is not an executable file" %
                      (PROG, args.baseline_binary))
-        servers = hb.with_twins(servers)
+        servers = benchlib.with_twins(servers, lambda name: name.startswith("libnet"))
 
     if NETNS_ENV in os.environ:
         ctx["tmp"], ctx["binary"] = os.environ[NETNS_ENV].split(":", 1)
         ctx["baseline"] = os.environ.get(NETNS_BASELINE_ENV)
         ctx["netns"] = True
-        hb.loopback_up()
+        benchlib.loopback_up()
         return bench(args, ctx, servers, concs, n, reps)
 
     ctx["tmp"] = tempfile.mkdtemp(prefix="libnet-abbench-")
@@ -829,9 +834,9 @@ def main():
                 log("note: --baseline-binary is identical to the current http_server: the "
                     "@base rows measure noise only")
         if not args.shared_netns:
-            if hb.netns_available():
-                return hb.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV,
-                                       NETNS_BASELINE_ENV)
+            if benchlib.netns_available():
+                return benchlib.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV,
+                                             NETNS_BASELINE_ENV)
             log("note: cannot make a network namespace (needs root); staying in the machine's")
         ctx["netns"] = False
         return bench(args, ctx, servers, concs, n, reps)
@@ -849,10 +854,10 @@ def bench(args, ctx, servers, concs, n, reps):
     ctx["www"], files = hb.make_www(ctx)
     os.makedirs(ctx["out"], exist_ok=True)
 
-    ab_version = hb.first_line([ctx["ab"], "-V"]).replace("This is ", "")
-    nginx_version = (hb.first_line([ctx["nginx"], "-v"]).replace("nginx version: ", "")
+    ab_version = benchlib.first_line([ctx["ab"], "-V"]).replace("This is ", "")
+    nginx_version = (benchlib.first_line([ctx["nginx"], "-v"]).replace("nginx version: ", "")
                      if "nginx" in servers else "not run")
-    machine = "%s, nproc %d" % (hb.cpu_model(), len(os.sched_getaffinity(0)))
+    machine = "%s, nproc %d" % (benchlib.cpu_model(), len(os.sched_getaffinity(0)))
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = " ".join(shlex.quote(a) for a in ["bench/http/run_ab_bench.py"] + sys.argv[1:])
     log("machine: %s; kernel %s; %s; nginx %s" % (machine, platform.release(), ab_version,
@@ -880,7 +885,7 @@ def bench_runs(args, ctx, servers, concs, n, reps, files, meta):
         for _ in range(2000):
             p = port
             port = args.port_base + (port + 1 - args.port_base) % 2000
-            if hb.port_is_free(p):
+            if benchlib.port_is_free(p):
                 return p
         sys.exit("%s: no free port in %d-%d" % (PROG, args.port_base, args.port_base + 1999))
 

@@ -45,7 +45,6 @@ or tools/setup.sh.
 import argparse
 import csv
 import datetime
-import fcntl
 import filecmp
 import http.client
 import os
@@ -59,7 +58,6 @@ import signal
 import socket
 import ssl
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -68,7 +66,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import benchlib  # noqa: E402  (bench/benchlib.py)
 import make_test_certs  # noqa: E402  (tools/make_test_certs.py)
+from benchlib import (BASE_SUFFIX, children_cpu_s, cpu_model, find_tool,  # noqa: E402
+                      first_line, fmt_dur, log, loopback_up, machine_cpu_s, netns_available,
+                      pinned, port_is_free, process_tree, tcp_opens, tree_cpu, wait_idle)
 
 NOFILE = 20000
 # Runs during which other processes (or the hypervisor) took more than this
@@ -94,9 +97,8 @@ SHORT = {"nginx": "nginx", "libnet-epoll": "epoll", "libnet-uring": "uring",
          "libnet-epoll-handover": "epoll-ho", "libnet-uring-handover": "uring-ho",
          "libnet-uring-handover-queue": "uring-hoq",
          "libnet-coro-epoll": "coro-epoll", "libnet-coro-uring": "coro-uring"}
-# --baseline-binary: each libnet server gets a twin, named with the suffix,
-# that runs the baseline build.
-BASE_SUFFIX = "@base"
+# --baseline-binary: each libnet server gets a twin, named with
+# benchlib.BASE_SUFFIX, that runs the baseline build.
 
 GROUPS = {
     "hello": "Keep-alive GET /hello (12-byte body)",
@@ -141,48 +143,7 @@ class RunError(RuntimeError):
     pass
 
 
-def log(msg):
-    sys.stderr.write(msg + "\n")
-    sys.stderr.flush()
-
-
-def fmt_dur(s):
-    s = int(round(s))
-    return "%dm%02ds" % (s // 60, s % 60)
-
-
 # ---------------------------------------------------------------- environment
-
-
-def find_tool(name):
-    # nginx lives in /usr/sbin, which a non-root PATH often lacks.
-    path = shutil.which(name)
-    if path is None:
-        for d in ("/usr/sbin", "/sbin", "/usr/local/sbin"):
-            candidate = os.path.join(d, name)
-            if os.access(candidate, os.X_OK):
-                return candidate
-    return path
-
-
-def first_line(argv):
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    text = (r.stdout + r.stderr).strip()
-    return text.splitlines()[0].strip() if text else "unknown"
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def raise_nofile():
@@ -199,174 +160,16 @@ def raise_nofile():
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
 
-def pinned(cpu, argv):
-    return ["taskset", "-c", str(cpu)] + argv
-
-
 def short(name):
     """The name in table headers: epoll, epoll@base, nginx."""
     stem = name.removesuffix(BASE_SUFFIX)
     return SHORT[stem] + name[len(stem):]
 
 
-def with_twins(servers):
-    """servers with NAME@base right after every libnet NAME."""
-    out = []
-    for name in servers:
-        out.append(name)
-        if name.startswith("libnet"):
-            out.append(name + BASE_SUFFIX)
-    return out
-
-
-def run_order(servers, rep):
-    """The order of repetition rep (from 0): servers as listed, each twin
-    pair together, the pair's order alternating (now, base in even
-    repetitions; base, now in odd ones). Over an even number of repetitions
-    each build goes first equally often, so what runs just before a pair,
-    and drift within it, fall on both alike. Alternating rather than random
-    keeps a run reproducible and balances the order exactly."""
-    order = []
-    for name in servers:
-        stem = name.removesuffix(BASE_SUFFIX)
-        if stem != name and stem in servers:
-            continue  # placed with its twin
-        pair = [name]
-        if name + BASE_SUFFIX in servers:
-            pair.append(name + BASE_SUFFIX)
-        order += pair[::-1] if rep % 2 else pair
-    return order
-
-
 # ------------------------------------------------------------- /proc sampling
 
 
-def read_stat(pid):
-    """(ppid, utime+stime ticks) from /proc/PID/stat, or None if it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            data = f.read()
-    except OSError:
-        return None
-    # comm may contain spaces and parentheses: split after the last ')'.
-    fields = data[data.rindex(")") + 2:].split()
-    return int(fields[1]), int(fields[11]) + int(fields[12])
-
-
-def process_tree(root):
-    """root and all its descendants (nginx: master and worker)."""
-    children = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        st = read_stat(int(name))
-        if st is not None:
-            children.setdefault(st[0], []).append(int(name))
-    tree, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(children.get(pid, []))
-    return sorted(tree)
-
-
-def schedstat_ns(pid):
-    """Time on CPU of every thread of pid, in ns."""
-    total = 0
-    try:
-        tids = os.listdir("/proc/%d/task" % pid)
-    except OSError:
-        return 0
-    for tid in tids:
-        try:
-            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
-
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def tree_cpu(root):
-    """(pids, CPU ns from schedstat, CPU s from utime+stime) of root's tree."""
-    pids = process_tree(root)
-    ns, ticks = 0, 0
-    for pid in pids:
-        ns += schedstat_ns(pid)
-        st = read_stat(pid)
-        if st is not None:
-            ticks += st[1]
-    return pids, ns, ticks / CLK_TCK
-
-
-def wait_idle(root, limit=3.0):
-    """Waits (bounded) until the server tree uses under 1% of a CPU, so that a
-    sample taken now holds all the work of what came before."""
-    deadline = time.time() + limit
-    _, prev, _ = tree_cpu(root)
-    while time.time() < deadline:
-        time.sleep(0.1)
-        _, now, _ = tree_cpu(root)
-        if now - prev < 1_000_000:
-            return True
-        prev = now
-    return False
-
-
-def machine_cpu_s():
-    """(busy, stolen): CPU seconds of all CPUs, from /proc/stat. Stolen is
-    time the hypervisor gave to other guests while this one wanted to run."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
-    return (user + nice + system + irq + softirq) / CLK_TCK, steal / CLK_TCK
-
-
-def wait_machine_quiet(limit):
-    """Watches the machine in half-second windows, with the server idle and
-    wrk not started, until one window has the CPUs under OTHER_LOAD_NOTE busy
-    and no TCP connection opened, or for at most limit seconds (one window
-    if 0). Returns (seconds waited, quiet?, connections/s of the last window):
-    other processes' connections would count in the run's conn/req."""
-    start = time.time()
-    ncpu = os.cpu_count() or 1
-    while True:
-        (b0, _), (_, p0) = machine_cpu_s(), tcp_opens()
-        time.sleep(0.5)
-        (b1, _), (_, p1) = machine_cpu_s(), tcp_opens()
-        quiet = (b1 - b0) / (0.5 * ncpu) < OTHER_LOAD_NOTE and p1 == p0
-        if quiet or time.time() - start >= limit:
-            return time.time() - start, quiet, (p1 - p0) / 0.5
-
-
-def children_cpu_s():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
-def tcp_opens():
-    """(ActiveOpens, PassiveOpens) of this network namespace."""
-    with open("/proc/net/snmp") as f:
-        lines = [l.split() for l in f if l.startswith("Tcp:")]
-    row = dict(zip(lines[0][1:], lines[1][1:]))
-    return int(row["ActiveOpens"]), int(row["PassiveOpens"])
-
-
 # --------------------------------------------------------------------- servers
-
-
-def port_is_free(port):
-    """True if nothing listens on 127.0.0.1:port (TIME_WAIT leftovers do not
-    count: the servers set SO_REUSEADDR, and so does this probe)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 class Server:
@@ -684,7 +487,8 @@ def run_once(ctx, server_name, scenario, seconds, port):
         server.start()
         if not wait_idle(server.proc.pid):
             notes.append("server not idle before the run")
-        waited, quiet, bg_conn_rate = wait_machine_quiet(ctx["quiet_wait"])
+        waited, quiet, bg_conn_rate = benchlib.wait_machine_quiet(ctx["quiet_wait"],
+                                                                  OTHER_LOAD_NOTE)
         if not quiet and ctx["quiet_wait"] > 0:
             log("  the machine stayed busy for %.0f s; measuring anyway" % waited)
         elif waited > 1:
@@ -1116,7 +920,7 @@ def main():
         if not os.access(args.baseline_binary, os.X_OK):
             sys.exit("run_http_bench: --baseline-binary %s is not an executable file" %
                      args.baseline_binary)
-        servers = with_twins(servers)
+        servers = benchlib.with_twins(servers, lambda name: name.startswith("libnet"))
 
     if NETNS_ENV in os.environ:
         # The second half of run_in_netns: the parent made the temp dir and
@@ -1148,7 +952,8 @@ def main():
                     "@base columns measure noise only")
         if not args.shared_netns:
             if netns_available():
-                return run_in_netns(ctx)
+                return benchlib.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV,
+                                             NETNS_BASELINE_ENV)
             log("note: cannot make a network namespace (needs root); conn/req counts every "
                 "TCP connection opened on the machine during a run")
         ctx["netns"] = False
@@ -1157,46 +962,10 @@ def main():
         shutil.rmtree(ctx["tmp"], ignore_errors=True)
 
 
-# A private network namespace gives the run its own loopback and its own
-# /proc/net/snmp, so conn/req counts this benchmark's connections only, not
-# those of whatever else runs on the machine. Its TCP sysctls start from the
-# kernel's defaults, the same values a stock Debian host has.
+# A private network namespace (benchlib.run_in_netns) gives the run its own
+# /proc/net/snmp, so conn/req counts this benchmark's connections only.
 NETNS_ENV = "LIBNET_HTTPBENCH_NETNS"
 NETNS_BASELINE_ENV = "LIBNET_HTTPBENCH_NETNS_BASELINE"
-
-
-def netns_available():
-    try:
-        r = subprocess.run(["unshare", "--net", "true"], stderr=subprocess.DEVNULL)
-        return r.returncode == 0
-    except OSError:
-        return False
-
-
-def run_in_netns(ctx, script=None, netns_env=NETNS_ENV, baseline_env=NETNS_BASELINE_ENV):
-    """Runs `script` (default: this one) again, with the same arguments, in a
-    new network namespace; it finds the temp dir and the binary in
-    `netns_env`, and the baseline's copy in `baseline_env`."""
-    env = dict(os.environ)
-    env[netns_env] = "%s:%s" % (ctx["tmp"], ctx.get("binary", ""))
-    if ctx.get("baseline"):
-        env[baseline_env] = ctx["baseline"]
-    child = subprocess.Popen(["unshare", "--net", "--", sys.executable,
-                              script or os.path.abspath(__file__)] + sys.argv[1:], env=env)
-    # Ctrl-C reaches the child too (same process group): let it stop its
-    # server and finish; a SIGTERM sent to this process alone is passed on.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
-    return child.wait()
-
-
-def loopback_up():
-    """ip link set lo up, without needing iproute2."""
-    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        ifreq = fcntl.ioctl(s, siocgifflags, struct.pack("16sH22x", b"lo", 0))
-        flags = struct.unpack("16sH22x", ifreq)[1]
-        fcntl.ioctl(s, siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
 
 
 def bench(args, ctx, servers, scenarios, seconds, reps):
@@ -1275,7 +1044,7 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
             group, path, conns, close = SCENARIOS[sc]
             for rep in range(1, reps + 1):
                 # Interleaved: A B B@base C C@base, then A B@base B C@base C, ...
-                for name in run_order(active, rep - 1):
+                for name in benchlib.twin_order(active, rep - 1):
                     elapsed = time.time() - t0
                     left = (elapsed / done * (total - done)) if done else total * per_run
                     log("[run %d/%d] %s %s rep %d/%d — elapsed %s, about %s left" %

@@ -15,6 +15,7 @@ the server (root, or a hard limit that allows it, is needed for 1000+).
 """
 
 import argparse
+import os
 import resource
 import selectors
 import socket
@@ -22,13 +23,8 @@ import subprocess
 import sys
 import time
 
-
-def vm_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/{pid}/status")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import benchlib  # noqa: E402  (bench/benchlib.py)
 
 
 def start_server(args):
@@ -64,7 +60,7 @@ def run(args):
     server = start_server(args)
     try:
         time.sleep(0.2)  # let the loop settle before the baseline reading
-        rss_before = vm_kib(server.pid, "VmRSS")
+        rss_before = benchlib.status_kib(server.pid, "VmRSS")
         head = (f"POST /upload HTTP/1.1\r\nHost: bench\r\n"
                 f"Content-Length: {args.announce}\r\n\r\n").encode()
         body_part = b"u" * args.send
@@ -111,7 +107,7 @@ def run(args):
                         pending -= 1
                         u.out = u.out[:0]
                     sel.unregister(u.sock)
-            peak = max(peak, vm_kib(server.pid, "VmRSS"))
+            peak = max(peak, benchlib.status_kib(server.pid, "VmRSS"))
         sent_all = pending == 0
         # Everything is sent (or refused); the server may still be reading
         # the tail out of its socket buffers: sample for a while.
@@ -131,10 +127,10 @@ def run(args):
                     sel.unregister(u.sock)
                 else:
                     u.received += data
-            samples.append(vm_kib(server.pid, "VmRSS"))
+            samples.append(benchlib.status_kib(server.pid, "VmRSS"))
         rss_held = samples[-1]
         peak = max([peak] + samples)
-        hwm = vm_kib(server.pid, "VmHWM")
+        hwm = benchlib.status_kib(server.pid, "VmHWM")
         statuses = {}
         for u in uploads:
             st = u.status()
