@@ -329,9 +329,17 @@ def client_connection(server, port):
 
 
 def precheck(server, files):
-    """Fetches /hello and both files once and compares them byte for byte.
-    Returns (errors, warnings); errors disqualify the server."""
+    """Fetches /hello and both files once and compares them byte for byte,
+    then checks that Connection: close closes. Returns (errors, warnings);
+    errors disqualify the server."""
     errors, warnings = [], []
+    precheck_bodies(server, files, errors, warnings)
+    precheck_close(server, errors, warnings)
+    return errors, warnings
+
+
+def precheck_bodies(server, files, errors, warnings):
+    """/hello and the files, byte for byte, on one keep-alive connection."""
     port = server.port
     # All three on one keep-alive connection (http.client reconnects only
     # after a response that says `Connection: close`).
@@ -363,10 +371,13 @@ def precheck(server, files):
                     warnings.append("GET /hello: Content-Type %r, expected text/plain" % ctype)
     finally:
         conn.close()
-    # Connection: close must make the server close: the close-100 scenario
-    # depends on it (wrk reconnects only when the response says close).
+
+
+def precheck_close(server, errors, warnings):
+    """Connection: close must make the server close: the close-100 scenario
+    depends on it (wrk reconnects only when the response says close)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as plain:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as plain:
             s = plain
             if server.ctx.get("tls"):
                 context = ssl.create_default_context(cafile=server.ctx["tls"]["ca"])
@@ -392,7 +403,6 @@ def precheck(server, files):
             errors.append("GET /hello with Connection: close: server kept the connection open")
     except OSError as e:
         errors.append("GET /hello with Connection: close: %s" % e)
-    return errors, warnings
 
 
 # ------------------------------------------------------------------------ wrk
@@ -485,17 +495,8 @@ def run_once(ctx, server_name, scenario, seconds, port):
     notes = []
     try:
         server.start()
-        if not wait_idle(server.proc.pid):
-            notes.append("server not idle before the run")
-        waited, quiet, bg_conn_rate = benchlib.wait_machine_quiet(ctx["quiet_wait"],
-                                                                  OTHER_LOAD_NOTE)
-        if not quiet and ctx["quiet_wait"] > 0:
-            log("  the machine stayed busy for %.0f s; measuring anyway" % waited)
-        elif waited > 1:
-            log("  waited %.0f s for other processes to leave the machine" % waited)
-        pids0, ns0, tk0 = tree_cpu(server.proc.pid)
-        (busy0, steal0), wrk0, wall0 = machine_cpu_s(), children_cpu_s(), time.time()
-        act0, pas0 = tcp_opens()
+        bg_conn_rate = wait_before_run(ctx, server, notes)
+        before = sample(server.proc.pid)
         argv = pinned(ctx["client_cpus"], wrk_argv(ctx, server.port, scenario, seconds))
         try:
             w = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60,
@@ -506,19 +507,17 @@ def run_once(ctx, server_name, scenario, seconds, port):
         # that work belongs to the run.
         if not wait_idle(server.proc.pid):
             notes.append("server still busy 3 s after wrk exited")
-        pids1, ns1, tk1 = tree_cpu(server.proc.pid)
         # wrk is the only child reaped in between (taskset execs it).
-        (busy1, steal1), wrk1, wall1 = machine_cpu_s(), children_cpu_s(), time.time()
-        act1, pas1 = tcp_opens()
+        after = sample(server.proc.pid)
         if w.returncode != 0:
             raise RunError("wrk exited with status %d: %s" %
                            (w.returncode, (w.stdout + w.stderr).strip()[-400:]))
         if server.proc.poll() is not None:
             raise RunError("%s died during the run (status %s): %s" %
                            (server_name, server.proc.returncode, server.output()))
-        if pids0 != pids1:
+        if before["pids"] != after["pids"]:
             notes.append("server processes changed during the run (%s -> %s): CPU is partial" %
-                          (pids0, pids1))
+                          (before["pids"], after["pids"]))
         r = parse_stime(w.stdout) if scenario.startswith("stime") else parse_wrk(w.stdout)
         if SCENARIOS[scenario][1] == NOT_FOUND:
             expect_not_found(r)
@@ -526,31 +525,59 @@ def run_once(ctx, server_name, scenario, seconds, port):
         warning = server.stop()
     if warning:
         notes.append(warning)
+    add_run_metrics(r, server, before, after)
+    r["bg_conn_rate"] = bg_conn_rate
+    r["notes"] = "; ".join(notes)
+    return r
+
+
+def wait_before_run(ctx, server, notes):
+    """Waits for the server to be idle and the machine quiet (bounded);
+    returns the background connection rate of the last window."""
+    if not wait_idle(server.proc.pid):
+        notes.append("server not idle before the run")
+    waited, quiet, bg_conn_rate = benchlib.wait_machine_quiet(ctx["quiet_wait"], OTHER_LOAD_NOTE)
+    if not quiet and ctx["quiet_wait"] > 0:
+        log("  the machine stayed busy for %.0f s; measuring anyway" % waited)
+    elif waited > 1:
+        log("  waited %.0f s for other processes to leave the machine" % waited)
+    return bg_conn_rate
+
+
+def sample(pid):
+    """The counters a run is measured by, at one moment: the server tree's
+    CPU time, the machine's, wrk's (a reaped child), and TCP opens."""
+    pids, ns, ticks = tree_cpu(pid)
+    (busy, steal), wrk, wall = machine_cpu_s(), children_cpu_s(), time.time()
+    active, passive = tcp_opens()
+    return {"pids": pids, "ns": ns, "ticks": ticks, "busy": busy, "steal": steal, "wrk": wrk,
+            "wall": wall, "active": active, "passive": passive}
+
+
+def add_run_metrics(r, server, before, after):
+    """Adds to wrk's numbers r what the samples around the run say."""
     # Counted over the server's life: its start-up checks' few connections
     # are in it too.
     loops = server.loop_stats()
     r["loop_conns"] = "/".join(str(c) for c, _ in loops)
     r["ring_handovers"] = sum(h for _, h in loops) if loops else ""
-    r["server_cpu_s"] = (ns1 - ns0) / 1e9
-    r["server_cpu_s_ticks"] = tk1 - tk0
+    r["server_cpu_s"] = (after["ns"] - before["ns"]) / 1e9
+    r["server_cpu_s_ticks"] = after["ticks"] - before["ticks"]
     r["cpu_per_100k"] = (r["server_cpu_s"] / r["requests"] * 1e5 if r["requests"]
                          else float("nan"))
     # Under 100% the server waited for wrk: req/s is then wrk's limit.
     r["server_busy"] = (r["server_cpu_s"] / r["duration_s"] if r["duration_s"]
                         else float("nan"))
-    r["active_opens"] = act1 - act0
-    r["passive_opens"] = pas1 - pas0
+    r["active_opens"] = after["active"] - before["active"]
+    r["passive_opens"] = after["passive"] - before["passive"]
     r["conn_per_req"] = r["passive_opens"] / r["requests"] if r["requests"] else float("nan")
     # Whatever else ran on the machine during the run, as a share of all
     # CPUs: what is busy, less the server and wrk (all three tick-based).
-    r["wrk_cpu_s"] = wrk1 - wrk0
-    other = (busy1 - busy0) - r["server_cpu_s_ticks"] - r["wrk_cpu_s"]
-    cpu_wall = (wall1 - wall0) * (os.cpu_count() or 1)
+    r["wrk_cpu_s"] = after["wrk"] - before["wrk"]
+    other = (after["busy"] - before["busy"]) - r["server_cpu_s_ticks"] - r["wrk_cpu_s"]
+    cpu_wall = (after["wall"] - before["wall"]) * (os.cpu_count() or 1)
     r["other_load"] = max(0.0, other) / cpu_wall
-    r["steal"] = (steal1 - steal0) / cpu_wall
-    r["bg_conn_rate"] = bg_conn_rate
-    r["notes"] = "; ".join(notes)
-    return r
+    r["steal"] = (after["steal"] - before["steal"]) / cpu_wall
 
 
 # --------------------------------------------------------------------- output
@@ -606,6 +633,23 @@ def markdown_table(group, scenarios, servers, results):
     lines = ["### %s%s" % ("HTTPS: " if TLS_RUN else "", GROUPS[group]), ""]
     others = [s for s in servers if s != "nginx"] if "nginx" in servers else []
     twins = [s for s in servers if s + BASE_SUFFIX in servers]
+    with_loops = [s for s in servers if any(r.get("loop_conns") for sc in scenarios
+                                            for r in results.get((sc, s), []))]
+    header = table_header(servers, others, twins, with_loops)
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    failed = []
+    for sc in scenarios:
+        row = table_row(sc, servers, others, twins, with_loops, results, failed)
+        lines.append("| " + " | ".join(row) + " |")
+    if failed:
+        lines.append("")
+        lines += ["- " + f for f in failed]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def table_header(servers, others, twins, with_loops):
     header = ["scenario", "conns"]
     header += ["%s req/s" % s for s in servers]
     header += ["%s/nginx" % short(s) for s in others]
@@ -618,63 +662,64 @@ def markdown_table(group, scenarios, servers, results):
     header += ["CPU %s now/base" % short(s) for s in twins]
     header += ["conn/req (%s)" % ", ".join(short(s) for s in servers),
                "errors (%s)" % ", ".join(short(s) for s in servers)]
-    with_loops = [s for s in servers if any(r.get("loop_conns") for sc in scenarios
-                                            for r in results.get((sc, s), []))]
     if with_loops:
         header.append("conns per loop %%, ring-handed %% (%s)" %
                       ", ".join(short(s) for s in with_loops))
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "---|" * len(header))
-    failed = []
-    for sc in scenarios:
-        _, path, conns, _ = SCENARIOS[sc]
-        runs = {s: results.get((sc, s), []) for s in servers}
-        ok = {s: [r for r in runs[s] if "error" not in r] for s in servers}
-        med = {s: (statistics.median([r["rps"] for r in ok[s]]) if ok[s] else None)
-               for s in servers}
-        cpu = {s: (statistics.median([r["cpu_per_100k"] for r in ok[s]]) if ok[s] else None)
-               for s in servers}
-        row = ["%s `%s`" % (sc, path), str(conns)]
-        row += [med_cell([r["rps"] for r in ok[s]], fmt_rps) for s in servers]
-        row += [ratio(med[s], med["nginx"]) for s in others]
-        row += [ratio(med[s], med[s + BASE_SUFFIX]) for s in twins]
-        row += [med_cell([r["p50_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
-        row += [med_cell([r["p99_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
-        row += [med_cell([r["max_ms"] for r in ok[s]], lambda v: "%.0f" % v) for s in servers]
-        row += [med_cell([r["cpu_per_100k"] for r in ok[s]], lambda v: "%.2f" % v)
-                for s in servers]
-        row += [ratio(cpu[s], cpu["nginx"]) for s in others]
-        row += [ratio(cpu[s], cpu[s + BASE_SUFFIX]) for s in twins]
-        row.append(", ".join("%.3f" % statistics.median([r["conn_per_req"] for r in ok[s]])
-                             if ok[s] else "-" for s in servers))
-        errs = []
-        for s in servers:
-            total = sum(r["errors"] for r in ok[s])
-            errs.append(("**%d**" % total) if total else "0")
-            for i, r in enumerate(runs[s], 1):
-                if "error" in r:
-                    failed.append("%s %s run %d failed: %s" % (sc, s, i, r["error"]))
-                elif r["errors"]:
-                    failed.append("%s %s run %d: wrk reported connect %d, read %d, write %d, "
-                                  "timeout %d, non-2xx/3xx %d" %
-                                  (sc, s, i, r["err_connect"], r["err_read"], r["err_write"],
-                                   r["err_timeout"], r["non2xx"]))
-                if r.get("notes"):
-                    failed.append("%s %s run %d: %s" % (sc, s, i, r["notes"]))
-            loaded = ["%d (%s)" % (i, load_text(r)) for i, r in enumerate(runs[s], 1)
-                      if "error" not in r and load_text(r)]
-            if loaded:
-                failed.append("%s %s: other work on the machine during run%s %s" %
-                              (sc, s, "s" if len(loaded) > 1 else "", ", ".join(loaded)))
-        row.append(", ".join(errs))
-        if with_loops:
-            row.append(", ".join(loop_cell(ok[s]) for s in with_loops))
-        lines.append("| " + " | ".join(row) + " |")
-    if failed:
-        lines.append("")
-        lines += ["- " + f for f in failed]
-    lines.append("")
-    return "\n".join(lines)
+    return header
+
+
+def table_row(sc, servers, others, twins, with_loops, results, failed):
+    """The cells of scenario sc; what went wrong in its runs goes to failed."""
+    _, path, conns, _ = SCENARIOS[sc]
+    runs = {s: results.get((sc, s), []) for s in servers}
+    ok = {s: [r for r in runs[s] if "error" not in r] for s in servers}
+    med = {s: (statistics.median([r["rps"] for r in ok[s]]) if ok[s] else None)
+           for s in servers}
+    cpu = {s: (statistics.median([r["cpu_per_100k"] for r in ok[s]]) if ok[s] else None)
+           for s in servers}
+    row = ["%s `%s`" % (sc, path), str(conns)]
+    row += [med_cell([r["rps"] for r in ok[s]], fmt_rps) for s in servers]
+    row += [ratio(med[s], med["nginx"]) for s in others]
+    row += [ratio(med[s], med[s + BASE_SUFFIX]) for s in twins]
+    row += [med_cell([r["p50_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
+    row += [med_cell([r["p99_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
+    row += [med_cell([r["max_ms"] for r in ok[s]], lambda v: "%.0f" % v) for s in servers]
+    row += [med_cell([r["cpu_per_100k"] for r in ok[s]], lambda v: "%.2f" % v)
+            for s in servers]
+    row += [ratio(cpu[s], cpu["nginx"]) for s in others]
+    row += [ratio(cpu[s], cpu[s + BASE_SUFFIX]) for s in twins]
+    row.append(", ".join("%.3f" % statistics.median([r["conn_per_req"] for r in ok[s]])
+                         if ok[s] else "-" for s in servers))
+    errs = []
+    for s in servers:
+        total = sum(r["errors"] for r in ok[s])
+        errs.append(("**%d**" % total) if total else "0")
+        failed += run_problems(sc, s, runs[s])
+    row.append(", ".join(errs))
+    if with_loops:
+        row.append(", ".join(loop_cell(ok[s]) for s in with_loops))
+    return row
+
+
+def run_problems(sc, s, runs):
+    """The lines under a table about server s's runs of scenario sc."""
+    problems = []
+    for i, r in enumerate(runs, 1):
+        if "error" in r:
+            problems.append("%s %s run %d failed: %s" % (sc, s, i, r["error"]))
+        elif r["errors"]:
+            problems.append("%s %s run %d: wrk reported connect %d, read %d, write %d, "
+                            "timeout %d, non-2xx/3xx %d" %
+                            (sc, s, i, r["err_connect"], r["err_read"], r["err_write"],
+                             r["err_timeout"], r["non2xx"]))
+        if r.get("notes"):
+            problems.append("%s %s run %d: %s" % (sc, s, i, r["notes"]))
+    loaded = ["%d (%s)" % (i, load_text(r)) for i, r in enumerate(runs, 1)
+              if "error" not in r and load_text(r)]
+    if loaded:
+        problems.append("%s %s: other work on the machine during run%s %s" %
+                        (sc, s, "s" if len(loaded) > 1 else "", ", ".join(loaded)))
+    return problems
 
 
 # ------------------------------------------------------------ system calls
@@ -840,7 +885,7 @@ def add_machine_arguments(ap, client, port_base, out_name, out_what):
                     help="directory for %s (default ./%s)" % (out_what, out_name))
 
 
-def main():
+def argument_parser():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tls", action="store_true",
@@ -872,6 +917,49 @@ def main():
                     help="after the tables, run each server once more under strace -f -c "
                     "with short connections and print the system calls per request")
     add_machine_arguments(ap, "wrk", 21000, "http-results", "the CSV")
+    return ap
+
+
+def exit_if_missing(prog, missing):
+    """Exits naming the Debian packages to install, if any is missing."""
+    if missing:
+        sys.exit("%s: missing %s; install with:\n  apt-get update && apt-get install -y %s\n"
+                 "(or run tools/setup.sh)" % (prog, ", ".join(missing), " ".join(missing)))
+
+
+def check_cpus(prog, args, client):
+    """Exits unless --server-cpus and --client-cpus name CPUs this process
+    may run on."""
+    cpus = set()
+    for text in (args.server_cpus, args.client_cpus):
+        try:
+            cpus |= {int(c) for c in text.split(",")}
+        except ValueError:
+            sys.exit("%s: %r is not a list of CPU numbers" % (prog, text))
+    if not cpus <= os.sched_getaffinity(0):
+        sys.exit("%s: needs CPUs %s (server) and %s (%s), has %s" %
+                 (prog, args.server_cpus, args.client_cpus, client,
+                  sorted(os.sched_getaffinity(0))))
+
+
+def check_binaries(prog, args, servers):
+    """Exits if --binary or --baseline-binary is unusable; returns servers,
+    with the @base twins when there is a baseline."""
+    libnet = [s for s in servers if s.startswith("libnet")]
+    if libnet and args.binary and not os.access(args.binary, os.X_OK):
+        sys.exit("%s: --binary %s is not an executable file" % (prog, args.binary))
+    if not args.baseline_binary:
+        return servers
+    if not libnet:
+        sys.exit("%s: --baseline-binary needs libnet-epoll or libnet-uring in --servers" % prog)
+    if not os.access(args.baseline_binary, os.X_OK):
+        sys.exit("%s: --baseline-binary %s is not an executable file" %
+                 (prog, args.baseline_binary))
+    return benchlib.with_twins(servers, lambda name: name.startswith("libnet"))
+
+
+def main():
+    ap = argument_parser()
     args = ap.parse_args()
 
     seconds = args.seconds or (3 if args.quick else 10)
@@ -898,29 +986,9 @@ def main():
             missing.append("nginx-light")
     if find_tool("taskset") is None:
         missing.append("util-linux")
-    if missing:
-        sys.exit("run_http_bench: missing %s; install with:\n  apt-get update && apt-get install "
-                 "-y %s\n(or run tools/setup.sh)" % (", ".join(missing), " ".join(missing)))
-    def cpu_list(text):
-        try:
-            return {int(c) for c in text.split(",")}
-        except ValueError:
-            sys.exit("run_http_bench: %r is not a list of CPU numbers" % text)
-    if not cpu_list(args.server_cpus) | cpu_list(args.client_cpus) <= os.sched_getaffinity(0):
-        sys.exit("run_http_bench: needs CPUs %s (server) and %s (wrk), has %s" %
-                 (args.server_cpus, args.client_cpus, sorted(os.sched_getaffinity(0))))
-
-    libnet = [s for s in servers if s.startswith("libnet")]
-    if libnet and args.binary and not os.access(args.binary, os.X_OK):
-        sys.exit("run_http_bench: --binary %s is not an executable file" % args.binary)
-    if args.baseline_binary:
-        if not libnet:
-            sys.exit("run_http_bench: --baseline-binary needs libnet-epoll or libnet-uring "
-                     "in --servers")
-        if not os.access(args.baseline_binary, os.X_OK):
-            sys.exit("run_http_bench: --baseline-binary %s is not an executable file" %
-                     args.baseline_binary)
-        servers = benchlib.with_twins(servers, lambda name: name.startswith("libnet"))
+    exit_if_missing("run_http_bench", missing)
+    check_cpus("run_http_bench", args, "wrk")
+    servers = check_binaries("run_http_bench", args, servers)
 
     if NETNS_ENV in os.environ:
         # The second half of run_in_netns: the parent made the temp dir and
@@ -930,7 +998,13 @@ def main():
         ctx["netns"] = True
         loopback_up()
         return bench(args, ctx, servers, scenarios, seconds, reps)
+    return run_in_temp_dir(args, ctx, servers, scenarios, seconds, reps)
 
+
+def run_in_temp_dir(args, ctx, servers, scenarios, seconds, reps):
+    """Builds or copies the binaries into a temp dir, then benches, in a
+    private network namespace when it can; removes the temp dir."""
+    libnet = [s for s in servers if s.startswith("libnet")]
     ctx["tmp"] = tempfile.mkdtemp(prefix="libnet-httpbench-")
     try:
         coro = any(s in CORO_SERVERS for s in servers)
@@ -971,7 +1045,6 @@ NETNS_BASELINE_ENV = "LIBNET_HTTPBENCH_NETNS_BASELINE"
 def bench(args, ctx, servers, scenarios, seconds, reps):
     # SIGTERM unwinds like Ctrl-C: wrk is killed, the server stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("run_http_bench: stopped by SIGTERM"))
-    libnet = [s for s in servers if s.startswith("libnet")]
     if "nginx" in servers:
         ctx["nginx_dir"] = os.path.join(ctx["tmp"], "nginx")
         os.mkdir(ctx["nginx_dir"])
@@ -980,7 +1053,27 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
     ctx["www"], files = make_www(ctx)
     if args.tls:
         ctx["tls"] = make_certs(ctx)
+    meta = describe_run(ctx, servers)
+    next_port = port_allocator(args.port_base)
+    # Correctness first: a server that serves wrong bytes is not measured.
+    skipped = precheck_all(ctx, servers, files, next_port)
+    active = [s for s in servers if s not in skipped]
+    t0 = time.time()
+    results, csv_path = run_all(args, ctx, active, scenarios, seconds, reps, next_port)
+    print_report(args, ctx, meta, servers, skipped, seconds, reps)
+    for group in GROUPS:
+        in_group = [s for s in scenarios if SCENARIOS[s][0] == group]
+        if in_group and active:
+            print(markdown_table(group, in_group, active, results))
+    if args.syscalls and active:
+        print(syscall_table(ctx, active, next_port))
+    log("CSV: %s (%s total)" % (csv_path, fmt_dur(time.time() - t0)))
+    failed = any("error" in r for runs in results.values() for r in runs)
+    return 1 if skipped or failed else 0
 
+
+def describe_run(ctx, servers):
+    """What the report's header says about the machine and the tools."""
     # "wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer"
     wrk_version = first_line([ctx["wrk"], "--version"]).split(" Copyright")[0]
     nginx_version = (first_line([ctx["nginx"], "-v"]).replace("nginx version: ", "")
@@ -990,22 +1083,29 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = " ".join(shlex.quote(a) for a in ["bench/http/run_http_bench.py"] + sys.argv[1:])
     log("machine: %s; kernel %s; %s; nginx %s" % (machine, kernel, wrk_version, nginx_version))
+    return {"wrk": wrk_version, "nginx": nginx_version, "machine": machine, "kernel": kernel,
+            "date": date, "command": command}
 
-    port = args.port_base
+
+def port_allocator(port_base):
+    """next_port(): the next free port from port_base on; each run gets a
+    fresh one so that no run meets the previous run's TIME_WAIT sockets."""
+    port = port_base
 
     def next_port():
-        """The next free port from --port-base on; each run gets a fresh one
-        so that no run meets the previous run's TIME_WAIT sockets."""
         nonlocal port
         for _ in range(2000):
             p = port
-            port = args.port_base + (port + 1 - args.port_base) % 2000
+            port = port_base + (port + 1 - port_base) % 2000
             if port_is_free(p):
                 return p
-        sys.exit("run_http_bench: no free port in %d-%d" % (args.port_base,
-                                                            args.port_base + 1999))
+        sys.exit("run_http_bench: no free port in %d-%d" % (port_base, port_base + 1999))
 
-    # Correctness first: a server that serves wrong bytes is not measured.
+    return next_port
+
+
+def precheck_all(ctx, servers, files, next_port):
+    """{server: errors} of the servers whose pre-check failed."""
     skipped = {}
     for name in servers:
         server = Server(name, ctx, next_port())
@@ -1025,8 +1125,12 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
             log("pre-check %s: FAILED, not measured:\n  %s" % (name, "\n  ".join(errors)))
         else:
             log("pre-check %s: /hello, /1k.bin, /148k.bin byte-exact" % name)
-    active = [s for s in servers if s not in skipped]
+    return skipped
 
+
+def run_all(args, ctx, active, scenarios, seconds, reps, next_port):
+    """Every run, one CSV row each; returns ({(scenario, server): [run]},
+    the CSV's path)."""
     total = len(scenarios) * reps * len(active)
     per_run = seconds + 1.0
     log("libnet HTTP bench: %d scenarios x %d servers x %d reps = %d runs of %d s, about %s" %
@@ -1049,20 +1153,7 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
                     left = (elapsed / done * (total - done)) if done else total * per_run
                     log("[run %d/%d] %s %s rep %d/%d — elapsed %s, about %s left" %
                         (done + 1, total, sc, name, rep, reps, fmt_dur(elapsed), fmt_dur(left)))
-                    try:
-                        r = run_once(ctx, name, sc, seconds, next_port())
-                        log("  %s req/s, p99 %.2f ms, server CPU %.2f s/100k req (busy %.0f%%), "
-                            "%.3f conn/req, other load %.0f%%, steal %.0f%%, background "
-                            "%.0f conn/s, %s" %
-                            (fmt_rps(r["rps"]), r["p99_ms"], r["cpu_per_100k"],
-                             100 * r["server_busy"], r["conn_per_req"], 100 * r["other_load"],
-                             100 * r["steal"], r["bg_conn_rate"],
-                             "ERRORS %d" % r["errors"] if r["errors"] else "no errors"))
-                        if r["notes"]:
-                            log("  note: " + r["notes"])
-                    except RunError as e:
-                        r = {"error": str(e)}
-                        log("  FAILED: %s" % e)
+                    r = logged_run(ctx, name, sc, seconds, next_port())
                     results.setdefault((sc, name), []).append(r)
                     row = dict(r, date=datetime.datetime.now().isoformat(timespec="seconds"),
                                scenario=sc, group=group, path=path, conns=conns,
@@ -1072,18 +1163,41 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
                     out.writerow(row)
                     f.flush()
                     done += 1
+    return results, csv_path
 
+
+def logged_run(ctx, name, sc, seconds, port):
+    """run_once(), its outcome logged; a failed run is {"error": why}."""
+    try:
+        r = run_once(ctx, name, sc, seconds, port)
+        log("  %s req/s, p99 %.2f ms, server CPU %.2f s/100k req (busy %.0f%%), "
+            "%.3f conn/req, other load %.0f%%, steal %.0f%%, background "
+            "%.0f conn/s, %s" %
+            (fmt_rps(r["rps"]), r["p99_ms"], r["cpu_per_100k"],
+             100 * r["server_busy"], r["conn_per_req"], 100 * r["other_load"],
+             100 * r["steal"], r["bg_conn_rate"],
+             "ERRORS %d" % r["errors"] if r["errors"] else "no errors"))
+        if r["notes"]:
+            log("  note: " + r["notes"])
+    except RunError as e:
+        r = {"error": str(e)}
+        log("  FAILED: %s" % e)
+    return r
+
+
+def print_report(args, ctx, meta, servers, skipped, seconds, reps):
+    """The report's header: the machine, the tools, the method."""
     print("## libnet HTTP server vs nginx (wrk)\n")
-    print("- Machine: %s" % machine)
-    print("- Kernel: %s" % kernel)
-    print("- Date: %s" % date)
-    print("- wrk: %s; nginx: %s" % (wrk_version, nginx_version))
-    if libnet:
+    print("- Machine: %s" % meta["machine"])
+    print("- Kernel: %s" % meta["kernel"])
+    print("- Date: %s" % meta["date"])
+    print("- wrk: %s; nginx: %s" % (meta["wrk"], meta["nginx"]))
+    if any(s.startswith("libnet") for s in servers):
         print("- libnet: `%s --threads %d --backend epoll|uring`" %
               (args.binary or "//examples/http:http_server (--config=opt)", args.threads))
     if args.baseline_binary:
         print("- Baseline (@base): `%s`, same flags" % args.baseline_binary)
-    print("- Command: `%s`" % command)
+    print("- Command: `%s`" % meta["command"])
     print("- Network: %s" % ("a private network namespace (its own loopback; conn/req counts "
                               "this benchmark's connections only)" if ctx["netns"] else
                               "the machine's own namespace (conn/req counts every TCP "
@@ -1105,15 +1219,6 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
               "ratio of the medians (req/s above 1 and CPU below 1: the current build is "
               "better).")
     print()
-    for group in GROUPS:
-        in_group = [s for s in scenarios if SCENARIOS[s][0] == group]
-        if in_group and active:
-            print(markdown_table(group, in_group, active, results))
-    if args.syscalls and active:
-        print(syscall_table(ctx, active, next_port))
-    log("CSV: %s (%s total)" % (csv_path, fmt_dur(time.time() - t0)))
-    failed = any("error" in r for runs in results.values() for r in runs)
-    return 1 if skipped or failed else 0
 
 
 if __name__ == "__main__":
