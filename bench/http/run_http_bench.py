@@ -1087,9 +1087,9 @@ def describe_run(ctx, servers):
             "date": date, "command": command}
 
 
-def port_allocator(port_base):
+def port_allocator(port_base, prog="run_http_bench"):
     """next_port(): the next free port from port_base on; each run gets a
-    fresh one so that no run meets the previous run's TIME_WAIT sockets."""
+    fresh one so that no run meets an earlier run's TIME_WAIT sockets."""
     port = port_base
 
     def next_port():
@@ -1099,7 +1099,7 @@ def port_allocator(port_base):
             port = port_base + (port + 1 - port_base) % 2000
             if port_is_free(p):
                 return p
-        sys.exit("run_http_bench: no free port in %d-%d" % (port_base, port_base + 1999))
+        sys.exit("%s: no free port in %d-%d" % (prog, port_base, port_base + 1999))
 
     return next_port
 
