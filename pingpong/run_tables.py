@@ -343,38 +343,11 @@ def markdown(name, spec, cells, mode, reps, seconds):
     for blocksize in sizes:
         if len(sizes) > 1:
             lines += ["%d-byte messages:" % blocksize, ""]
-        rowkey = "threads" if multi else "sessions"
+        ratios, cpu_ratios = ratio_columns(impls)
+        twins = [i for i in impls if i + BASE_SUFFIX in impls]
         header = ["sessions", "threads"] if multi else ["sessions"]
         header += ["%s MiB/s" % i for i in impls]
-        ratios = []
-        if "libnet-epoll" in impls and "asio" in impls:
-            ratios.append(("libnet-epoll", "asio"))
-        if "libnet-epoll" in impls and "libevent" in impls:
-            ratios.append(("libnet-epoll", "libevent"))
-        if "libnet-uring" in impls and "libnet-epoll" in impls:
-            ratios.append(("libnet-uring", "libnet-epoll"))
-        if "libnet-epoll" in impls and "floor-epoll" in impls:
-            ratios.append(("libnet-epoll", "floor-epoll"))
-        if "libnet-uring" in impls and "floor-uring" in impls:
-            ratios.append(("libnet-uring", "floor-uring"))
-        if "server-uring" in impls:
-            ratios.append(("server-uring", "server-epoll"))
-        for tls in ("libnet-tls-epoll", "libnet-tls-uring"):
-            if tls in impls and "asio-ssl" in impls:
-                ratios.append((tls, "asio-ssl"))
-        for coro, anchor in (("libnet-coro-epoll", "libnet-epoll"),
-                             ("libnet-coro-uring", "libnet-uring"),
-                             ("libnet-coro-epoll", "asio-coro"),
-                             ("libnet-coro-uring", "asio-coro")):
-            if coro in impls and anchor in impls:
-                ratios.append((coro, anchor))
-        cpu_ratios = [(a, b) for a, b in (("libnet-coro-epoll", "libnet-epoll"),
-                                          ("libnet-coro-uring", "libnet-uring"),
-                                          ("libnet-tls-epoll", "asio-ssl"),
-                                          ("libnet-tls-uring", "asio-ssl"))
-                      if a in impls and b in impls]
         header += ["%s/%s" % r for r in ratios]
-        twins = [i for i in impls if i + BASE_SUFFIX in impls]
         header += ["%s MiB/s now/base" % short_name(i) for i in twins]
         header += ["server CPU s/GiB: " + ", ".join(impls)]
         header += ["%s CPU now/base" % short_name(i) for i in twins]
@@ -387,39 +360,8 @@ def markdown(name, spec, cells, mode, reps, seconds):
         lines.append("|" + "---|" * len(header))
         for sessions in spec["sessions"]:
             for threads in spec["threads"]:
-                row = [str(sessions)] + ([str(threads)] if multi else [])
-                med = {}
-                for impl in impls:
-                    runs = cells.get((impl, blocksize, sessions, threads), [])
-                    if not runs:
-                        row.append("-")
-                        med[impl] = None
-                        continue
-                    m, lo, hi = median_range([r["mibps"] for r in runs])
-                    med[impl] = dict(mibps=m,
-                                     cpu=statistics.median([r["cpu_per_gib"] for r in runs]),
-                                     us=statistics.median([r["us_per_msg"] for r in runs]))
-                    row.append("%.0f (%.0f–%.0f)" % (m, lo, hi) if len(runs) > 1 else "%.0f" % m)
-                for a, b in ratios:
-                    row.append(ratio(med[a]["mibps"], med[b]["mibps"]) if med[a] and med[b] else "-")
-                for i in twins:
-                    now, base = med[i], med[i + BASE_SUFFIX]
-                    row.append(ratio(now["mibps"], base["mibps"]) if now and base else "-")
-                row.append(", ".join("%.2f" % med[i]["cpu"] if med[i] else "-" for i in impls))
-                for i in twins:
-                    now, base = med[i], med[i + BASE_SUFFIX]
-                    row.append(ratio(now["cpu"], base["cpu"]) if now and base else "-")
-                for a, b in cpu_ratios:
-                    row.append(ratio(med[a]["cpu"], med[b]["cpu"]) if med[a] and med[b] else "-")
-                if name == "backends":
-                    row.append(", ".join("%.2f" % med[i]["us"] if med[i] else "-" for i in impls))
-                    e, u = med.get("server-epoll"), med.get("server-uring")
-                    row.append(ratio(u["us"], e["us"]) if e and u else "-")
-                    if "sfloor-uring" in impls:
-                        for lib, floor in (("server-uring", "sfloor-uring"),
-                                           ("server-epoll", "sfloor-epoll")):
-                            a, b = med.get(lib), med.get(floor)
-                            row.append(ratio(a["us"], b["us"]) if a and b else "-")
+                key = (blocksize, sessions, threads)
+                row = table_row(name, impls, cells, key, multi, ratios, cpu_ratios, twins)
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
     lines.append("%s mode: %d s per run, median of %d runs (min–max), implementations "
@@ -435,13 +377,85 @@ def markdown(name, spec, cells, mode, reps, seconds):
     return "\n".join(lines)
 
 
+def ratio_columns(impls):
+    """The (a, b) pairs whose MiB/s ratio a/b, and whose CPU ratio, a table
+    of impls shows."""
+    ratios = []
+    if "libnet-epoll" in impls and "asio" in impls:
+        ratios.append(("libnet-epoll", "asio"))
+    if "libnet-epoll" in impls and "libevent" in impls:
+        ratios.append(("libnet-epoll", "libevent"))
+    if "libnet-uring" in impls and "libnet-epoll" in impls:
+        ratios.append(("libnet-uring", "libnet-epoll"))
+    if "libnet-epoll" in impls and "floor-epoll" in impls:
+        ratios.append(("libnet-epoll", "floor-epoll"))
+    if "libnet-uring" in impls and "floor-uring" in impls:
+        ratios.append(("libnet-uring", "floor-uring"))
+    if "server-uring" in impls:
+        ratios.append(("server-uring", "server-epoll"))
+    for tls in ("libnet-tls-epoll", "libnet-tls-uring"):
+        if tls in impls and "asio-ssl" in impls:
+            ratios.append((tls, "asio-ssl"))
+    for coro, anchor in (("libnet-coro-epoll", "libnet-epoll"),
+                         ("libnet-coro-uring", "libnet-uring"),
+                         ("libnet-coro-epoll", "asio-coro"),
+                         ("libnet-coro-uring", "asio-coro")):
+        if coro in impls and anchor in impls:
+            ratios.append((coro, anchor))
+    cpu_ratios = [(a, b) for a, b in (("libnet-coro-epoll", "libnet-epoll"),
+                                      ("libnet-coro-uring", "libnet-uring"),
+                                      ("libnet-tls-epoll", "asio-ssl"),
+                                      ("libnet-tls-uring", "asio-ssl"))
+                  if a in impls and b in impls]
+    return ratios, cpu_ratios
+
+
+def table_row(name, impls, cells, key, multi, ratios, cpu_ratios, twins):
+    """The cells of one (blocksize, sessions, threads) row."""
+    blocksize, sessions, threads = key
+    row = [str(sessions)] + ([str(threads)] if multi else [])
+    med = {}
+    for impl in impls:
+        runs = cells.get((impl, blocksize, sessions, threads), [])
+        if not runs:
+            row.append("-")
+            med[impl] = None
+            continue
+        m, lo, hi = median_range([r["mibps"] for r in runs])
+        med[impl] = dict(mibps=m,
+                         cpu=statistics.median([r["cpu_per_gib"] for r in runs]),
+                         us=statistics.median([r["us_per_msg"] for r in runs]))
+        row.append("%.0f (%.0f–%.0f)" % (m, lo, hi) if len(runs) > 1 else "%.0f" % m)
+    for a, b in ratios:
+        row.append(ratio(med[a]["mibps"], med[b]["mibps"]) if med[a] and med[b] else "-")
+    for i in twins:
+        now, base = med[i], med[i + BASE_SUFFIX]
+        row.append(ratio(now["mibps"], base["mibps"]) if now and base else "-")
+    row.append(", ".join("%.2f" % med[i]["cpu"] if med[i] else "-" for i in impls))
+    for i in twins:
+        now, base = med[i], med[i + BASE_SUFFIX]
+        row.append(ratio(now["cpu"], base["cpu"]) if now and base else "-")
+    for a, b in cpu_ratios:
+        row.append(ratio(med[a]["cpu"], med[b]["cpu"]) if med[a] and med[b] else "-")
+    if name == "backends":
+        row.append(", ".join("%.2f" % med[i]["us"] if med[i] else "-" for i in impls))
+        e, u = med.get("server-epoll"), med.get("server-uring")
+        row.append(ratio(u["us"], e["us"]) if e and u else "-")
+        if "sfloor-uring" in impls:
+            for lib, floor in (("server-uring", "sfloor-uring"),
+                               ("server-epoll", "sfloor-epoll")):
+                a, b = med.get(lib), med.get(floor)
+                row.append(ratio(a["us"], b["us"]) if a and b else "-")
+    return row
+
+
 def machine_line():
     return "%s, %d CPUs, kernel %s, %s" % (benchlib.cpu_model(), NCPU, platform.release(),
                                           datetime.datetime.now(datetime.timezone.utc)
                                           .strftime("%Y-%m-%d %H:%M UTC"))
 
 
-def main():
+def argument_parser():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["quick", "full"], default="quick")
@@ -459,6 +473,11 @@ def main():
                     "pingpong_server and pingpong_client are used, e.g. a bazel-bin/pingpong): "
                     "adds a NAME@base twin next to every libnet implementation and now/base "
                     "ratios; see above")
+    return ap
+
+
+def main():
+    ap = argument_parser()
     args = ap.parse_args()
 
     seconds = args.seconds or (10 if args.mode == "full" else 2)
@@ -499,6 +518,26 @@ def main():
         log("note: the baseline's %s are identical to --bindir's: the @base columns "
             "measure noise only" % " and ".join(BASELINE_BINARIES))
 
+    t0 = time.time()
+    results = run_plan(plan_cells(names, specs), names, specs, reps, seconds, bindir, basedir)
+
+    print("## libnet ping-pong results\n")
+    print("Machine: %s.  " % machine_line())
+    print("Command: `%s`\n" % " ".join(["pingpong/run_tables.py"] + sys.argv[1:]))
+    if basedir:
+        print("Baseline (@base): %s from `%s`.\n" % (" and ".join(BASELINE_BINARIES),
+                                                     os.path.abspath(args.baseline_bindir)))
+    for name in names:
+        spec = specs[name]
+        cells = results[name]
+        print(markdown(name, spec, cells, args.mode, reps, seconds))
+        write_csv(args.out, name, cells)
+        write_charts(args.out, name, spec, cells)
+    log("CSV and SVG files in %s (%s total)" % (args.out, benchlib.fmt_dur(int(time.time() - t0))))
+
+
+def plan_cells(names, specs):
+    """[(table, blocksize, sessions, threads, impls)], one per cell."""
     plan = []
     for name in names:
         spec = specs[name]
@@ -507,6 +546,12 @@ def main():
                 for threads in spec["threads"]:
                     impls = [i for i in spec["impls"] if not (i == "libevent" and threads > 1)]
                     plan.append((name, blocksize, sessions, threads, impls))
+    return plan
+
+
+def run_plan(plan, names, specs, reps, seconds, bindir, basedir):
+    """Runs every cell reps times; returns {table: {(impl, blocksize,
+    sessions, threads): [run]}}."""
     total_runs = sum(len(p[4]) for p in plan) * reps
     est_run = seconds + 1.5
     log("libnet ping-pong: %d cells, %d runs of %d s, about %s" %
@@ -536,46 +581,43 @@ def main():
                 except CellError as e:
                     log("  failed: %s" % e)
                 done += 1
+    return results
 
-    print("## libnet ping-pong results\n")
-    print("Machine: %s.  " % machine_line())
-    print("Command: `%s`\n" % " ".join(["pingpong/run_tables.py"] + sys.argv[1:]))
-    if basedir:
-        print("Baseline (@base): %s from `%s`.\n" % (" and ".join(BASELINE_BINARIES),
-                                                     os.path.abspath(args.baseline_bindir)))
-    for name in names:
-        spec = specs[name]
-        cells = results[name]
-        print(markdown(name, spec, cells, args.mode, reps, seconds))
-        with open(os.path.join(args.out, "%s.csv" % name), "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["table", "impl", "blocksize", "sessions", "threads", "run", "mibps",
-                        "bytes", "server_cpu_s", "server_cpu_s_per_gib", "server_us_per_msg"])
-            for (impl, blocksize, sessions, threads), runs in sorted(cells.items()):
-                for i, r in enumerate(runs):
-                    w.writerow([name, impl, blocksize, sessions, threads, i + 1, r["mibps"],
-                                r["bytes"], "%.4f" % r["cpu_s"], "%.4f" % r["cpu_per_gib"],
-                                "%.3f" % r["us_per_msg"]])
-        for blocksize in spec["blocksizes"]:
-            multi = len(spec["threads"]) > 1
-            xs = spec["threads"] if multi else spec["sessions"]
-            fixed = spec["sessions"] if multi else [None]
-            for s in fixed:
-                series = {}
-                for impl in spec["impls"]:
-                    vals = []
-                    for x in xs:
-                        key = (impl, blocksize, s, x) if multi else (impl, blocksize, x, 1)
-                        runs = cells.get(key)
-                        vals.append(statistics.median([r["mibps"] for r in runs]) if runs
-                                    else float("nan"))
-                    series[impl] = vals
-                suffix = ("-%dB" % blocksize if len(spec["blocksizes"]) > 1 else "") + (
-                    "-%dsessions" % s if multi else "")
-                path = os.path.join(args.out, "%s%s.svg" % (name, suffix))
-                svg_chart(path, "%s%s" % (spec["title"], " — %d sessions" % s if multi else ""),
-                          series, xs, "threads" if multi else "sessions", "MiB/s")
-    log("CSV and SVG files in %s (%s total)" % (args.out, benchlib.fmt_dur(int(time.time() - t0))))
+
+def write_csv(out, name, cells):
+    with open(os.path.join(out, "%s.csv" % name), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["table", "impl", "blocksize", "sessions", "threads", "run", "mibps",
+                    "bytes", "server_cpu_s", "server_cpu_s_per_gib", "server_us_per_msg"])
+        for (impl, blocksize, sessions, threads), runs in sorted(cells.items()):
+            for i, r in enumerate(runs):
+                w.writerow([name, impl, blocksize, sessions, threads, i + 1, r["mibps"],
+                            r["bytes"], "%.4f" % r["cpu_s"], "%.4f" % r["cpu_per_gib"],
+                            "%.3f" % r["us_per_msg"]])
+
+
+def write_charts(out, name, spec, cells):
+    """One SVG chart per blocksize (and, with several thread counts, per
+    session count)."""
+    for blocksize in spec["blocksizes"]:
+        multi = len(spec["threads"]) > 1
+        xs = spec["threads"] if multi else spec["sessions"]
+        fixed = spec["sessions"] if multi else [None]
+        for s in fixed:
+            series = {}
+            for impl in spec["impls"]:
+                vals = []
+                for x in xs:
+                    key = (impl, blocksize, s, x) if multi else (impl, blocksize, x, 1)
+                    runs = cells.get(key)
+                    vals.append(statistics.median([r["mibps"] for r in runs]) if runs
+                                else float("nan"))
+                series[impl] = vals
+            suffix = ("-%dB" % blocksize if len(spec["blocksizes"]) > 1 else "") + (
+                "-%dsessions" % s if multi else "")
+            path = os.path.join(out, "%s%s.svg" % (name, suffix))
+            svg_chart(path, "%s%s" % (spec["title"], " — %d sessions" % s if multi else ""),
+                      series, xs, "threads" if multi else "sessions", "MiB/s")
 
 
 if __name__ == "__main__":
