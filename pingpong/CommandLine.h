@@ -33,8 +33,8 @@ struct Option {
 
 struct CommandLine {
   std::vector<std::string> positional;
-  bool help = false;   // --help or -h stood anywhere on the line
-  std::string error;   // non-empty: a bad option (the positional ones unchecked)
+  bool help = false;  // --help or -h stood anywhere on the line
+  std::string error;  // non-empty: a bad option (the positional ones unchecked)
 };
 
 namespace detail {
