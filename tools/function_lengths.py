@@ -64,86 +64,26 @@ def python_functions(path, text):
 
 # ---------------------------------------------------------------- C++
 
+# What strip_cpp() blanks: comments, literals and preprocessor directives
+# (with their backslash continuations). A quote after a digit or letter is a
+# digit separator (1'000) or part of a prefixed literal, not a char literal.
+SKIPPED = re.compile(r"""
+    //[^\n]*
+  | /\*.*?(?:\*/|\Z)
+  | (?<![A-Za-z_0-9])(?:u8|u|U|L)?R"(?P<delim>[^()\\\s]{0,16})\(.*?(?:\)(?P=delim)"|\Z)
+  | "(?:\\.|[^"\\\n])*"?
+  | (?<![A-Za-z_0-9'])'(?:\\.|[^'\\\n])*'?
+  | ^[ \t]*\#(?:\\\n|[^\n])*
+""", re.M | re.S | re.X)
+
+
 def strip_cpp(text):
     """The source with comments, literals and preprocessor lines blanked.
 
     Every character that is not a newline inside them becomes a space, so
     offsets and line numbers stay those of the file.
     """
-    out = list(text)
-    i, n = 0, len(text)
-    at_line_start = True
-
-    def blank(start, end):
-        for k in range(start, end):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            at_line_start = True
-            i += 1
-            continue
-        if c in " \t":
-            i += 1
-            continue
-        if at_line_start and c == "#":
-            # A directive, continued over backslash-newlines.
-            j = i
-            while j < n:
-                if text[j] == "\n" and text[j - 1] != "\\":
-                    break
-                if text.startswith("//", j):
-                    j = text.find("\n", j)
-                    j = n if j < 0 else j
-                    break
-                if text.startswith("/*", j):
-                    k = text.find("*/", j + 2)
-                    j = n if k < 0 else k + 2
-                    continue
-                j += 1
-            blank(i, j)
-            i = j
-            continue
-        at_line_start = False
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            blank(i, j)
-            i = j
-        elif c == "R" and text.startswith('"', i + 1) and not _ident_char(text, i - 1):
-            m = re.match(r'R"([^()\\ ]{0,16})\(', text[i:])
-            if m:
-                close = ")" + m.group(1) + '"'
-                j = text.find(close, i + len(m.group(0)))
-                j = n if j < 0 else j + len(close)
-                blank(i, j)
-                i = j
-            else:
-                i += 1
-        elif c in "\"'":
-            if c == "'" and i > 0 and text[i - 1].isalnum():
-                i += 1  # a digit separator: 1'000'000
-                continue
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            j = min(j + 1, n)
-            blank(i, j)
-            i = j
-        else:
-            i += 1
-    return "".join(out)
-
-
-def _ident_char(text, i):
-    return i >= 0 and (text[i].isalnum() or text[i] == "_")
+    return SKIPPED.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
 TOKEN = re.compile(r"[A-Za-z_~][A-Za-z_0-9]*|::|->|&&|\S")
@@ -217,10 +157,9 @@ def _function_start(tokens, brace):
             j -= 1
             continue
         if tok == ">":
-            open_angle = _matching_open(tokens, j, "<", ">")
-            if open_angle is None:
+            j = _before_template_args(tokens, j)
+            if j is None:
                 return None
-            j = open_angle - 1
             continue
         if tok == "}":  # the last member initializer braced: `: a_{x} {`
             open_brace = _matching_open(tokens, j, "{", "}")
@@ -253,10 +192,9 @@ def _initializer_list_start(tokens, open_paren):
             k -= 1
             continue
         if tok == ">":
-            m = _matching_open(tokens, k, "<", ">")
-            if m is None:
+            k = _before_template_args(tokens, k)
+            if k is None:
                 return None
-            k = m - 1
             continue
         break
     if k < 0 or k == open_paren - 1:
@@ -281,10 +219,9 @@ def _function_name(tokens, open_paren):
         return None
     tok, pos = tokens[k]
     if tok == ">":  # operator() templates, `Foo<T>::Foo(`
-        m = _matching_open(tokens, k, "<", ">")
-        if m is None:
+        k = _before_template_args(tokens, k)
+        if k is None or k < 0:
             return None
-        k = m - 1
         tok, pos = tokens[k]
     if tok in ("]", ")"):
         return None  # a lambda or a call through an expression
@@ -301,6 +238,13 @@ def _function_name(tokens, open_paren):
         pos = tokens[k - 2][1]
         k -= 2
     return name, pos
+
+
+def _before_template_args(tokens, close_angle):
+    """The index of the token before the `<` that the `>` at close_angle
+    closes, or None."""
+    open_angle = _matching_open(tokens, close_angle, "<", ">")
+    return None if open_angle is None else open_angle - 1
 
 
 def _matching_open(tokens, close, opener, closer):
