@@ -37,7 +37,6 @@ tools/setup.sh installs, and with --perf, perf (apt-get install -y linux-perf).
 import argparse
 import csv
 import datetime
-import filecmp
 import os
 import platform
 import re
@@ -817,12 +816,7 @@ def run_in_temp_dir(args, ctx, servers, concs, n, reps):
         elif libnet:
             ctx["binary"] = build(ctx)
         if args.baseline_binary:
-            # A copy under its own name, so perf tells the two builds apart.
-            ctx["baseline"] = os.path.join(ctx["tmp"], "http_server-base")
-            shutil.copy2(args.baseline_binary, ctx["baseline"])
-            if filecmp.cmp(ctx["binary"], ctx["baseline"], shallow=False):
-                log("note: --baseline-binary is identical to the current http_server: the "
-                    "@base rows measure noise only")
+            hb.copy_baseline(ctx, args.baseline_binary, "rows")
         if not args.shared_netns:
             if benchlib.netns_available():
                 return benchlib.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV,

@@ -1001,6 +1001,18 @@ def main():
     return run_in_temp_dir(args, ctx, servers, scenarios, seconds, reps)
 
 
+def copy_baseline(ctx, path, where):
+    """Copies the --baseline-binary into the temp dir, under its own name (so
+    perf tells the two builds apart), as build() copies: the path is often a
+    baseline tree's bazel-bin, which a build there can re-point during the
+    run. `where` names the report's @base columns or rows."""
+    ctx["baseline"] = os.path.join(ctx["tmp"], "http_server-base")
+    shutil.copy2(path, ctx["baseline"])
+    if filecmp.cmp(ctx["binary"], ctx["baseline"], shallow=False):
+        log("note: --baseline-binary is identical to the current http_server: the "
+            "@base %s measure noise only" % where)
+
+
 def run_in_temp_dir(args, ctx, servers, scenarios, seconds, reps):
     """Builds or copies the binaries into a temp dir, then benches, in a
     private network namespace when it can; removes the temp dir."""
@@ -1017,13 +1029,7 @@ def run_in_temp_dir(args, ctx, servers, scenarios, seconds, reps):
         elif libnet:
             ctx["binary"] = build(ctx, ["http_server"] + (["coro_http_server"] if coro else []))[0]
         if args.baseline_binary:
-            # A copy, as build() makes: the path is often a baseline tree's
-            # bazel-bin, which a build there can re-point during the run.
-            ctx["baseline"] = os.path.join(ctx["tmp"], "http_server-base")
-            shutil.copy2(args.baseline_binary, ctx["baseline"])
-            if filecmp.cmp(ctx["binary"], ctx["baseline"], shallow=False):
-                log("note: --baseline-binary is identical to the current http_server: the "
-                    "@base columns measure noise only")
+            copy_baseline(ctx, args.baseline_binary, "columns")
         if not args.shared_netns:
             if netns_available():
                 return benchlib.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV,
