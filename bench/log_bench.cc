@@ -501,9 +501,7 @@ void handleStopSignals() {
   }).detach();
 }
 
-}  // namespace
-
-int main(int argc, char* argv[]) {
+struct Options {
   int64_t lines = 1'000'000;
   int reps = 1;
   bool loadCheck = true;
@@ -511,6 +509,11 @@ int main(int argc, char* argv[]) {
   std::vector<std::string> loggers = {"libnet", "sync", "spdlog"};
   std::string compare;
   fs::path parent = fs::temp_directory_path();
+};
+
+// nullopt: go on. Otherwise the exit status to return now: 0 after --help,
+// 2 after a bad option (the reason printed).
+std::optional<int> parseOptions(int argc, char* argv[], Options* options) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -520,7 +523,7 @@ int main(int argc, char* argv[]) {
       return 0;
     }
     if (arg == "--no-load-check") {
-      loadCheck = false;
+      options->loadCheck = false;
       continue;
     }
     if (i + 1 >= argc) {
@@ -529,28 +532,35 @@ int main(int argc, char* argv[]) {
     }
     const std::string_view value = argv[++i];
     if (arg == "--lines") {
-      std::from_chars(value.data(), value.data() + value.size(), lines);
+      std::from_chars(value.data(), value.data() + value.size(), options->lines);
     } else if (arg == "--threads") {
-      threadCounts = parseThreads(value);
+      options->threadCounts = parseThreads(value);
     } else if (arg == "--loggers") {
-      loggers = split(value);
+      options->loggers = split(value);
     } else if (arg == "--reps") {
-      std::from_chars(value.data(), value.data() + value.size(), reps);
+      std::from_chars(value.data(), value.data() + value.size(), options->reps);
     } else if (arg == "--compare") {
-      compare = std::string(value);
+      options->compare = std::string(value);
     } else if (arg == "--dir") {
-      parent = std::string(value);
+      options->parent = std::string(value);
     } else {
       std::cerr << "log_bench: unknown option " << arg << "\n";
       return 2;
     }
   }
-  if (lines <= 0 || threadCounts.empty() || reps <= 0) {
+  if (options->lines <= 0 || options->threadCounts.empty() || options->reps <= 0) {
     std::cerr << "log_bench: bad --lines, --threads or --reps\n";
     return 2;
   }
-  using Runner = Result (*)(int, int64_t, const fs::path&);
-  std::vector<std::pair<std::string, Runner>> runners;
+  return std::nullopt;
+}
+
+using Runner = Result (*)(int, int64_t, const fs::path&);
+using Runners = std::vector<std::pair<std::string, Runner>>;
+
+// nullopt after naming an unknown logger.
+std::optional<Runners> runnersFor(const std::vector<std::string>& loggers) {
+  Runners runners;
   for (const std::string& name : loggers) {
     if (name == "libnet") {
       runners.emplace_back(name, runLibnetAsync);
@@ -560,28 +570,120 @@ int main(int argc, char* argv[]) {
       runners.emplace_back(name, runSpdlogAsync);
     } else {
       std::cerr << "log_bench: unknown logger " << name << " (libnet, sync, spdlog)\n";
-      return 2;
+      return std::nullopt;
     }
   }
-  bool compareKnowsLoggers = false;
-  if (!compare.empty()) {
-    std::FILE* p = ::popen((compare + " --help").c_str(), "r");
-    char buf[512];
-    while (p != nullptr && std::fgets(buf, sizeof buf, p)) {
-      if (std::string_view(buf).find("--loggers") != std::string_view::npos) {
-        compareKnowsLoggers = true;
+  return runners;
+}
+
+// Whether the --compare build takes --loggers (an older one may not);
+// nullopt, after a message, if it cannot be run.
+std::optional<bool> compareKnowsLoggers(const std::string& compare) {
+  bool knows = false;
+  std::FILE* p = ::popen((compare + " --help").c_str(), "r");
+  char buf[512];
+  while (p != nullptr && std::fgets(buf, sizeof buf, p)) {
+    if (std::string_view(buf).find("--loggers") != std::string_view::npos) knows = true;
+  }
+  if (p == nullptr || ::pclose(p) != 0) {
+    std::cerr << "log_bench: cannot run " << compare << "\n";
+    return std::nullopt;
+  }
+  return knows;
+}
+
+// Every cell's runs, for the medians, in the order the cells first ran.
+struct Cells {
+  using Key = std::pair<std::string, int>;  // logger, threads
+  std::map<Key, std::vector<Result>> runs;
+  std::map<Key, std::vector<double>> loads;
+  std::vector<Key> order;
+
+  // Keeps a run and prints its row.
+  void record(const Result& r, double other) {
+    const auto key = std::make_pair(r.logger, r.threads);
+    if (!runs.contains(key)) order.push_back(key);
+    runs[key].push_back(r);
+    loads[key].push_back(other);
+    printRow(r, other);
+  }
+};
+
+// Runs every cell `options.reps` times; with --compare the other build runs
+// right after this one's libnet row, so both see the same machine. False
+// (after a message) if the other build gave no row.
+bool runCells(const Options& options, const Runners& runners, bool knowsLoggers,
+              const fs::path& dir, Cells* cells) {
+  for (int rep = 0; rep < options.reps; ++rep) {
+    for (const auto& [name, run] : runners) {
+      for (int threads : options.threadCounts) {
+        // Our own directory: emptied for each run.
+        for (const auto& entry : fs::directory_iterator(dir)) fs::remove_all(entry.path());
+        const CpuSample a = sampleCpu();
+        const Result r = run(threads, options.lines, dir);
+        const CpuSample b = sampleCpu();
+        cells->record(r, otherLoad(a, b));
+        if (name != "libnet" || options.compare.empty()) continue;
+        Result other;
+        double childCpu = 0;
+        const CpuSample c = sampleCpu();
+        if (!runCompare(options.compare, knowsLoggers, threads, options.lines, dir, &other,
+                        &childCpu)) {
+          std::cerr << "log_bench: no libnet AsyncLogging row from " << options.compare << "\n";
+          return false;
+        }
+        const CpuSample d = sampleCpu();
+        other.logger = "compare: " + other.logger;
+        cells->record(other, otherLoad(c, d, childCpu));
       }
     }
-    if (p == nullptr || ::pclose(p) != 0) {
-      std::cerr << "log_bench: cannot run " << compare << "\n";
-      return 2;
+  }
+  return true;
+}
+
+void printMedians(const Cells& cells, int reps) {
+  std::printf("\nMedians of %d runs (lines/s min-max):\n\n", reps);
+  std::printf(
+      "| logger | threads | lines/s | p50 ns | p99 ns | p99.9 ns | max ns | other load |\n"
+      "|---|---|---|---|---|---|---|---|\n");
+  for (const auto& key : cells.order) {
+    std::vector<double> rate;
+    std::vector<int64_t> p50, p99, p999, mx;
+    for (const Result& r : cells.runs.at(key)) {
+      rate.push_back(static_cast<double>(r.lines) / r.seconds / 1e6);
+      p50.push_back(r.p50);
+      p99.push_back(r.p99);
+      p999.push_back(r.p999);
+      mx.push_back(r.max);
     }
+    std::printf("| %s | %d | %.2fM (%.2f-%.2f) | %s | %s | %s | %s | %.0f%% |\n", key.first.c_str(),
+                key.second, median(rate), *std::min_element(rate.begin(), rate.end()),
+                *std::max_element(rate.begin(), rate.end()), withSeparators(median(p50)).c_str(),
+                withSeparators(median(p99)).c_str(), withSeparators(median(p999)).c_str(),
+                withSeparators(median(mx)).c_str(), 100 * median(cells.loads.at(key)));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  Options options;
+  if (const std::optional<int> exitStatus = parseOptions(argc, argv, &options)) {
+    return *exitStatus;
+  }
+  const std::optional<Runners> runners = runnersFor(options.loggers);
+  if (!runners) return 2;
+  bool knowsLoggers = false;
+  if (!options.compare.empty()) {
+    const std::optional<bool> knows = compareKnowsLoggers(options.compare);
+    if (!knows) return 2;
+    knowsLoggers = *knows;
   }
 
   std::optional<PublishedWorkDir> workDir;
   try {
     handleStopSignals();
-    workDir.emplace(parent);
+    workDir.emplace(options.parent);
   } catch (const std::exception& e) {
     std::cerr << "log_bench: " << e.what() << "\n";
     return 2;
@@ -590,72 +692,15 @@ int main(int argc, char* argv[]) {
 
   struct utsname uts;
   ::uname(&uts);
-  std::cout << "log_bench: " << lines << " lines per run, " << reps << " rep(s), "
+  std::cout << "log_bench: " << options.lines << " lines per run, " << options.reps << " rep(s), "
             << std::thread::hardware_concurrency() << " CPUs, " << uts.sysname << ' ' << uts.release
             << ", files in " << dir.string() << "\n";
-  if (loadCheck) printLoadCheck();
+  if (options.loadCheck) printLoadCheck();
   std::cout << "\n| logger | threads | lines/s | MB/s | p50 ns | p99 ns | p99.9 ns | max ns | "
                "other load |\n"
             << "|---|---|---|---|---|---|---|---|---|\n";
-  // Every cell's runs, for the medians; with --compare the other build runs
-  // right after this one's libnet row, so both see the same machine.
-  std::map<std::pair<std::string, int>, std::vector<Result>> cells;
-  std::map<std::pair<std::string, int>, std::vector<double>> loads;
-  std::vector<std::pair<std::string, int>> order;
-  auto record = [&](const Result& r, double other) {
-    const auto key = std::make_pair(r.logger, r.threads);
-    if (!cells.contains(key)) order.push_back(key);
-    cells[key].push_back(r);
-    loads[key].push_back(other);
-    printRow(r, other);
-  };
-  for (int rep = 0; rep < reps; ++rep) {
-    for (const auto& [name, run] : runners) {
-      for (int threads : threadCounts) {
-        // Our own directory: emptied for each run.
-        for (const auto& entry : fs::directory_iterator(dir)) fs::remove_all(entry.path());
-        const CpuSample a = sampleCpu();
-        const Result r = run(threads, lines, dir);
-        const CpuSample b = sampleCpu();
-        record(r, otherLoad(a, b));
-        if (name == "libnet" && !compare.empty()) {
-          Result other;
-          double childCpu = 0;
-          const CpuSample c = sampleCpu();
-          if (!runCompare(compare, compareKnowsLoggers, threads, lines, dir, &other, &childCpu)) {
-            std::cerr << "log_bench: no libnet AsyncLogging row from " << compare << "\n";
-            return 1;
-          }
-          const CpuSample d = sampleCpu();
-          other.logger = "compare: " + other.logger;
-          record(other, otherLoad(c, d, childCpu));
-        }
-      }
-    }
-  }
-  if (reps > 1) {
-    std::printf("\nMedians of %d runs (lines/s min-max):\n\n", reps);
-    std::printf(
-        "| logger | threads | lines/s | p50 ns | p99 ns | p99.9 ns | max ns | other load |\n"
-        "|---|---|---|---|---|---|---|---|\n");
-    for (const auto& key : order) {
-      const std::vector<Result>& runs = cells[key];
-      std::vector<double> rate;
-      std::vector<int64_t> p50, p99, p999, mx;
-      for (const Result& r : runs) {
-        rate.push_back(static_cast<double>(r.lines) / r.seconds / 1e6);
-        p50.push_back(r.p50);
-        p99.push_back(r.p99);
-        p999.push_back(r.p999);
-        mx.push_back(r.max);
-      }
-      std::printf("| %s | %d | %.2fM (%.2f-%.2f) | %s | %s | %s | %s | %.0f%% |\n",
-                  key.first.c_str(), key.second, median(rate),
-                  *std::min_element(rate.begin(), rate.end()),
-                  *std::max_element(rate.begin(), rate.end()), withSeparators(median(p50)).c_str(),
-                  withSeparators(median(p99)).c_str(), withSeparators(median(p999)).c_str(),
-                  withSeparators(median(mx)).c_str(), 100 * median(loads[key]));
-    }
-  }
+  Cells cells;
+  if (!runCells(options, *runners, knowsLoggers, dir, &cells)) return 1;
+  if (options.reps > 1) printMedians(cells, options.reps);
   return 0;
 }

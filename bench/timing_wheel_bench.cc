@@ -35,6 +35,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -94,12 +95,15 @@ bool parseCount(std::string_view text, int64_t lo, int64_t* out) {
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char* argv[]) {
+struct Options {
   int64_t entries = 100'000;
   int64_t buckets = 61;
   int64_t rounds = 7;
+};
+
+// nullopt: go on. Otherwise the exit status to return now: 0 after --help,
+// 2 after a bad option (the reason printed).
+std::optional<int> parseOptions(int argc, char* argv[], Options* options) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -113,11 +117,11 @@ int main(int argc, char* argv[]) {
     const std::string_view value = argv[++i];
     bool ok = false;
     if (arg == "--entries") {
-      ok = parseCount(value, 1, &entries);
+      ok = parseCount(value, 1, &options->entries);
     } else if (arg == "--buckets") {
-      ok = parseCount(value, 2, &buckets) && buckets <= TimingWheel::kMaxBuckets;
+      ok = parseCount(value, 2, &options->buckets) && options->buckets <= TimingWheel::kMaxBuckets;
     } else if (arg == "--rounds") {
-      ok = parseCount(value, 1, &rounds);
+      ok = parseCount(value, 1, &options->rounds);
     } else {
       std::cerr << "timing_wheel_bench: unknown option " << arg << "\n";
       return 2;
@@ -127,10 +131,10 @@ int main(int argc, char* argv[]) {
       return 2;
     }
   }
-  const auto n = static_cast<size_t>(entries);
-  const auto perBucket = n / static_cast<size_t>(buckets);
+  return std::nullopt;
+}
 
-  libnet::EventLoop loop(libnet::PollerKind::kEpoll);
+std::vector<std::shared_ptr<libnet::TcpConnection>> makeStandIns(size_t n) {
   std::vector<std::shared_ptr<libnet::TcpConnection>> conns;
   conns.reserve(n);
   for (size_t i = 0; i < n; ++i) {
@@ -138,6 +142,111 @@ int main(int argc, char* argv[]) {
     // Aliases the stand-in's control block; the wheel never dereferences it.
     conns.emplace_back(owner, reinterpret_cast<libnet::TcpConnection*>(owner.get()));
   }
+  return conns;
+}
+
+// The samples of every timed operation, in ns.
+struct Timings {
+  std::vector<double> fullTick, movedSeq, movedRand, newestSeq, newestRand, emptyTick, add;
+  uint64_t expiredPerTick = 0;
+  bool emptyTicksWereEmpty = true;
+};
+
+// Ticks that expire a full bucket each. The callback leaves the entries
+// open, so they re-enter the newest bucket and the spread is kept.
+void timeFullTicks(TimingWheel& wheel, const uint64_t& expiredCount, int64_t rounds, Timings* t) {
+  for (int64_t r = 0; r < rounds; ++r) {
+    const uint64_t before = expiredCount;
+    const auto start = Clock::now();
+    wheel.advance();
+    t->fullTick.push_back(nanosSince(start));
+    t->expiredPerTick = std::max(t->expiredPerTick, expiredCount - before);
+  }
+}
+
+// Touch every entry once in a fresh tick (each moves to the newest
+// bucket), then once more (each is already there). After that every entry
+// is in the newest bucket, so the following ticks find their buckets empty
+// until the wheel comes round; those ticks are timed too.
+void timeTouches(TimingWheel& wheel, const std::vector<TimingWheel::Entry>& handles,
+                 const uint64_t& expiredCount, int64_t rounds, Timings* t) {
+  std::vector<TimingWheel::Entry> sequential = handles;
+  std::vector<TimingWheel::Entry> shuffled = handles;
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(12345));
+  auto touchAll = [&](const std::vector<TimingWheel::Entry>& order) {
+    const auto start = Clock::now();
+    for (const TimingWheel::Entry e : order) wheel.touch(e);
+    return nanosSince(start) / static_cast<double>(order.size());
+  };
+  wheel.advance();
+  for (int64_t r = 0; r < rounds; ++r) {
+    for (const auto* order : {&sequential, &shuffled}) {
+      auto& moved = order == &sequential ? t->movedSeq : t->movedRand;
+      auto& newest = order == &sequential ? t->newestSeq : t->newestRand;
+      moved.push_back(touchAll(*order));
+      newest.push_back(touchAll(*order));
+      const uint64_t before = expiredCount;
+      const auto start = Clock::now();
+      wheel.advance();
+      t->emptyTick.push_back(nanosSince(start));
+      t->emptyTicksWereEmpty = t->emptyTicksWereEmpty && expiredCount == before;
+    }
+  }
+}
+
+// add, with the tables grown: remove a slice, then time adding it back.
+void timeAdds(TimingWheel& wheel, std::vector<TimingWheel::Entry>& handles,
+              const std::vector<std::shared_ptr<libnet::TcpConnection>>& conns, int64_t rounds,
+              Timings* t) {
+  const size_t slice = std::min<size_t>(handles.size(), 10'000);
+  for (int64_t r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < slice; ++i) wheel.remove(handles[i]);
+    const auto start = Clock::now();
+    for (size_t i = 0; i < slice; ++i) handles[i] = wheel.add(conns[i]);
+    t->add.push_back(nanosSince(start) / static_cast<double>(slice));
+  }
+}
+
+void printTable(const Options& options, const TimingWheel& wheel, const Timings& t,
+                int64_t rssGrowth) {
+  const auto n = static_cast<size_t>(options.entries);
+  struct utsname uts;
+  ::uname(&uts);
+  std::printf("timing_wheel_bench: %zu entries, %lld buckets, %lld rounds (median), %s, %s %s\n\n",
+              n, static_cast<long long>(options.buckets), static_cast<long long>(options.rounds),
+              cpuModel().c_str(), uts.sysname, uts.release);
+  std::printf("| operation | cost |\n|---|---|\n");
+  std::printf("| add (tables grown) | %.1f ns |\n", median(t.add));
+  std::printf("| touch that moves, sequential order | %.1f ns |\n", median(t.movedSeq));
+  std::printf("| touch that moves, random order | %.1f ns |\n", median(t.movedRand));
+  std::printf("| touch already newest, sequential order | %.1f ns |\n", median(t.newestSeq));
+  std::printf("| touch already newest, random order | %.1f ns |\n", median(t.newestRand));
+  std::printf("| tick expiring nothing | %.0f ns%s |\n", median(t.emptyTick),
+              t.emptyTicksWereEmpty ? "" : " (some expired entries!)");
+  std::printf("| tick expiring %llu entries (N / B) | %.1f us (%.1f ns per entry) |\n",
+              static_cast<unsigned long long>(t.expiredPerTick), median(t.fullTick) / 1000.0,
+              median(t.fullTick) / static_cast<double>(std::max<uint64_t>(t.expiredPerTick, 1)));
+  std::printf("| memory per entry, layout (link + weak_ptr) | %zu B |\n",
+              TimingWheel::bytesPerEntry());
+  std::printf("| memory per entry, table capacity / entries | %.1f B |\n",
+              static_cast<double>(wheel.tableBytes()) / static_cast<double>(n));
+  std::printf("| memory per entry, RSS growth while adding / entries | %.1f B |\n",
+              static_cast<double>(rssGrowth) / static_cast<double>(n));
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  Options options;
+  if (const std::optional<int> exitStatus = parseOptions(argc, argv, &options)) {
+    return *exitStatus;
+  }
+  const auto n = static_cast<size_t>(options.entries);
+  const auto buckets = options.buckets;
+  const auto perBucket = n / static_cast<size_t>(buckets);
+
+  libnet::EventLoop loop(libnet::PollerKind::kEpoll);
+  const std::vector<std::shared_ptr<libnet::TcpConnection>> conns = makeStandIns(n);
 
   uint64_t expiredCount = 0;
   const std::chrono::hours tick(1);
@@ -164,79 +273,10 @@ int main(int argc, char* argv[]) {
     return 1;
   }
 
-  // Ticks that expire a full bucket each. The callback leaves the entries
-  // open, so they re-enter the newest bucket and the spread is kept.
-  std::vector<double> fullTickNs;
-  uint64_t expiredPerTick = 0;
-  for (int64_t r = 0; r < rounds; ++r) {
-    const uint64_t before = expiredCount;
-    const auto start = Clock::now();
-    wheel.advance();
-    fullTickNs.push_back(nanosSince(start));
-    expiredPerTick = std::max(expiredPerTick, expiredCount - before);
-  }
-
-  std::vector<TimingWheel::Entry> sequential = handles;
-  std::vector<TimingWheel::Entry> shuffled = handles;
-  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(12345));
-  auto touchAll = [&](const std::vector<TimingWheel::Entry>& order) {
-    const auto start = Clock::now();
-    for (const TimingWheel::Entry e : order) wheel.touch(e);
-    return nanosSince(start) / static_cast<double>(order.size());
-  };
-
-  // Touch every entry once in a fresh tick (each moves to the newest
-  // bucket), then once more (each is already there). After that every entry
-  // is in the newest bucket, so the following ticks find their buckets empty
-  // until the wheel comes round; those ticks are timed too.
-  std::vector<double> movedSeqNs, movedRandNs, newestSeqNs, newestRandNs, emptyTickNs;
-  bool emptyTicksWereEmpty = true;
-  wheel.advance();
-  for (int64_t r = 0; r < rounds; ++r) {
-    for (const auto* order : {&sequential, &shuffled}) {
-      auto& moved = order == &sequential ? movedSeqNs : movedRandNs;
-      auto& newest = order == &sequential ? newestSeqNs : newestRandNs;
-      moved.push_back(touchAll(*order));
-      newest.push_back(touchAll(*order));
-      const uint64_t before = expiredCount;
-      const auto start = Clock::now();
-      wheel.advance();
-      emptyTickNs.push_back(nanosSince(start));
-      emptyTicksWereEmpty = emptyTicksWereEmpty && expiredCount == before;
-    }
-  }
-
-  // add, with the tables grown: remove a slice, then time adding it back.
-  std::vector<double> addNs;
-  const size_t slice = std::min<size_t>(n, 10'000);
-  for (int64_t r = 0; r < rounds; ++r) {
-    for (size_t i = 0; i < slice; ++i) wheel.remove(handles[i]);
-    const auto start = Clock::now();
-    for (size_t i = 0; i < slice; ++i) handles[i] = wheel.add(conns[i]);
-    addNs.push_back(nanosSince(start) / static_cast<double>(slice));
-  }
-
-  struct utsname uts;
-  ::uname(&uts);
-  std::printf("timing_wheel_bench: %zu entries, %lld buckets, %lld rounds (median), %s, %s %s\n\n",
-              n, static_cast<long long>(buckets), static_cast<long long>(rounds),
-              cpuModel().c_str(), uts.sysname, uts.release);
-  std::printf("| operation | cost |\n|---|---|\n");
-  std::printf("| add (tables grown) | %.1f ns |\n", median(addNs));
-  std::printf("| touch that moves, sequential order | %.1f ns |\n", median(movedSeqNs));
-  std::printf("| touch that moves, random order | %.1f ns |\n", median(movedRandNs));
-  std::printf("| touch already newest, sequential order | %.1f ns |\n", median(newestSeqNs));
-  std::printf("| touch already newest, random order | %.1f ns |\n", median(newestRandNs));
-  std::printf("| tick expiring nothing | %.0f ns%s |\n", median(emptyTickNs),
-              emptyTicksWereEmpty ? "" : " (some expired entries!)");
-  std::printf("| tick expiring %llu entries (N / B) | %.1f us (%.1f ns per entry) |\n",
-              static_cast<unsigned long long>(expiredPerTick), median(fullTickNs) / 1000.0,
-              median(fullTickNs) / static_cast<double>(std::max<uint64_t>(expiredPerTick, 1)));
-  std::printf("| memory per entry, layout (link + weak_ptr) | %zu B |\n",
-              TimingWheel::bytesPerEntry());
-  std::printf("| memory per entry, table capacity / entries | %.1f B |\n",
-              static_cast<double>(wheel.tableBytes()) / static_cast<double>(n));
-  std::printf("| memory per entry, RSS growth while adding / entries | %.1f B |\n",
-              static_cast<double>(rssAfter - rssBefore) / static_cast<double>(n));
+  Timings timings;
+  timeFullTicks(wheel, expiredCount, options.rounds, &timings);
+  timeTouches(wheel, handles, expiredCount, options.rounds, &timings);
+  timeAdds(wheel, handles, conns, options.rounds, &timings);
+  printTable(options, wheel, timings, rssAfter - rssBefore);
   return 0;
 }

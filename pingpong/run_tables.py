@@ -45,7 +45,6 @@ import os
 import platform
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -54,7 +53,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import benchlib  # noqa: E402  (bench/benchlib.py)
 import make_test_certs  # noqa: E402  (tools/make_test_certs.py)
+from benchlib import BASE_SUFFIX, log  # noqa: E402
 
 # name -> (bazel package, binary)
 BINARIES = {
@@ -112,9 +114,8 @@ IMPLS = {
     "sfloor-uring": (["uring_floor_server"], LIBNET_EPOLL_CLIENT),
 }
 
-# --baseline-bindir: these implementations get a twin, named with the
-# suffix, that runs the baseline build's binaries.
-BASE_SUFFIX = "@base"
+# --baseline-bindir: these implementations get a twin, named with
+# benchlib.BASE_SUFFIX, that runs the baseline build's binaries.
 TWINNED = ["libnet-epoll", "libnet-uring", "server-epoll", "server-uring", "libnet-tls-epoll",
            "libnet-tls-uring"]
 BASELINE_BINARIES = sorted({argv[0] for impl in TWINNED for argv in IMPLS[impl]})
@@ -177,11 +178,6 @@ def table_specs(mode):
     }
 
 
-def log(msg):
-    sys.stderr.write(msg + "\n")
-    sys.stderr.flush()
-
-
 def build(bindir):
     targets = sorted({"//%s:%s" % pkg_bin for pkg_bin in BINARIES.values()})
     log("building: bazel build --config=opt " + " ".join(targets))
@@ -209,56 +205,6 @@ def copy_baseline(src):
     return dst, None
 
 
-def with_twins(impls):
-    """impls with NAME@base right after every twinned NAME."""
-    out = []
-    for impl in impls:
-        out.append(impl)
-        if impl in TWINNED:
-            out.append(impl + BASE_SUFFIX)
-    return out
-
-
-def run_order(impls, rep):
-    """The order of repetition rep (from 0): impls as listed, each twin pair
-    together, the pair's order alternating (now, base in even repetitions;
-    base, now in odd ones). Over an even number of repetitions each build
-    goes first equally often, so what runs just before a pair, and drift
-    within it, fall on both alike. Alternating rather than random keeps a
-    run reproducible and balances the order exactly, not only on average."""
-    order = []
-    for impl in impls:
-        stem = impl.removesuffix(BASE_SUFFIX)
-        if stem != impl and stem in impls:
-            continue  # placed with its twin
-        pair = [impl]
-        if impl + BASE_SUFFIX in impls:
-            pair.append(impl + BASE_SUFFIX)
-        order += pair[::-1] if rep % 2 else pair
-    return order
-
-
-def cpu_ns(pid):
-    """CPU time of every thread of pid, in ns (schedstat: time on CPU)."""
-    total = 0
-    try:
-        for tid in os.listdir("/proc/%d/task" % pid):
-            try:
-                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass
-    except OSError:
-        pass
-    return total
-
-
-def taskset(cpu, argv):
-    if cpu is None or shutil.which("taskset") is None:
-        return argv
-    return ["taskset", "-c", str(cpu)] + argv
-
-
 class CellError(RuntimeError):
     pass
 
@@ -279,32 +225,27 @@ def run_once(bindir, impl, blocksize, sessions, threads, seconds, pinned, port):
         "127.0.0.1", str(port), str(server_threads)]
     client = [os.path.join(bindir, client_argv[0])] + with_certs(client_argv[1:]) + [
         "127.0.0.1", str(port), str(threads), str(blocksize), str(sessions), str(seconds)]
-    srv = subprocess.Popen(taskset(0 if pinned else None, server), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    srv = subprocess.Popen(benchlib.pinned_if_possible(0 if pinned else None, server),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 10
-        line = ""
-        while time.time() < deadline:
-            line = srv.stdout.readline()
-            if "listening" in line or not line:
-                break
-        if "listening" not in line:
+        if benchlib.wait_listening(srv, 10) is None:
             raise CellError("%s server did not start: %s" % (impl, srv.stderr.read()[-500:]))
-        cli = subprocess.Popen(taskset(1 if pinned and NCPU > 1 else None, client),
+        cli = subprocess.Popen(benchlib.pinned_if_possible(1 if pinned and NCPU > 1 else None,
+                                                           client),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        cpu_start = cpu_ns(srv.pid)
+        cpu_start = benchlib.thread_cpu_ns(srv.pid)
         cpu_stop = None
         result = None
         for out in cli.stdout:
             out = out.strip()
             if out == "START":
-                cpu_start = cpu_ns(srv.pid)
+                cpu_start = benchlib.thread_cpu_ns(srv.pid)
             elif out == "STOP":
-                cpu_stop = cpu_ns(srv.pid)
+                cpu_stop = benchlib.thread_cpu_ns(srv.pid)
             elif out.startswith("RESULT"):
                 result = dict(kv.split("=", 1) for kv in out.split()[1:])
         if cpu_stop is None:
-            cpu_stop = cpu_ns(srv.pid)
+            cpu_stop = benchlib.thread_cpu_ns(srv.pid)
         try:
             cli.wait(timeout=seconds + 120)
         except subprocess.TimeoutExpired:
@@ -314,12 +255,7 @@ def run_once(bindir, impl, blocksize, sessions, threads, seconds, pinned, port):
             raise CellError("%s client failed (%s): %s" % (impl, cli.returncode,
                                                           cli.stderr.read()[-500:]))
     finally:
-        srv.send_signal(signal.SIGTERM)
-        try:
-            srv.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        benchlib.stop_process(srv)
     nbytes = int(result["bytes"])
     cpu_s = (cpu_stop - cpu_start) / 1e9
     gib = nbytes / 2**30
@@ -330,11 +266,6 @@ def run_once(bindir, impl, blocksize, sessions, threads, seconds, pinned, port):
         cpu_per_gib=cpu_s / gib if gib > 0 else float("nan"),
         us_per_msg=cpu_s * 1e6 / (nbytes / blocksize) if nbytes else float("nan"),
     )
-
-
-def fmt_dur(s):
-    s = int(s)
-    return "%dm%02ds" % (s // 60, s % 60)
 
 
 def median_range(values):
@@ -412,38 +343,11 @@ def markdown(name, spec, cells, mode, reps, seconds):
     for blocksize in sizes:
         if len(sizes) > 1:
             lines += ["%d-byte messages:" % blocksize, ""]
-        rowkey = "threads" if multi else "sessions"
+        ratios, cpu_ratios = ratio_columns(impls)
+        twins = [i for i in impls if i + BASE_SUFFIX in impls]
         header = ["sessions", "threads"] if multi else ["sessions"]
         header += ["%s MiB/s" % i for i in impls]
-        ratios = []
-        if "libnet-epoll" in impls and "asio" in impls:
-            ratios.append(("libnet-epoll", "asio"))
-        if "libnet-epoll" in impls and "libevent" in impls:
-            ratios.append(("libnet-epoll", "libevent"))
-        if "libnet-uring" in impls and "libnet-epoll" in impls:
-            ratios.append(("libnet-uring", "libnet-epoll"))
-        if "libnet-epoll" in impls and "floor-epoll" in impls:
-            ratios.append(("libnet-epoll", "floor-epoll"))
-        if "libnet-uring" in impls and "floor-uring" in impls:
-            ratios.append(("libnet-uring", "floor-uring"))
-        if "server-uring" in impls:
-            ratios.append(("server-uring", "server-epoll"))
-        for tls in ("libnet-tls-epoll", "libnet-tls-uring"):
-            if tls in impls and "asio-ssl" in impls:
-                ratios.append((tls, "asio-ssl"))
-        for coro, anchor in (("libnet-coro-epoll", "libnet-epoll"),
-                             ("libnet-coro-uring", "libnet-uring"),
-                             ("libnet-coro-epoll", "asio-coro"),
-                             ("libnet-coro-uring", "asio-coro")):
-            if coro in impls and anchor in impls:
-                ratios.append((coro, anchor))
-        cpu_ratios = [(a, b) for a, b in (("libnet-coro-epoll", "libnet-epoll"),
-                                          ("libnet-coro-uring", "libnet-uring"),
-                                          ("libnet-tls-epoll", "asio-ssl"),
-                                          ("libnet-tls-uring", "asio-ssl"))
-                      if a in impls and b in impls]
         header += ["%s/%s" % r for r in ratios]
-        twins = [i for i in impls if i + BASE_SUFFIX in impls]
         header += ["%s MiB/s now/base" % short_name(i) for i in twins]
         header += ["server CPU s/GiB: " + ", ".join(impls)]
         header += ["%s CPU now/base" % short_name(i) for i in twins]
@@ -456,39 +360,8 @@ def markdown(name, spec, cells, mode, reps, seconds):
         lines.append("|" + "---|" * len(header))
         for sessions in spec["sessions"]:
             for threads in spec["threads"]:
-                row = [str(sessions)] + ([str(threads)] if multi else [])
-                med = {}
-                for impl in impls:
-                    runs = cells.get((impl, blocksize, sessions, threads), [])
-                    if not runs:
-                        row.append("-")
-                        med[impl] = None
-                        continue
-                    m, lo, hi = median_range([r["mibps"] for r in runs])
-                    med[impl] = dict(mibps=m,
-                                     cpu=statistics.median([r["cpu_per_gib"] for r in runs]),
-                                     us=statistics.median([r["us_per_msg"] for r in runs]))
-                    row.append("%.0f (%.0f–%.0f)" % (m, lo, hi) if len(runs) > 1 else "%.0f" % m)
-                for a, b in ratios:
-                    row.append(ratio(med[a]["mibps"], med[b]["mibps"]) if med[a] and med[b] else "-")
-                for i in twins:
-                    now, base = med[i], med[i + BASE_SUFFIX]
-                    row.append(ratio(now["mibps"], base["mibps"]) if now and base else "-")
-                row.append(", ".join("%.2f" % med[i]["cpu"] if med[i] else "-" for i in impls))
-                for i in twins:
-                    now, base = med[i], med[i + BASE_SUFFIX]
-                    row.append(ratio(now["cpu"], base["cpu"]) if now and base else "-")
-                for a, b in cpu_ratios:
-                    row.append(ratio(med[a]["cpu"], med[b]["cpu"]) if med[a] and med[b] else "-")
-                if name == "backends":
-                    row.append(", ".join("%.2f" % med[i]["us"] if med[i] else "-" for i in impls))
-                    e, u = med.get("server-epoll"), med.get("server-uring")
-                    row.append(ratio(u["us"], e["us"]) if e and u else "-")
-                    if "sfloor-uring" in impls:
-                        for lib, floor in (("server-uring", "sfloor-uring"),
-                                           ("server-epoll", "sfloor-epoll")):
-                            a, b = med.get(lib), med.get(floor)
-                            row.append(ratio(a["us"], b["us"]) if a and b else "-")
+                key = (blocksize, sessions, threads)
+                row = table_row(name, impls, cells, key, multi, ratios, cpu_ratios, twins)
                 lines.append("| " + " | ".join(row) + " |")
         lines.append("")
     lines.append("%s mode: %d s per run, median of %d runs (min–max), implementations "
@@ -504,22 +377,85 @@ def markdown(name, spec, cells, mode, reps, seconds):
     return "\n".join(lines)
 
 
+def ratio_columns(impls):
+    """The (a, b) pairs whose MiB/s ratio a/b, and whose CPU ratio, a table
+    of impls shows."""
+    ratios = []
+    if "libnet-epoll" in impls and "asio" in impls:
+        ratios.append(("libnet-epoll", "asio"))
+    if "libnet-epoll" in impls and "libevent" in impls:
+        ratios.append(("libnet-epoll", "libevent"))
+    if "libnet-uring" in impls and "libnet-epoll" in impls:
+        ratios.append(("libnet-uring", "libnet-epoll"))
+    if "libnet-epoll" in impls and "floor-epoll" in impls:
+        ratios.append(("libnet-epoll", "floor-epoll"))
+    if "libnet-uring" in impls and "floor-uring" in impls:
+        ratios.append(("libnet-uring", "floor-uring"))
+    if "server-uring" in impls:
+        ratios.append(("server-uring", "server-epoll"))
+    for tls in ("libnet-tls-epoll", "libnet-tls-uring"):
+        if tls in impls and "asio-ssl" in impls:
+            ratios.append((tls, "asio-ssl"))
+    for coro, anchor in (("libnet-coro-epoll", "libnet-epoll"),
+                         ("libnet-coro-uring", "libnet-uring"),
+                         ("libnet-coro-epoll", "asio-coro"),
+                         ("libnet-coro-uring", "asio-coro")):
+        if coro in impls and anchor in impls:
+            ratios.append((coro, anchor))
+    cpu_ratios = [(a, b) for a, b in (("libnet-coro-epoll", "libnet-epoll"),
+                                      ("libnet-coro-uring", "libnet-uring"),
+                                      ("libnet-tls-epoll", "asio-ssl"),
+                                      ("libnet-tls-uring", "asio-ssl"))
+                  if a in impls and b in impls]
+    return ratios, cpu_ratios
+
+
+def table_row(name, impls, cells, key, multi, ratios, cpu_ratios, twins):
+    """The cells of one (blocksize, sessions, threads) row."""
+    blocksize, sessions, threads = key
+    row = [str(sessions)] + ([str(threads)] if multi else [])
+    med = {}
+    for impl in impls:
+        runs = cells.get((impl, blocksize, sessions, threads), [])
+        if not runs:
+            row.append("-")
+            med[impl] = None
+            continue
+        m, lo, hi = median_range([r["mibps"] for r in runs])
+        med[impl] = dict(mibps=m,
+                         cpu=statistics.median([r["cpu_per_gib"] for r in runs]),
+                         us=statistics.median([r["us_per_msg"] for r in runs]))
+        row.append("%.0f (%.0f–%.0f)" % (m, lo, hi) if len(runs) > 1 else "%.0f" % m)
+    for a, b in ratios:
+        row.append(ratio(med[a]["mibps"], med[b]["mibps"]) if med[a] and med[b] else "-")
+    for i in twins:
+        now, base = med[i], med[i + BASE_SUFFIX]
+        row.append(ratio(now["mibps"], base["mibps"]) if now and base else "-")
+    row.append(", ".join("%.2f" % med[i]["cpu"] if med[i] else "-" for i in impls))
+    for i in twins:
+        now, base = med[i], med[i + BASE_SUFFIX]
+        row.append(ratio(now["cpu"], base["cpu"]) if now and base else "-")
+    for a, b in cpu_ratios:
+        row.append(ratio(med[a]["cpu"], med[b]["cpu"]) if med[a] and med[b] else "-")
+    if name == "backends":
+        row.append(", ".join("%.2f" % med[i]["us"] if med[i] else "-" for i in impls))
+        e, u = med.get("server-epoll"), med.get("server-uring")
+        row.append(ratio(u["us"], e["us"]) if e and u else "-")
+        if "sfloor-uring" in impls:
+            for lib, floor in (("server-uring", "sfloor-uring"),
+                               ("server-epoll", "sfloor-epoll")):
+                a, b = med.get(lib), med.get(floor)
+                row.append(ratio(a["us"], b["us"]) if a and b else "-")
+    return row
+
+
 def machine_line():
-    model = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return "%s, %d CPUs, kernel %s, %s" % (model, NCPU, platform.release(),
+    return "%s, %d CPUs, kernel %s, %s" % (benchlib.cpu_model(), NCPU, platform.release(),
                                           datetime.datetime.now(datetime.timezone.utc)
                                           .strftime("%Y-%m-%d %H:%M UTC"))
 
 
-def main():
+def argument_parser():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=["quick", "full"], default="quick")
@@ -537,6 +473,11 @@ def main():
                     "pingpong_server and pingpong_client are used, e.g. a bazel-bin/pingpong): "
                     "adds a NAME@base twin next to every libnet implementation and now/base "
                     "ratios; see above")
+    return ap
+
+
+def main():
+    ap = argument_parser()
     args = ap.parse_args()
 
     seconds = args.seconds or (10 if args.mode == "full" else 2)
@@ -553,7 +494,8 @@ def main():
         if error:
             ap.error(error)
         atexit.register(shutil.rmtree, basedir, True)
-        specs = {n: dict(spec, impls=with_twins(spec["impls"])) for n, spec in specs.items()}
+        specs = {n: dict(spec, impls=benchlib.with_twins(spec["impls"], TWINNED.__contains__))
+                 for n, spec in specs.items()}
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = 20000 if hard == resource.RLIM_INFINITY else min(20000, hard)
@@ -576,42 +518,8 @@ def main():
         log("note: the baseline's %s are identical to --bindir's: the @base columns "
             "measure noise only" % " and ".join(BASELINE_BINARIES))
 
-    plan = []
-    for name in names:
-        spec = specs[name]
-        for blocksize in spec["blocksizes"]:
-            for sessions in spec["sessions"]:
-                for threads in spec["threads"]:
-                    impls = [i for i in spec["impls"] if not (i == "libevent" and threads > 1)]
-                    plan.append((name, blocksize, sessions, threads, impls))
-    total_runs = sum(len(p[4]) for p in plan) * reps
-    est_run = seconds + 1.5
-    log("libnet ping-pong: %d cells, %d runs of %d s, about %s" %
-        (len(plan), total_runs, seconds, fmt_dur(total_runs * est_run)))
-    log("machine: " + machine_line())
-
-    results = {name: {} for name in names}
     t0 = time.time()
-    done = 0
-    port = 20000
-    for index, (name, blocksize, sessions, threads, impls) in enumerate(plan, 1):
-        spec = specs[name]
-        for rep in range(reps):
-            # Interleaved: A A@base B B@base C, then A@base A B@base B C, ...
-            for impl in run_order(impls, rep):
-                port = 20000 + (port - 19999) % 12000
-                elapsed = time.time() - t0
-                eta = (elapsed / done * (total_runs - done)) if done else total_runs * est_run
-                log("[cell %d/%d] %s %dB sessions=%d threads=%d %s run %d/%d — elapsed %s, "
-                    "about %s left" % (index, len(plan), name, blocksize, sessions, threads, impl,
-                                       rep + 1, reps, fmt_dur(elapsed), fmt_dur(eta)))
-                try:
-                    r = run_once(basedir if impl.endswith(BASE_SUFFIX) else bindir, impl,
-                                 blocksize, sessions, threads, seconds, spec["pinned"], port)
-                    results[name].setdefault((impl, blocksize, sessions, threads), []).append(r)
-                except CellError as e:
-                    log("  failed: %s" % e)
-                done += 1
+    results = run_plan(plan_cells(names, specs), names, specs, reps, seconds, bindir, basedir)
 
     print("## libnet ping-pong results\n")
     print("Machine: %s.  " % machine_line())
@@ -623,35 +531,93 @@ def main():
         spec = specs[name]
         cells = results[name]
         print(markdown(name, spec, cells, args.mode, reps, seconds))
-        with open(os.path.join(args.out, "%s.csv" % name), "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["table", "impl", "blocksize", "sessions", "threads", "run", "mibps",
-                        "bytes", "server_cpu_s", "server_cpu_s_per_gib", "server_us_per_msg"])
-            for (impl, blocksize, sessions, threads), runs in sorted(cells.items()):
-                for i, r in enumerate(runs):
-                    w.writerow([name, impl, blocksize, sessions, threads, i + 1, r["mibps"],
-                                r["bytes"], "%.4f" % r["cpu_s"], "%.4f" % r["cpu_per_gib"],
-                                "%.3f" % r["us_per_msg"]])
+        write_csv(args.out, name, cells)
+        write_charts(args.out, name, spec, cells)
+    log("CSV and SVG files in %s (%s total)" % (args.out, benchlib.fmt_dur(int(time.time() - t0))))
+
+
+def plan_cells(names, specs):
+    """[(table, blocksize, sessions, threads, impls)], one per cell."""
+    plan = []
+    for name in names:
+        spec = specs[name]
         for blocksize in spec["blocksizes"]:
-            multi = len(spec["threads"]) > 1
-            xs = spec["threads"] if multi else spec["sessions"]
-            fixed = spec["sessions"] if multi else [None]
-            for s in fixed:
-                series = {}
-                for impl in spec["impls"]:
-                    vals = []
-                    for x in xs:
-                        key = (impl, blocksize, s, x) if multi else (impl, blocksize, x, 1)
-                        runs = cells.get(key)
-                        vals.append(statistics.median([r["mibps"] for r in runs]) if runs
-                                    else float("nan"))
-                    series[impl] = vals
-                suffix = ("-%dB" % blocksize if len(spec["blocksizes"]) > 1 else "") + (
-                    "-%dsessions" % s if multi else "")
-                path = os.path.join(args.out, "%s%s.svg" % (name, suffix))
-                svg_chart(path, "%s%s" % (spec["title"], " — %d sessions" % s if multi else ""),
-                          series, xs, "threads" if multi else "sessions", "MiB/s")
-    log("CSV and SVG files in %s (%s total)" % (args.out, fmt_dur(time.time() - t0)))
+            for sessions in spec["sessions"]:
+                for threads in spec["threads"]:
+                    impls = [i for i in spec["impls"] if not (i == "libevent" and threads > 1)]
+                    plan.append((name, blocksize, sessions, threads, impls))
+    return plan
+
+
+def run_plan(plan, names, specs, reps, seconds, bindir, basedir):
+    """Runs every cell reps times; returns {table: {(impl, blocksize,
+    sessions, threads): [run]}}."""
+    total_runs = sum(len(p[4]) for p in plan) * reps
+    est_run = seconds + 1.5
+    log("libnet ping-pong: %d cells, %d runs of %d s, about %s" %
+        (len(plan), total_runs, seconds, benchlib.fmt_dur(int(total_runs * est_run))))
+    log("machine: " + machine_line())
+
+    results = {name: {} for name in names}
+    t0 = time.time()
+    done = 0
+    port = 20000
+    for index, (name, blocksize, sessions, threads, impls) in enumerate(plan, 1):
+        spec = specs[name]
+        for rep in range(reps):
+            # Interleaved: A A@base B B@base C, then A@base A B@base B C, ...
+            for impl in benchlib.twin_order(impls, rep):
+                port = 20000 + (port - 19999) % 12000
+                elapsed = time.time() - t0
+                eta = (elapsed / done * (total_runs - done)) if done else total_runs * est_run
+                log("[cell %d/%d] %s %dB sessions=%d threads=%d %s run %d/%d — elapsed %s, "
+                    "about %s left" % (index, len(plan), name, blocksize, sessions, threads, impl,
+                                       rep + 1, reps, benchlib.fmt_dur(int(elapsed)),
+                                       benchlib.fmt_dur(int(eta))))
+                try:
+                    r = run_once(basedir if impl.endswith(BASE_SUFFIX) else bindir, impl,
+                                 blocksize, sessions, threads, seconds, spec["pinned"], port)
+                    results[name].setdefault((impl, blocksize, sessions, threads), []).append(r)
+                except CellError as e:
+                    log("  failed: %s" % e)
+                done += 1
+    return results
+
+
+def write_csv(out, name, cells):
+    with open(os.path.join(out, "%s.csv" % name), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["table", "impl", "blocksize", "sessions", "threads", "run", "mibps",
+                    "bytes", "server_cpu_s", "server_cpu_s_per_gib", "server_us_per_msg"])
+        for (impl, blocksize, sessions, threads), runs in sorted(cells.items()):
+            for i, r in enumerate(runs):
+                w.writerow([name, impl, blocksize, sessions, threads, i + 1, r["mibps"],
+                            r["bytes"], "%.4f" % r["cpu_s"], "%.4f" % r["cpu_per_gib"],
+                            "%.3f" % r["us_per_msg"]])
+
+
+def write_charts(out, name, spec, cells):
+    """One SVG chart per blocksize (and, with several thread counts, per
+    session count)."""
+    for blocksize in spec["blocksizes"]:
+        multi = len(spec["threads"]) > 1
+        xs = spec["threads"] if multi else spec["sessions"]
+        fixed = spec["sessions"] if multi else [None]
+        for s in fixed:
+            series = {}
+            for impl in spec["impls"]:
+                vals = []
+                for x in xs:
+                    key = (impl, blocksize, s, x) if multi else (impl, blocksize, x, 1)
+                    runs = cells.get(key)
+                    vals.append(statistics.median([r["mibps"] for r in runs]) if runs
+                                else float("nan"))
+                series[impl] = vals
+            suffix = ("-%dB" % blocksize if len(spec["blocksizes"]) > 1 else "") + (
+                "-%dsessions" % s if multi else "")
+            path = os.path.join(out, "%s%s.svg" % (name, suffix))
+            svg_chart(path, "%s%s" % (spec["title"], " — %d sessions" % s if multi else ""),
+                      series, xs, "threads" if multi else "sessions", "MiB/s")
 
 
 if __name__ == "__main__":

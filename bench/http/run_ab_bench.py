@@ -37,7 +37,6 @@ tools/setup.sh installs, and with --perf, perf (apt-get install -y linux-perf).
 import argparse
 import csv
 import datetime
-import filecmp
 import os
 import platform
 import re
@@ -54,13 +53,16 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+import benchlib  # noqa: E402  (bench/benchlib.py)
 import run_http_bench as hb  # noqa: E402  (bench/http/run_http_bench.py)
-from run_http_bench import RunError, Server, log, fmt_dur  # noqa: E402
+from benchlib import fmt_dur, log  # noqa: E402
+from run_http_bench import RunError, Server  # noqa: E402
 
 ROOT = hb.ROOT
 PROG = "run_ab_bench"
 ALL_SERVERS = hb.ALL_SERVERS
-BASE_SUFFIX = hb.BASE_SUFFIX
+BASE_SUFFIX = benchlib.BASE_SUFFIX
 PATH = "/hello"
 # The request ab sends without -k (HTTP/1.0, no Connection header): the
 # pre-check and the close probe send exactly this.
@@ -123,8 +125,8 @@ def parse_ab(out):
 
 
 def run_ab(ctx, port, n, conc):
-    argv = hb.pinned(ctx["client_cpus"], [ctx["ab"], "-q", "-n", str(n), "-c", str(conc),
-                                          "http://127.0.0.1:%d%s" % (port, PATH)])
+    argv = benchlib.pinned(ctx["client_cpus"], [ctx["ab"], "-q", "-n", str(n), "-c", str(conc),
+                                                "http://127.0.0.1:%d%s" % (port, PATH)])
     try:
         w = subprocess.run(argv, capture_output=True, text=True, timeout=600,
                            preexec_fn=hb.raise_nofile)
@@ -197,7 +199,7 @@ class PerfRecorder:
         # FIFO for writing and would wait for a reader.
         self.ack = os.open(self.ack_path, os.O_RDONLY | os.O_NONBLOCK)
         with open(self.logpath, "w") as out:
-            self.proc = subprocess.Popen(hb.pinned(ctx["client_cpus"], argv), stdout=out,
+            self.proc = subprocess.Popen(benchlib.pinned(ctx["client_cpus"], argv), stdout=out,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.ctl = None
         deadline = time.time() + 10
@@ -347,9 +349,9 @@ def server_cpu(pid):
     same for the first process alone, CPU ns from schedstat). The first
     process is nginx's master or the whole libnet server; /proc/PID/stat of a
     process counts all its threads, live and exited."""
-    pids, ns, ticks = hb.tree_cpu(pid)
-    st = hb.read_stat(pid)
-    return pids, ticks, (st[1] / hb.CLK_TCK if st else 0.0), ns
+    pids, ns, ticks = benchlib.tree_cpu(pid)
+    st = benchlib.read_stat(pid)
+    return pids, ticks, (st[1] / benchlib.CLK_TCK if st else 0.0), ns
 
 
 def context_switches(pids):
@@ -381,27 +383,23 @@ def measure(ctx, name, conc, n, port, perf_tag=None):
     try:
         server.start()
         pid = server.proc.pid
-        if not hb.wait_idle(pid):
-            notes.append("server not idle before the run")
-        waited, quiet, _ = hb.wait_machine_quiet(ctx["quiet_wait"])
-        if not quiet and ctx["quiet_wait"] > 0:
-            log("  the machine stayed busy for %.0f s; measuring anyway" % waited)
-        elif waited > 1:
-            log("  waited %.0f s for other processes to leave the machine" % waited)
+        hb.wait_before_run(ctx, server, notes)
         if perf_tag:
-            recorder = PerfRecorder(ctx, hb.process_tree(pid), perf_tag)
+            recorder = PerfRecorder(ctx, benchlib.process_tree(pid), perf_tag)
             recorder.enable()
         pids0, tk0, root0, ns0 = server_cpu(pid)
         cs0 = context_switches(pids0)
-        (busy0, steal0), ab0, wall0 = hb.machine_cpu_s(), hb.children_cpu_s(), time.time()
+        (busy0, steal0), ab0 = benchlib.machine_cpu_s(), benchlib.children_cpu_s()
+        wall0 = time.time()
         r = run_ab(ctx, server.port, n, conc)
         # The server may still be closing connections when ab exits: that
         # work belongs to the run.
-        if not hb.wait_idle(pid):
+        if not benchlib.wait_idle(pid):
             notes.append("server still busy 3 s after ab exited")
         pids1, tk1, root1, ns1 = server_cpu(pid)
         cs1 = context_switches(pids1)
-        (busy1, steal1), ab1, wall1 = hb.machine_cpu_s(), hb.children_cpu_s(), time.time()
+        (busy1, steal1), ab1 = benchlib.machine_cpu_s(), benchlib.children_cpu_s()
+        wall1 = time.time()
         if recorder:
             rec, recorder = recorder, None
             rec.finish()
@@ -496,11 +494,11 @@ def close_probe(ctx, name, n, port):
     server = Server(name, ctx, port)
     try:
         server.start()
-        hb.wait_idle(server.proc.pid)
-        hb.wait_machine_quiet(ctx["quiet_wait"])
+        benchlib.wait_idle(server.proc.pid)
+        benchlib.wait_machine_quiet(ctx["quiet_wait"], hb.OTHER_LOAD_NOTE)
         tw0 = tw_created()
         r = run_ab(ctx, server.port, n, PROBE_CONCURRENCY)
-        hb.wait_idle(server.proc.pid)
+        benchlib.wait_idle(server.proc.pid)
         r["tw_created"] = tw_created() - tw0
         tw = [s for s in ss_sockets(ctx, ["state", "time-wait"])
               if server.port in (s[1], s[2])]
@@ -750,70 +748,66 @@ def main():
     n = args.requests or (5000 if args.quick else 50000)
     reps = args.reps or (1 if args.quick else 3)
     concs = parse_ints(args.concurrency, "--concurrency")
-    servers = []
-    for s in (x.strip() for x in args.servers.split(",")):
-        if s and s not in ALL_SERVERS:
-            sys.exit("%s: unknown server %r (known: %s)" % (PROG, s, ", ".join(ALL_SERVERS)))
-        if s and s not in servers:
-            servers.append(s)
-    if not servers:
-        sys.exit("%s: no server selected" % PROG)
+    servers = parse_servers(args.servers)
     if args.port_base + 2000 > 32768 or args.port_base < 1024:
         sys.exit("%s: --port-base must be in 1024..30768: the ports above are ab's" % PROG)
 
     ctx = {"threads": 0, "accept": "per-loop", "quiet_wait": args.quiet_wait,
            "server_cpus": args.server_cpus, "client_cpus": args.client_cpus,
            "perf_flat": args.perf_flat, "out": os.path.abspath(args.out)}
-    missing = []
-    ctx["ab"] = hb.find_tool("ab")
-    if ctx["ab"] is None:
-        missing.append("apache2-utils")
-    if "nginx" in servers:
-        ctx["nginx"] = hb.find_tool("nginx")
-        if ctx["nginx"] is None:
-            missing.append("nginx-light")
-    if hb.find_tool("taskset") is None:
-        missing.append("util-linux")
-    if args.perf:
-        ctx["perf"] = hb.find_tool("perf")
-        if ctx["perf"] is None:
-            missing.append("linux-perf")
-    if args.close_probe:
-        ctx["ss"] = hb.find_tool("ss")
-        if ctx["ss"] is None:
-            missing.append("iproute2")
-    if missing:
-        sys.exit("%s: missing %s; install with:\n  apt-get update && apt-get install -y %s\n"
-                 "(or run tools/setup.sh)" % (PROG, ", ".join(missing), " ".join(missing)))
-    cpus = set()
-    for text in (args.server_cpus, args.client_cpus):
-        try:
-            cpus |= {int(c) for c in text.split(",")}
-        except ValueError:
-            sys.exit("%s: %r is not a list of CPU numbers" % (PROG, text))
-    if not cpus <= os.sched_getaffinity(0):
-        sys.exit("%s: needs CPUs %s (server) and %s (ab), has %s" %
-                 (PROG, args.server_cpus, args.client_cpus, sorted(os.sched_getaffinity(0))))
-
-    libnet = [s for s in servers if s.startswith("libnet")]
-    if libnet and args.binary and not os.access(args.binary, os.X_OK):
-        sys.exit("%s: --binary %s is not an executable file" % (PROG, args.binary))
-    if args.baseline_binary:
-        if not libnet:
-            sys.exit("%s: --baseline-binary needs libnet-epoll or libnet-uring in --servers" %
-                     PROG)
-        if not os.access(args.baseline_binary, os.X_OK):
-            sys.exit("%s: --baseline-binary %s is not an executable file" %
-                     (PROG, args.baseline_binary))
-        servers = hb.with_twins(servers)
+    find_tools(args, ctx, servers)
+    hb.check_cpus(PROG, args, "ab")
+    servers = hb.check_binaries(PROG, args, servers)
 
     if NETNS_ENV in os.environ:
         ctx["tmp"], ctx["binary"] = os.environ[NETNS_ENV].split(":", 1)
         ctx["baseline"] = os.environ.get(NETNS_BASELINE_ENV)
         ctx["netns"] = True
-        hb.loopback_up()
+        benchlib.loopback_up()
         return bench(args, ctx, servers, concs, n, reps)
+    return run_in_temp_dir(args, ctx, servers, concs, n, reps)
 
+
+def parse_servers(text):
+    servers = []
+    for s in (x.strip() for x in text.split(",")):
+        if s and s not in ALL_SERVERS:
+            sys.exit("%s: unknown server %r (known: %s)" % (PROG, s, ", ".join(ALL_SERVERS)))
+        if s and s not in servers:
+            servers.append(s)
+    if not servers:
+        sys.exit("%s: no server selected" % PROG)
+    return servers
+
+
+def find_tools(args, ctx, servers):
+    """The programs the run needs, into ctx; exits naming the packages of
+    those that are missing."""
+    missing = []
+    ctx["ab"] = benchlib.find_tool("ab")
+    if ctx["ab"] is None:
+        missing.append("apache2-utils")
+    if "nginx" in servers:
+        ctx["nginx"] = benchlib.find_tool("nginx")
+        if ctx["nginx"] is None:
+            missing.append("nginx-light")
+    if benchlib.find_tool("taskset") is None:
+        missing.append("util-linux")
+    if args.perf:
+        ctx["perf"] = benchlib.find_tool("perf")
+        if ctx["perf"] is None:
+            missing.append("linux-perf")
+    if args.close_probe:
+        ctx["ss"] = benchlib.find_tool("ss")
+        if ctx["ss"] is None:
+            missing.append("iproute2")
+    hb.exit_if_missing(PROG, missing)
+
+
+def run_in_temp_dir(args, ctx, servers, concs, n, reps):
+    """Copies or builds the binaries into a temp dir, then benches, in a
+    private network namespace when it can; removes the temp dir."""
+    libnet = [s for s in servers if s.startswith("libnet")]
     ctx["tmp"] = tempfile.mkdtemp(prefix="libnet-abbench-")
     try:
         if args.binary:
@@ -822,16 +816,11 @@ def main():
         elif libnet:
             ctx["binary"] = build(ctx)
         if args.baseline_binary:
-            # A copy under its own name, so perf tells the two builds apart.
-            ctx["baseline"] = os.path.join(ctx["tmp"], "http_server-base")
-            shutil.copy2(args.baseline_binary, ctx["baseline"])
-            if filecmp.cmp(ctx["binary"], ctx["baseline"], shallow=False):
-                log("note: --baseline-binary is identical to the current http_server: the "
-                    "@base rows measure noise only")
+            hb.copy_baseline(ctx, args.baseline_binary, "rows")
         if not args.shared_netns:
-            if hb.netns_available():
-                return hb.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV,
-                                       NETNS_BASELINE_ENV)
+            if benchlib.netns_available():
+                return benchlib.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV,
+                                             NETNS_BASELINE_ENV)
             log("note: cannot make a network namespace (needs root); staying in the machine's")
         ctx["netns"] = False
         return bench(args, ctx, servers, concs, n, reps)
@@ -849,10 +838,10 @@ def bench(args, ctx, servers, concs, n, reps):
     ctx["www"], files = hb.make_www(ctx)
     os.makedirs(ctx["out"], exist_ok=True)
 
-    ab_version = hb.first_line([ctx["ab"], "-V"]).replace("This is ", "")
-    nginx_version = (hb.first_line([ctx["nginx"], "-v"]).replace("nginx version: ", "")
+    ab_version = benchlib.first_line([ctx["ab"], "-V"]).replace("This is ", "")
+    nginx_version = (benchlib.first_line([ctx["nginx"], "-v"]).replace("nginx version: ", "")
                      if "nginx" in servers else "not run")
-    machine = "%s, nproc %d" % (hb.cpu_model(), len(os.sched_getaffinity(0)))
+    machine = "%s, nproc %d" % (benchlib.cpu_model(), len(os.sched_getaffinity(0)))
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = " ".join(shlex.quote(a) for a in ["bench/http/run_ab_bench.py"] + sys.argv[1:])
     log("machine: %s; kernel %s; %s; nginx %s" % (machine, platform.release(), ab_version,
@@ -871,21 +860,43 @@ def bench(args, ctx, servers, concs, n, reps):
 
 
 def bench_runs(args, ctx, servers, concs, n, reps, files, meta):
-    port = args.port_base
-
-    def next_port():
-        """A fresh port for every run: no run meets an earlier run's
-        TIME_WAIT sockets (which the close probe counts)."""
-        nonlocal port
-        for _ in range(2000):
-            p = port
-            port = args.port_base + (port + 1 - args.port_base) % 2000
-            if hb.port_is_free(p):
-                return p
-        sys.exit("%s: no free port in %d-%d" % (PROG, args.port_base, args.port_base + 1999))
-
+    # A fresh port for every run: no run meets an earlier run's TIME_WAIT
+    # sockets (which the close probe counts).
+    next_port = hb.port_allocator(args.port_base, PROG)
     # Correctness first: run_http_bench's byte-exact checks, then ab's own
     # request (HTTP/1.0, no keep-alive), which the server must answer and close.
+    skipped = precheck_all(ctx, servers, files, next_port)
+    active = [s for s in servers if s not in skipped]
+    if not active:
+        sys.exit("%s: no server passed the pre-check" % PROG)
+
+    total = len(concs) * reps * len(active)
+    extra = (len(concs) * len(active) if args.perf else 0) + (len(active) if args.close_probe
+                                                             else 0)
+    log("ab bench: %d concurrencies x %d servers x %d reps = %d runs of %d requests%s" %
+        (len(concs), len(active), reps, total, n,
+         " (+ %d perf/probe runs)" % extra if extra else ""))
+    csv_path = os.path.join(ctx["out"], "ab_bench.csv")
+    results, perf_results, probes = {}, {}, []
+    t0 = time.time()
+    with open(csv_path, "w", newline="") as f:
+        runs = RunLog(f, t0, total + extra)
+        measure_all(ctx, active, concs, n, reps, runs, next_port, results)
+        if args.perf:
+            perf_all(ctx, active, concs, n, runs, next_port, perf_results)
+        if args.close_probe:
+            probe_all(ctx, active, n, runs, next_port, probes)
+
+    print_report(args, ctx, meta, active, skipped, concs, n, reps, results, perf_results, probes)
+    log("CSV: %s (%s total)" % (csv_path, fmt_dur(time.time() - t0)))
+    failed = any("error" in r or r.get("ab_problems") for runs in results.values() for r in runs)
+    failed |= any("error" in r for r in perf_results.values())
+    failed |= any("error" in r for _, r in probes)
+    return 1 if skipped or failed else 0
+
+
+def precheck_all(ctx, servers, files, next_port):
+    """{server: errors} of the servers whose pre-check failed."""
     skipped = {}
     for name in servers:
         server = Server(name, ctx, next_port())
@@ -904,96 +915,90 @@ def bench_runs(args, ctx, servers, concs, n, reps, files, meta):
             log("pre-check %s: FAILED, not measured:\n  %s" % (name, "\n  ".join(errors)))
         else:
             log("pre-check %s: byte-exact, and closes after an HTTP/1.0 request" % name)
-    active = [s for s in servers if s not in skipped]
-    if not active:
-        sys.exit("%s: no server passed the pre-check" % PROG)
+    return skipped
 
-    total = len(concs) * reps * len(active)
-    extra = (len(concs) * len(active) if args.perf else 0) + (len(active) if args.close_probe
-                                                             else 0)
-    log("ab bench: %d concurrencies x %d servers x %d reps = %d runs of %d requests%s" %
-        (len(concs), len(active), reps, total, n,
-         " (+ %d perf/probe runs)" % extra if extra else ""))
-    csv_path = os.path.join(ctx["out"], "ab_bench.csv")
-    results, perf_results, probes = {}, {}, []
-    t0, done, total = time.time(), 0, total + extra
 
-    def progress(what):
-        elapsed = time.time() - t0
-        left = ", about %s left" % fmt_dur(elapsed / done * (total - done)) if done else ""
-        log("[run %d/%d] %s — elapsed %s%s" % (done + 1, total, what, fmt_dur(elapsed), left))
+class RunLog:
+    """The progress lines and the CSV rows of a series of runs."""
 
-    with open(csv_path, "w", newline="") as f:
-        out = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        out.writeheader()
+    def __init__(self, f, t0, total):
+        self.f = f
+        self.out = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        self.out.writeheader()
+        self.t0, self.done, self.total = t0, 0, total
 
-        def record(r, **fields):
-            row = dict(r, date=datetime.datetime.now().isoformat(timespec="seconds"), **fields)
-            row.update((k, "%.4f" % v) for k, v in r.items() if isinstance(v, float))
-            out.writerow(row)
-            f.flush()
+    def progress(self, what):
+        elapsed = time.time() - self.t0
+        left = (", about %s left" % fmt_dur(elapsed / self.done * (self.total - self.done))
+                if self.done else "")
+        log("[run %d/%d] %s — elapsed %s%s" % (self.done + 1, self.total, what,
+                                               fmt_dur(elapsed), left))
 
-        for conc in concs:
-            for rep in range(1, reps + 1):
-                for name in run_order(active, rep - 1):
-                    progress("c %d %s rep %d/%d" % (conc, name, rep, reps))
-                    p = next_port()
-                    try:
-                        r = measure(ctx, name, conc, n, p)
-                        log("  %s req/s, mean %.2f ms, p99 %.0f ms, server CPU %.3f s/100k "
-                            "req (busy %.0f%%), other load %.0f%%%s" %
-                            (hb.fmt_rps(r["rps"]), r["mean_ms"], r["p99_ms"], r["cpu_per_100k"],
-                             100 * r["server_busy"], 100 * r["other_load"],
-                             ", AB: " + r["ab_problems"] if r["ab_problems"] else ""))
-                    except RunError as e:
-                        r = {"error": str(e)}
-                        log("  FAILED: %s" % e)
-                    r["rep"] = rep
-                    results.setdefault((conc, name), []).append(r)
-                    record(r, kind="measure", server=name, concurrency=conc, n=n, port=p)
-                    done += 1
-        if args.perf:
-            for conc in concs:
-                for name in active:
-                    progress("c %d %s under perf record" % (conc, name))
-                    p = next_port()
-                    tag = "%s-c%d" % (name.replace("@", "-"), conc)
-                    try:
-                        r = measure(ctx, name, conc, n, p, perf_tag=tag)
-                        log("  kernel %.1f%%, program %.1f%%, libc %.1f%%, libstdc++ %.1f%%, "
-                            "other %.1f%% (%d samples); %.3f s/100k under perf" %
-                            (r["perf_kernel_pct"], r["perf_program_pct"], r["perf_libc_pct"],
-                             r["perf_libstdcxx_pct"], r["perf_other_pct"], r["perf_samples"],
-                             r["cpu_per_100k"]))
-                    except RunError as e:
-                        r = {"error": str(e)}
-                        log("  FAILED: %s" % e)
-                    perf_results[(conc, name)] = r
-                    record(r, kind="perf", server=name, concurrency=conc, n=n, port=p)
-                    done += 1
-        if args.close_probe:
-            probe_n = min(n, PROBE_MAX_REQUESTS)
-            for name in active:
-                progress("%s close probe" % name)
+    def record(self, r, **fields):
+        """One CSV row for a finished run."""
+        row = dict(r, date=datetime.datetime.now().isoformat(timespec="seconds"), **fields)
+        row.update((k, "%.4f" % v) for k, v in r.items() if isinstance(v, float))
+        self.out.writerow(row)
+        self.f.flush()
+        self.done += 1
+
+
+def measure_all(ctx, active, concs, n, reps, runs, next_port, results):
+    for conc in concs:
+        for rep in range(1, reps + 1):
+            for name in run_order(active, rep - 1):
+                runs.progress("c %d %s rep %d/%d" % (conc, name, rep, reps))
                 p = next_port()
                 try:
-                    r = close_probe(ctx, name, probe_n, p)
-                    log("  TIME_WAIT: server side %d, client side %d; first FIN: %s" %
-                        (r["tw_server"], r["tw_client"], r["first_fin"]))
+                    r = measure(ctx, name, conc, n, p)
+                    log("  %s req/s, mean %.2f ms, p99 %.0f ms, server CPU %.3f s/100k "
+                        "req (busy %.0f%%), other load %.0f%%%s" %
+                        (hb.fmt_rps(r["rps"]), r["mean_ms"], r["p99_ms"], r["cpu_per_100k"],
+                         100 * r["server_busy"], 100 * r["other_load"],
+                         ", AB: " + r["ab_problems"] if r["ab_problems"] else ""))
                 except RunError as e:
                     r = {"error": str(e)}
                     log("  FAILED: %s" % e)
-                probes.append((name, r))
-                record(r, kind="close-probe", server=name, concurrency=PROBE_CONCURRENCY,
-                       n=probe_n, port=p)
-                done += 1
+                r["rep"] = rep
+                results.setdefault((conc, name), []).append(r)
+                runs.record(r, kind="measure", server=name, concurrency=conc, n=n, port=p)
 
-    print_report(args, ctx, meta, active, skipped, concs, n, reps, results, perf_results, probes)
-    log("CSV: %s (%s total)" % (csv_path, fmt_dur(time.time() - t0)))
-    failed = any("error" in r or r.get("ab_problems") for runs in results.values() for r in runs)
-    failed |= any("error" in r for r in perf_results.values())
-    failed |= any("error" in r for _, r in probes)
-    return 1 if skipped or failed else 0
+
+def perf_all(ctx, active, concs, n, runs, next_port, perf_results):
+    for conc in concs:
+        for name in active:
+            runs.progress("c %d %s under perf record" % (conc, name))
+            p = next_port()
+            tag = "%s-c%d" % (name.replace("@", "-"), conc)
+            try:
+                r = measure(ctx, name, conc, n, p, perf_tag=tag)
+                log("  kernel %.1f%%, program %.1f%%, libc %.1f%%, libstdc++ %.1f%%, "
+                    "other %.1f%% (%d samples); %.3f s/100k under perf" %
+                    (r["perf_kernel_pct"], r["perf_program_pct"], r["perf_libc_pct"],
+                     r["perf_libstdcxx_pct"], r["perf_other_pct"], r["perf_samples"],
+                     r["cpu_per_100k"]))
+            except RunError as e:
+                r = {"error": str(e)}
+                log("  FAILED: %s" % e)
+            perf_results[(conc, name)] = r
+            runs.record(r, kind="perf", server=name, concurrency=conc, n=n, port=p)
+
+
+def probe_all(ctx, active, n, runs, next_port, probes):
+    probe_n = min(n, PROBE_MAX_REQUESTS)
+    for name in active:
+        runs.progress("%s close probe" % name)
+        p = next_port()
+        try:
+            r = close_probe(ctx, name, probe_n, p)
+            log("  TIME_WAIT: server side %d, client side %d; first FIN: %s" %
+                (r["tw_server"], r["tw_client"], r["first_fin"]))
+        except RunError as e:
+            r = {"error": str(e)}
+            log("  FAILED: %s" % e)
+        probes.append((name, r))
+        runs.record(r, kind="close-probe", server=name, concurrency=PROBE_CONCURRENCY,
+                    n=probe_n, port=p)
 
 
 def print_report(args, ctx, meta, active, skipped, concs, n, reps, results, perf_results,

@@ -45,7 +45,6 @@ or tools/setup.sh.
 import argparse
 import csv
 import datetime
-import fcntl
 import filecmp
 import http.client
 import os
@@ -59,7 +58,6 @@ import signal
 import socket
 import ssl
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
@@ -68,7 +66,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import benchlib  # noqa: E402  (bench/benchlib.py)
 import make_test_certs  # noqa: E402  (tools/make_test_certs.py)
+from benchlib import (BASE_SUFFIX, children_cpu_s, cpu_model, find_tool,  # noqa: E402
+                      first_line, fmt_dur, log, loopback_up, machine_cpu_s, netns_available,
+                      pinned, port_is_free, process_tree, tcp_opens, tree_cpu, wait_idle)
 
 NOFILE = 20000
 # Runs during which other processes (or the hypervisor) took more than this
@@ -94,9 +97,8 @@ SHORT = {"nginx": "nginx", "libnet-epoll": "epoll", "libnet-uring": "uring",
          "libnet-epoll-handover": "epoll-ho", "libnet-uring-handover": "uring-ho",
          "libnet-uring-handover-queue": "uring-hoq",
          "libnet-coro-epoll": "coro-epoll", "libnet-coro-uring": "coro-uring"}
-# --baseline-binary: each libnet server gets a twin, named with the suffix,
-# that runs the baseline build.
-BASE_SUFFIX = "@base"
+# --baseline-binary: each libnet server gets a twin, named with
+# benchlib.BASE_SUFFIX, that runs the baseline build.
 
 GROUPS = {
     "hello": "Keep-alive GET /hello (12-byte body)",
@@ -141,48 +143,7 @@ class RunError(RuntimeError):
     pass
 
 
-def log(msg):
-    sys.stderr.write(msg + "\n")
-    sys.stderr.flush()
-
-
-def fmt_dur(s):
-    s = int(round(s))
-    return "%dm%02ds" % (s // 60, s % 60)
-
-
 # ---------------------------------------------------------------- environment
-
-
-def find_tool(name):
-    # nginx lives in /usr/sbin, which a non-root PATH often lacks.
-    path = shutil.which(name)
-    if path is None:
-        for d in ("/usr/sbin", "/sbin", "/usr/local/sbin"):
-            candidate = os.path.join(d, name)
-            if os.access(candidate, os.X_OK):
-                return candidate
-    return path
-
-
-def first_line(argv):
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    text = (r.stdout + r.stderr).strip()
-    return text.splitlines()[0].strip() if text else "unknown"
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def raise_nofile():
@@ -199,174 +160,16 @@ def raise_nofile():
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
 
-def pinned(cpu, argv):
-    return ["taskset", "-c", str(cpu)] + argv
-
-
 def short(name):
     """The name in table headers: epoll, epoll@base, nginx."""
     stem = name.removesuffix(BASE_SUFFIX)
     return SHORT[stem] + name[len(stem):]
 
 
-def with_twins(servers):
-    """servers with NAME@base right after every libnet NAME."""
-    out = []
-    for name in servers:
-        out.append(name)
-        if name.startswith("libnet"):
-            out.append(name + BASE_SUFFIX)
-    return out
-
-
-def run_order(servers, rep):
-    """The order of repetition rep (from 0): servers as listed, each twin
-    pair together, the pair's order alternating (now, base in even
-    repetitions; base, now in odd ones). Over an even number of repetitions
-    each build goes first equally often, so what runs just before a pair,
-    and drift within it, fall on both alike. Alternating rather than random
-    keeps a run reproducible and balances the order exactly."""
-    order = []
-    for name in servers:
-        stem = name.removesuffix(BASE_SUFFIX)
-        if stem != name and stem in servers:
-            continue  # placed with its twin
-        pair = [name]
-        if name + BASE_SUFFIX in servers:
-            pair.append(name + BASE_SUFFIX)
-        order += pair[::-1] if rep % 2 else pair
-    return order
-
-
 # ------------------------------------------------------------- /proc sampling
 
 
-def read_stat(pid):
-    """(ppid, utime+stime ticks) from /proc/PID/stat, or None if it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            data = f.read()
-    except OSError:
-        return None
-    # comm may contain spaces and parentheses: split after the last ')'.
-    fields = data[data.rindex(")") + 2:].split()
-    return int(fields[1]), int(fields[11]) + int(fields[12])
-
-
-def process_tree(root):
-    """root and all its descendants (nginx: master and worker)."""
-    children = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        st = read_stat(int(name))
-        if st is not None:
-            children.setdefault(st[0], []).append(int(name))
-    tree, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(children.get(pid, []))
-    return sorted(tree)
-
-
-def schedstat_ns(pid):
-    """Time on CPU of every thread of pid, in ns."""
-    total = 0
-    try:
-        tids = os.listdir("/proc/%d/task" % pid)
-    except OSError:
-        return 0
-    for tid in tids:
-        try:
-            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
-
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def tree_cpu(root):
-    """(pids, CPU ns from schedstat, CPU s from utime+stime) of root's tree."""
-    pids = process_tree(root)
-    ns, ticks = 0, 0
-    for pid in pids:
-        ns += schedstat_ns(pid)
-        st = read_stat(pid)
-        if st is not None:
-            ticks += st[1]
-    return pids, ns, ticks / CLK_TCK
-
-
-def wait_idle(root, limit=3.0):
-    """Waits (bounded) until the server tree uses under 1% of a CPU, so that a
-    sample taken now holds all the work of what came before."""
-    deadline = time.time() + limit
-    _, prev, _ = tree_cpu(root)
-    while time.time() < deadline:
-        time.sleep(0.1)
-        _, now, _ = tree_cpu(root)
-        if now - prev < 1_000_000:
-            return True
-        prev = now
-    return False
-
-
-def machine_cpu_s():
-    """(busy, stolen): CPU seconds of all CPUs, from /proc/stat. Stolen is
-    time the hypervisor gave to other guests while this one wanted to run."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
-    return (user + nice + system + irq + softirq) / CLK_TCK, steal / CLK_TCK
-
-
-def wait_machine_quiet(limit):
-    """Watches the machine in half-second windows, with the server idle and
-    wrk not started, until one window has the CPUs under OTHER_LOAD_NOTE busy
-    and no TCP connection opened, or for at most limit seconds (one window
-    if 0). Returns (seconds waited, quiet?, connections/s of the last window):
-    other processes' connections would count in the run's conn/req."""
-    start = time.time()
-    ncpu = os.cpu_count() or 1
-    while True:
-        (b0, _), (_, p0) = machine_cpu_s(), tcp_opens()
-        time.sleep(0.5)
-        (b1, _), (_, p1) = machine_cpu_s(), tcp_opens()
-        quiet = (b1 - b0) / (0.5 * ncpu) < OTHER_LOAD_NOTE and p1 == p0
-        if quiet or time.time() - start >= limit:
-            return time.time() - start, quiet, (p1 - p0) / 0.5
-
-
-def children_cpu_s():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
-def tcp_opens():
-    """(ActiveOpens, PassiveOpens) of this network namespace."""
-    with open("/proc/net/snmp") as f:
-        lines = [l.split() for l in f if l.startswith("Tcp:")]
-    row = dict(zip(lines[0][1:], lines[1][1:]))
-    return int(row["ActiveOpens"]), int(row["PassiveOpens"])
-
-
 # --------------------------------------------------------------------- servers
-
-
-def port_is_free(port):
-    """True if nothing listens on 127.0.0.1:port (TIME_WAIT leftovers do not
-    count: the servers set SO_REUSEADDR, and so does this probe)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 class Server:
@@ -526,9 +329,17 @@ def client_connection(server, port):
 
 
 def precheck(server, files):
-    """Fetches /hello and both files once and compares them byte for byte.
-    Returns (errors, warnings); errors disqualify the server."""
+    """Fetches /hello and both files once and compares them byte for byte,
+    then checks that Connection: close closes. Returns (errors, warnings);
+    errors disqualify the server."""
     errors, warnings = [], []
+    precheck_bodies(server, files, errors, warnings)
+    precheck_close(server, errors, warnings)
+    return errors, warnings
+
+
+def precheck_bodies(server, files, errors, warnings):
+    """/hello and the files, byte for byte, on one keep-alive connection."""
     port = server.port
     # All three on one keep-alive connection (http.client reconnects only
     # after a response that says `Connection: close`).
@@ -560,10 +371,13 @@ def precheck(server, files):
                     warnings.append("GET /hello: Content-Type %r, expected text/plain" % ctype)
     finally:
         conn.close()
-    # Connection: close must make the server close: the close-100 scenario
-    # depends on it (wrk reconnects only when the response says close).
+
+
+def precheck_close(server, errors, warnings):
+    """Connection: close must make the server close: the close-100 scenario
+    depends on it (wrk reconnects only when the response says close)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as plain:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as plain:
             s = plain
             if server.ctx.get("tls"):
                 context = ssl.create_default_context(cafile=server.ctx["tls"]["ca"])
@@ -589,7 +403,6 @@ def precheck(server, files):
             errors.append("GET /hello with Connection: close: server kept the connection open")
     except OSError as e:
         errors.append("GET /hello with Connection: close: %s" % e)
-    return errors, warnings
 
 
 # ------------------------------------------------------------------------ wrk
@@ -682,16 +495,8 @@ def run_once(ctx, server_name, scenario, seconds, port):
     notes = []
     try:
         server.start()
-        if not wait_idle(server.proc.pid):
-            notes.append("server not idle before the run")
-        waited, quiet, bg_conn_rate = wait_machine_quiet(ctx["quiet_wait"])
-        if not quiet and ctx["quiet_wait"] > 0:
-            log("  the machine stayed busy for %.0f s; measuring anyway" % waited)
-        elif waited > 1:
-            log("  waited %.0f s for other processes to leave the machine" % waited)
-        pids0, ns0, tk0 = tree_cpu(server.proc.pid)
-        (busy0, steal0), wrk0, wall0 = machine_cpu_s(), children_cpu_s(), time.time()
-        act0, pas0 = tcp_opens()
+        bg_conn_rate = wait_before_run(ctx, server, notes)
+        before = sample(server.proc.pid)
         argv = pinned(ctx["client_cpus"], wrk_argv(ctx, server.port, scenario, seconds))
         try:
             w = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60,
@@ -702,19 +507,17 @@ def run_once(ctx, server_name, scenario, seconds, port):
         # that work belongs to the run.
         if not wait_idle(server.proc.pid):
             notes.append("server still busy 3 s after wrk exited")
-        pids1, ns1, tk1 = tree_cpu(server.proc.pid)
         # wrk is the only child reaped in between (taskset execs it).
-        (busy1, steal1), wrk1, wall1 = machine_cpu_s(), children_cpu_s(), time.time()
-        act1, pas1 = tcp_opens()
+        after = sample(server.proc.pid)
         if w.returncode != 0:
             raise RunError("wrk exited with status %d: %s" %
                            (w.returncode, (w.stdout + w.stderr).strip()[-400:]))
         if server.proc.poll() is not None:
             raise RunError("%s died during the run (status %s): %s" %
                            (server_name, server.proc.returncode, server.output()))
-        if pids0 != pids1:
+        if before["pids"] != after["pids"]:
             notes.append("server processes changed during the run (%s -> %s): CPU is partial" %
-                          (pids0, pids1))
+                          (before["pids"], after["pids"]))
         r = parse_stime(w.stdout) if scenario.startswith("stime") else parse_wrk(w.stdout)
         if SCENARIOS[scenario][1] == NOT_FOUND:
             expect_not_found(r)
@@ -722,31 +525,59 @@ def run_once(ctx, server_name, scenario, seconds, port):
         warning = server.stop()
     if warning:
         notes.append(warning)
+    add_run_metrics(r, server, before, after)
+    r["bg_conn_rate"] = bg_conn_rate
+    r["notes"] = "; ".join(notes)
+    return r
+
+
+def wait_before_run(ctx, server, notes):
+    """Waits for the server to be idle and the machine quiet (bounded);
+    returns the background connection rate of the last window."""
+    if not wait_idle(server.proc.pid):
+        notes.append("server not idle before the run")
+    waited, quiet, bg_conn_rate = benchlib.wait_machine_quiet(ctx["quiet_wait"], OTHER_LOAD_NOTE)
+    if not quiet and ctx["quiet_wait"] > 0:
+        log("  the machine stayed busy for %.0f s; measuring anyway" % waited)
+    elif waited > 1:
+        log("  waited %.0f s for other processes to leave the machine" % waited)
+    return bg_conn_rate
+
+
+def sample(pid):
+    """The counters a run is measured by, at one moment: the server tree's
+    CPU time, the machine's, wrk's (a reaped child), and TCP opens."""
+    pids, ns, ticks = tree_cpu(pid)
+    (busy, steal), wrk, wall = machine_cpu_s(), children_cpu_s(), time.time()
+    active, passive = tcp_opens()
+    return {"pids": pids, "ns": ns, "ticks": ticks, "busy": busy, "steal": steal, "wrk": wrk,
+            "wall": wall, "active": active, "passive": passive}
+
+
+def add_run_metrics(r, server, before, after):
+    """Adds to wrk's numbers r what the samples around the run say."""
     # Counted over the server's life: its start-up checks' few connections
     # are in it too.
     loops = server.loop_stats()
     r["loop_conns"] = "/".join(str(c) for c, _ in loops)
     r["ring_handovers"] = sum(h for _, h in loops) if loops else ""
-    r["server_cpu_s"] = (ns1 - ns0) / 1e9
-    r["server_cpu_s_ticks"] = tk1 - tk0
+    r["server_cpu_s"] = (after["ns"] - before["ns"]) / 1e9
+    r["server_cpu_s_ticks"] = after["ticks"] - before["ticks"]
     r["cpu_per_100k"] = (r["server_cpu_s"] / r["requests"] * 1e5 if r["requests"]
                          else float("nan"))
     # Under 100% the server waited for wrk: req/s is then wrk's limit.
     r["server_busy"] = (r["server_cpu_s"] / r["duration_s"] if r["duration_s"]
                         else float("nan"))
-    r["active_opens"] = act1 - act0
-    r["passive_opens"] = pas1 - pas0
+    r["active_opens"] = after["active"] - before["active"]
+    r["passive_opens"] = after["passive"] - before["passive"]
     r["conn_per_req"] = r["passive_opens"] / r["requests"] if r["requests"] else float("nan")
     # Whatever else ran on the machine during the run, as a share of all
     # CPUs: what is busy, less the server and wrk (all three tick-based).
-    r["wrk_cpu_s"] = wrk1 - wrk0
-    other = (busy1 - busy0) - r["server_cpu_s_ticks"] - r["wrk_cpu_s"]
-    cpu_wall = (wall1 - wall0) * (os.cpu_count() or 1)
+    r["wrk_cpu_s"] = after["wrk"] - before["wrk"]
+    other = (after["busy"] - before["busy"]) - r["server_cpu_s_ticks"] - r["wrk_cpu_s"]
+    cpu_wall = (after["wall"] - before["wall"]) * (os.cpu_count() or 1)
     r["other_load"] = max(0.0, other) / cpu_wall
-    r["steal"] = (steal1 - steal0) / cpu_wall
-    r["bg_conn_rate"] = bg_conn_rate
-    r["notes"] = "; ".join(notes)
-    return r
+    r["steal"] = (after["steal"] - before["steal"]) / cpu_wall
 
 
 # --------------------------------------------------------------------- output
@@ -802,6 +633,23 @@ def markdown_table(group, scenarios, servers, results):
     lines = ["### %s%s" % ("HTTPS: " if TLS_RUN else "", GROUPS[group]), ""]
     others = [s for s in servers if s != "nginx"] if "nginx" in servers else []
     twins = [s for s in servers if s + BASE_SUFFIX in servers]
+    with_loops = [s for s in servers if any(r.get("loop_conns") for sc in scenarios
+                                            for r in results.get((sc, s), []))]
+    header = table_header(servers, others, twins, with_loops)
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    failed = []
+    for sc in scenarios:
+        row = table_row(sc, servers, others, twins, with_loops, results, failed)
+        lines.append("| " + " | ".join(row) + " |")
+    if failed:
+        lines.append("")
+        lines += ["- " + f for f in failed]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def table_header(servers, others, twins, with_loops):
     header = ["scenario", "conns"]
     header += ["%s req/s" % s for s in servers]
     header += ["%s/nginx" % short(s) for s in others]
@@ -814,63 +662,64 @@ def markdown_table(group, scenarios, servers, results):
     header += ["CPU %s now/base" % short(s) for s in twins]
     header += ["conn/req (%s)" % ", ".join(short(s) for s in servers),
                "errors (%s)" % ", ".join(short(s) for s in servers)]
-    with_loops = [s for s in servers if any(r.get("loop_conns") for sc in scenarios
-                                            for r in results.get((sc, s), []))]
     if with_loops:
         header.append("conns per loop %%, ring-handed %% (%s)" %
                       ", ".join(short(s) for s in with_loops))
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "---|" * len(header))
-    failed = []
-    for sc in scenarios:
-        _, path, conns, _ = SCENARIOS[sc]
-        runs = {s: results.get((sc, s), []) for s in servers}
-        ok = {s: [r for r in runs[s] if "error" not in r] for s in servers}
-        med = {s: (statistics.median([r["rps"] for r in ok[s]]) if ok[s] else None)
-               for s in servers}
-        cpu = {s: (statistics.median([r["cpu_per_100k"] for r in ok[s]]) if ok[s] else None)
-               for s in servers}
-        row = ["%s `%s`" % (sc, path), str(conns)]
-        row += [med_cell([r["rps"] for r in ok[s]], fmt_rps) for s in servers]
-        row += [ratio(med[s], med["nginx"]) for s in others]
-        row += [ratio(med[s], med[s + BASE_SUFFIX]) for s in twins]
-        row += [med_cell([r["p50_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
-        row += [med_cell([r["p99_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
-        row += [med_cell([r["max_ms"] for r in ok[s]], lambda v: "%.0f" % v) for s in servers]
-        row += [med_cell([r["cpu_per_100k"] for r in ok[s]], lambda v: "%.2f" % v)
-                for s in servers]
-        row += [ratio(cpu[s], cpu["nginx"]) for s in others]
-        row += [ratio(cpu[s], cpu[s + BASE_SUFFIX]) for s in twins]
-        row.append(", ".join("%.3f" % statistics.median([r["conn_per_req"] for r in ok[s]])
-                             if ok[s] else "-" for s in servers))
-        errs = []
-        for s in servers:
-            total = sum(r["errors"] for r in ok[s])
-            errs.append(("**%d**" % total) if total else "0")
-            for i, r in enumerate(runs[s], 1):
-                if "error" in r:
-                    failed.append("%s %s run %d failed: %s" % (sc, s, i, r["error"]))
-                elif r["errors"]:
-                    failed.append("%s %s run %d: wrk reported connect %d, read %d, write %d, "
-                                  "timeout %d, non-2xx/3xx %d" %
-                                  (sc, s, i, r["err_connect"], r["err_read"], r["err_write"],
-                                   r["err_timeout"], r["non2xx"]))
-                if r.get("notes"):
-                    failed.append("%s %s run %d: %s" % (sc, s, i, r["notes"]))
-            loaded = ["%d (%s)" % (i, load_text(r)) for i, r in enumerate(runs[s], 1)
-                      if "error" not in r and load_text(r)]
-            if loaded:
-                failed.append("%s %s: other work on the machine during run%s %s" %
-                              (sc, s, "s" if len(loaded) > 1 else "", ", ".join(loaded)))
-        row.append(", ".join(errs))
-        if with_loops:
-            row.append(", ".join(loop_cell(ok[s]) for s in with_loops))
-        lines.append("| " + " | ".join(row) + " |")
-    if failed:
-        lines.append("")
-        lines += ["- " + f for f in failed]
-    lines.append("")
-    return "\n".join(lines)
+    return header
+
+
+def table_row(sc, servers, others, twins, with_loops, results, failed):
+    """The cells of scenario sc; what went wrong in its runs goes to failed."""
+    _, path, conns, _ = SCENARIOS[sc]
+    runs = {s: results.get((sc, s), []) for s in servers}
+    ok = {s: [r for r in runs[s] if "error" not in r] for s in servers}
+    med = {s: (statistics.median([r["rps"] for r in ok[s]]) if ok[s] else None)
+           for s in servers}
+    cpu = {s: (statistics.median([r["cpu_per_100k"] for r in ok[s]]) if ok[s] else None)
+           for s in servers}
+    row = ["%s `%s`" % (sc, path), str(conns)]
+    row += [med_cell([r["rps"] for r in ok[s]], fmt_rps) for s in servers]
+    row += [ratio(med[s], med["nginx"]) for s in others]
+    row += [ratio(med[s], med[s + BASE_SUFFIX]) for s in twins]
+    row += [med_cell([r["p50_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
+    row += [med_cell([r["p99_ms"] for r in ok[s]], lambda v: "%.2f" % v) for s in servers]
+    row += [med_cell([r["max_ms"] for r in ok[s]], lambda v: "%.0f" % v) for s in servers]
+    row += [med_cell([r["cpu_per_100k"] for r in ok[s]], lambda v: "%.2f" % v)
+            for s in servers]
+    row += [ratio(cpu[s], cpu["nginx"]) for s in others]
+    row += [ratio(cpu[s], cpu[s + BASE_SUFFIX]) for s in twins]
+    row.append(", ".join("%.3f" % statistics.median([r["conn_per_req"] for r in ok[s]])
+                         if ok[s] else "-" for s in servers))
+    errs = []
+    for s in servers:
+        total = sum(r["errors"] for r in ok[s])
+        errs.append(("**%d**" % total) if total else "0")
+        failed += run_problems(sc, s, runs[s])
+    row.append(", ".join(errs))
+    if with_loops:
+        row.append(", ".join(loop_cell(ok[s]) for s in with_loops))
+    return row
+
+
+def run_problems(sc, s, runs):
+    """The lines under a table about server s's runs of scenario sc."""
+    problems = []
+    for i, r in enumerate(runs, 1):
+        if "error" in r:
+            problems.append("%s %s run %d failed: %s" % (sc, s, i, r["error"]))
+        elif r["errors"]:
+            problems.append("%s %s run %d: wrk reported connect %d, read %d, write %d, "
+                            "timeout %d, non-2xx/3xx %d" %
+                            (sc, s, i, r["err_connect"], r["err_read"], r["err_write"],
+                             r["err_timeout"], r["non2xx"]))
+        if r.get("notes"):
+            problems.append("%s %s run %d: %s" % (sc, s, i, r["notes"]))
+    loaded = ["%d (%s)" % (i, load_text(r)) for i, r in enumerate(runs, 1)
+              if "error" not in r and load_text(r)]
+    if loaded:
+        problems.append("%s %s: other work on the machine during run%s %s" %
+                        (sc, s, "s" if len(loaded) > 1 else "", ", ".join(loaded)))
+    return problems
 
 
 # ------------------------------------------------------------ system calls
@@ -1036,7 +885,7 @@ def add_machine_arguments(ap, client, port_base, out_name, out_what):
                     help="directory for %s (default ./%s)" % (out_what, out_name))
 
 
-def main():
+def argument_parser():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tls", action="store_true",
@@ -1068,6 +917,49 @@ def main():
                     help="after the tables, run each server once more under strace -f -c "
                     "with short connections and print the system calls per request")
     add_machine_arguments(ap, "wrk", 21000, "http-results", "the CSV")
+    return ap
+
+
+def exit_if_missing(prog, missing):
+    """Exits naming the Debian packages to install, if any is missing."""
+    if missing:
+        sys.exit("%s: missing %s; install with:\n  apt-get update && apt-get install -y %s\n"
+                 "(or run tools/setup.sh)" % (prog, ", ".join(missing), " ".join(missing)))
+
+
+def check_cpus(prog, args, client):
+    """Exits unless --server-cpus and --client-cpus name CPUs this process
+    may run on."""
+    cpus = set()
+    for text in (args.server_cpus, args.client_cpus):
+        try:
+            cpus |= {int(c) for c in text.split(",")}
+        except ValueError:
+            sys.exit("%s: %r is not a list of CPU numbers" % (prog, text))
+    if not cpus <= os.sched_getaffinity(0):
+        sys.exit("%s: needs CPUs %s (server) and %s (%s), has %s" %
+                 (prog, args.server_cpus, args.client_cpus, client,
+                  sorted(os.sched_getaffinity(0))))
+
+
+def check_binaries(prog, args, servers):
+    """Exits if --binary or --baseline-binary is unusable; returns servers,
+    with the @base twins when there is a baseline."""
+    libnet = [s for s in servers if s.startswith("libnet")]
+    if libnet and args.binary and not os.access(args.binary, os.X_OK):
+        sys.exit("%s: --binary %s is not an executable file" % (prog, args.binary))
+    if not args.baseline_binary:
+        return servers
+    if not libnet:
+        sys.exit("%s: --baseline-binary needs libnet-epoll or libnet-uring in --servers" % prog)
+    if not os.access(args.baseline_binary, os.X_OK):
+        sys.exit("%s: --baseline-binary %s is not an executable file" %
+                 (prog, args.baseline_binary))
+    return benchlib.with_twins(servers, lambda name: name.startswith("libnet"))
+
+
+def main():
+    ap = argument_parser()
     args = ap.parse_args()
 
     seconds = args.seconds or (3 if args.quick else 10)
@@ -1094,29 +986,9 @@ def main():
             missing.append("nginx-light")
     if find_tool("taskset") is None:
         missing.append("util-linux")
-    if missing:
-        sys.exit("run_http_bench: missing %s; install with:\n  apt-get update && apt-get install "
-                 "-y %s\n(or run tools/setup.sh)" % (", ".join(missing), " ".join(missing)))
-    def cpu_list(text):
-        try:
-            return {int(c) for c in text.split(",")}
-        except ValueError:
-            sys.exit("run_http_bench: %r is not a list of CPU numbers" % text)
-    if not cpu_list(args.server_cpus) | cpu_list(args.client_cpus) <= os.sched_getaffinity(0):
-        sys.exit("run_http_bench: needs CPUs %s (server) and %s (wrk), has %s" %
-                 (args.server_cpus, args.client_cpus, sorted(os.sched_getaffinity(0))))
-
-    libnet = [s for s in servers if s.startswith("libnet")]
-    if libnet and args.binary and not os.access(args.binary, os.X_OK):
-        sys.exit("run_http_bench: --binary %s is not an executable file" % args.binary)
-    if args.baseline_binary:
-        if not libnet:
-            sys.exit("run_http_bench: --baseline-binary needs libnet-epoll or libnet-uring "
-                     "in --servers")
-        if not os.access(args.baseline_binary, os.X_OK):
-            sys.exit("run_http_bench: --baseline-binary %s is not an executable file" %
-                     args.baseline_binary)
-        servers = with_twins(servers)
+    exit_if_missing("run_http_bench", missing)
+    check_cpus("run_http_bench", args, "wrk")
+    servers = check_binaries("run_http_bench", args, servers)
 
     if NETNS_ENV in os.environ:
         # The second half of run_in_netns: the parent made the temp dir and
@@ -1126,7 +998,25 @@ def main():
         ctx["netns"] = True
         loopback_up()
         return bench(args, ctx, servers, scenarios, seconds, reps)
+    return run_in_temp_dir(args, ctx, servers, scenarios, seconds, reps)
 
+
+def copy_baseline(ctx, path, where):
+    """Copies the --baseline-binary into the temp dir, under its own name (so
+    perf tells the two builds apart), as build() copies: the path is often a
+    baseline tree's bazel-bin, which a build there can re-point during the
+    run. `where` names the report's @base columns or rows."""
+    ctx["baseline"] = os.path.join(ctx["tmp"], "http_server-base")
+    shutil.copy2(path, ctx["baseline"])
+    if filecmp.cmp(ctx["binary"], ctx["baseline"], shallow=False):
+        log("note: --baseline-binary is identical to the current http_server: the "
+            "@base %s measure noise only" % where)
+
+
+def run_in_temp_dir(args, ctx, servers, scenarios, seconds, reps):
+    """Builds or copies the binaries into a temp dir, then benches, in a
+    private network namespace when it can; removes the temp dir."""
+    libnet = [s for s in servers if s.startswith("libnet")]
     ctx["tmp"] = tempfile.mkdtemp(prefix="libnet-httpbench-")
     try:
         coro = any(s in CORO_SERVERS for s in servers)
@@ -1139,16 +1029,11 @@ def main():
         elif libnet:
             ctx["binary"] = build(ctx, ["http_server"] + (["coro_http_server"] if coro else []))[0]
         if args.baseline_binary:
-            # A copy, as build() makes: the path is often a baseline tree's
-            # bazel-bin, which a build there can re-point during the run.
-            ctx["baseline"] = os.path.join(ctx["tmp"], "http_server-base")
-            shutil.copy2(args.baseline_binary, ctx["baseline"])
-            if filecmp.cmp(ctx["binary"], ctx["baseline"], shallow=False):
-                log("note: --baseline-binary is identical to the current http_server: the "
-                    "@base columns measure noise only")
+            copy_baseline(ctx, args.baseline_binary, "columns")
         if not args.shared_netns:
             if netns_available():
-                return run_in_netns(ctx)
+                return benchlib.run_in_netns(ctx, os.path.abspath(__file__), NETNS_ENV,
+                                             NETNS_BASELINE_ENV)
             log("note: cannot make a network namespace (needs root); conn/req counts every "
                 "TCP connection opened on the machine during a run")
         ctx["netns"] = False
@@ -1157,52 +1042,15 @@ def main():
         shutil.rmtree(ctx["tmp"], ignore_errors=True)
 
 
-# A private network namespace gives the run its own loopback and its own
-# /proc/net/snmp, so conn/req counts this benchmark's connections only, not
-# those of whatever else runs on the machine. Its TCP sysctls start from the
-# kernel's defaults, the same values a stock Debian host has.
+# A private network namespace (benchlib.run_in_netns) gives the run its own
+# /proc/net/snmp, so conn/req counts this benchmark's connections only.
 NETNS_ENV = "LIBNET_HTTPBENCH_NETNS"
 NETNS_BASELINE_ENV = "LIBNET_HTTPBENCH_NETNS_BASELINE"
-
-
-def netns_available():
-    try:
-        r = subprocess.run(["unshare", "--net", "true"], stderr=subprocess.DEVNULL)
-        return r.returncode == 0
-    except OSError:
-        return False
-
-
-def run_in_netns(ctx, script=None, netns_env=NETNS_ENV, baseline_env=NETNS_BASELINE_ENV):
-    """Runs `script` (default: this one) again, with the same arguments, in a
-    new network namespace; it finds the temp dir and the binary in
-    `netns_env`, and the baseline's copy in `baseline_env`."""
-    env = dict(os.environ)
-    env[netns_env] = "%s:%s" % (ctx["tmp"], ctx.get("binary", ""))
-    if ctx.get("baseline"):
-        env[baseline_env] = ctx["baseline"]
-    child = subprocess.Popen(["unshare", "--net", "--", sys.executable,
-                              script or os.path.abspath(__file__)] + sys.argv[1:], env=env)
-    # Ctrl-C reaches the child too (same process group): let it stop its
-    # server and finish; a SIGTERM sent to this process alone is passed on.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
-    return child.wait()
-
-
-def loopback_up():
-    """ip link set lo up, without needing iproute2."""
-    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        ifreq = fcntl.ioctl(s, siocgifflags, struct.pack("16sH22x", b"lo", 0))
-        flags = struct.unpack("16sH22x", ifreq)[1]
-        fcntl.ioctl(s, siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
 
 
 def bench(args, ctx, servers, scenarios, seconds, reps):
     # SIGTERM unwinds like Ctrl-C: wrk is killed, the server stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("run_http_bench: stopped by SIGTERM"))
-    libnet = [s for s in servers if s.startswith("libnet")]
     if "nginx" in servers:
         ctx["nginx_dir"] = os.path.join(ctx["tmp"], "nginx")
         os.mkdir(ctx["nginx_dir"])
@@ -1211,7 +1059,27 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
     ctx["www"], files = make_www(ctx)
     if args.tls:
         ctx["tls"] = make_certs(ctx)
+    meta = describe_run(ctx, servers)
+    next_port = port_allocator(args.port_base)
+    # Correctness first: a server that serves wrong bytes is not measured.
+    skipped = precheck_all(ctx, servers, files, next_port)
+    active = [s for s in servers if s not in skipped]
+    t0 = time.time()
+    results, csv_path = run_all(args, ctx, active, scenarios, seconds, reps, next_port)
+    print_report(args, ctx, meta, servers, skipped, seconds, reps)
+    for group in GROUPS:
+        in_group = [s for s in scenarios if SCENARIOS[s][0] == group]
+        if in_group and active:
+            print(markdown_table(group, in_group, active, results))
+    if args.syscalls and active:
+        print(syscall_table(ctx, active, next_port))
+    log("CSV: %s (%s total)" % (csv_path, fmt_dur(time.time() - t0)))
+    failed = any("error" in r for runs in results.values() for r in runs)
+    return 1 if skipped or failed else 0
 
+
+def describe_run(ctx, servers):
+    """What the report's header says about the machine and the tools."""
     # "wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer"
     wrk_version = first_line([ctx["wrk"], "--version"]).split(" Copyright")[0]
     nginx_version = (first_line([ctx["nginx"], "-v"]).replace("nginx version: ", "")
@@ -1221,22 +1089,29 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     command = " ".join(shlex.quote(a) for a in ["bench/http/run_http_bench.py"] + sys.argv[1:])
     log("machine: %s; kernel %s; %s; nginx %s" % (machine, kernel, wrk_version, nginx_version))
+    return {"wrk": wrk_version, "nginx": nginx_version, "machine": machine, "kernel": kernel,
+            "date": date, "command": command}
 
-    port = args.port_base
+
+def port_allocator(port_base, prog="run_http_bench"):
+    """next_port(): the next free port from port_base on; each run gets a
+    fresh one so that no run meets an earlier run's TIME_WAIT sockets."""
+    port = port_base
 
     def next_port():
-        """The next free port from --port-base on; each run gets a fresh one
-        so that no run meets the previous run's TIME_WAIT sockets."""
         nonlocal port
         for _ in range(2000):
             p = port
-            port = args.port_base + (port + 1 - args.port_base) % 2000
+            port = port_base + (port + 1 - port_base) % 2000
             if port_is_free(p):
                 return p
-        sys.exit("run_http_bench: no free port in %d-%d" % (args.port_base,
-                                                            args.port_base + 1999))
+        sys.exit("%s: no free port in %d-%d" % (prog, port_base, port_base + 1999))
 
-    # Correctness first: a server that serves wrong bytes is not measured.
+    return next_port
+
+
+def precheck_all(ctx, servers, files, next_port):
+    """{server: errors} of the servers whose pre-check failed."""
     skipped = {}
     for name in servers:
         server = Server(name, ctx, next_port())
@@ -1256,8 +1131,12 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
             log("pre-check %s: FAILED, not measured:\n  %s" % (name, "\n  ".join(errors)))
         else:
             log("pre-check %s: /hello, /1k.bin, /148k.bin byte-exact" % name)
-    active = [s for s in servers if s not in skipped]
+    return skipped
 
+
+def run_all(args, ctx, active, scenarios, seconds, reps, next_port):
+    """Every run, one CSV row each; returns ({(scenario, server): [run]},
+    the CSV's path)."""
     total = len(scenarios) * reps * len(active)
     per_run = seconds + 1.0
     log("libnet HTTP bench: %d scenarios x %d servers x %d reps = %d runs of %d s, about %s" %
@@ -1275,25 +1154,12 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
             group, path, conns, close = SCENARIOS[sc]
             for rep in range(1, reps + 1):
                 # Interleaved: A B B@base C C@base, then A B@base B C@base C, ...
-                for name in run_order(active, rep - 1):
+                for name in benchlib.twin_order(active, rep - 1):
                     elapsed = time.time() - t0
                     left = (elapsed / done * (total - done)) if done else total * per_run
                     log("[run %d/%d] %s %s rep %d/%d — elapsed %s, about %s left" %
                         (done + 1, total, sc, name, rep, reps, fmt_dur(elapsed), fmt_dur(left)))
-                    try:
-                        r = run_once(ctx, name, sc, seconds, next_port())
-                        log("  %s req/s, p99 %.2f ms, server CPU %.2f s/100k req (busy %.0f%%), "
-                            "%.3f conn/req, other load %.0f%%, steal %.0f%%, background "
-                            "%.0f conn/s, %s" %
-                            (fmt_rps(r["rps"]), r["p99_ms"], r["cpu_per_100k"],
-                             100 * r["server_busy"], r["conn_per_req"], 100 * r["other_load"],
-                             100 * r["steal"], r["bg_conn_rate"],
-                             "ERRORS %d" % r["errors"] if r["errors"] else "no errors"))
-                        if r["notes"]:
-                            log("  note: " + r["notes"])
-                    except RunError as e:
-                        r = {"error": str(e)}
-                        log("  FAILED: %s" % e)
+                    r = logged_run(ctx, name, sc, seconds, next_port())
                     results.setdefault((sc, name), []).append(r)
                     row = dict(r, date=datetime.datetime.now().isoformat(timespec="seconds"),
                                scenario=sc, group=group, path=path, conns=conns,
@@ -1303,18 +1169,41 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
                     out.writerow(row)
                     f.flush()
                     done += 1
+    return results, csv_path
 
+
+def logged_run(ctx, name, sc, seconds, port):
+    """run_once(), its outcome logged; a failed run is {"error": why}."""
+    try:
+        r = run_once(ctx, name, sc, seconds, port)
+        log("  %s req/s, p99 %.2f ms, server CPU %.2f s/100k req (busy %.0f%%), "
+            "%.3f conn/req, other load %.0f%%, steal %.0f%%, background "
+            "%.0f conn/s, %s" %
+            (fmt_rps(r["rps"]), r["p99_ms"], r["cpu_per_100k"],
+             100 * r["server_busy"], r["conn_per_req"], 100 * r["other_load"],
+             100 * r["steal"], r["bg_conn_rate"],
+             "ERRORS %d" % r["errors"] if r["errors"] else "no errors"))
+        if r["notes"]:
+            log("  note: " + r["notes"])
+    except RunError as e:
+        r = {"error": str(e)}
+        log("  FAILED: %s" % e)
+    return r
+
+
+def print_report(args, ctx, meta, servers, skipped, seconds, reps):
+    """The report's header: the machine, the tools, the method."""
     print("## libnet HTTP server vs nginx (wrk)\n")
-    print("- Machine: %s" % machine)
-    print("- Kernel: %s" % kernel)
-    print("- Date: %s" % date)
-    print("- wrk: %s; nginx: %s" % (wrk_version, nginx_version))
-    if libnet:
+    print("- Machine: %s" % meta["machine"])
+    print("- Kernel: %s" % meta["kernel"])
+    print("- Date: %s" % meta["date"])
+    print("- wrk: %s; nginx: %s" % (meta["wrk"], meta["nginx"]))
+    if any(s.startswith("libnet") for s in servers):
         print("- libnet: `%s --threads %d --backend epoll|uring`" %
               (args.binary or "//examples/http:http_server (--config=opt)", args.threads))
     if args.baseline_binary:
         print("- Baseline (@base): `%s`, same flags" % args.baseline_binary)
-    print("- Command: `%s`" % command)
+    print("- Command: `%s`" % meta["command"])
     print("- Network: %s" % ("a private network namespace (its own loopback; conn/req counts "
                               "this benchmark's connections only)" if ctx["netns"] else
                               "the machine's own namespace (conn/req counts every TCP "
@@ -1336,15 +1225,6 @@ def bench(args, ctx, servers, scenarios, seconds, reps):
               "ratio of the medians (req/s above 1 and CPU below 1: the current build is "
               "better).")
     print()
-    for group in GROUPS:
-        in_group = [s for s in scenarios if SCENARIOS[s][0] == group]
-        if in_group and active:
-            print(markdown_table(group, in_group, active, results))
-    if args.syscalls and active:
-        print(syscall_table(ctx, active, next_port))
-    log("CSV: %s (%s total)" % (csv_path, fmt_dur(time.time() - t0)))
-    failed = any("error" in r for runs in results.values() for r in runs)
-    return 1 if skipped or failed else 0
 
 
 if __name__ == "__main__":

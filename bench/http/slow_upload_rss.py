@@ -15,6 +15,7 @@ the server (root, or a hard limit that allows it, is needed for 1000+).
 """
 
 import argparse
+import os
 import resource
 import selectors
 import socket
@@ -22,13 +23,8 @@ import subprocess
 import sys
 import time
 
-
-def vm_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/{pid}/status")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import benchlib  # noqa: E402  (bench/benchlib.py)
 
 
 def start_server(args):
@@ -64,77 +60,16 @@ def run(args):
     server = start_server(args)
     try:
         time.sleep(0.2)  # let the loop settle before the baseline reading
-        rss_before = vm_kib(server.pid, "VmRSS")
-        head = (f"POST /upload HTTP/1.1\r\nHost: bench\r\n"
-                f"Content-Length: {args.announce}\r\n\r\n").encode()
-        body_part = b"u" * args.send
-        sel = selectors.DefaultSelector()
-        uploads = []
-        for i in range(args.connections):
-            s = socket.create_connection(("127.0.0.1", args.port))
-            s.setblocking(False)
-            u = Upload(s, head, body_part)
-            uploads.append(u)
-            sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, u)
+        rss_before = benchlib.status_kib(server.pid, "VmRSS")
+        sel, uploads = open_uploads(args)
         print(f"{args.connections} connections open", file=sys.stderr)
-
-        start = time.monotonic()
-        pending = len(uploads)
-        peak = rss_before
-        while pending > 0 and time.monotonic() - start < args.timeout:
-            for key, events in sel.select(timeout=0.5):
-                u = key.data
-                if events & selectors.EVENT_READ and not u.eof:
-                    try:
-                        data = u.sock.recv(65536)
-                    except (BlockingIOError, InterruptedError):
-                        data = None
-                    except ConnectionError:
-                        data = b""
-                    if data == b"":
-                        u.eof = True
-                    elif data:
-                        u.received += data
-                if events & selectors.EVENT_WRITE and u.out:
-                    try:
-                        n = u.sock.send(u.out)
-                        u.out = u.out[n:]
-                    except (BlockingIOError, InterruptedError):
-                        pass
-                    except ConnectionError:
-                        u.out = u.out[:0]
-                    if not u.out:
-                        pending -= 1
-                        sel.modify(u.sock, selectors.EVENT_READ, u)
-                if u.eof:
-                    if u.out:
-                        pending -= 1
-                        u.out = u.out[:0]
-                    sel.unregister(u.sock)
-            peak = max(peak, vm_kib(server.pid, "VmRSS"))
-        sent_all = pending == 0
+        sent_all, peak = send_all(sel, len(uploads), server.pid, args.timeout, rss_before)
         # Everything is sent (or refused); the server may still be reading
         # the tail out of its socket buffers: sample for a while.
-        samples = []
-        until = time.monotonic() + args.hold
-        while time.monotonic() < until:
-            for key, events in sel.select(timeout=0.1):
-                u = key.data
-                try:
-                    data = u.sock.recv(65536)
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except ConnectionError:
-                    data = b""
-                if data == b"":
-                    u.eof = True
-                    sel.unregister(u.sock)
-                else:
-                    u.received += data
-            samples.append(vm_kib(server.pid, "VmRSS"))
+        samples = hold(sel, server.pid, args.hold)
         rss_held = samples[-1]
         peak = max([peak] + samples)
-        hwm = vm_kib(server.pid, "VmHWM")
+        hwm = benchlib.status_kib(server.pid, "VmHWM")
         statuses = {}
         for u in uploads:
             st = u.status()
@@ -148,11 +83,91 @@ def run(args):
               f"all_sent={int(sent_all)} rss_before_kib={rss_before} rss_held_kib={rss_held} "
               f"rss_peak_kib={peak} vm_hwm_kib={hwm} {answered}")
     finally:
-        server.terminate()
+        benchlib.stop_process(server)
+
+
+def open_uploads(args):
+    """args.connections non-blocking uploads, registered for reading and
+    writing."""
+    head = (f"POST /upload HTTP/1.1\r\nHost: bench\r\n"
+            f"Content-Length: {args.announce}\r\n\r\n").encode()
+    body_part = b"u" * args.send
+    sel = selectors.DefaultSelector()
+    uploads = []
+    for i in range(args.connections):
+        s = socket.create_connection(("127.0.0.1", args.port))
+        s.setblocking(False)
+        u = Upload(s, head, body_part)
+        uploads.append(u)
+        sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, u)
+    return sel, uploads
+
+
+def send_all(sel, pending, pid, timeout, peak):
+    """Sends every upload's bytes (or until timeout seconds pass), sampling
+    the server's RSS; returns (all sent?, the peak RSS)."""
+    start = time.monotonic()
+    while pending > 0 and time.monotonic() - start < timeout:
+        for key, events in sel.select(timeout=0.5):
+            pending -= step(sel, key.data, events)
+        peak = max(peak, benchlib.status_kib(pid, "VmRSS"))
+    return pending == 0, peak
+
+
+def step(sel, u, events):
+    """Reads and writes what upload u can; returns 1 once it has nothing
+    more to send."""
+    done = 0
+    if events & selectors.EVENT_READ and not u.eof:
         try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+            data = u.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            data = None
+        except ConnectionError:
+            data = b""
+        if data == b"":
+            u.eof = True
+        elif data:
+            u.received += data
+    if events & selectors.EVENT_WRITE and u.out:
+        try:
+            n = u.sock.send(u.out)
+            u.out = u.out[n:]
+        except (BlockingIOError, InterruptedError):
+            pass
+        except ConnectionError:
+            u.out = u.out[:0]
+        if not u.out:
+            done += 1
+            sel.modify(u.sock, selectors.EVENT_READ, u)
+    if u.eof:
+        if u.out:
+            done += 1
+            u.out = u.out[:0]
+        sel.unregister(u.sock)
+    return done
+
+
+def hold(sel, pid, seconds):
+    """Reads the answers for `seconds`; returns the RSS samples taken."""
+    samples = []
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        for key, events in sel.select(timeout=0.1):
+            u = key.data
+            try:
+                data = u.sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except ConnectionError:
+                data = b""
+            if data == b"":
+                u.eof = True
+                sel.unregister(u.sock)
+            else:
+                u.received += data
+        samples.append(benchlib.status_kib(pid, "VmRSS"))
+    return samples
 
 
 def main():

@@ -28,35 +28,23 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import benchlib  # noqa: E402  (bench/benchlib.py)
+
 STARTUP_TIMEOUT = 20
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS for %d" % pid)
 
 
 class Server:
     def __init__(self, binary, backend):
-        env = dict(os.environ, LIBNET_POLLER=backend)
-        self.proc = subprocess.Popen(
-            ["taskset", "-c", "0", binary, "--address", "127.0.0.1", "--port", "0"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        line = self.proc.stdout.readline().strip()
-        if "listening on" not in line:
-            self.stop()
-            raise RuntimeError("%s: unexpected first line %r" % (binary, line))
-        self.port = int(line.rsplit(":", 1)[1])
+        self.proc, self.port = benchlib.start_server(
+            [binary, "--address", "127.0.0.1", "--port", "0"], STARTUP_TIMEOUT,
+            env=dict(os.environ, LIBNET_POLLER=backend))
 
     def rss(self):
-        return rss_kib(self.proc.pid)
+        return benchlib.rss_kib(self.proc.pid)
 
     def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
+        benchlib.stop_process(self.proc)
 
 
 def echo_once(sock, payload):

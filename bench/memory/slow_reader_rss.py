@@ -32,65 +32,22 @@ usage: slow_reader_rss.py [--server PATH] [--backends epoll,uring] [--peers N]
 
 import argparse
 import os
-import random
-import re
 import select
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import benchlib  # noqa: E402  (bench/benchlib.py)
 
 CHUNK = b"x" * 65536
 SETTLE_SECONDS = 10.0
 
 
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS for pid %d" % pid)
-
-
-def free_port():
-    """A port below 32768 that nothing listens on now: benchmark servers stay
-    out of the ephemeral range, where another program's outgoing connections
-    take their local ports."""
-    for _ in range(200):
-        port = random.randrange(20000, 32768)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    raise RuntimeError("no free port in 20000..32767")
-
-
 def start_server(path, backend):
-    argv = [path, "--address", "127.0.0.1", "--port", str(free_port()), "--backend", backend]
-    if os.path.exists("/usr/bin/taskset"):
-        argv = ["taskset", "-c", "0"] + argv
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    ready, _, _ = select.select([proc.stdout], [], [], 20)
-    line = proc.stdout.readline() if ready else ""
-    match = re.search(r"listening on [0-9.]+:(\d+)", line)
-    if not match:
-        stop_server(proc)
-        raise RuntimeError("echo_server printed no listening line: %r" % line)
-    return proc, int(match.group(1))
-
-
-def stop_server(proc):
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return benchlib.start_server([path, "--address", "127.0.0.1", "--port",
+                                  str(benchlib.free_port()), "--backend", backend])
 
 
 def echoes(port):
@@ -127,7 +84,7 @@ def run_once(args, backend):
         pid = proc.pid
         # taskset execs the server: same pid.
         time.sleep(0.2)  # let start-up allocations land before the baseline
-        before = rss_kib(pid)
+        before = benchlib.rss_kib(pid)
         peers = []
         for _ in range(args.peers):
             peers.append(connect_peer(port, args.client_rcvbuf))
@@ -150,16 +107,16 @@ def run_once(args, backend):
                     continue
                 if left[s] is not None:
                     left[s] -= sent
-            peak = max(peak, rss_kib(pid))
+            peak = max(peak, benchlib.rss_kib(pid))
         for s in peers:
             s.close()
         # Settled: no change of more than 256 KiB over a second, or the bound.
-        after = rss_kib(pid)
+        after = benchlib.rss_kib(pid)
         settle_deadline = time.monotonic() + SETTLE_SECONDS
         last_change = time.monotonic()
         while time.monotonic() < settle_deadline:
             time.sleep(0.1)
-            now = rss_kib(pid)
+            now = benchlib.rss_kib(pid)
             if abs(now - after) > 256:
                 last_change = time.monotonic()
             after = now
@@ -167,7 +124,7 @@ def run_once(args, backend):
                 break
         ok = echoes(port) if args.reader_check else True
     finally:
-        stop_server(proc)
+        benchlib.stop_process(proc)
     result = {
         "backend": backend, "peers": args.peers, "rss_before_kib": before,
         "rss_peak_kib": peak, "per_peer_kib": (peak - before) // args.peers,

@@ -21,7 +21,6 @@ coro_echo_server found in DIR (an earlier build) as columns marked @base.
 import argparse
 import os
 import re
-import shutil
 import socket
 import statistics
 import subprocess
@@ -29,6 +28,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import benchlib  # noqa: E402  (bench/benchlib.py)
+
 SERVERS = ("echo_server", "coro_echo_server")
 BACKENDS = ("epoll", "uring")
 
@@ -44,27 +46,12 @@ def build():
     }
 
 
-def free_port():
-    # Below the ephemeral range (32768+), so no client socket can take it.
-    for port in range(21100, 21400):
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    raise SystemExit("no free port in 21100..21399")
-
-
-def pinned(cpu, argv):
-    return (["taskset", "-c", str(cpu)] + argv) if shutil.which("taskset") else argv
-
-
 def start_server(binary, backend):
-    port = free_port()
+    # Below the ephemeral range (32768+), so no client socket can take it.
+    port = benchlib.free_port(21100, 21400)
     proc = subprocess.Popen(
-        pinned(0, [binary, "--address", "127.0.0.1", "--port", str(port), "--backend", backend]),
+        benchlib.pinned_if_possible(0, [binary, "--address", "127.0.0.1", "--port", str(port),
+                                        "--backend", backend]),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 10
     while time.time() < deadline:
@@ -81,7 +68,8 @@ def run_client(client, port, size, rounds, nodelay, pause_us):
     argv = [client, "127.0.0.1", str(port), str(size), str(rounds), "--pause-us", str(pause_us)]
     if nodelay:
         argv.append("--nodelay")
-    out = subprocess.run(pinned(1, argv), capture_output=True, text=True, timeout=600)
+    out = subprocess.run(benchlib.pinned_if_possible(1, argv), capture_output=True, text=True,
+                         timeout=600)
     if out.returncode != 0:
         raise SystemExit(f"roundtrip_client failed: {out.stderr.strip()}")
     line = next(l for l in out.stdout.splitlines() if l.startswith("RESULT "))

@@ -25,11 +25,7 @@ usage: half_open_rss.py [--server PATH] [--backends epoll,uring]
 
 import argparse
 import os
-import random
-import re
 import resource
-import select
-import signal
 import socket
 import ssl
 import statistics
@@ -38,25 +34,8 @@ import sys
 import tempfile
 import time
 
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS for pid %d" % pid)
-
-
-def free_port():
-    for _ in range(200):
-        port = random.randrange(20000, 32768)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    raise RuntimeError("no free port in 20000..32767")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import benchlib  # noqa: E402  (bench/benchlib.py)
 
 
 def make_certificate(directory):
@@ -84,48 +63,19 @@ def client_hello():
 
 
 def start_server(path, backend, cert, key):
-    argv = [path, "--address", "127.0.0.1", "--port", str(free_port()), "--backend", backend,
-            "--tls-cert", cert, "--tls-key", key]
-    if os.path.exists("/usr/bin/taskset"):
-        argv = ["taskset", "-c", "0"] + argv
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    # Read the raw pipe (a buffered reader would hide a second line that
-    # arrived with the first from select()).
-    seen = b""
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            break
-        chunk = os.read(proc.stdout.fileno(), 4096)
-        if not chunk:
-            break
-        seen += chunk
-        match = re.search(rb"listening on [0-9.]+:(\d+)", seen)
-        if match:
-            return proc, int(match.group(1))
-    stop_server(proc)
-    raise RuntimeError("http_server printed no listening line")
-
-
-def stop_server(proc):
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    return benchlib.start_server([path, "--address", "127.0.0.1", "--port",
+                                  str(benchlib.free_port()), "--backend", backend, "--tls-cert",
+                                  cert, "--tls-key", key])
 
 
 def wait_stable(pid, limit_seconds, step=0.2, quiet=3):
     """Samples RSS until it has not changed by more than 1% for `quiet`
     samples in a row (or the limit passes); returns the last sample."""
-    last, same = rss_kib(pid), 0
+    last, same = benchlib.rss_kib(pid), 0
     deadline = time.monotonic() + limit_seconds
     while time.monotonic() < deadline and same < quiet:
         time.sleep(step)
-        now = rss_kib(pid)
+        now = benchlib.rss_kib(pid)
         same = same + 1 if abs(now - last) <= max(64, last // 100) else 0
         last = now
     return last
@@ -136,7 +86,7 @@ def run(args, backend, cert, key, hello):
     clients = []
     try:
         time.sleep(0.5)
-        before = rss_kib(proc.pid)
+        before = benchlib.rss_kib(proc.pid)
         payload = {"none": b"", "partial": hello[: len(hello) // 2], "full": hello}[args.mode]
         for _ in range(args.conns):
             s = socket.create_connection(("127.0.0.1", port))
@@ -148,10 +98,10 @@ def run(args, backend, cert, key, hello):
             s.close()
         clients = []
         deadline = time.monotonic() + args.settle
-        after = rss_kib(proc.pid)
+        after = benchlib.rss_kib(proc.pid)
         while time.monotonic() < deadline:
             time.sleep(0.25)
-            after = rss_kib(proc.pid)
+            after = benchlib.rss_kib(proc.pid)
         return {
             "rss_before_kib": before,
             "rss_peak_kib": peak,
@@ -162,7 +112,7 @@ def run(args, backend, cert, key, hello):
     finally:
         for s in clients:
             s.close()
-        stop_server(proc)
+        benchlib.stop_process(proc)
 
 
 def main():

@@ -1,7 +1,8 @@
 // SslOptions: the --tls-* options of the asio TLS ping-pong programs
 // (asio_ssl_pingpong_server takes --tls-cert and --tls-key,
 // asio_ssl_pingpong_client takes --tls-ca), parsed together with the
-// positional arguments that every ping-pong peer shares, and readable(),
+// positional arguments by parseServerArgs()/parseClientArgs() (and so by the
+// parser every ping-pong peer shares, pingpong/CommandLine.h), and readable(),
 // with which both check a PEM file before OpenSSL reads it.
 //
 // An aggregate and plain functions; called from main() before any thread

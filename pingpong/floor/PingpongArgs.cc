@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
+#include <vector>
 
 namespace pingpong {
 namespace {
@@ -26,19 +26,20 @@ std::string programName(const ProgramInfo& info, char** argv) {
 }
 
 void printUsage(FILE* out, const std::string& prog, const ProgramInfo& info, bool client) {
+  const std::string options = info.optionsUsage.empty() ? "" : " " + std::string(info.optionsUsage);
   if (client) {
     std::fprintf(out,
-                 "usage: %s <address> <port> <threads> <blocksize> <sessions> <time_seconds>\n"
+                 "usage: %s%s <address> <port> <threads> <blocksize> <sessions> <time_seconds>\n"
                  "  Opens <sessions> connections spread over <threads> threads; each sends one\n"
                  "  <blocksize>-byte message and then echoes whatever it receives. After\n"
                  "  <time_seconds> it prints one RESULT line.\n",
-                 prog.c_str());
+                 prog.c_str(), options.c_str());
   } else {
     std::fprintf(out,
-                 "usage: %s <address> <port> <threads>\n"
+                 "usage: %s%s <address> <port> <threads>\n"
                  "  Echoes whatever each connection sends until SIGINT or SIGTERM.\n"
                  "  Port 0 lets the kernel choose; the port is reported on stdout.\n",
-                 prog.c_str());
+                 prog.c_str(), options.c_str());
   }
   if (!info.note.empty()) {
     std::fprintf(out, "  %.*s\n", static_cast<int>(info.note.size()), info.note.data());
@@ -50,15 +51,6 @@ void printUsage(FILE* out, const std::string& prog, const ProgramInfo& info, boo
   std::fprintf(stderr, "%s: %s\n", prog.c_str(), message.c_str());
   printUsage(stderr, prog, info, client);
   std::exit(kExitUsage);
-}
-
-std::optional<int64_t> parseInt(std::string_view text, int64_t lo, int64_t hi) {
-  int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < lo || value > hi) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 std::optional<Endpoint> parseEndpoint(std::string_view address, uint16_t port) {
@@ -83,29 +75,46 @@ std::optional<Endpoint> parseEndpoint(std::string_view address, uint16_t port) {
   return std::nullopt;
 }
 
-bool wantsHelp(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return true;
+// The positional arguments, once the options are taken out; exits after
+// --help or a bad option.
+std::vector<std::string> positionalArgs(int argc, char** argv, const std::string& prog,
+                                        const ProgramInfo& info, bool client) {
+  cmdline::CommandLine line = cmdline::parseCommandLine(argc, argv, info.options);
+  if (line.help) {
+    printUsage(stdout, prog, info, client);
+    std::exit(0);
   }
-  return false;
+  if (!line.error.empty()) usageError(prog, info, client, line.error);
+  if (info.optionsRequired) {
+    for (const cmdline::Option& option : info.options) {
+      if (option.value != nullptr && option.value->empty()) {
+        usageError(prog, info, client, "missing option " + std::string(option.name));
+      }
+    }
+  }
+  const size_t expected = client ? 6 : 3;
+  if (line.positional.size() != expected) {
+    usageError(prog, info, client, "expected " + std::to_string(expected) + " arguments");
+  }
+  return std::move(line.positional);
 }
 
 // The three leading arguments common to client and server.
-void parseCommon(char** argv, const std::string& prog, const ProgramInfo& info, bool client,
-                 Endpoint& endpoint, int& threads) {
-  const auto port = parseInt(argv[2], client ? 1 : 0, 65535);
-  if (!port) usageError(prog, info, client, std::string("bad port: ") + argv[2]);
-  const auto ep = parseEndpoint(argv[1], static_cast<uint16_t>(*port));
+void parseCommon(const std::vector<std::string>& positional, const std::string& prog,
+                 const ProgramInfo& info, bool client, Endpoint& endpoint, int& threads) {
+  const auto port = cmdline::parseNumber(positional[1], client ? 1 : 0, 65535);
+  if (!port) usageError(prog, info, client, "bad port: " + positional[1]);
+  const auto ep = parseEndpoint(positional[0], static_cast<uint16_t>(*port));
   if (!ep) {
     usageError(prog, info, client,
-               std::string("bad address (want a numeric IPv4 or IPv6 address): ") + argv[1]);
+               "bad address (want a numeric IPv4 or IPv6 address): " + positional[0]);
   }
   endpoint = *ep;
-  const auto t = parseInt(argv[3], 1, info.maxThreads);
+  const auto t = cmdline::parseNumber(positional[2], 1, info.maxThreads);
   if (!t) {
     const std::string range =
         info.maxThreads == 1 ? "must be 1" : "want 1.." + std::to_string(info.maxThreads);
-    usageError(prog, info, client, "bad threads: " + std::string(argv[3]) + " (" + range + ")");
+    usageError(prog, info, client, "bad threads: " + positional[2] + " (" + range + ")");
   }
   threads = static_cast<int>(*t);
 }
@@ -114,39 +123,31 @@ void parseCommon(char** argv, const std::string& prog, const ProgramInfo& info, 
 
 ServerArgs parseServerArgs(int argc, char** argv, const ProgramInfo& info) {
   const std::string prog = programName(info, argv);
-  if (wantsHelp(argc, argv)) {
-    printUsage(stdout, prog, info, false);
-    std::exit(0);
-  }
-  if (argc != 4) usageError(prog, info, false, "expected 3 arguments");
+  const std::vector<std::string> positional = positionalArgs(argc, argv, prog, info, false);
   ServerArgs args;
-  parseCommon(argv, prog, info, false, args.endpoint, args.threads);
+  parseCommon(positional, prog, info, false, args.endpoint, args.threads);
   return args;
 }
 
 ClientArgs parseClientArgs(int argc, char** argv, const ProgramInfo& info) {
   const std::string prog = programName(info, argv);
-  if (wantsHelp(argc, argv)) {
-    printUsage(stdout, prog, info, true);
-    std::exit(0);
-  }
-  if (argc != 7) usageError(prog, info, true, "expected 6 arguments");
+  const std::vector<std::string> positional = positionalArgs(argc, argv, prog, info, true);
   ClientArgs args;
-  parseCommon(argv, prog, info, true, args.endpoint, args.threads);
-  const auto blocksize = parseInt(argv[4], 1, kMaxBlocksize);
-  if (!blocksize) usageError(prog, info, true, std::string("bad blocksize: ") + argv[4]);
+  parseCommon(positional, prog, info, true, args.endpoint, args.threads);
+  const auto blocksize = cmdline::parseNumber(positional[3], 1, kMaxBlocksize);
+  if (!blocksize) usageError(prog, info, true, "bad blocksize: " + positional[3]);
   args.blocksize = static_cast<size_t>(*blocksize);
-  const auto sessions = parseInt(argv[5], 1, kMaxSessions);
-  if (!sessions) usageError(prog, info, true, std::string("bad sessions: ") + argv[5]);
+  const auto sessions = cmdline::parseNumber(positional[4], 1, kMaxSessions);
+  if (!sessions) usageError(prog, info, true, "bad sessions: " + positional[4]);
   args.sessions = static_cast<int>(*sessions);
 
   // Fractional seconds are accepted so that tests can run short rounds.
-  const std::string_view text = argv[6];
+  const std::string_view text = positional[5];
   double seconds = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(seconds) ||
       seconds <= 0 || seconds > kMaxSeconds) {
-    usageError(prog, info, true, std::string("bad time_seconds: ") + argv[6]);
+    usageError(prog, info, true, "bad time_seconds: " + positional[5]);
   }
   args.time = std::chrono::duration<double>(seconds);
   return args;

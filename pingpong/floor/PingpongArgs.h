@@ -1,7 +1,10 @@
-// Command-line parsing and result formatting shared by every ping-pong peer
-// program (asio, libevent, the epoll and io_uring floors), so that all of them
-// accept exactly the same arguments, reject the same bad values with the same
-// exit codes, and print the same RESULT line that the benchmark runner parses.
+// The positional arguments and the RESULT line of the ping-pong peers that
+// are not built on libnet (asio's callbacks, coroutines and TLS, libevent, the
+// epoll and io_uring floors), so that all of them accept exactly the same
+// arguments, reject the same bad values with the same exit codes, and print
+// the same RESULT line that the benchmark runner parses. Options are split
+// from the positional arguments by pingpong/CommandLine.h, the parser that
+// libnet's peers (pingpong/Args.h) use too.
 //
 // Plain functions and aggregates only; no state, callable from any thread.
 #pragma once
@@ -11,8 +14,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "pingpong/CommandLine.h"
 
 namespace pingpong {
 
@@ -51,16 +57,22 @@ struct ProgramInfo {
   std::string_view name;  // argv[0] is used when empty
   int maxThreads;         // libevent's single-threaded test sets 1
   std::string_view note;  // extra usage line, e.g. why threads must be 1
+  // The options the program takes besides --help (none by default), and how
+  // the usage line shows them, e.g. "--tls-ca FILE".
+  std::span<const cmdline::Option> options;
+  std::string_view optionsUsage;
+  bool optionsRequired = false;  // each option of `options` must be given
 };
 
 // Exit codes shared by all peers; a runner tells a usage slip from a busy port.
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitFailure = 1;
 
-// `--help` prints usage to stdout and exits 0; a wrong argument count or a bad
-// value prints the problem and the usage to stderr and exits kExitUsage. The
-// server accepts port 0 (the kernel picks one and "listening on" reports it),
-// the client does not.
+// `--help` prints usage to stdout and exits 0; a wrong argument count, a bad
+// value, or an unknown, empty or (with optionsRequired) missing option prints
+// the problem and the usage to stderr and exits kExitUsage. The server accepts
+// port 0 (the kernel picks one and "listening on" reports it), the client
+// does not.
 [[nodiscard]] ServerArgs parseServerArgs(int argc, char** argv, const ProgramInfo& info);
 [[nodiscard]] ClientArgs parseClientArgs(int argc, char** argv, const ProgramInfo& info);
 
