@@ -21,6 +21,7 @@
 #include "examples/common/QuitOnSignal.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/TcpConnection.h"
 #include "net/TcpServer.h"
 #include "net/coro/Coro.h"
 

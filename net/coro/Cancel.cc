@@ -1,52 +1,67 @@
 #include "net/coro/Cancel.h"
 
+#include <optional>
+
 #include "net/EventLoop.h"
+#include "net/coro/TaskContext.h"
 
 namespace libnet::coro::detail {
 
-void TimeoutScope::enter(TaskContext* context) {
-  context_ = context;
-  context->enter(&scope_);
-  timer_ = context->loop()->runAfter(timeout_, [this] {
-    timer_ = TimerId();
-    context_->cancel(&scope_, Errc::kTimedOut);
-  });
-}
+// What a withStop()'s callback reaches. The loop side clears `scope` when
+// the scope is left; the callback holds a plain pointer (the scope removes
+// the callback, waiting for a run in progress, before it lets go of the
+// relay), and what the callback queues on the loop holds a reference.
+struct StopRelay : std::enable_shared_from_this<StopRelay> {
+  struct Request {
+    StopRelay* relay;
+    void operator()() const;
+  };
 
-void TimeoutScope::leave() {
-  if (context_ == nullptr) return;
-  if (timer_.valid()) context_->loop()->cancel(timer_);
-  timer_ = TimerId();
-  context_->leave(&scope_);
-  context_ = nullptr;
-}
+  StopRelay(EventLoop* l, TaskContext* c, CancelScope* s) : loop(l), context(c), scope(s) {}
 
-void StopScope::Request::operator()() const {
+  EventLoop* loop;
+  TaskContext* context;
+  CancelScope* scope;
+  std::optional<std::stop_callback<Request>> callback;
+};
+
+void StopRelay::Request::operator()() const {
   // Any thread: the scope is touched on the loop only.
-  relay->loop->queueInLoop([relay = relay] {
+  relay->loop->queueInLoop([relay = relay->shared_from_this()] {
     if (relay->scope != nullptr) relay->context->cancel(relay->scope, Errc::kCancelled);
   });
 }
 
-void StopScope::enter(TaskContext* context) {
+void ScopeGuard::enter(TaskContext* context) {
   context_ = context;
   context->enter(&scope_);
+  if (!byStop_) {
+    timer_ = context->loop()->runAfter(timeout_, [this] {
+      timer_ = TimerId();
+      context_->cancel(&scope_, Errc::kTimedOut);
+    });
+    return;
+  }
   if (stop_.stop_requested()) {
     scope_.reason = Errc::kCancelled;
     return;
   }
   if (!stop_.stop_possible()) return;
-  relay_ = std::make_shared<Relay>(Relay{context->loop(), context, &scope_});
-  callback_.emplace(stop_, Request{relay_});
+  relay_ = std::make_shared<StopRelay>(context->loop(), context, &scope_);
+  relay_->callback.emplace(stop_, StopRelay::Request{relay_.get()});
 }
 
-void StopScope::leave() {
+void ScopeGuard::leave() {
   if (context_ == nullptr) return;
-  // Waits for a stop callback running on another thread right now; after
-  // this none starts.
-  callback_.reset();
-  if (relay_) relay_->scope = nullptr;
-  relay_.reset();
+  if (timer_.valid()) context_->loop()->cancel(timer_);
+  timer_ = TimerId();
+  if (relay_) {
+    // Waits for a stop callback running on another thread right now; after
+    // this none starts.
+    relay_->callback.reset();
+    relay_->scope = nullptr;
+    relay_.reset();
+  }
   context_->leave(&scope_);
   context_ = nullptr;
 }

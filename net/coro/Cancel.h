@@ -18,76 +18,60 @@
 // one stop registration) per use.
 #pragma once
 
+#include <chrono>
 #include <coroutine>
 #include <memory>
-#include <optional>
 #include <stop_token>
 #include <utility>
 
-#include "base/Timestamp.h"
 #include "net/TimerId.h"
+#include "net/coro/Errc.h"
 #include "net/coro/Task.h"
-#include "net/coro/TaskContext.h"
 
 namespace libnet::coro {
 
 namespace detail {
 
-// The scope of a withTimeout(): a timer on the task's loop that cancels it.
-class TimeoutScope {
+// A region of a task that can be cancelled as a whole (see TaskContext).
+struct CancelScope {
+  CancelScope* parent = nullptr;
+  Errc reason = Errc::kOk;  // not kOk once cancelled
+};
+
+struct StopRelay;  // Cancel.cc
+
+// The scope of a withTimeout() (a timer on the task's loop that cancels it)
+// or of a withStop() (a std::stop_callback that cancels it from the loop).
+// Lives in the frame of the coroutine that entered it.
+class ScopeGuard {
  public:
-  explicit TimeoutScope(Duration timeout) : timeout_(timeout) {}
-  TimeoutScope(TimeoutScope&& other) noexcept : timeout_(other.timeout_) {}  // before entering
-  TimeoutScope& operator=(TimeoutScope&&) = delete;
-  ~TimeoutScope() { leave(); }
+  explicit ScopeGuard(std::chrono::nanoseconds timeout) : timeout_(timeout) {}
+  explicit ScopeGuard(std::stop_token stop) : stop_(std::move(stop)), byStop_(true) {}
+  ScopeGuard(ScopeGuard&& other) noexcept  // before entering
+      : timeout_(other.timeout_), stop_(std::move(other.stop_)), byStop_(other.byStop_) {}
+  ScopeGuard& operator=(ScopeGuard&&) = delete;
+  ~ScopeGuard() { leave(); }
 
   void enter(TaskContext* context);
   void leave();
 
  private:
-  Duration timeout_;
+  std::chrono::nanoseconds timeout_{};
+  std::stop_token stop_;
+  bool byStop_ = false;
   TaskContext* context_ = nullptr;
   CancelScope scope_;
   TimerId timer_;
-};
-
-// The scope of a withStop(): a std::stop_callback that cancels it from the
-// loop.
-class StopScope {
- public:
-  explicit StopScope(std::stop_token stop) : stop_(std::move(stop)) {}
-  StopScope(StopScope&& other) noexcept : stop_(std::move(other.stop_)) {}  // before entering
-  StopScope& operator=(StopScope&&) = delete;
-  ~StopScope() { leave(); }
-
-  void enter(TaskContext* context);
-  void leave();
-
   // Shared with the stop callback, which may outlive the scope on another
-  // thread: the loop side clears `scope` when the scope is left.
-  struct Relay {
-    EventLoop* loop;
-    TaskContext* context;
-    CancelScope* scope;
-  };
-  struct Request {
-    std::shared_ptr<Relay> relay;
-    void operator()() const;
-  };
-
- private:
-  std::stop_token stop_;
-  TaskContext* context_ = nullptr;
-  CancelScope scope_;
-  std::shared_ptr<Relay> relay_;
-  std::optional<std::stop_callback<Request>> callback_;
+  // thread.
+  std::shared_ptr<StopRelay> relay_;
 };
 
-// A scope (Scope: TimeoutScope or StopScope) around an awaiter.
-template <class Scope, class Awaiter>
+// A scope around an awaiter.
+template <class Awaiter>
 class Scoped {
  public:
-  Scoped(Scope scope, Awaiter inner) : scope_(std::move(scope)), inner_(std::move(inner)) {}
+  Scoped(ScopeGuard scope, Awaiter inner) : scope_(std::move(scope)), inner_(std::move(inner)) {}
 
   [[nodiscard]] bool await_ready() const noexcept { return false; }
   template <class P>
@@ -104,24 +88,22 @@ class Scoped {
  private:
   // Declared first so that it goes last: the inner awaiter (and the frames
   // it owns) leaves its own scopes before this one is left.
-  Scope scope_;
+  ScopeGuard scope_;
   Awaiter inner_;
 };
 
 }  // namespace detail
 
 template <class A>
-auto withTimeout(Duration timeout, A&& awaitable) {
+auto withTimeout(std::chrono::nanoseconds timeout, A&& awaitable) {
   auto inner = detail::awaiterOf(std::forward<A>(awaitable));
-  return detail::Scoped<detail::TimeoutScope, decltype(inner)>(detail::TimeoutScope(timeout),
-                                                               std::move(inner));
+  return detail::Scoped<decltype(inner)>(detail::ScopeGuard(timeout), std::move(inner));
 }
 
 template <class A>
 auto withStop(std::stop_token stop, A&& awaitable) {
   auto inner = detail::awaiterOf(std::forward<A>(awaitable));
-  return detail::Scoped<detail::StopScope, decltype(inner)>(detail::StopScope(std::move(stop)),
-                                                            std::move(inner));
+  return detail::Scoped<decltype(inner)>(detail::ScopeGuard(std::move(stop)), std::move(inner));
 }
 
 }  // namespace libnet::coro

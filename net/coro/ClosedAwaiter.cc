@@ -1,5 +1,8 @@
 #include "net/coro/ClosedAwaiter.h"
 
+#include "net/Buffer.h"
+#include "net/coro/StreamState.h"
+
 namespace libnet::coro {
 
 ClosedAwaiter::~ClosedAwaiter() {

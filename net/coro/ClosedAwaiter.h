@@ -9,14 +9,15 @@
 
 #include "net/coro/Errc.h"
 #include "net/coro/Operation.h"
-#include "net/coro/StreamState.h"
 
 namespace libnet::coro {
 
-class ClosedAwaiter : public Operation {
+class StreamState;
+
+class ClosedAwaiter : public detail::Operation {
  public:
   explicit ClosedAwaiter(StreamState* state) : state_(state) {}
-  ClosedAwaiter(ClosedAwaiter&& other) noexcept : state_(other.state_) {}
+  ClosedAwaiter(ClosedAwaiter&&) noexcept = default;  // before awaiting
   ClosedAwaiter& operator=(ClosedAwaiter&&) = delete;
   ~ClosedAwaiter();
 
@@ -27,10 +28,10 @@ class ClosedAwaiter : public Operation {
   }
   [[nodiscard]] Errc await_resume() const noexcept { return result_; }
 
+ private:
+  friend class StreamState;
   void cancel(Errc why) override;
   void complete(Errc result);
-
- private:
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
 
   StreamState* state_;

@@ -3,6 +3,9 @@
 #include "net/EventLoop.h"
 #include "net/TcpClient.h"
 #include "net/TcpConnection.h"
+#include "net/coro/ConnectAwaiter.h"
+#include "net/coro/StreamState.h"
+#include "net/coro/TaskContext.h"
 
 namespace libnet::coro {
 
@@ -24,18 +27,19 @@ bool ConnectAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* cont
   // The outcome is reported from the loop's queue, not from inside the
   // client's callbacks: the resumed coroutine may call connect() on the same
   // client again, which replaces those callbacks.
-  client_->setConnectionCallback([pending = pending_](const TcpConnectionPtr& conn) {
-    if (!conn->connected()) return;  // down: the StreamState ends what is pending
-    if (pending->waiter == nullptr) {
-      conn->forceClose();  // too late: the await timed out or was cancelled
-      return;
-    }
-    StreamState::attach(conn);  // before its first byte arrives
-    pending->conn = conn;
-    conn->getLoop()->queueInLoop([pending] {
-      if (pending->waiter != nullptr) pending->waiter->finish(Errc::kOk);
-    });
-  });
+  client_->setConnectionCallback(
+      [pending = pending_, options = options_](const TcpConnectionPtr& conn) {
+        if (!conn->connected()) return;  // down: the StreamState ends what is pending
+        if (pending->waiter == nullptr) {
+          conn->forceClose();  // too late: the await timed out or was cancelled
+          return;
+        }
+        StreamState::attach(conn, options);  // before its first byte arrives
+        pending->conn = conn;
+        conn->getLoop()->queueInLoop([pending] {
+          if (pending->waiter != nullptr) pending->waiter->finish(Errc::kOk);
+        });
+      });
   client_->setMessageCallback(defaultMessageCallback);
   client_->setConnectErrorCallback([pending = pending_, loop = client_->getLoop()](int err) {
     if (pending->waiter == nullptr || pending->sysError != 0) return;
@@ -68,13 +72,18 @@ ConnectResult ConnectAwaiter::await_resume() {
   if (pending_) {
     result.sysError = result_ == Errc::kConnectFailed ? pending_->sysError : 0;
     if (result_ == Errc::kOk) {
-      result.stream = Stream(std::move(pending_->conn));
+      result.stream = Stream(std::move(pending_->conn), options_);
     } else if (pending_->conn) {
       pending_->conn->forceClose();
     }
     pending_->conn.reset();
   }
   return result;
+}
+
+Task<ConnectResult> connect(TcpClient& client, std::chrono::nanoseconds timeout,
+                            StreamOptions options) {
+  co_return co_await ConnectAwaiter(&client, timeout, options);
 }
 
 }  // namespace libnet::coro

@@ -26,24 +26,7 @@ enum class Errc : uint8_t {
   kConnectFailed,
 };
 
-[[nodiscard]] constexpr const char* errcName(Errc error) {
-  switch (error) {
-    case Errc::kOk:
-      return "ok";
-    case Errc::kEof:
-      return "end of input";
-    case Errc::kClosed:
-      return "connection closed";
-    case Errc::kTimedOut:
-      return "timed out";
-    case Errc::kCancelled:
-      return "cancelled";
-    case Errc::kTooLong:
-      return "delimiter not found within the limit";
-    case Errc::kConnectFailed:
-      return "connect failed";
-  }
-  return "?";
-}
+// What `error` means, in words (for a log line).
+[[nodiscard]] const char* errcName(Errc error);
 
 }  // namespace libnet::coro

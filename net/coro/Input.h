@@ -9,17 +9,22 @@
 // coroutine runs, and the connection's own buffer after it next suspends, and
 // buffer() always returns the right one. Do not keep a Buffer& or a
 // string_view from it across a co_await: the storage behind it may hold
-// another connection's bytes by then. Loop thread only.
+// another connection's bytes by then. Loop thread only. (Buffer's members
+// need net/Buffer.h.)
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 
-#include "net/Buffer.h"
 #include "net/coro/Errc.h"
-#include "net/coro/StreamState.h"
+
+namespace libnet {
+class Buffer;
+}
 
 namespace libnet::coro {
+
+class StreamState;
 
 class Input {
  public:
@@ -29,13 +34,13 @@ class Input {
   [[nodiscard]] Errc error() const { return error_; }
   // Bytes of the match (0 when the read failed).
   [[nodiscard]] size_t size() const { return size_; }
-  [[nodiscard]] std::string_view view() const { return {buffer().peek(), size_}; }
+  [[nodiscard]] std::string_view view() const;
   // Everything unread (the match and whatever arrived after it).
-  [[nodiscard]] Buffer& buffer() const { return state_->input(); }
+  [[nodiscard]] Buffer& buffer() const;
   Buffer* operator->() const { return &buffer(); }
   Buffer& operator*() const { return buffer(); }
   // Drops the match from the unread input.
-  void consume() const { buffer().retrieve(size_); }
+  void consume() const;
 
  private:
   StreamState* state_;

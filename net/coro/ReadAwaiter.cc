@@ -1,5 +1,8 @@
 #include "net/coro/ReadAwaiter.h"
 
+#include "net/Buffer.h"
+#include "net/coro/StreamState.h"
+
 namespace libnet::coro {
 
 ReadAwaiter::~ReadAwaiter() {

@@ -8,6 +8,7 @@
 
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "net/coro/Input.h"
@@ -15,17 +16,13 @@
 
 namespace libnet::coro {
 
-class ReadAwaiter : public Operation {
+class ReadAwaiter : public detail::Operation {
  public:
   enum class Mode : uint8_t { kSome, kMore, kAtLeast, kUntil };
 
   ReadAwaiter(StreamState* state, Mode mode, size_t count, std::string_view delimiter)
       : state_(state), mode_(mode), count_(count), delimiter_(delimiter) {}
-  ReadAwaiter(ReadAwaiter&& other) noexcept
-      : state_(other.state_),
-        mode_(other.mode_),
-        count_(other.count_),
-        delimiter_(other.delimiter_) {}
+  ReadAwaiter(ReadAwaiter&&) noexcept = default;  // before awaiting
   ReadAwaiter& operator=(ReadAwaiter&&) = delete;
   ~ReadAwaiter();
 
@@ -36,19 +33,18 @@ class ReadAwaiter : public Operation {
   }
   Input await_resume() const { return Input(state_, result_, length_); }
 
+ private:
+  friend class StreamState;
   void cancel(Errc why) override;
-
-  // For StreamState: whether `input` satisfies the read (or proves it
-  // cannot be: too long), setting the result.
+  // Whether `input` satisfies the read (or proves it cannot be: too long),
+  // setting the result.
   [[nodiscard]] bool satisfiedBy(const Buffer& input);
-  // For StreamState: resume with the result (set by satisfiedBy() or `why`).
+  // Resumes with the result (set by satisfiedBy() or `why`).
   void complete();
   void complete(Errc why) {
     result_ = why;
     complete();
   }
-
- private:
   // Whether the read is over already: satisfied, or the stream has ended.
   bool settled();
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);

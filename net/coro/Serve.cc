@@ -2,8 +2,10 @@
 
 #include "base/Logging.h"
 #include "net/EventLoop.h"
+#include "net/TcpConnection.h"
 #include "net/TcpServer.h"
-#include "net/coro/Spawn.h"
+#include "net/coro/Detached.h"
+#include "net/coro/StreamState.h"
 
 namespace libnet::coro {
 
@@ -26,12 +28,18 @@ detail::Detached runConnection(Task<> task, TcpConnectionPtr conn) {
   }
 }
 
-void startConnection(const ConnectionHandler& handler, const TcpConnectionPtr& conn) {
+// What serve() keeps for its connections.
+struct Served {
+  ConnectionHandler handler;
+  StreamOptions options;
+};
+
+void startConnection(const Served& served, const TcpConnectionPtr& conn) {
   Task<> task;
-  Stream stream(conn);
-  TaskContext* context = StreamState::attach(conn)->taskContext();
+  Stream stream(conn, served.options);
+  TaskContext* context = static_cast<StreamState*>(conn->attachment())->taskContext();
   try {
-    task = handler(std::move(stream));
+    task = served.handler(std::move(stream));
   } catch (const std::exception& e) {
     LOG_ERROR << conn->name() << ": connection handler threw: " << e.what()
               << "; closing the connection";
@@ -52,14 +60,14 @@ void startConnection(const ConnectionHandler& handler, const TcpConnectionPtr& c
 
 }  // namespace
 
-void serve(TcpServer& server, ConnectionHandler handler) {
+void serve(TcpServer& server, ConnectionHandler handler, const StreamOptions& options) {
   EventLoop* loop = server.getLoop();
   loop->assertInLoopThread();
   // Every connection copies the server's callbacks: a plain pointer copies
   // without allocating. The handler must outlive every connection's "up"
   // callback, which runs while the server exists; the server's loop outlives
   // the server.
-  auto* kept = new ConnectionHandler(std::move(handler));
+  auto* kept = new Served{std::move(handler), options};
   loop->runOnDestroy([kept] { delete kept; });
   server.setConnectionCallback([kept](const TcpConnectionPtr& conn) {
     if (conn->connected()) startConnection(*kept, conn);

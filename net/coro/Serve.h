@@ -12,14 +12,15 @@
 // connections go on. When the server is destroyed its connections close, so
 // every pending operation of their coroutines ends with Errc::kClosed.
 //
-// Call before server.start(), on the server's loop thread; it takes over the
-// server's connection and message callbacks. The handler is kept until the
-// server's loop is destroyed.
+// Every Stream is bounded by `options`. Call before server.start(), on the
+// server's loop thread; it takes over the server's connection and message
+// callbacks. The handler is kept until the server's loop is destroyed.
 #pragma once
 
 #include <functional>
 
 #include "net/coro/Stream.h"
+#include "net/coro/StreamOptions.h"
 #include "net/coro/Task.h"
 
 namespace libnet {
@@ -30,6 +31,6 @@ namespace libnet::coro {
 
 using ConnectionHandler = std::function<Task<>(Stream)>;
 
-void serve(TcpServer& server, ConnectionHandler handler);
+void serve(TcpServer& server, ConnectionHandler handler, const StreamOptions& options = {});
 
 }  // namespace libnet::coro

@@ -1,6 +1,7 @@
 #include "net/coro/Sleep.h"
 
 #include "net/EventLoop.h"
+#include "net/coro/TaskContext.h"
 
 namespace libnet::coro {
 

@@ -7,19 +7,19 @@
 // task while it sleeps cancels the timer.
 #pragma once
 
+#include <chrono>
 #include <coroutine>
 
-#include "base/Timestamp.h"
 #include "net/TimerId.h"
 #include "net/coro/Errc.h"
 #include "net/coro/Operation.h"
 
 namespace libnet::coro {
 
-class SleepAwaiter : public Operation {
+class SleepAwaiter : public detail::Operation {
  public:
-  explicit SleepAwaiter(Duration delay) : delay_(delay) {}
-  SleepAwaiter(SleepAwaiter&& other) noexcept : delay_(other.delay_) {}  // before awaiting
+  explicit SleepAwaiter(std::chrono::nanoseconds delay) : delay_(delay) {}
+  SleepAwaiter(SleepAwaiter&&) noexcept = default;  // before awaiting
   SleepAwaiter& operator=(SleepAwaiter&&) = delete;
   ~SleepAwaiter();
 
@@ -30,16 +30,17 @@ class SleepAwaiter : public Operation {
   }
   [[nodiscard]] Errc await_resume() const noexcept { return result_; }
 
-  void cancel(Errc why) override;
-
  private:
+  void cancel(Errc why) override;
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
   void fire();
 
-  Duration delay_;
+  std::chrono::nanoseconds delay_;
   TimerId timer_;
 };
 
-[[nodiscard]] inline SleepAwaiter sleep(Duration delay) { return SleepAwaiter(delay); }
+[[nodiscard]] inline SleepAwaiter sleep(std::chrono::nanoseconds delay) {
+  return SleepAwaiter(delay);
+}
 
 }  // namespace libnet::coro

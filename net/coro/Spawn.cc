@@ -5,6 +5,7 @@
 #include "base/Logging.h"
 #include "net/EventLoop.h"
 #include "net/coro/Cancel.h"
+#include "net/coro/Detached.h"
 
 namespace libnet::coro {
 

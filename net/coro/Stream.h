@@ -22,6 +22,16 @@
 // the unread input cannot satisfy them) and writes still work, until the
 // Stream goes or shutdown()/close() is called.
 //
+// Back-pressure has one limit, the connection's: TcpConnection::
+// maxQueuedOutput(), at which the connection also stops reading from its
+// peer. A write hands its bytes over, then suspends its coroutine while the
+// connection's queued output (queuedOutputBytes()) is above that limit, or
+// StreamOptions::maxQueuedFiles files are queued; it resumes once the output
+// has drained to half the limit (checked when the connection reports its
+// queue written out). A limit of 0 turns the byte bound off. A peer that
+// never reads thus holds its writer with at most the limit plus one write
+// queued.
+//
 // Thread: a Stream and its awaitables are used on the connection's loop only
 // (a coroutine runs on the loop that spawned it). docs/coroutines.md has the
 // model and the rules for timeouts and cancellation.
@@ -29,29 +39,29 @@
 
 #include <sys/types.h>
 
-#include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <string_view>
 
-#include "base/UniqueFd.h"
-#include "net/Callbacks.h"
 #include "net/coro/ClosedAwaiter.h"
 #include "net/coro/ReadAwaiter.h"
+#include "net/coro/StreamOptions.h"
 #include "net/coro/WriteAwaiter.h"
+
+namespace libnet {
+class TcpConnection;  // net/TcpConnection.h; TcpConnectionPtr in net/Callbacks.h
+}
 
 namespace libnet::coro {
 
 class Stream {
  public:
-  static constexpr size_t kDefaultMaxInput = StreamState::kDefaultMaxInput;
-  static constexpr size_t kDefaultWriteHighWater = StreamState::kDefaultWriteHighWater;
-  static constexpr size_t kDefaultMaxQueuedFiles = StreamState::kDefaultMaxQueuedFiles;
-
   Stream() = default;
-  // Takes over `conn`'s input (its message callback). Loop thread, before
-  // the connection delivers its first byte: in its connection (up) callback
-  // or earlier. serve() and connect() do this for you.
-  explicit Stream(TcpConnectionPtr conn);
+  // Takes over `conn`'s input (its message callback), bounded by `options`.
+  // Loop thread, before the connection delivers its first byte: in its
+  // connection (up) callback or earlier. serve() and connect() do this for
+  // you.
+  explicit Stream(std::shared_ptr<TcpConnection> conn, const StreamOptions& options = {});
   Stream(Stream&& other) noexcept;
   Stream& operator=(Stream&& other) noexcept;
   Stream(const Stream&) = delete;
@@ -59,7 +69,7 @@ class Stream {
   ~Stream();
 
   [[nodiscard]] explicit operator bool() const { return state_ != nullptr; }
-  [[nodiscard]] const TcpConnectionPtr& connection() const { return conn_; }
+  [[nodiscard]] const std::shared_ptr<TcpConnection>& connection() const { return conn_; }
 
   // Whatever has arrived: at least one byte. Ready at once while unread
   // input remains: a coroutine that leaves an incomplete message unread
@@ -69,9 +79,7 @@ class Stream {
   // Bytes that arrived while the coroutine was suspended on something else
   // (a write under back-pressure) count as more: they are unread, but no
   // read has reported them yet.
-  [[nodiscard]] ReadAwaiter readMore() {
-    return ReadAwaiter(state_, ReadAwaiter::Mode::kMore, input().readableBytes() + 1, {});
-  }
+  [[nodiscard]] ReadAwaiter readMore();
   // At least `count` bytes (Input::size() == count; more may be unread).
   [[nodiscard]] ReadAwaiter readAtLeast(size_t count) {
     return ReadAwaiter(state_, ReadAwaiter::Mode::kAtLeast, count, {});
@@ -79,12 +87,9 @@ class Stream {
   // Up to and including the first `delimiter` (not empty; it must outlive
   // the await), found within the first `limit` bytes (default: the stream's
   // maxInput()), else Errc::kTooLong.
-  [[nodiscard]] ReadAwaiter readUntil(std::string_view delimiter, size_t limit = 0) {
-    return ReadAwaiter(state_, ReadAwaiter::Mode::kUntil, limit != 0 ? limit : state_->maxInput,
-                       delimiter);
-  }
+  [[nodiscard]] ReadAwaiter readUntil(std::string_view delimiter, size_t limit = 0);
   // The unread input, as left by earlier reads.
-  [[nodiscard]] Buffer& input() const { return state_->input(); }
+  [[nodiscard]] Buffer& input() const;
 
   // `data` must stay valid only until the await starts (it is written or
   // copied then).
@@ -92,42 +97,28 @@ class Stream {
   // All readable bytes of `buffer` (emptied).
   [[nodiscard]] WriteAwaiter write(Buffer* buffer) { return WriteAwaiter(state_, buffer); }
   // TcpConnection::sendFile(): `length` bytes of `file` from `offset`, with
-  // `head` (optional, emptied) before them.
+  // `head` (optional, emptied) before them. (UniqueFd: base/UniqueFd.h.)
   [[nodiscard]] WriteAwaiter sendFile(UniqueFd file, off_t offset, size_t length,
-                                      Buffer* head = nullptr) {
-    return WriteAwaiter(state_, std::move(file), offset, length, head);
-  }
+                                      Buffer* head = nullptr);
 
   // The peer's half-close (kEof) or the connection's close (kClosed).
   [[nodiscard]] ClosedAwaiter closed() { return ClosedAwaiter(state_); }
 
   // Half-closes our side once queued output is written (the connection
   // closes fully when the peer has closed too). Any thread.
-  void shutdown() { conn_->shutdown(); }
+  void shutdown();
   // Closes now, dropping queued output; pending operations end with kClosed.
   // Any thread.
-  void close() { conn_->forceClose(); }
+  void close();
 
-  // Unread input beyond which the stream stops reading from the socket
-  // while no read is pending (TCP then holds the peer back); also the
-  // default limit of readUntil(). Default 1 MiB.
-  void setMaxInput(size_t bytes) { state_->maxInput = bytes; }
-  [[nodiscard]] size_t maxInput() const { return state_->maxInput; }
-  // Queued output above which a write suspends its coroutine until the
-  // output has drained. Default 1 MiB.
-  void setWriteHighWater(size_t bytes) { state_->writeHighWater = bytes; }
-  [[nodiscard]] size_t writeHighWater() const { return state_->writeHighWater; }
-  // Files (sendFile()) queued on the connection at which a write suspends
-  // its coroutine until the output has drained: each holds an fd until it
-  // is sent, and a pipelining client could otherwise have one opened per
-  // request. Default 16 (at least 1).
-  void setMaxQueuedFiles(size_t files) { state_->maxQueuedFiles = std::max<size_t>(files, 1); }
-  [[nodiscard]] size_t maxQueuedFiles() const { return state_->maxQueuedFiles; }
+  // The options the stream was made with (StreamOptions).
+  [[nodiscard]] size_t maxInput() const;
+  [[nodiscard]] size_t maxQueuedFiles() const;
 
  private:
   void release();
 
-  TcpConnectionPtr conn_;
+  std::shared_ptr<TcpConnection> conn_;
   StreamState* state_ = nullptr;
 };
 

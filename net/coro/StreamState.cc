@@ -7,11 +7,15 @@
 
 namespace libnet::coro {
 
-StreamState* StreamState::attach(const TcpConnectionPtr& conn) {
+StreamState* StreamState::attach(const TcpConnectionPtr& conn, const StreamOptions& options) {
   conn->getLoop()->assertInLoopThread();
-  if (auto* existing = dynamic_cast<StreamState*>(conn->attachment())) return existing;
+  if (auto* existing = dynamic_cast<StreamState*>(conn->attachment())) {
+    existing->setOptions(options);
+    return existing;
+  }
   auto state = std::make_shared<StreamState>(conn.get());
   StreamState* raw = state.get();
+  raw->setOptions(options);
   // The connection owns the state, so the raw pointer lives as long as the
   // callback that holds it (and fits in std::function without allocating).
   conn->setMessageCallback(
@@ -40,7 +44,8 @@ void StreamState::onMessage(Buffer* buffer) {
     // request), with complete requests sitting unanswered in the buffer.
     unseenInput_ = true;
   }
-  if (reader_ == nullptr && !stoppedRead_ && !closed_ && buffer->readableBytes() > maxInput) {
+  if (reader_ == nullptr && !stoppedRead_ && !closed_ &&
+      buffer->readableBytes() > options_.maxInput) {
     // No one is reading: hold the peer back (TCP flow control) instead of
     // buffering without bound.
     stoppedRead_ = true;
@@ -84,12 +89,19 @@ void StreamState::onClosed() {
   if (ClosedAwaiter* waiter = closedWaiter_) waiter->complete(Errc::kClosed);
 }
 
-bool StreamState::outputWithinLimits() {
+void StreamState::setOptions(const StreamOptions& options) {
+  options_ = options;
+  if (options_.maxQueuedFiles == 0) options_.maxQueuedFiles = 1;
+}
+
+bool StreamState::outputWithinLimits(bool resuming) {
   const size_t queued = conn_->queuedOutputBytes();
   // Written at once, or drained since: no file is held any more. (A drain
   // that empties the queue is reported too, by onOutputDrained().)
   if (queued == 0) filesQueued_ = 0;
-  return queued <= writeHighWater && filesQueued_ < maxQueuedFiles;
+  if (filesQueued_ >= options_.maxQueuedFiles) return false;
+  const size_t limit = conn_->maxQueuedOutput();
+  return limit == 0 || queued <= (resuming ? limit / 2 : limit);
 }
 
 void StreamState::onOutputDrained() {
@@ -104,7 +116,7 @@ void StreamState::onOutputDrained() {
 
 void StreamState::resumeWriter() {
   drainQueued_ = false;
-  if (writer_ != nullptr && !closed_ && outputWithinLimits()) {
+  if (writer_ != nullptr && !closed_ && outputWithinLimits(/*resuming=*/true)) {
     writer_->complete(Errc::kOk);
   }
 }

@@ -18,6 +18,7 @@
 
 #include "net/ConnectionAttachment.h"
 #include "net/TcpConnection.h"
+#include "net/coro/StreamOptions.h"
 #include "net/coro/TaskContext.h"
 
 namespace libnet::coro {
@@ -28,18 +29,13 @@ class WriteAwaiter;
 
 class StreamState final : public ConnectionAttachment {
  public:
-  static constexpr size_t kDefaultMaxInput = 1024 * 1024;
-  static constexpr size_t kDefaultWriteHighWater = 1024 * 1024;
-  // As many files as HttpServer can have queued per connection: it reads
-  // files up to 64 KiB into memory and pauses at 1 MiB of queued output.
-  static constexpr size_t kDefaultMaxQueuedFiles = 16;
-
   explicit StreamState(TcpConnection* conn) : conn_(conn) {}
 
   // Attaches a new state to `conn` (loop thread, before its first byte is
   // delivered) and takes over its message callback; or returns the one
-  // attached already.
-  static StreamState* attach(const TcpConnectionPtr& conn);
+  // attached already. Either way the stream is bounded by `options` from
+  // now on.
+  static StreamState* attach(const TcpConnectionPtr& conn, const StreamOptions& options);
 
   [[nodiscard]] TcpConnection* connection() const { return conn_; }
   // The unread input: the bytes being delivered, or the connection's buffer.
@@ -59,11 +55,13 @@ class StreamState final : public ConnectionAttachment {
   void setWriter(WriteAwaiter* writer) { writer_ = writer; }
   // A file was handed to the connection (sendFile()).
   void noteFileQueued() { ++filesQueued_; }
-  // Whether a writer may go on: the queued output is within both limits.
-  // Each queued file holds an fd until it is sent, so files are bounded by
-  // number as well as by bytes (a hundred-byte file costs as much fd as a
-  // huge one).
-  [[nodiscard]] bool outputWithinLimits();
+  // Whether a writer may go on: the queued output is within the
+  // connection's maxQueuedOutput() (`resuming`: within half of it, as for
+  // the connection's reading), and fewer files than maxQueuedFiles are
+  // queued. Each queued file holds an fd until it is sent, so files are
+  // bounded by number as well as by bytes (a hundred-byte file costs as much
+  // fd as a huge one).
+  [[nodiscard]] bool outputWithinLimits(bool resuming);
   void clearWriter(const WriteAwaiter* writer) {
     if (writer_ == writer) writer_ = nullptr;
   }
@@ -83,9 +81,7 @@ class StreamState final : public ConnectionAttachment {
   // the task's root frame, so that a message touches one object less.
   [[nodiscard]] TaskContext* taskContext() { return &taskContext_; }
 
-  size_t maxInput = kDefaultMaxInput;
-  size_t writeHighWater = kDefaultWriteHighWater;
-  size_t maxQueuedFiles = kDefaultMaxQueuedFiles;
+  [[nodiscard]] const StreamOptions& options() const { return options_; }
 
   // ConnectionAttachment.
   void onPeerHalfClosed() override;
@@ -93,10 +89,12 @@ class StreamState final : public ConnectionAttachment {
   void onOutputDrained() override;
 
  private:
+  void setOptions(const StreamOptions& options);
   void onMessage(Buffer* buffer);
   void resumeWriter();
 
   TcpConnection* conn_;  // the owner
+  StreamOptions options_;
   Buffer* delivering_ = nullptr;
   ReadAwaiter* reader_ = nullptr;
   WriteAwaiter* writer_ = nullptr;

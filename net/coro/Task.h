@@ -28,28 +28,23 @@
 #include <type_traits>
 #include <utility>
 
-#include "net/coro/TaskContext.h"
-
 namespace libnet::coro {
+
+// What the coroutines of one task share (net/coro/TaskContext.h, inside the
+// layer): awaitables find it through their awaiter's promise.
+class TaskContext;
 
 template <class T = void>
 class Task;
 
 namespace detail {
 
-inline thread_local uint64_t t_frameAllocations = 0;
-
-// What every promise of the layer has: counted frames, and the task context
-// its awaitables find through the coroutine handle.
+// What every promise of the layer has: counted frames (Task.cc), and the
+// task context its awaitables find through the coroutine handle.
 class FrameBase {
  public:
-  static void* operator new(std::size_t size) {
-    ++t_frameAllocations;
-    return ::operator new(size);
-  }
-  static void operator delete(void* frame, std::size_t size) noexcept {
-    ::operator delete(frame, size);
-  }
+  static void* operator new(std::size_t size);
+  static void operator delete(void* frame, std::size_t size) noexcept;
 
   [[nodiscard]] TaskContext* context() const { return context_; }
 
@@ -125,7 +120,7 @@ class Promise<void> : public PromiseBase {
 }  // namespace detail
 
 // Frames of the layer's coroutines allocated by this thread so far.
-[[nodiscard]] inline uint64_t frameAllocations() { return detail::t_frameAllocations; }
+[[nodiscard]] uint64_t frameAllocations();
 
 template <class T>
 class [[nodiscard]] Task {

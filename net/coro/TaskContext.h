@@ -6,12 +6,15 @@
 // A task is a chain of coroutines (a detached root awaiting a Task awaiting a
 // Task ...) of which exactly one runs or is suspended at a time, so one
 // "current operation" per task suffices. Owned by the task's root frame
-// (net/coro/Spawn.h), or, for serve()'s task of a connection, by the
+// (net/coro/Detached.h), or, for serve()'s task of a connection, by the
 // connection's StreamState, which that root keeps alive; every coroutine of
-// the chain points at it. Loop thread only.
+// the chain points at it. Loop thread only. Part of the layer's inside:
+// applications see it only as a name (Task.h).
 #pragma once
 
+#include "net/coro/Cancel.h"
 #include "net/coro/Errc.h"
+#include "net/coro/Operation.h"
 
 namespace libnet {
 class EventLoop;
@@ -19,24 +22,7 @@ class EventLoop;
 
 namespace libnet::coro {
 
-// An operation the library can end early: a read, a write, a wait for the
-// close, a sleep, a connect (every Operation). Its coroutine is suspended on
-// it while it is the task's current operation.
-class Cancelable {
- public:
-  // Resume the suspended coroutine now, the operation ending with `why`.
-  virtual void cancel(Errc why) = 0;
-
- protected:
-  ~Cancelable() = default;
-};
-
-// A region of a task that can be cancelled as a whole. Lives in the frame of
-// the coroutine that entered it (inside a withTimeout()/withStop() awaiter).
-struct CancelScope {
-  CancelScope* parent = nullptr;
-  Errc reason = Errc::kOk;  // not kOk once cancelled
-};
+using detail::CancelScope;
 
 class TaskContext {
  public:
@@ -81,22 +67,22 @@ class TaskContext {
   // must touch nothing of the task's afterwards.
   void cancel(CancelScope* scope, Errc why) {
     if (scope->reason == Errc::kOk) scope->reason = why;
-    if (Cancelable* op = current_) {
+    if (detail::Operation* op = current_) {
       current_ = nullptr;
       op->cancel(why);
     }
   }
 
   // The task suspends on `op` / `op` resumed (or was destroyed).
-  void suspendOn(Cancelable* op) { current_ = op; }
-  void resumedFrom(const Cancelable* op) {
+  void suspendOn(detail::Operation* op) { current_ = op; }
+  void resumedFrom(const detail::Operation* op) {
     if (current_ == op) current_ = nullptr;
   }
 
  private:
   EventLoop* loop_;
   CancelScope* scope_ = nullptr;
-  Cancelable* current_ = nullptr;
+  detail::Operation* current_ = nullptr;
 };
 
 }  // namespace libnet::coro

@@ -1,8 +1,20 @@
 #include "net/coro/WriteAwaiter.h"
 
+#include <unistd.h>
+
+#include "base/UniqueFd.h"
+#include "net/Buffer.h"
+#include "net/TcpConnection.h"
+#include "net/coro/StreamState.h"
+
 namespace libnet::coro {
 
+WriteAwaiter::WriteAwaiter(StreamState* state, UniqueFd file, off_t offset, size_t length,
+                           Buffer* head)
+    : state_(state), buffer_(head), file_(file.release()), offset_(offset), length_(length) {}
+
 WriteAwaiter::~WriteAwaiter() {
+  if (file_ >= 0) ::close(file_);  // never awaited
   if (!suspended()) return;
   state_->clearWriter(this);
   forgetInTask();
@@ -13,18 +25,19 @@ bool WriteAwaiter::start() {
   // The connection is disconnected before the state hears of the close.
   if (conn->disconnected()) {
     if (buffer_ != nullptr) buffer_->retrieveAll();
+    if (file_ >= 0) ::close(std::exchange(file_, -1));
     result_ = Errc::kClosed;
     return true;
   }
-  if (file_) {
-    conn->sendFile(std::move(file_), offset_, length_, buffer_);
+  if (file_ >= 0) {
+    conn->sendFile(UniqueFd(std::exchange(file_, -1)), offset_, length_, buffer_);
     state_->noteFileQueued();
   } else if (buffer_ != nullptr) {
     conn->send(buffer_);
   } else {
     conn->send(data_);
   }
-  return state_->outputWithinLimits();
+  return state_->outputWithinLimits(/*resuming=*/false);
 }
 
 bool WriteAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {

@@ -1,11 +1,8 @@
 // WriteAwaiter: a write to a Stream (Stream::write(), sendFile()), awaited at
 // once. The bytes are handed to the connection as the await starts (written
 // straight to the socket when it has room, else queued, exactly as
-// TcpConnection::send()); the coroutine goes on at once unless the
-// connection's queued output is then above the stream's write high-water
-// mark, or the files queued reach the stream's maxQueuedFiles(), in which
-// case it is suspended until that output has drained. So a peer that does
-// not read suspends its writer instead of growing memory or open files.
+// TcpConnection::send()); the coroutine goes on at once unless
+// back-pressure (Stream.h) suspends it until the output has drained.
 //
 // Result: kOk; kClosed if the connection was closed before or while
 // waiting (bytes not yet written are dropped); kTimedOut / kCancelled if a
@@ -16,30 +13,35 @@
 #include <sys/types.h>
 
 #include <coroutine>
+#include <cstddef>
 #include <string_view>
+#include <utility>
 
-#include "base/UniqueFd.h"
-#include "net/Buffer.h"
 #include "net/coro/Errc.h"
 #include "net/coro/Operation.h"
-#include "net/coro/StreamState.h"
+
+namespace libnet {
+class Buffer;
+class UniqueFd;
+}  // namespace libnet
 
 namespace libnet::coro {
 
-class WriteAwaiter : public Operation {
+class StreamState;
+
+class WriteAwaiter : public detail::Operation {
  public:
   WriteAwaiter(StreamState* state, std::string_view data) : state_(state), data_(data) {}
   // Takes all readable bytes of `buffer` (the stream's own input included:
   // echoing what was read costs no copy the connection would not make).
   WriteAwaiter(StreamState* state, Buffer* buffer) : state_(state), buffer_(buffer) {}
-  // TcpConnection::sendFile(): the stream owns `file` from now on.
-  WriteAwaiter(StreamState* state, UniqueFd file, off_t offset, size_t length, Buffer* head)
-      : state_(state), buffer_(head), file_(std::move(file)), offset_(offset), length_(length) {}
+  // TcpConnection::sendFile(): the awaiter owns `file` from now on.
+  WriteAwaiter(StreamState* state, UniqueFd file, off_t offset, size_t length, Buffer* head);
   WriteAwaiter(WriteAwaiter&& other) noexcept
       : state_(other.state_),
         data_(other.data_),
         buffer_(other.buffer_),
-        file_(std::move(other.file_)),
+        file_(std::exchange(other.file_, -1)),
         offset_(other.offset_),
         length_(other.length_) {}
   WriteAwaiter& operator=(WriteAwaiter&&) = delete;
@@ -52,11 +54,11 @@ class WriteAwaiter : public Operation {
   }
   [[nodiscard]] Errc await_resume() const noexcept { return result_; }
 
-  void cancel(Errc why) override;
-  // For StreamState: the output drained (kOk), or the connection closed.
-  void complete(Errc result);
-
  private:
+  friend class StreamState;
+  void cancel(Errc why) override;
+  // The output drained (kOk), or the connection closed.
+  void complete(Errc result);
   // Hands the bytes over; true unless the writer must wait for a drain.
   bool start();
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
@@ -64,7 +66,7 @@ class WriteAwaiter : public Operation {
   StreamState* state_;
   std::string_view data_;
   Buffer* buffer_ = nullptr;
-  UniqueFd file_;
+  int file_ = -1;  // owned until handed to the connection (UniqueFd.h stays out)
   off_t offset_ = 0;
   size_t length_ = 0;
 };

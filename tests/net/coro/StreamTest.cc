@@ -20,9 +20,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/UniqueFd.h"
+#include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 #include "net/TcpClient.h"
+#include "net/TcpConnection.h"
 #include "net/TcpServer.h"
 #include "net/coro/Coro.h"
 #include "tests/net/TestUtil.h"
@@ -87,11 +90,12 @@ class StreamTest : public ::testing::TestWithParam<PollerKind> {
     thread_.reset();
   }
 
-  void startServer(ConnectionHandler handler, bool noDelay = false) {
+  void startServer(ConnectionHandler handler, bool noDelay = false,
+                   const StreamOptions& options = {}) {
     runSync(loop_, [&] {
       server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "coro");
       server_->setTcpNoDelay(noDelay);
-      serve(*server_, std::move(handler));
+      serve(*server_, std::move(handler), options);
       server_->start();
     });
     address_ = runSync(loop_, [&] { return server_->listenAddress(); });
@@ -240,12 +244,14 @@ TEST_P(StreamTest, PeerClosesWhileACoroutineAwaitsARead) {
   EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == fdBaseline_; }));
 }
 
+// The writer is held by the connection's own output limit, the one that
+// also stops its reading (TcpConnection::maxQueuedOutput()).
 TEST_P(StreamTest, APeerThatNeverReadsSuspendsTheWriterWithBoundedMemory) {
   constexpr size_t kChunk = 64 * 1024;
   constexpr size_t kTotal = 100 * 1024 * 1024;
   constexpr size_t kHighWater = 1024 * 1024;
   startServer([this](Stream stream) -> Task<> {
-    stream.setWriteHighWater(kHighWater);
+    stream.connection()->setMaxQueuedOutput(kHighWater);
     std::string chunk(kChunk, '\0');
     for (size_t sent = 0; sent < kTotal; sent += kChunk) {
       std::fill(chunk.begin(), chunk.end(), static_cast<char>((sent / kChunk) % 251));
@@ -258,7 +264,7 @@ TEST_P(StreamTest, APeerThatNeverReadsSuspendsTheWriterWithBoundedMemory) {
   });
   BlockingClient client(address_, /*rcvbuf=*/64 * 1024);
   // The peer reads nothing: the writer gets past what the kernel buffers
-  // hold, then must be suspended, its queue at the high-water mark.
+  // hold, then must be suspended, its queue at the connection's limit.
   ASSERT_TRUE(waitUntil([&] { return report_.handedOver >= 2 * kHighWater; }));
   EXPECT_LT(report_.handedOver.load(), kTotal / 2);
   EXPECT_LE(report_.maxQueued.load(), kHighWater);
@@ -449,20 +455,30 @@ TEST_P(StreamTest, AnythingThrownClosesOnlyItsConnection) {
 // A pipelining client: bytes that arrive while the coroutine is suspended
 // in a write (its peer not reading yet) are unread but new to it, and
 // readMore() must report them instead of waiting for a byte beyond them,
-// which such a client never sends.
+// which such a client never sends. The write is a file: its bytes count
+// against the connection's output limit, which suspends the writer, but take
+// no memory, so the connection goes on reading meanwhile.
 TEST_P(StreamTest, ReadMoreReportsBytesThatArrivedDuringASuspendedWrite) {
   constexpr size_t kBig = 8 * 1024 * 1024;
+  char path[] = "/tmp/libnet-stream-big-XXXXXX";
+  {
+    UniqueFd fd(::mkstemp(path));
+    ASSERT_TRUE(fd);
+    ASSERT_EQ(::ftruncate(fd.get(), kBig), 0);
+  }
+  const std::string file = path;
   auto conn = std::make_shared<std::weak_ptr<TcpConnection>>();
-  startServer([this, conn](Stream stream) -> Task<> {
+  startServer([this, conn, file](Stream stream) -> Task<> {
     *conn = stream.connection();
-    stream.setWriteHighWater(64 * 1024);
+    stream.connection()->setMaxQueuedOutput(64 * 1024);
     Input first = co_await stream.readAtLeast(5);
     if (!first) co_return;
     first.consume();
+    UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) co_return;
     ++report_.entered;
     // The peer reads nothing yet: suspended here while "second" arrives.
-    const std::string big(kBig, 'x');
-    if (co_await stream.write(big) != Errc::kOk) co_return;
+    if (co_await stream.sendFile(std::move(fd), 0, kBig) != Errc::kOk) co_return;
     Input more = co_await stream.readMore();
     const std::string reply = more ? "got:" + std::string(more.view()) : "nothing";
     co_await stream.write(reply);
@@ -478,8 +494,31 @@ TEST_P(StreamTest, ReadMoreReportsBytesThatArrivedDuringASuspendedWrite) {
       return c && c->inputBuffer()->readableBytes() == 6;
     });
   }));
-  EXPECT_EQ(client.recvExactly(kBig).size(), kBig);
+  EXPECT_EQ(client.recvExactly(kBig), std::string(kBig, '\0'));
   EXPECT_EQ(client.recvExactly(10), "got:second");
+  ::unlink(path);
+}
+
+// StreamOptions given to serve() bound every stream it makes.
+TEST_P(StreamTest, ServeGivesEveryStreamItsOptions) {
+  StreamOptions options;
+  options.maxInput = 16;
+  options.maxQueuedFiles = 0;  // counts as 1
+  startServer(
+      [](Stream stream) -> Task<> {
+        co_await stream.write(std::to_string(stream.maxInput()) + " " +
+                              std::to_string(stream.maxQueuedFiles()) + "\n");
+        // readUntil()'s default limit is maxInput.
+        Input line = co_await stream.readUntil("\n");
+        co_await stream.write(line.error() == Errc::kTooLong ? "too long\n" : "fits\n");
+      },
+      /*noDelay=*/false, options);
+  BlockingClient client(address_);
+  EXPECT_EQ(client.recvExactly(5), "16 1\n");
+  ASSERT_TRUE(client.sendAll(std::string(32, 'x') + "\n"));
+  bool eof = false;
+  EXPECT_EQ(client.recvUntilEof(&eof), "too long\n");
+  EXPECT_TRUE(eof);
 }
 
 // Pipelined file requests: the files queued on a connection (each an open
