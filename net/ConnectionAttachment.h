@@ -25,6 +25,10 @@ class ConnectionAttachment {
   // send written at once). Called from inside the backend's own handling:
   // it must not send; queue whatever it wants to do on the loop.
   virtual void onOutputDrained() = 0;
+  // Some queued output was written (the queue may still be long): the same
+  // rules as onOutputDrained(). A coroutine writer held by the output limit
+  // resumes here once the output has drained to half of it, as reading does.
+  virtual void onOutputProgress() {}
   // The connection closed (any reason); after the connection (down)
   // callback. Nothing more can be sent or received.
   virtual void onClosed() = 0;

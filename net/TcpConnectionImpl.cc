@@ -195,6 +195,7 @@ void TcpConnection::Impl::deliverInput(Buffer* buffer, InputKind kind, Timestamp
 void TcpConnection::Impl::onOutputProgress() {
   touchIdle();
   checkOutputLimit();
+  if (attachment_) attachment_->onOutputProgress();
 }
 void TcpConnection::Impl::onOutputDrained() {
   checkOutputLimit();

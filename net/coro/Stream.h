@@ -27,8 +27,8 @@
 // peer. A write hands its bytes over, then suspends its coroutine while the
 // connection's queued output (queuedOutputBytes()) is above that limit, or
 // StreamOptions::maxQueuedFiles files are queued; it resumes once the output
-// has drained to half the limit (checked when the connection reports its
-// queue written out). A limit of 0 turns the byte bound off. A peer that
+// has drained to half the limit (checked as the connection reports output
+// written). A limit of 0 turns the byte bound off. A peer that
 // never reads thus holds its writer with at most the limit plus one write
 // queued.
 //

@@ -106,6 +106,16 @@ bool StreamState::outputWithinLimits(bool resuming) {
 
 void StreamState::onOutputDrained() {
   filesQueued_ = 0;  // every queued file has been sent (and closed)
+  queueResume();
+}
+
+void StreamState::onOutputProgress() {
+  // A writer waits only above the limit; it goes on at half, as reading does.
+  if (writer_ == nullptr || drainQueued_ || !outputWithinLimits(/*resuming=*/true)) return;
+  queueResume();
+}
+
+void StreamState::queueResume() {
   // From inside the backend: the writer resumes from the loop's queue.
   if (writer_ == nullptr || drainQueued_) return;
   drainQueued_ = true;

@@ -87,11 +87,14 @@ class StreamState final : public ConnectionAttachment {
   void onPeerHalfClosed() override;
   void onClosed() override;
   void onOutputDrained() override;
+  void onOutputProgress() override;
 
  private:
   void setOptions(const StreamOptions& options);
   void onMessage(Buffer* buffer);
   void resumeWriter();
+  // resumeWriter() from the loop's queue, once.
+  void queueResume();
 
   TcpConnection* conn_;  // the owner
   StreamOptions options_;
