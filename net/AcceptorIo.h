@@ -48,9 +48,10 @@ class AcceptorIo {
 
   // The socket is listening: start taking connections.
   virtual void start() = 0;
-  // After dropOneForFdLimit() found no spare: take the pending connections
-  // now (accept4(2) until the backlog is empty), since no new readiness
-  // or completion may come for them.
+  // After dropOneForFdLimit() found no spare, or after acceptPending()
+  // stopped at its batch limit: take the pending connections now (a bounded
+  // batch through Owner::acceptPending(), the rest on the next turn), since
+  // no new readiness or completion may come for them.
   virtual void resume() = 0;
 };
 

@@ -8,7 +8,9 @@
 // backend speaks the same vocabulary. Delivery is edge-triggered: a handler
 // must drain its fd (read/write/accept until EAGAIN) before returning.
 //
-// Loop thread only.
+// Loop thread only, except construction and setting the callbacks before the
+// first enable*(): an acceptor for another loop builds its channel on the
+// thread that makes it (see AcceptorIo.h).
 #pragma once
 
 #include <cstdint>

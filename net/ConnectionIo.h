@@ -102,16 +102,20 @@ class ConnectionIo {
     // without a limit, 0 when there is no room now. A strategy whose reads
     // would otherwise overshoot (io_uring's multishot recv drains everything
     // the socket holds in one kernel pass, after the connection could say
-    // stop) reads no more than this per arming, and asks again when output
-    // has moved (docs/architecture.md, "How much a receive may take").
+    // stop) reads no more than this per arming where the kernel takes a
+    // total on a multishot recv; without one it receives single-shot (at
+    // most the room) when the room is small, and above that one pass may
+    // read past the room (kept by the owner). It asks again when output has
+    // moved (docs/architecture.md, "How much a receive may take").
     [[nodiscard]] virtual size_t inputRoom() const { return kNoInputLimit; }
     // A reference that keeps the connection, and so its strategy, alive:
     // held across callbacks and while an operation is in flight.
     [[nodiscard]] virtual std::shared_ptr<void> keepAlive() = 0;
-    // After release(): the owner hands its fd over, and the strategy closes
-    // it (the epoll strategy at once; the io_uring strategy with a close
-    // through the ring, or a close(2) of its own under SQPOLL or where the
-    // ring has no close op).
+    // From inside release(): the owner hands its fd over, and the strategy
+    // closes it (the epoll strategy at once; the io_uring strategy through
+    // the ring with its next submission, no system call of its own, except
+    // under SQPOLL, where it is a plain close(2) at once; ops still in
+    // flight hold the socket in the kernel until they complete).
     [[nodiscard]] virtual UniqueFd onReleased() = 0;
     // A strategy that was not ready() at start() has become ready (a TLS
     // handshake completed): the connection may announce itself now.

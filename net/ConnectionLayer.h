@@ -25,8 +25,9 @@ class ConnectionLayer {
   ConnectionLayer& operator=(const ConnectionLayer&) = delete;
 
   // The strategy that the connection (parts.owner) of `loop` will drive.
-  // Called by whichever thread makes the connection (a server's accepting
-  // loop); the strategy runs on `loop`'s thread from start() on.
+  // Called on `loop`'s thread, where the connection is made (TcpServer and
+  // TcpClient make every connection on its own loop); the strategy runs
+  // there from start() on. Several loops may call it at once.
   [[nodiscard]] virtual ConnectionIo::Ptr newConnectionIo(
       EventLoop* loop, const ConnectionIo::Parts& parts) const = 0;
 };

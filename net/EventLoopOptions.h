@@ -30,8 +30,10 @@ struct IoUringOptions {
   // all (the room left under the connection's output limit, and while its
   // peer sends faster than the loop takes, a share of the ring), where the
   // kernel can be told (the probe asks); false, or an older kernel: a
-  // connection whose output is near its limit receives single-shot, at most
-  // that room at a time. Either way nothing is read past the limit.
+  // connection with less than 512 KiB of room under its limit receives
+  // single-shot, at most that room at a time; above that a plain multishot
+  // recv may read one pass past the limit, and the connection keeps the
+  // surplus in its input buffer.
   bool boundedMultishotRecv = true;
   // How often a grown buffer ring is weighed for shrinking (ms): buffers a
   // burst brought in leave circulation, and their pages go back, once
