@@ -15,7 +15,7 @@
 #include "net/EventLoopBase.h"
 #include "net/OutputQueue.h"
 #include "net/poller/BufferRing.h"
-#include "net/poller/UringPoller.h"
+#include "net/poller/UringContext.h"
 
 namespace libnet {
 
@@ -37,8 +37,8 @@ constexpr size_t kUnlimited = SIZE_MAX;
 
 }  // namespace
 
-UringConnectionIo::UringConnectionIo(UringPoller* poller, EventLoopBase* loop, const Parts& parts)
-    : poller_(poller),
+UringConnectionIo::UringConnectionIo(UringContext* context, EventLoopBase* loop, const Parts& parts)
+    : context_(context),
       loop_(loop),
       owner_(parts.owner),
       fd_(parts.fd),
@@ -50,13 +50,13 @@ UringConnectionIo::~UringConnectionIo() {
   // that was never released can get here registered.
   if (token_ != 0) {
     LOG_ERROR << "io_uring connection strategy destroyed without release (fd=" << fd_ << ")";
-    poller_->unregisterHandler(token_);
+    context_->unregisterHandler(token_);
   }
 }
 
 void UringConnectionIo::start() {
-  token_ = poller_->registerHandler(this);
-  fixed_ = poller_->registerFile(fd_);
+  token_ = context_->registerHandler(this);
+  fixed_ = context_->registerFile(fd_);
   armRecv();
 }
 
@@ -103,7 +103,7 @@ void UringConnectionIo::pumpAtTurnEnd() {
     return;
   }
   pumpAtTurnEnd_ = true;
-  poller_->atTurnEnd(token_);
+  context_->atTurnEnd(token_);
 }
 
 void UringConnectionIo::onTurnEnd() {
@@ -114,7 +114,7 @@ void UringConnectionIo::onTurnEnd() {
     // entry, often the rest of the message this turn answered. One more
     // turn, without a wait, lets the reply leave whole.
     sendPutOff_ = true;
-    poller_->atNextTurnEnd(token_);
+    context_->atNextTurnEnd(token_);
     return;
   }
   pumpAtTurnEnd_ = false;
@@ -143,7 +143,7 @@ void UringConnectionIo::close() {
 }
 
 void UringConnectionIo::cancel(UringOp op) {
-  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_sqe* sqe = context_->getSqe();
   io_uring_prep_cancel64(sqe, completionUserData(op, token_), 0);
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kIgnore, 0));
 }
@@ -159,10 +159,10 @@ void UringConnectionIo::release() {
   if (fixed_ >= 0) {
     // Before the fd's own close: the table's reference would otherwise keep
     // the socket open.
-    poller_->unregisterFile(fixed_);
+    context_->unregisterFile(fixed_);
     fixed_ = -1;
   }
-  poller_->closeFile(owner_->onReleased());
+  context_->closeFile(owner_->onReleased());
   releaseIfIdle();  // or when the last op in flight completes
 }
 
@@ -182,7 +182,7 @@ void UringConnectionIo::opFinished() {
 void UringConnectionIo::releaseIfIdle() {
   if (!released_ || opsInFlight_ > 0) return;
   if (token_ != 0) {
-    poller_->unregisterHandler(token_);
+    context_->unregisterHandler(token_);
     token_ = 0;
   }
   // Nothing will be sent any more: received bytes queued in place go back
@@ -205,7 +205,7 @@ void UringConnectionIo::armRecv() {
   //    takes all of it has paused itself, with nothing read beyond);
   //  - while the connection is backlogged (a turn took kBackloggedPass and
   //    the socket held more; a receive found the ring empty; or new), its
-  //    share of one turn's buffers (UringPoller::backloggedShare, 32–64 KiB):
+  //    share of one turn's buffers (UringContext::backloggedShare, 32–64 KiB):
   //    the rest waits in the socket, as it does on epoll.
   // The next arming asks again. The kernel counts whole receives against
   // the total, so each receive is capped too when the total is less than a
@@ -217,16 +217,16 @@ void UringConnectionIo::armRecv() {
   const size_t room = owner_->inputRoom();
   waitingForRoom_ = room == 0;
   if (room == 0) return;  // onSend() asks again once output has moved
-  const uint32_t bufferSize = poller_->buffers().bufferSize();
+  const uint32_t bufferSize = context_->buffers().bufferSize();
   size_t limit = room;
-  if (backlogged_) limit = std::min(limit, poller_->backloggedShare());
-  io_uring_sqe* sqe = poller_->getSqe();
-  if (poller_->boundedMultishotRecv() && limit <= UINT32_MAX) {
+  if (backlogged_) limit = std::min(limit, context_->backloggedShare());
+  io_uring_sqe* sqe = context_->getSqe();
+  if (context_->boundedMultishotRecv() && limit <= UINT32_MAX) {
     io_uring_prep_recv_multishot(sqe, fd_, nullptr,
                                  static_cast<unsigned>(limit < bufferSize ? limit : 0), 0);
     sqe->file_index = static_cast<uint32_t>(limit);  // the total: optlen in newer headers
     recvLimit_ = limit;
-  } else if (!poller_->boundedMultishotRecv() && room < kSingleShotRoom) {
+  } else if (!context_->boundedMultishotRecv() && room < kSingleShotRoom) {
     io_uring_prep_recv(sqe, fd_, nullptr, static_cast<unsigned>(std::min<size_t>(room, bufferSize)),
                        0);
     recvLimit_ = room;
@@ -239,7 +239,7 @@ void UringConnectionIo::armRecv() {
   armTurnMax_ = 0;
   target(sqe);
   sqe->flags |= IOSQE_BUFFER_SELECT;
-  sqe->buf_group = poller_->buffers().groupId();
+  sqe->buf_group = context_->buffers().groupId();
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kRecv, token_));
   recvArmed_ = true;
   opStarted();
@@ -252,7 +252,7 @@ void UringConnectionIo::cancelRecv() {
 }
 
 void UringConnectionIo::noteReceived(int32_t res, uint32_t flags) {
-  const uint64_t turn = poller_->turn();
+  const uint64_t turn = context_->turn();
   if (turn != recvTurn_) {
     recvTurn_ = turn;
     turnBytes_ = 0;
@@ -276,7 +276,7 @@ void UringConnectionIo::noteReceived(int32_t res, uint32_t flags) {
 
 void UringConnectionIo::submitSend() {
   Buffer& bytes = output_->inFlight();
-  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_sqe* sqe = context_->getSqe();
   io_uring_prep_send(sqe, fd_, bytes.peek(), bytes.readableBytes(),
                      MSG_NOSIGNAL | (output_->hasFile() ? MSG_MORE : 0));
   target(sqe);
@@ -286,7 +286,7 @@ void UringConnectionIo::submitSend() {
 }
 
 void UringConnectionIo::armWritable() {
-  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_sqe* sqe = context_->getSqe();
   io_uring_prep_poll_add(sqe, fd_, POLLOUT);
   target(sqe);
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kWritable, token_));
@@ -314,7 +314,7 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
     opFinished();
   }
   if (flags & IORING_CQE_F_BUFFER) {
-    BufferRing& ring = poller_->buffers();
+    BufferRing& ring = context_->buffers();
     const BufferRing::Received r = ring.received(flags, res);
     if (res <= 0 || closed_) {
       ring.finished(r.id);
@@ -324,7 +324,7 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
       // back (an echo) goes out from here too, and the buffer returns to the
       // ring when that send is done (else now). With half the ring lent out
       // already (sends stuck behind peers that do not read), copy instead.
-      Buffer& view = poller_->receivedView();
+      Buffer& view = context_->receivedView();
       ring.lend(&view, r);
       owner_->onInput(&view, InputKind::kRingView, loop_->pollReturnTime());
       assert(!view.borrowed());  // the owner hands the view back, always
@@ -341,8 +341,8 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
   }
   if (closed_) return;
   if (more && recvArmed_ &&
-      (poller_->boundedMultishotRecv()
-           ? backlogged_ && recvLimit_ > UringPoller::kBackloggedShareMax
+      (context_->boundedMultishotRecv()
+           ? backlogged_ && recvLimit_ > UringContext::kBackloggedShareMax
            : recvLimit_ == kUnlimited && owner_->inputRoom() < kSingleShotRoom)) {
     // The recv armed may take more than armRecv() would give it now (the
     // connection turned out backlogged; without totals, it is near its output
@@ -367,7 +367,7 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
       // every such receive took the ring to its full 32 MiB within 200 ms
       // of a flood by 40 peers (docs/benchmarks.md, "Peers that send and
       // never read (2026-11-27)").
-      if (turnBytes_ == 0) poller_->growBuffers();
+      if (turnBytes_ == 0) context_->growBuffers();
       backlogged_ = true;
       armRecv();
       return;

@@ -44,11 +44,11 @@ struct io_uring_sqe;
 namespace libnet {
 
 class EventLoopBase;
-class UringPoller;
+class UringContext;
 
 class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
  public:
-  UringConnectionIo(UringPoller* poller, EventLoopBase* loop, const Parts& parts);
+  UringConnectionIo(UringContext* context, EventLoopBase* loop, const Parts& parts);
   ~UringConnectionIo() override;
 
   void start() override;
@@ -73,7 +73,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   // files. One writer at a time: a send in flight or a file waiting for
   // POLLOUT resumes it when it completes.
   void pump();
-  // pump() at the end of this loop turn (UringPoller::atTurnEnd).
+  // pump() at the end of this loop turn (UringContext::atTurnEnd).
   void pumpAtTurnEnd();
   void armRecv();
   // Cancels the recv armed, once.
@@ -91,7 +91,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   void opFinished();
   void releaseIfIdle();
 
-  UringPoller* poller_;
+  UringContext* context_;
   EventLoopBase* loop_;
   Owner* owner_;
   int fd_;

@@ -1,5 +1,5 @@
 // UringUserData: the encoding of an io_uring operation's user_data, used by
-// everything that submits (UringPoller, the strategies, the
+// everything that submits (UringPoller, UringContext, the strategies, the
 // registered-file table and UringRing) and by UringPoller to route each
 // completion back. Never a pointer: the top byte says what the operation is
 // (UringOp), and below it a token names its owner by slot and generation,
@@ -37,7 +37,7 @@ enum class UringOp : uint8_t {
 };
 
 // A token names one registration of an owner (a channel's poll, a completion
-// handler, an fd receiver: UringPoller's registry): its slot in the low 32
+// handler, an fd receiver: UringContext's registry): its slot in the low 32
 // bits, the slot's generation above them. The generation has 24 bits, so
 // that the token fits below the op byte; it changes whenever the slot is
 // freed (and when a channel's poll is cancelled), so ops still in flight for
