@@ -4,13 +4,18 @@
 // chosen once: the epoll strategy (net/poller/EpollConnectionIo) drives a
 // Channel with EPOLLET and read/send/sendfile calls; the io_uring strategy
 // (net/poller/UringConnectionIo) keeps one multishot recv and at most one send
-// in flight. TcpConnection keeps the state machine, the callbacks, the input
-// buffer and the OutputQueue, and knows the backend only through this
-// interface; the strategy reports back through Owner.
+// in flight. Each buffer has one writer: the strategy owns its output queue
+// (and sends files with sendfile(2) itself) and hands received bytes up
+// without keeping any; TcpConnection keeps the state machine, the callbacks
+// and the input buffer, alone decides what of the received bytes is kept, and
+// knows the backend only through this interface; the strategy reports back
+// through Owner.
 //
 // A ConnectionLayer (TLS, net/tls/) may stand between the connection and the
 // backend's strategy: its ConnectionIo is the connection's, and the backend's
-// strategy reports to it. The connection then sees plaintext only.
+// strategy reports to it. The connection then sees plaintext only. The layer
+// owns its own output (plaintext waiting, files being encrypted) and stacks
+// it on the backend strategy's queue (ciphertext).
 //
 // Owned by its TcpConnection (built inside it: see Room), or, under a layer,
 // by the layer's strategy (TlsConnectionIo holds the backend's); the owner
@@ -40,15 +45,17 @@ class OutputQueue;
 // live, and so what becomes of what a callback leaves in it. The kind is said,
 // never guessed from the Buffer's address.
 enum class InputKind : uint8_t {
-  // The connection's own input buffer: what the callback leaves stays there.
+  // The connection's own input buffer (what the callback leaves stays
+  // there). Never handed up by a strategy: the connection delivers it itself.
   kConnectionInput,
-  // The loop's scratch buffer (epoll), shared by every connection of the
-  // loop: holds only the new bytes, and must be empty again before the loop
-  // reads for anyone else.
-  kLoopScratch,
-  // A view of the io_uring buffer ring's memory (the loop's received view),
-  // shared like the scratch buffer: must be empty and handed back to the ring
-  // (Buffer::releaseBorrowed) before the next completion.
+  // Storage the strategy keeps (the epoll loop's scratch buffer, a TLS
+  // strategy's plaintext, a ring view the output queue may not hold on to):
+  // the owner copies out what it keeps and leaves the buffer empty (a view
+  // handed back, Buffer::releaseBorrowed) before onInput() returns.
+  kTransient,
+  // A view of the io_uring buffer ring's memory (the loop's received view):
+  // transient like the above, except that a send of it may take the view
+  // itself (no copy), the ring buffer going back when that send is done.
   kRingView,
   // A Buffer of the application's own, passed to send(): the strategy may
   // take its bytes and give it spare storage back.
@@ -68,17 +75,15 @@ class ConnectionIo {
   // loop's queue; never from inside write(), so never inside a user's send().
   class Owner {
    public:
-    // Bytes arrived in `buffer`, of kind `kind` (not kApplication). The
-    // owner alone settles what is left in it, before this returns and
-    // whatever its callbacks do (return, throw, close the connection). A
-    // TcpConnection runs the message callback and then settleInput() (both
-    // in TcpConnection::deliverInput()): what the callback left stays in a
-    // kConnectionInput buffer, and moves out of shared storage (kLoopScratch,
-    // kRingView) into the connection's input buffer, the storage being
-    // emptied and a view handed back; either way it is dropped if the
-    // connection closed or the callback threw. A TlsConnectionIo takes the
-    // ciphertext whole. The strategy only fills the buffer (the epoll one
-    // also empties the scratch buffer before each read, as a safeguard).
+    // Bytes arrived in `buffer`, of kind kTransient or kRingView, whether
+    // or not wantsInput() (io_uring may complete a receive after reading was
+    // paused). The owner alone decides what is kept, and leaves `buffer`
+    // empty (a view handed back) before this returns, whatever its callbacks
+    // do (return, throw, close the connection). A TcpConnection delivers the
+    // bytes to its message callback (in place, or behind what it kept from
+    // before) and keeps what the callback leaves; while not reading it keeps
+    // them all, in order (TcpConnection::Impl::onInput()). A TlsConnectionIo
+    // decrypts the ciphertext whole. The strategy only fills the buffer.
     virtual void onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) = 0;
     // Some queued output was written.
     virtual void onOutputProgress() = 0;
@@ -103,9 +108,10 @@ class ConnectionIo {
     // A reference that keeps the connection, and so its strategy, alive:
     // held across callbacks and while an operation is in flight.
     [[nodiscard]] virtual std::shared_ptr<void> keepAlive() = 0;
-    // After release(), once nothing is in flight: the owner hands its fd
-    // over, and the strategy closes it (the epoll strategy at once; the
-    // io_uring strategy through the ring, with no system call of its own).
+    // After release(): the owner hands its fd over, and the strategy closes
+    // it (the epoll strategy at once; the io_uring strategy with a close
+    // through the ring, or a close(2) of its own under SQPOLL or where the
+    // ring has no close op).
     [[nodiscard]] virtual UniqueFd onReleased() = 0;
     // A strategy that was not ready() at start() has become ready (a TLS
     // handshake completed): the connection may announce itself now.
@@ -122,7 +128,7 @@ class ConnectionIo {
   struct Room {
     // What TcpConnection offers; both backends' strategies fit (asserted
     // where they are made).
-    static constexpr size_t kConnectionRoom = 256;
+    static constexpr size_t kConnectionRoom = 384;
     void* at;
     size_t size;
     bool taken = false;
@@ -145,15 +151,11 @@ class ConnectionIo {
   };
   using Ptr = std::unique_ptr<ConnectionIo, Deleter>;
 
-  // What a strategy works on; all of it outlives the strategy. The input
-  // buffer is the owner's (the connection's, or under TLS the ciphertext
-  // buffer of its TlsConnectionIo); the OutputQueue is always the
-  // connection's. `room` (optional) is where make() may build the strategy.
+  // What a strategy works on; the owner outlives the strategy. `room`
+  // (optional) is where make() may build the strategy.
   struct Parts {
     Owner* owner;
     int fd;
-    Buffer* input;
-    OutputQueue* output;
     Room* room = nullptr;
   };
 
@@ -196,19 +198,23 @@ class ConnectionIo {
   // Whether application bytes can flow: true from start() on, except under
   // a layer with a handshake to make first (it calls Owner::onReady()).
   [[nodiscard]] virtual bool ready() const { return true; }
-  // Output the strategy holds outside the OutputQueue (plaintext not yet
-  // encrypted; under TLS also queued file bytes not yet read, which become
-  // ciphertext), counted with the queue's for back-pressure and the
-  // high-water mark.
-  [[nodiscard]] virtual size_t heldBytes() const { return 0; }
-  // Whether the strategy holds output of its own still to go (held bytes,
-  // a file being encrypted): the connection is not drained until it is not.
-  [[nodiscard]] virtual bool holdsOutput() const { return false; }
+  // The output this strategy (and the one below it, under a layer) holds
+  // for the peer. In memory, which back-pressure and the high-water mark
+  // count: buffered bytes, and under TLS plaintext not yet encrypted and
+  // file bytes not yet read (they will be ciphertext).
+  [[nodiscard]] virtual size_t bufferedOutput() const = 0;
+  // Everything still to write, file ranges included.
+  [[nodiscard]] virtual size_t queuedOutput() const = 0;
+  // Nothing is left to write: the connection may half-close or close.
+  [[nodiscard]] virtual bool outputDrained() const = 0;
+  // Storage the output holds (capacity, not content).
+  [[nodiscard]] virtual size_t outputCapacity() const = 0;
   // The connection is done sending (shutdown, close after output, end after
   // the peer's): queue whatever the protocol says last (TLS close_notify).
   // Called at most once that matters; later calls do nothing.
   virtual void endOutput() {}
-  // Stop all I/O now: the connection is closed and its output dropped.
+  // Stop all I/O now: the connection is closed and its output dropped
+  // (queued files closed; a send in flight completes or is cancelled).
   virtual void close() = 0;
   // The owner is done with the fd: onReleased() follows, from inside this
   // call (both strategies: an io_uring op still in flight holds the socket in

@@ -1,61 +1,8 @@
 #include "net/OutputQueue.h"
 
-#include <signal.h>
-#include <sys/sendfile.h>
-
-#include <cerrno>
-#include <ctime>
-
 #include "net/BufferPool.h"
 
 namespace libnet {
-
-namespace {
-
-// Blocks SIGPIPE in this thread for its lifetime; if a SIGPIPE became pending
-// meanwhile that was not pending before, it is consumed rather than left for
-// the thread to receive later.
-class SigPipeSuppressor {
- public:
-  SigPipeSuppressor() {
-    sigset_t pipe;
-    ::sigemptyset(&pipe);
-    ::sigaddset(&pipe, SIGPIPE);
-    ::pthread_sigmask(SIG_BLOCK, &pipe, &saved_);
-    // Only a SIGPIPE the thread had blocked already can be pending now (an
-    // unblocked one would have been delivered): ask only then, so the usual
-    // case costs the two mask changes and nothing more.
-    if (::sigismember(&saved_, SIGPIPE) == 1) {
-      sigset_t pending;
-      ::sigemptyset(&pending);
-      ::sigpending(&pending);
-      wasPending_ = ::sigismember(&pending, SIGPIPE) == 1;
-    }
-  }
-  ~SigPipeSuppressor() {
-    if (raised_ && !wasPending_) {
-      sigset_t pipe;
-      ::sigemptyset(&pipe);
-      ::sigaddset(&pipe, SIGPIPE);
-      const timespec zero{0, 0};
-      while (::sigtimedwait(&pipe, nullptr, &zero) < 0 && errno == EINTR) {
-      }
-    }
-    ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
-  }
-  SigPipeSuppressor(const SigPipeSuppressor&) = delete;
-  SigPipeSuppressor& operator=(const SigPipeSuppressor&) = delete;
-
-  // The call under way failed with EPIPE: it raised a SIGPIPE.
-  void raised() { raised_ = true; }
-
- private:
-  sigset_t saved_{};
-  bool wasPending_ = false;
-  bool raised_ = false;
-};
-
-}  // namespace
 
 void OutputQueue::append(std::string_view data) {
   if (data.empty()) return;
@@ -80,7 +27,7 @@ void OutputQueue::append(Buffer* buffer, bool lendBack) {
 
 void OutputQueue::appendFile(UniqueFd file, off_t offset, size_t length) {
   if (length == 0) return;
-  files_.push_back(PendingFile{std::move(file), offset, length});
+  files_.push_back(File{std::move(file), offset, length});
 }
 
 void OutputQueue::appendFile(UniqueFd file, off_t offset, size_t length, Buffer* head) {
@@ -91,30 +38,9 @@ void OutputQueue::appendFile(UniqueFd file, off_t offset, size_t length, Buffer*
   appendFile(std::move(file), offset, length);
 }
 
-OutputQueue::FileResult OutputQueue::sendFile(int socketFd, bool* progressed) {
-  PendingFile& file = files_.front();
-  SigPipeSuppressor sigPipe;
-  while (file.remaining > 0) {
-    const ssize_t n = ::sendfile(socketFd, file.fd.get(), &file.offset, file.remaining);
-    if (n > 0) {
-      file.remaining -= static_cast<size_t>(n);
-      *progressed = true;
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      return {FileResult::kBlocked, 0, nullptr};
-    }
-    // n == 0: the file shrank under us; the peer would wait forever for the
-    // promised bytes, so the connection has to close.
-    if (n == 0) return {FileResult::kFailed, ENODATA, "sendfile (the file ended early)"};
-    const int err = errno;
-    if (err == EPIPE) sigPipe.raised();
-    return {FileResult::kFailed, err, "sendfile"};
-  }
-  waiting_.swap(file.after);  // waiting_ is empty whenever a file is first
+void OutputQueue::fileSent() {
+  waiting_.swap(files_.front().after);  // waiting_ is empty whenever a file is first
   files_.pop_front();
-  return {FileResult::kDone, 0, nullptr};
 }
 
 bool OutputQueue::startSend() {
@@ -145,19 +71,19 @@ void OutputQueue::releaseViews() {
 
 size_t OutputQueue::bufferedBytes() const {
   size_t bytes = inFlight_.readableBytes() + waiting_.readableBytes();
-  for (const PendingFile& file : files_) bytes += file.after.readableBytes();
+  for (const File& file : files_) bytes += file.after.readableBytes();
   return bytes;
 }
 
 size_t OutputQueue::queuedBytes() const {
   size_t bytes = bufferedBytes();
-  for (const PendingFile& file : files_) bytes += file.remaining;
+  for (const File& file : files_) bytes += file.remaining;
   return bytes;
 }
 
 size_t OutputQueue::capacity() const {
   size_t bytes = inFlight_.capacity() + waiting_.capacity();
-  for (const PendingFile& file : files_) bytes += file.after.capacity();
+  for (const File& file : files_) bytes += file.after.capacity();
   return bytes;
 }
 

@@ -1,12 +1,14 @@
 // OutputQueue: the bytes a connection has yet to write, in order. First the
 // bytes of a send in flight (io_uring: they must stay put until it
 // completes), then the bytes waiting, then files queued by sendFile(), each
-// followed by the bytes queued after it. Both I/O strategies move bytes out
-// of it, so the ordering rules and the byte counts (high-water mark,
-// back-pressure, queuedOutputBytes()) exist once. Buffer storage is borrowed
-// from the loop's BufferPool while it holds bytes and given back when empty.
+// followed by the bytes queued after it. Each backend's connection strategy
+// (net/poller/) owns one and moves bytes out of it (the sendfile(2) of a
+// queued file included: net/poller/SendFile.h); the ordering rules and the
+// byte counts (high-water mark, back-pressure, queuedOutputBytes()) exist
+// once, here. Buffer storage is borrowed from the loop's BufferPool while it
+// holds bytes and given back when empty.
 //
-// Owned by a TcpConnection; loop thread only.
+// Owned by a connection's I/O strategy; loop thread only.
 #pragma once
 
 #include <sys/types.h>
@@ -45,18 +47,17 @@ class OutputQueue {
   [[nodiscard]] Buffer& waiting() { return waiting_; }
   [[nodiscard]] bool hasFile() const { return !files_.empty(); }
 
-  struct FileResult {
-    enum Status { kDone, kBlocked, kFailed } status;
-    int error;         // kFailed: errno (ENODATA: the file ended early)
-    const char* call;  // kFailed: what failed, for the log line
+  // A file range still to send, and the bytes queued after it.
+  struct File {
+    UniqueFd fd;
+    off_t offset;
+    size_t remaining;
+    Buffer after{0};
   };
-  // sendfile(2)s the first file to the non-blocking `socketFd` until it is
-  // all sent (kDone: the bytes queued after it become waiting()) or the
-  // socket is full (kBlocked). `*progressed` is set if any byte went. A
-  // reset peer makes sendfile(2) raise SIGPIPE, which has no MSG_NOSIGNAL:
-  // it is blocked for this thread during the call and a SIGPIPE raised by
-  // it taken back, so the process's signal disposition is left alone.
-  FileResult sendFile(int socketFd, bool* progressed);
+  // The first file (hasFile()): its sender advances offset and remaining.
+  [[nodiscard]] File& firstFile() { return files_.front(); }
+  // The first file is all sent: the bytes queued after it become waiting().
+  void fileSent();
 
   // io_uring's one send in flight: its bytes, untouched until it completes.
   [[nodiscard]] Buffer& inFlight() { return inFlight_; }
@@ -93,14 +94,6 @@ class OutputQueue {
   // Sent bytes of the in-flight buffer worth a madvise call.
   static constexpr size_t kReleaseStep = 256 * 1024;
 
-  // A file range waiting for sendfile(2), and the bytes queued after it.
-  struct PendingFile {
-    UniqueFd fd;
-    off_t offset;
-    size_t remaining;
-    Buffer after{0};
-  };
-
   // Where appended bytes go: behind the last file, or waiting.
   Buffer& tail() { return files_.empty() ? waiting_ : files_.back().after; }
 
@@ -109,7 +102,7 @@ class OutputQueue {
   Buffer waiting_{0};
   // A list, not a deque: an empty std::deque allocates, and most connections
   // never send a file.
-  std::list<PendingFile> files_;
+  std::list<File> files_;
   size_t inFlightReleased_ = 0;  // Buffer::releaseSpentPages() of inFlight_
 };
 

@@ -10,7 +10,6 @@
 #include "net/ConnectionIo.h"
 #include "net/ConnectionLayer.h"
 #include "net/EventLoop.h"
-#include "net/OutputQueue.h"
 #include "net/Poller.h"
 #include "net/TimingWheel.h"
 
@@ -46,9 +45,8 @@ class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Ow
        std::optional<InetAddress> peerAddr, const InetAddress& localFallback,
        const ConnectionLayer* layer);
 
-  // Output still held: queued buffers and files, and what a layer holds.
-  [[nodiscard]] size_t bufferedOutput() const { return output_.bufferedBytes() + io_->heldBytes(); }
-  [[nodiscard]] bool outputDrained() const { return output_.empty() && !io_->holdsOutput(); }
+  [[nodiscard]] size_t bufferedOutput() const { return io_->bufferedOutput(); }
+  [[nodiscard]] bool outputDrained() const { return io_->outputDrained(); }
   // Runs the message callback on `buffer` and settles what it leaves (see
   // ConnectionIo::Owner::onInput): the one place that decides.
   void deliverInput(Buffer* buffer, InputKind kind, Timestamp receiveTime);
@@ -66,12 +64,11 @@ class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Ow
   // The buffer the message callback is looking at, while it runs.
   Buffer* delivering_ = nullptr;
   InputKind deliveringKind_ = InputKind::kConnectionInput;
-  OutputQueue output_;
   // Where the backend's strategy is built (ConnectionIo::Room): both
   // backends' fit, so a connection is one allocation.
   alignas(std::max_align_t) unsigned char strategyStorage_[ConnectionIo::Room::kConnectionRoom];
   ConnectionIo::Room strategyRoom_{strategyStorage_, sizeof strategyStorage_};
-  ConnectionIo::Ptr io_;  // after the buffers it works on, and its room
+  ConnectionIo::Ptr io_;  // after its room
 
  private:
   void settleInput(Buffer* buffer, InputKind kind, bool keepLeftover);
@@ -133,11 +130,8 @@ TcpConnection::Impl::Impl(EventLoop* loop, std::string name, UniqueFd sockfd,
                           const InetAddress& localFallback, const ConnectionLayer* layer)
     : TcpConnection(loop, std::move(name), std::move(sockfd), std::move(localAddr),
                     std::move(peerAddr), localFallback),
-      output_(&loop->bufferPool()),
-      io_(layer ? layer->newConnectionIo(
-                      loop, {this, socket_.fd(), &inputBuffer_, &output_, &strategyRoom_})
-                : loop->poller().newConnectionIo(
-                      {this, socket_.fd(), &inputBuffer_, &output_, &strategyRoom_})) {
+      io_(layer ? layer->newConnectionIo(loop, {this, socket_.fd(), &strategyRoom_})
+                : loop->poller().newConnectionIo({this, socket_.fd(), &strategyRoom_})) {
   LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " created";
 }
 
@@ -290,12 +284,12 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer*
 
 size_t TcpConnection::queuedOutputBytes() const {
   loop_->assertInLoopThread();
-  return impl().output_.queuedBytes() + impl().io_->heldBytes();
+  return impl().io_->queuedOutput();
 }
 
 size_t TcpConnection::bufferCapacity() const {
   loop_->assertInLoopThread();
-  return inputBuffer_.capacity() + impl().output_.capacity();
+  return inputBuffer_.capacity() + impl().io_->outputCapacity();
 }
 
 // ---- closing ----
@@ -497,7 +491,6 @@ void TcpConnection::connectDestroyed() {
   // RSS with 9000 connections open, an HTTP server on io_uring).
   constexpr size_t kConnectionFootprint = sizeof(TcpConnection) + 2048;
   loop_->bufferPool().noteFreed(bufferCapacity() + kConnectionFootprint);
-  self.output_.clear();  // closes pending files
   // The fd is closed now (or, with operations in flight, when the last one
   // completes) rather than when the last TcpConnectionPtr goes: a user may
   // hold one long after the close, and the peer must see it.
@@ -508,7 +501,20 @@ void TcpConnection::connectDestroyed() {
 
 void TcpConnection::Impl::onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
   touchIdle();
-  deliverInput(buffer, kind, receiveTime);
+  if (inputBuffer_.readableBytes() == 0 && wantsInput()) {
+    deliverInput(buffer, kind, receiveTime);  // in place: usually all consumed
+    return;
+  }
+  // Behind bytes kept from before, or while not reading (an io_uring
+  // receive that completed after the pause): kept, in order, and delivered
+  // from our own buffer (resumeInput() once reading is back on).
+  if (state_.load() != State::kDisconnected) {
+    loop_->bufferPool().lend(&inputBuffer_);
+    inputBuffer_.append(buffer->view());
+  }
+  buffer->retrieveAll();
+  buffer->releaseBorrowed();  // a view goes back to the ring (no-op otherwise)
+  if (wantsInput()) deliverInput(&inputBuffer_, InputKind::kConnectionInput, receiveTime);
 }
 
 void TcpConnection::Impl::deliverInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
@@ -528,7 +534,7 @@ void TcpConnection::Impl::settleInput(Buffer* buffer, InputKind kind, bool keepL
       if (!keepLeftover) buffer->retrieveAll();
       loop_->bufferPool().reclaim(&inputBuffer_);  // if nothing is left
       return;
-    case InputKind::kLoopScratch:
+    case InputKind::kTransient:
     case InputKind::kRingView:
       // Usually nothing is left; a partial message moves to our own buffer.
       if (keepLeftover && buffer->readableBytes() > 0) {
@@ -550,9 +556,6 @@ void TcpConnection::Impl::onOutputProgress() {
 }
 
 void TcpConnection::Impl::onOutputDrained() {
-  // An idle connection keeps small buffers only; the storage of a burst
-  // goes back to the loop's pool (or, if huge, to the allocator).
-  output_.reclaim();
   checkOutputLimit();
   queueWriteComplete();
   if (attachment_) attachment_->onOutputDrained();

@@ -6,9 +6,11 @@
 #include <cerrno>
 
 #include "net/Buffer.h"
+#include "net/BufferPool.h"
 #include "net/EventLoopBase.h"
 #include "net/OutputQueue.h"
 #include "net/Socket.h"
+#include "net/poller/SendFile.h"
 
 namespace libnet {
 
@@ -16,8 +18,7 @@ EpollConnectionIo::EpollConnectionIo(EventLoopBase* loop, const Parts& parts)
     : loop_(loop),
       owner_(parts.owner),
       fd_(parts.fd),
-      input_(parts.input),
-      output_(parts.output),
+      output_(&loop->bufferPool()),
       channel_(loop, parts.fd) {
   channel_.setReadCallback([this](Timestamp t) {
     // A FIN that was already queued when epoll reported the edge brings no
@@ -47,7 +48,7 @@ void EpollConnectionIo::resumeRead() {
 int EpollConnectionIo::write(std::string_view data) {
   size_t written = 0;
   // Straight to the socket only if nothing is queued, or bytes would reorder.
-  if (output_->empty() && !data.empty()) {
+  if (output_.empty() && !data.empty()) {
     ssize_t n;
     do {
       n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
@@ -60,7 +61,7 @@ int EpollConnectionIo::write(std::string_view data) {
   }
   // The rest waits for the socket's next writable edge: interest is
   // registered for good, nothing to arm.
-  output_->append(data.substr(written));
+  output_.append(data.substr(written));
   return 0;
 }
 
@@ -77,6 +78,7 @@ void EpollConnectionIo::close() {
   // closed_ first, and with edge-triggered delivery a closed connection's
   // socket reports at most an edge or two until release() closes it.
   closed_ = true;
+  output_.clear();  // closes queued files
 }
 
 void EpollConnectionIo::release() {
@@ -94,20 +96,17 @@ void EpollConnectionIo::release() {
 void EpollConnectionIo::handleRead(Timestamp receiveTime, bool shortReadDrains) {
   if (closed_ || !owner_->wantsInput()) return;
   for (int i = 0; i < kMaxReadsPerEvent; ++i) {
-    // With nothing left over from earlier reads, read into the loop's shared
-    // scratch buffer, which stays in cache, rather than into this
-    // connection's own (with 1000 connections, their buffers are megabytes of
-    // cold memory); whatever the callback leaves unconsumed moves over after.
-    const bool scratch = input_->readableBytes() == 0;
-    Buffer* buffer = scratch ? loop_->scratchBuffer() : input_;
-    // The owner empties the scratch buffer after every delivery; emptying it
-    // here as well costs two stores and makes sure no connection ever reads
-    // another's bytes, whatever went wrong before.
-    if (scratch) buffer->retrieveAll();
+    // Into the loop's shared scratch buffer, which stays in cache, rather
+    // than into a buffer of this connection's (with 1000 connections, their
+    // buffers are megabytes of cold memory): the owner keeps what it keeps.
+    // It empties the buffer after every delivery; emptying it here as well
+    // costs two stores and makes sure no connection ever reads another's
+    // bytes, whatever went wrong before.
+    Buffer* buffer = loop_->scratchBuffer();
+    buffer->retrieveAll();
     const Buffer::ReadResult result = buffer->readFd(fd_);
     if (result.bytes > 0) {
-      owner_->onInput(buffer, scratch ? InputKind::kLoopScratch : InputKind::kConnectionInput,
-                      receiveTime);
+      owner_->onInput(buffer, InputKind::kTransient, receiveTime);
       if (closed_ || !owner_->wantsInput()) return;
       // A short read means the socket is drained, unless the edge said more
       // (a FIN) is waiting behind the data or we are resuming without an edge.
@@ -130,21 +129,26 @@ void EpollConnectionIo::handleRead(Timestamp receiveTime, bool shortReadDrains) 
 
 void EpollConnectionIo::handleWrite() {
   // A writable edge with nothing queued (it also comes with read edges): no-op.
-  if (closed_ || output_->empty()) return;
+  if (closed_ || output_.empty()) return;
   bool progressed = false;
   const WriteResult result = writeQueued(&progressed);
   if (result == WriteResult::kFailed) return;
   if (progressed) owner_->onOutputProgress();
-  if (result == WriteResult::kDrained && !closed_) owner_->onOutputDrained();
+  if (result == WriteResult::kDrained && !closed_) {
+    // An idle connection keeps small buffers only; the storage of a burst
+    // goes back to the loop's pool (or, if huge, to the allocator).
+    output_.reclaim();
+    owner_->onOutputDrained();
+  }
 }
 
 EpollConnectionIo::WriteResult EpollConnectionIo::writeQueued(bool* progressed) {
   for (;;) {
-    Buffer& waiting = output_->waiting();
+    Buffer& waiting = output_.waiting();
     while (waiting.readableBytes() > 0) {
       // Bytes just ahead of a file (an HTTP head) wait for its first segment
       // instead of leaving in a small packet of their own.
-      const int flags = MSG_NOSIGNAL | (output_->hasFile() ? MSG_MORE : 0);
+      const int flags = MSG_NOSIGNAL | (output_.hasFile() ? MSG_MORE : 0);
       const ssize_t n = ::send(fd_, waiting.peek(), waiting.readableBytes(), flags);
       if (n > 0) {
         waiting.retrieve(static_cast<size_t>(n));
@@ -156,10 +160,10 @@ EpollConnectionIo::WriteResult EpollConnectionIo::writeQueued(bool* progressed) 
       owner_->onIoError("send", errno);
       return WriteResult::kFailed;
     }
-    if (!output_->hasFile()) return WriteResult::kDrained;
-    const OutputQueue::FileResult file = output_->sendFile(fd_, progressed);
-    if (file.status == OutputQueue::FileResult::kBlocked) return WriteResult::kBlocked;
-    if (file.status == OutputQueue::FileResult::kFailed) {
+    if (!output_.hasFile()) return WriteResult::kDrained;
+    const FileSendResult file = sendQueuedFile(&output_, fd_, progressed);
+    if (file.status == FileSendResult::kBlocked) return WriteResult::kBlocked;
+    if (file.status == FileSendResult::kFailed) {
       owner_->onIoError(file.call, file.error);
       return WriteResult::kFailed;
     }

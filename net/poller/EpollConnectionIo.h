@@ -7,11 +7,11 @@
 // Reads: on each readable edge, read until a read comes back short (it
 // proves the socket empty without the read that would say EAGAIN), up to a
 // fairness cap, after which reading resumes at the end of the loop
-// iteration. With nothing left over from earlier reads the bytes go to the
-// loop's scratch buffer, which stays in cache, rather than to the
-// connection's own. Writes: straight to the socket when nothing is queued;
-// the rest waits in the OutputQueue for writable edges; files go out with
-// sendfile(2).
+// iteration. The bytes go to the loop's scratch buffer, which stays in
+// cache, and are handed up from there: the connection keeps what it keeps in
+// its own buffer. Writes: straight to the socket when nothing is queued; the
+// rest waits in this strategy's OutputQueue for writable edges; files go out
+// with sendfile(2).
 //
 // Owned by its TcpConnection (under TLS, by its TlsConnectionIo); made on the
 // thread that creates the connection, loop thread only from start() on.
@@ -35,9 +35,13 @@ class EpollConnectionIo final : public ConnectionIo {
   [[nodiscard]] int write(std::string_view data) override;
   [[nodiscard]] int write(Buffer* buffer, InputKind kind) override;
   void queueFile(UniqueFd file, off_t offset, size_t length, Buffer* head) override {
-    output_->appendFile(std::move(file), offset, length, head);
+    output_.appendFile(std::move(file), offset, length, head);
   }
   void flush() override { handleWrite(); }
+  [[nodiscard]] size_t bufferedOutput() const override { return output_.bufferedBytes(); }
+  [[nodiscard]] size_t queuedOutput() const override { return output_.queuedBytes(); }
+  [[nodiscard]] bool outputDrained() const override { return output_.empty(); }
+  [[nodiscard]] size_t outputCapacity() const override { return output_.capacity(); }
   void close() override;
   void release() override;
 
@@ -56,8 +60,7 @@ class EpollConnectionIo final : public ConnectionIo {
   EventLoopBase* loop_;
   Owner* owner_;
   int fd_;
-  Buffer* input_;
-  OutputQueue* output_;
+  OutputQueue output_;
   Channel channel_;
   bool closed_ = false;
 };

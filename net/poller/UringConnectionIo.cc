@@ -15,6 +15,7 @@
 #include "net/EventLoopBase.h"
 #include "net/OutputQueue.h"
 #include "net/poller/BufferRing.h"
+#include "net/poller/SendFile.h"
 #include "net/poller/UringContext.h"
 
 namespace libnet {
@@ -42,8 +43,7 @@ UringConnectionIo::UringConnectionIo(UringContext* context, EventLoopBase* loop,
       loop_(loop),
       owner_(parts.owner),
       fd_(parts.fd),
-      input_(parts.input),
-      output_(parts.output) {}
+      output_(&loop->bufferPool()) {}
 
 UringConnectionIo::~UringConnectionIo() {
   // An op in flight holds the owner, and so this, alive: only a connection
@@ -72,20 +72,26 @@ void UringConnectionIo::pauseRead() {
 }
 
 int UringConnectionIo::write(std::string_view data) {
-  output_->append(data);
+  output_.append(data);
   // Behind a file the bytes wait for it: its sendfile(2) runs from the loop
   // (flush) or from its POLLOUT completion, never inside the caller's send.
-  if (!output_->hasFile()) pumpAtTurnEnd();
+  if (!output_.hasFile()) pumpAtTurnEnd();
   return 0;
 }
 
 int UringConnectionIo::write(Buffer* buffer, InputKind kind) {
+  if (kind == InputKind::kTransient) {
+    // Storage its owner keeps (a ring view the ring cannot spare): copied.
+    const int err = write(buffer->view());
+    buffer->retrieveAll();
+    return err;
+  }
   // With nothing queued the caller's buffer itself goes to the kernel (no
   // copy); a buffer of the application's own gets spare storage back so that
   // it does not grow anew for every message (not a view it was lent, say
   // another connection's received bytes: that holds no storage to replace).
-  output_->append(buffer, kind == InputKind::kApplication && !buffer->borrowed());
-  if (!output_->hasFile()) pumpAtTurnEnd();
+  output_.append(buffer, kind == InputKind::kApplication && !buffer->borrowed());
+  if (!output_.hasFile()) pumpAtTurnEnd();
   return 0;
 }
 
@@ -128,7 +134,7 @@ void UringConnectionIo::close() {
   // inside send()): a reply followed by a forced close still leaves if the
   // socket takes it (the send is submitted ahead of the cancels below).
   if (pumpAtTurnEnd_ && !closed_ && !sendInFlight_ && !writableArmed_ &&
-      output_->inFlight().readableBytes() == 0 && output_->startSend()) {
+      output_.inFlight().readableBytes() == 0 && output_.startSend()) {
     submitSend();
   }
   closed_ = true;
@@ -140,6 +146,7 @@ void UringConnectionIo::close() {
   cancelRecv();
   if (sendInFlight_) cancel(UringOp::kSend);
   if (writableArmed_) cancel(UringOp::kWritable);
+  output_.clear();  // closes queued files; a send in flight keeps its bytes
 }
 
 void UringConnectionIo::cancel(UringOp op) {
@@ -187,11 +194,11 @@ void UringConnectionIo::releaseIfIdle() {
   }
   // Nothing will be sent any more: received bytes queued in place go back
   // to the ring now, while it exists (the connection may outlive the loop).
-  output_->releaseViews();
+  output_.releaseViews();
   // And the storage of the last send, whose completion is in: to the loop's
   // pool, for the next connection's reply, rather than freed with this
   // connection (a short connection closes before its send completes).
-  output_->recycle();
+  output_.recycle();
 }
 
 void UringConnectionIo::armRecv() {
@@ -275,10 +282,10 @@ void UringConnectionIo::noteReceived(int32_t res, uint32_t flags) {
 }
 
 void UringConnectionIo::submitSend() {
-  Buffer& bytes = output_->inFlight();
+  Buffer& bytes = output_.inFlight();
   io_uring_sqe* sqe = context_->getSqe();
   io_uring_prep_send(sqe, fd_, bytes.peek(), bytes.readableBytes(),
-                     MSG_NOSIGNAL | (output_->hasFile() ? MSG_MORE : 0));
+                     MSG_NOSIGNAL | (output_.hasFile() ? MSG_MORE : 0));
   target(sqe);
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kSend, token_));
   sendInFlight_ = true;
@@ -318,25 +325,18 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
     const BufferRing::Received r = ring.received(flags, res);
     if (res <= 0 || closed_) {
       ring.finished(r.id);
-    } else if (input_->readableBytes() == 0 && owner_->wantsInput() && ring.canLend()) {
-      // The bytes go to the callback where the kernel put them: no copy. What
-      // the callback leaves the connection copies; what it sends straight
-      // back (an echo) goes out from here too, and the buffer returns to the
-      // ring when that send is done (else now). With half the ring lent out
-      // already (sends stuck behind peers that do not read), copy instead.
+    } else {
+      // The bytes go up where the kernel put them: no copy. What the owner
+      // keeps it copies; what it sends straight back (an echo) goes out from
+      // here too, and the buffer returns to the ring when that send is done
+      // (else now). With half the ring lent out already (sends stuck behind
+      // peers that do not read), a send copies instead (kTransient).
+      const bool lendable = ring.canLend();
       Buffer& view = context_->receivedView();
       ring.lend(&view, r);
-      owner_->onInput(&view, InputKind::kRingView, loop_->pollReturnTime());
+      owner_->onInput(&view, lendable ? InputKind::kRingView : InputKind::kTransient,
+                      loop_->pollReturnTime());
       assert(!view.borrowed());  // the owner hands the view back, always
-    } else {
-      // Behind bytes left over from before (or while reading is paused):
-      // they must stay in order, in the input buffer.
-      loop_->bufferPool().lend(input_);
-      input_->append(r.bytes);
-      ring.finished(r.id);
-      if (owner_->wantsInput()) {
-        owner_->onInput(input_, InputKind::kConnectionInput, loop_->pollReturnTime());
-      }
     }
   }
   if (closed_) return;
@@ -399,7 +399,7 @@ void UringConnectionIo::onSend(int32_t res) {
     owner_->onIoError("send", -res);
     return;
   }
-  output_->sent(static_cast<size_t>(res));
+  output_.sent(static_cast<size_t>(res));
   owner_->onOutputProgress();
   if (waitingForRoom_) armRecv();
   // The rest of a short send first, in order, with whatever else this turn
@@ -417,32 +417,32 @@ void UringConnectionIo::onWritable(int32_t res) {
 
 void UringConnectionIo::pump() {
   if (sendInFlight_ || writableArmed_ || closed_) return;
-  if (output_->inFlight().readableBytes() > 0) {
+  if (output_.inFlight().readableBytes() > 0) {
     submitSend();
     return;
   }
   // Sent: the storage can serve another connection (the waiting bytes move
   // into the in-flight buffer in their own storage).
-  output_->reclaim();
+  output_.reclaim();
   for (;;) {
-    if (output_->startSend()) {
+    if (output_.startSend()) {
       submitSend();
       return;
     }
-    if (!output_->hasFile()) {
+    if (!output_.hasFile()) {
       owner_->onOutputDrained();
       return;
     }
     bool progressed = false;
-    const OutputQueue::FileResult file = output_->sendFile(fd_, &progressed);
+    const FileSendResult file = sendQueuedFile(&output_, fd_, &progressed);
     if (progressed) owner_->onOutputProgress();
     switch (file.status) {
-      case OutputQueue::FileResult::kDone:
+      case FileSendResult::kDone:
         continue;
-      case OutputQueue::FileResult::kBlocked:
+      case FileSendResult::kBlocked:
         armWritable();
         return;
-      case OutputQueue::FileResult::kFailed:
+      case FileSendResult::kFailed:
         owner_->onIoError(file.call, file.error);
         return;
     }

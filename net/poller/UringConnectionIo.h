@@ -57,9 +57,13 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   [[nodiscard]] int write(std::string_view data) override;
   [[nodiscard]] int write(Buffer* buffer, InputKind kind) override;
   void queueFile(UniqueFd file, off_t offset, size_t length, Buffer* head) override {
-    output_->appendFile(std::move(file), offset, length, head);
+    output_.appendFile(std::move(file), offset, length, head);
   }
   void flush() override { pump(); }
+  [[nodiscard]] size_t bufferedOutput() const override { return output_.bufferedBytes(); }
+  [[nodiscard]] size_t queuedOutput() const override { return output_.queuedBytes(); }
+  [[nodiscard]] bool outputDrained() const override { return output_.empty(); }
+  [[nodiscard]] size_t outputCapacity() const override { return output_.capacity(); }
   void close() override;
   void release() override;
 
@@ -96,8 +100,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   Owner* owner_;
   int fd_;
   int fixed_ = -1;  // slot in the ring's file table, or -1: use fd_
-  Buffer* input_;
-  OutputQueue* output_;
+  OutputQueue output_;
   uint64_t token_ = 0;  // registered: start() until released with no op in flight
   int opsInFlight_ = 0;
   bool recvArmed_ = false;

@@ -9,7 +9,6 @@
 #include "base/Logging.h"
 #include "net/BufferPool.h"
 #include "net/EventLoop.h"
-#include "net/OutputQueue.h"
 #include "net/Poller.h"
 
 namespace libnet {
@@ -19,9 +18,6 @@ namespace {
 // The most plaintext one TLS record carries: a send up to this size is one
 // record and one write; a larger one is gathered (corked) into one write.
 constexpr size_t kRecordPlaintext = 16 * 1024;
-// What resumeRead() decrypts between two checks of the owner's wish to read:
-// one epoll read's worth (Buffer::readFd reads up to 64 KiB).
-constexpr size_t kResumeSlice = 64 * 1024;
 
 }  // namespace
 
@@ -30,11 +26,8 @@ TlsConnectionIo::TlsConnectionIo(EventLoop* loop, const ConnectionIo::Parts& par
                                  const std::string& peerName)
     : loop_(loop),
       owner_(parts.owner),
-      input_(parts.input),
-      output_(parts.output),
       session_(context, peerName, this),
-      inner_(loop->poller().newConnectionIo(
-          {this, parts.fd, &cipherInput_, parts.output, parts.room})),
+      inner_(loop->poller().newConnectionIo({this, parts.fd, parts.room})),
       handshakeTimeout_(context->handshakeTimeout()) {}
 
 TlsConnectionIo::~TlsConnectionIo() = default;
@@ -57,26 +50,6 @@ void TlsConnectionIo::start() {
     }
     if (const int err = std::exchange(writeError_, 0)) owner_->onIoError("send", err);
   }
-}
-
-void TlsConnectionIo::resumeRead() {
-  // Ciphertext the backend kept while reading was paused comes first, a
-  // read's worth at a time: io_uring completions that landed before the
-  // pause took effect can leave hundreds of KiB here, and decrypted at once
-  // they would reach the message callback as one delivery, overshooting the
-  // output limit that paused reading by as much. Between slices the
-  // connection may pause again; the rest then waits here.
-  Buffer slice(0);
-  while (cipherInput_.readableBytes() > 0) {
-    const size_t n = std::min(cipherInput_.readableBytes(), kResumeSlice);
-    loop_->bufferPool().lend(&slice);  // onInput() gives the storage back
-    slice.append(std::string_view(cipherInput_.peek(), n));
-    cipherInput_.retrieve(n);
-    onInput(&slice, InputKind::kConnectionInput, Timestamp::now());
-    if (closed_ || !owner_->wantsInput()) return;
-  }
-  loop_->bufferPool().reclaim(&cipherInput_);
-  inner_->resumeRead();
 }
 
 int TlsConnectionIo::write(std::string_view data) {
@@ -154,7 +127,7 @@ void TlsConnectionIo::flush() {
   if (closed_) return;
   // With ciphertext queued, the backend's flush reports the drain itself
   // (reported twice, a write-complete callback would run twice).
-  const bool backendReports = !output_->empty();
+  const bool backendReports = !inner_->outputDrained();
   inner_->flush();
   // Everything may have gone out at once: the backend then reports nothing.
   if (held && !backendReports && !closed_ && drained()) owner_->onOutputDrained();
@@ -182,23 +155,20 @@ void TlsConnectionIo::endOutput() {
 
 // ---- what the backend reports ----
 
-void TlsConnectionIo::onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
+void TlsConnectionIo::onInput(Buffer* buffer, InputKind, Timestamp receiveTime) {
   const bool wasEstablished = session_.established();
   TlsSession::Status status = TlsSession::Status::kOk;
   if (!closed_) {
-    loop_->bufferPool().lend(input_);
-    status = session_.receive(buffer->view(), input_);
+    loop_->bufferPool().lend(&plain_);
+    status = session_.receive(buffer->view(), &plain_);
   }
-  // The ciphertext is all taken. Before any callback runs, shared storage is
-  // empty again and a ring view goes back; our own buffer returns its storage
-  // to the pool.
+  // The ciphertext is all taken: before any callback runs, the backend's
+  // storage is empty again and a ring view goes back.
   buffer->retrieveAll();
-  if (kind == InputKind::kConnectionInput) {
-    loop_->bufferPool().reclaim(buffer);
-  } else {
-    buffer->releaseBorrowed();
-  }
+  buffer->releaseBorrowed();
   if (!closed_) deliver(status, wasEstablished, receiveTime);
+  plain_.retrieveAll();  // already, unless the session failed first
+  loop_->bufferPool().reclaim(&plain_);
 }
 
 void TlsConnectionIo::deliver(TlsSession::Status status, bool wasEstablished,
@@ -215,13 +185,9 @@ void TlsConnectionIo::deliver(TlsSession::Status status, bool wasEstablished,
     onEstablished();
     if (closed_) return;
   }
-  if (input_->readableBytes() > 0) {
-    // Paused: the plaintext waits in the connection's buffer, which the
-    // connection delivers when reading resumes.
-    if (owner_->wantsInput()) owner_->onInput(input_, InputKind::kConnectionInput, receiveTime);
-  } else {
-    loop_->bufferPool().reclaim(input_);
-  }
+  // Even while the owner is not reading: it keeps the plaintext, in order,
+  // for when it reads again.
+  if (plain_.readableBytes() > 0) owner_->onInput(&plain_, InputKind::kTransient, receiveTime);
   if (closed_ || status != TlsSession::Status::kPeerClosed || peerClosedReported_) return;
   peerClosedReported_ = true;
   owner_->onPeerClosed();
@@ -282,7 +248,7 @@ void TlsConnectionIo::onCiphertext(std::string_view bytes) {
 
 // ---- helpers ----
 
-bool TlsConnectionIo::drained() const { return output_->empty() && !holdsOutput(); }
+bool TlsConnectionIo::drained() const { return inner_->outputDrained() && !holdsOutput(); }
 
 void TlsConnectionIo::fail(const char* during) {
   if (session_.isServer()) {
@@ -305,7 +271,7 @@ void TlsConnectionIo::pumpFiles() {
   // only user between two calls.
   thread_local char chunk[kRecordPlaintext];
   while (!files_.empty() && !closed_ && session_.established() &&
-         output_->bufferedBytes() < kFileWindow) {
+         inner_->bufferedOutput() < kFileWindow) {
     PendingFile& file = files_.front();
     if (file.remaining == 0) {
       // The file is all encrypted: what was written behind it follows (all

@@ -3,10 +3,12 @@
 // backend strategy (epoll or io_uring, made here, which reports to this
 // object and moves ciphertext), with a TlsSession in between:
 //
-//   received ciphertext (scratch buffer / ring view / own buffer)
-//     -> TlsSession::receive -> plaintext appended to the connection's input
-//        buffer -> Owner::onInput (kConnectionInput)
+//   received ciphertext (scratch buffer / ring view), decrypted whole
+//     -> TlsSession::receive -> plaintext in this object's buffer
+//     -> Owner::onInput (kTransient: the connection keeps what it keeps)
 //   send(plaintext) -> TlsSession::send -> each record -> backend write
+//     (the backend strategy's queue holds the ciphertext; this object holds
+//     only plaintext that waits: for the handshake, or behind a file)
 //
 // The connection is announced (Owner::onReady) when the handshake completes;
 // a handshake still incomplete after the context's handshake timeout, a
@@ -23,7 +25,7 @@
 // `after` buffer) and is encrypted once the file's last chunk has been: TLS
 // is one ordered stream of records, so nothing may be encrypted ahead of a
 // file that was queued before it. Queued file bytes, and plaintext waiting
-// behind them, count as held output (heldBytes()): the connection's output
+// behind them, count as buffered output (bufferedOutput()): the connection's output
 // limit and high-water mark see them, so a peer that asks for file after
 // file without reading is stopped after a few, each holding an open fd.
 //
@@ -59,7 +61,7 @@ class TlsConnectionIo final : public ConnectionIo,
   // ConnectionIo: what the connection asks.
   void start() override;
   void pauseRead() override { inner_->pauseRead(); }
-  void resumeRead() override;
+  void resumeRead() override { inner_->resumeRead(); }
   [[nodiscard]] int write(std::string_view data) override;
   [[nodiscard]] int write(Buffer* buffer, InputKind kind) override;
   void queueFile(UniqueFd file, off_t offset, size_t length, Buffer* head) override;
@@ -67,11 +69,15 @@ class TlsConnectionIo final : public ConnectionIo,
   void close() override;
   void release() override { inner_->release(); }
   [[nodiscard]] bool ready() const override { return session_.established(); }
-  [[nodiscard]] size_t heldBytes() const override {
-    return pending_.readableBytes() + queuedBehind_;
+  [[nodiscard]] size_t bufferedOutput() const override {
+    return inner_->bufferedOutput() + heldBytes();
   }
-  [[nodiscard]] bool holdsOutput() const override {
-    return pending_.readableBytes() > 0 || !files_.empty();
+  [[nodiscard]] size_t queuedOutput() const override {
+    return inner_->queuedOutput() + heldBytes();
+  }
+  [[nodiscard]] bool outputDrained() const override { return drained(); }
+  [[nodiscard]] size_t outputCapacity() const override {
+    return inner_->outputCapacity() + pending_.capacity() + corked_.capacity();
   }
   void endOutput() override;
 
@@ -102,8 +108,8 @@ class TlsConnectionIo final : public ConnectionIo,
   void onCiphertext(std::string_view bytes) override;
 
   // Reports what decrypting a delivery came to (`status`; the plaintext is
-  // in the connection's input buffer): a failure, the handshake completed,
-  // plaintext, the peer's close_notify.
+  // in plain_): a failure, the handshake completed, plaintext, the peer's
+  // close_notify.
   void deliver(TlsSession::Status status, bool wasEstablished, Timestamp receiveTime);
   // The handshake just completed: send what waited, announce.
   void onEstablished();
@@ -123,14 +129,17 @@ class TlsConnectionIo final : public ConnectionIo,
   // Drops the files (closing them) and the plaintext behind them.
   void dropFiles();
   void onHandshakeTimeout();
+  // Plaintext waiting here (for the handshake, or behind files) and file
+  // bytes not yet read.
+  [[nodiscard]] size_t heldBytes() const { return pending_.readableBytes() + queuedBehind_; }
+  // Whether output waits here, not yet encrypted.
+  [[nodiscard]] bool holdsOutput() const { return pending_.readableBytes() > 0 || !files_.empty(); }
   // Whether the backend has written everything and nothing is held here.
   [[nodiscard]] bool drained() const;
 
   EventLoop* loop_;
   ConnectionIo::Owner* owner_;  // the connection
-  Buffer* input_;               // the connection's: plaintext for the callbacks
-  OutputQueue* output_;         // the connection's: ciphertext, moved by inner_
-  Buffer cipherInput_{0};       // ciphertext the backend kept while reading paused
+  Buffer plain_{0};             // decrypted, on its way up to the owner
   TlsSession session_;
   ConnectionIo::Ptr inner_;  // the backend's strategy
   // Plaintext sent before the handshake completed, ahead of any file.

@@ -14,6 +14,7 @@
 #include "base/UniqueFd.h"
 #include "net/Buffer.h"
 #include "net/BufferPool.h"
+#include "net/poller/SendFile.h"
 #include "tests/net/TestUtil.h"
 
 namespace libnet {
@@ -57,8 +58,8 @@ TEST_F(OutputQueueTest, CountsBuffersAndFilesAndKeepsTheirOrder) {
   std::string sent(queue_.waiting().view());
   queue_.waiting().retrieveAll();
   bool progressed = false;
-  const OutputQueue::FileResult result = queue_.sendFile(ours.get(), &progressed);
-  EXPECT_EQ(result.status, OutputQueue::FileResult::kDone);
+  const FileSendResult result = sendQueuedFile(&queue_, ours.get(), &progressed);
+  EXPECT_EQ(result.status, FileSendResult::kDone);
   EXPECT_TRUE(progressed);
   EXPECT_FALSE(queue_.hasFile());
   EXPECT_EQ(queue_.waiting().view(), "|tail");  // now next
@@ -123,8 +124,8 @@ TEST_F(OutputQueueTest, AFileThatEndsEarlyFails) {
   UniqueFd theirs(pair[1]);
   queue_.appendFile(test::temporaryFile("short"), 0, 100);
   bool progressed = false;
-  const OutputQueue::FileResult result = queue_.sendFile(ours.get(), &progressed);
-  EXPECT_EQ(result.status, OutputQueue::FileResult::kFailed);
+  const FileSendResult result = sendQueuedFile(&queue_, ours.get(), &progressed);
+  EXPECT_EQ(result.status, FileSendResult::kFailed);
   EXPECT_EQ(result.error, ENODATA);
 }
 
@@ -145,8 +146,8 @@ TEST_F(OutputQueueTest, SendFileToAGonePeerRaisesNoSignalAndLeavesTheDisposition
   ::close(pair[1]);  // the peer is gone
   queue_.appendFile(test::temporaryFile(std::string(100000, 'f')), 0, 100000);
   bool progressed = false;
-  const OutputQueue::FileResult result = queue_.sendFile(ours.get(), &progressed);
-  EXPECT_EQ(result.status, OutputQueue::FileResult::kFailed);
+  const FileSendResult result = sendQueuedFile(&queue_, ours.get(), &progressed);
+  EXPECT_EQ(result.status, FileSendResult::kFailed);
   EXPECT_EQ(result.error, EPIPE);
 
   struct sigaction now {};
