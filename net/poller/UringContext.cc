@@ -16,8 +16,7 @@ constexpr uint16_t kBufferGroup = 0;
 
 // Members are destroyed in reverse order (receivedView_, buffers_, files_,
 // ring_): the buffer ring goes before the ring it is registered with.
-UringContext::UringContext(EventLoopBase* loop, const IoUringOptions& options,
-                           unsigned setupFlags)
+UringContext::UringContext(EventLoopBase* loop, const IoUringOptions& options, unsigned setupFlags)
     : loop_(loop),
       ring_(options, setupFlags),
       files_(ring_, options.fixedFiles),
