@@ -1,13 +1,14 @@
 // Poller: the I/O backend of one EventLoop. It reports readiness of Channels
 // with edge-triggered semantics (a channel is reported when its fd becomes
-// ready, and its handler drains it), and it makes the I/O strategies through
-// which connections and acceptors of its loop move bytes
-// (newConnectionIo / newAcceptorIo). A backend is one Poller, one
-// ConnectionIo and one AcceptorIo under net/poller/; nothing else in net/
-// knows which one runs. Made by the factory in net/poller/PollerFactory.h;
-// owned by its loop (EventLoopBase::poller_, set by EventLoop's
-// constructor). Loop thread only, except newConnectionIo() and
-// newAcceptorIo(): the thread that creates a connection or acceptor for this
+// ready, and its handler drains it), and it hands out the I/O strategies
+// through which connections and acceptors of its loop move bytes
+// (newConnectionIo / newAcceptorIo), made by the IoFactory that came with
+// it. A backend is one Poller, one ConnectionIo and one AcceptorIo under
+// net/poller/; nothing else in net/ knows which one runs. Made, with its
+// IoFactory, by the factory in net/poller/PollerFactory.h, which is where a
+// backend's poller and strategies meet (neither knows the other); owned by
+// its loop (EventLoopBase::poller_, set by EventLoop's constructor). Loop thread only, except
+// newConnectionIo() and newAcceptorIo(): the thread that creates a connection or acceptor for this
 // loop calls them, and they register nothing (the strategy's start() does,
 // on the loop).
 //
@@ -24,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "base/Timestamp.h"
@@ -50,6 +52,16 @@ class Poller {
 
    protected:
     ~FdReceiver() = default;
+  };
+
+  // Makes a backend's I/O strategies for one loop. Any thread (see
+  // newConnectionIo()); it must not touch the loop until start().
+  class IoFactory {
+   public:
+    virtual ~IoFactory() = default;
+    [[nodiscard]] virtual ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) = 0;
+    [[nodiscard]] virtual std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
+                                                                    int listenFd) = 0;
   };
 
   explicit Poller(EventLoopBase* loop) : ownerLoop_(loop) {}
@@ -79,10 +91,17 @@ class Poller {
   virtual void removeChannelBeforeClose(Channel* channel) { removeChannel(channel); }
 
   // The strategy of a new connection on this loop (see ConnectionIo).
-  [[nodiscard]] virtual ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) = 0;
+  [[nodiscard]] ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) {
+    return ioFactory_->newConnectionIo(parts);
+  }
   // The strategy of a listening socket on this loop (see AcceptorIo).
-  [[nodiscard]] virtual std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
-                                                                  int listenFd) = 0;
+  [[nodiscard]] std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) {
+    return ioFactory_->newAcceptorIo(owner, listenFd);
+  }
+  // The backend's factory (net/poller/PollerFactory.cc) gives the poller its
+  // strategies' factory once, on the loop's thread, before the loop is
+  // handed to anyone.
+  void setIoFactory(std::unique_ptr<IoFactory> factory) { ioFactory_ = std::move(factory); }
   // Strategies still registered for completions: a connection's from its
   // start() until the last operation in flight after release() completes,
   // an acceptor's from its start() until it is destroyed. A loop being
@@ -122,6 +141,9 @@ class Poller {
 
  protected:
   EventLoopBase* ownerLoop_;
+
+ private:
+  std::unique_ptr<IoFactory> ioFactory_;
 };
 
 }  // namespace libnet

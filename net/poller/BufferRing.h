@@ -43,7 +43,7 @@
 // Each completion that carries a buffer goes through received(); what it
 // returns is given back with finished() when copied out, or lent to a
 // Buffer that views it in place (lend()), which hands it back through the
-// Buffer::Lender interface. Owned by a UringPoller (the probe makes a small
+// Buffer::Lender interface. Owned by a UringContext (the probe makes a small
 // one of its own); loop thread only.
 #pragma once
 

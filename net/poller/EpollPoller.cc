@@ -6,8 +6,6 @@
 #include "base/Logging.h"
 #include "net/Channel.h"
 #include "net/EventLoopBase.h"
-#include "net/poller/EpollAcceptorIo.h"
-#include "net/poller/EpollConnectionIo.h"
 
 namespace libnet {
 
@@ -114,16 +112,6 @@ void EpollPoller::control(int op, Channel* channel, uint32_t slot) {
                    << " fd=" << channel->fd();
     }
   }
-}
-
-ConnectionIo::Ptr EpollPoller::newConnectionIo(const ConnectionIo::Parts& parts) {
-  static_assert(sizeof(EpollConnectionIo) <= ConnectionIo::Room::kConnectionRoom,
-                "a connection and its strategy are one allocation");
-  return ConnectionIo::make<EpollConnectionIo>(parts.room, ownerLoop_, parts);
-}
-
-std::unique_ptr<AcceptorIo> EpollPoller::newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) {
-  return std::make_unique<EpollAcceptorIo>(ownerLoop_, owner, listenFd);
 }
 
 }  // namespace libnet

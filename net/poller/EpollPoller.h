@@ -11,8 +11,11 @@
 // that is no longer the slot's and are dropped, where a pointer would point
 // at a freed Channel.
 //
-// Owned by its loop (EventLoopBase); loop thread only, except the
-// newConnectionIo() / newAcceptorIo() calls Poller allows.
+// Its strategies (EpollConnectionIo, EpollAcceptorIo) are made by the
+// backend's factory (PollerFactory.cc): they drive Channels, and know this
+// class only through the Poller interface their Channels use.
+//
+// Owned by its loop (EventLoopBase); loop thread only.
 #pragma once
 
 #include <sys/epoll.h>
@@ -36,9 +39,6 @@ class EpollPoller final : public Poller {
   // No EPOLL_CTL_DEL: closing the last reference to a file drops it from
   // every epoll set.
   void removeChannelBeforeClose(Channel* channel) override;
-  [[nodiscard]] ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) override;
-  [[nodiscard]] std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
-                                                          int listenFd) override;
   [[nodiscard]] PollerKind kind() const override { return PollerKind::kEpoll; }
 
  private:

@@ -9,8 +9,13 @@
 #include "base/Logging.h"
 #include "net/Poller.h"
 #include "net/PollerKind.h"
+#include "net/poller/EpollAcceptorIo.h"
+#include "net/poller/EpollConnectionIo.h"
 #include "net/poller/EpollPoller.h"
 #include "net/poller/PollerEnvironment.h"
+#include "net/poller/UringAcceptorIo.h"
+#include "net/poller/UringConnectionIo.h"
+#include "net/poller/UringContext.h"
 #include "net/poller/UringPoller.h"
 #include "net/poller/UringProbe.h"
 
@@ -24,6 +29,58 @@ namespace {
 // then on kAuto means epoll in this process: later loops would most likely
 // fail the same way, and trying costs a failed ring setup each time.
 std::atomic<bool> g_autoRingFailed{false};
+
+// Each backend's strategies, made here rather than by its poller, so that a
+// poller and its strategies do not know each other (the strategies reach
+// what they share with the poller through the loop or, on io_uring, the
+// poller's UringContext).
+class EpollIoFactory final : public Poller::IoFactory {
+ public:
+  explicit EpollIoFactory(EventLoopBase* loop) : loop_(loop) {}
+
+  ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) override {
+    static_assert(sizeof(EpollConnectionIo) <= ConnectionIo::Room::kConnectionRoom,
+                  "a connection and its strategy are one allocation");
+    return ConnectionIo::make<EpollConnectionIo>(parts.room, loop_, parts);
+  }
+  std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) override {
+    return std::make_unique<EpollAcceptorIo>(loop_, owner, listenFd);
+  }
+
+ private:
+  EventLoopBase* const loop_;
+};
+
+class UringIoFactory final : public Poller::IoFactory {
+ public:
+  UringIoFactory(EventLoopBase* loop, UringContext* context) : loop_(loop), context_(context) {}
+
+  ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) override {
+    static_assert(sizeof(UringConnectionIo) <= ConnectionIo::Room::kConnectionRoom,
+                  "a connection and its strategy are one allocation");
+    return ConnectionIo::make<UringConnectionIo>(parts.room, context_, loop_, parts);
+  }
+  std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) override {
+    return std::make_unique<UringAcceptorIo>(context_, loop_, owner, listenFd);
+  }
+
+ private:
+  EventLoopBase* const loop_;
+  UringContext* const context_;  // the poller's, which owns this factory
+};
+
+std::unique_ptr<Poller> newEpoll(EventLoopBase* loop) {
+  auto poller = std::make_unique<EpollPoller>(loop);
+  poller->setIoFactory(std::make_unique<EpollIoFactory>(loop));
+  return poller;
+}
+
+// Throws std::system_error as UringPoller's constructor does.
+std::unique_ptr<Poller> newUring(EventLoopBase* loop, const IoUringOptions& options) {
+  auto poller = std::make_unique<UringPoller>(loop, options);
+  poller->setIoFactory(std::make_unique<UringIoFactory>(loop, &poller->context()));
+  return poller;
+}
 
 }  // namespace
 
@@ -51,15 +108,14 @@ std::string pollerUnavailableReason(PollerKind kind) {
 std::unique_ptr<Poller> newPoller(EventLoopBase* loop, const EventLoopOptions& options) {
   const PollerKind wanted = environmentPollerKind().value_or(options.poller);
   const PollerKind resolved = resolvePoller(options.poller);
-  if (resolved == PollerKind::kEpoll) return std::make_unique<EpollPoller>(loop);
+  if (resolved == PollerKind::kEpoll) return newEpoll(loop);
   const IoUringOptions ring = withEnvironment(options.ioUring);
-  if (wanted == PollerKind::kIoUring)
-    return std::make_unique<UringPoller>(loop, ring);  // may throw
+  if (wanted == PollerKind::kIoUring) return newUring(loop, ring);  // may throw
   // kAuto: the probe passed, yet this loop's own ring (of the real size, with
   // its buffer ring) can still fail; then this loop runs on epoll rather
   // than failing the program that asked for nothing in particular.
   try {
-    auto poller = std::make_unique<UringPoller>(loop, ring);
+    auto poller = newUring(loop, ring);
     static std::once_flag logged;
     std::call_once(logged, [&] {
       LOG_INFO << "libnet: using io_uring (" << UringProbe::result().detail << ")";
@@ -70,7 +126,7 @@ std::unique_ptr<Poller> newPoller(EventLoopBase* loop, const EventLoopOptions& o
       LOG_WARN << "libnet: io_uring unavailable for this loop (" << e.what()
                << "); using epoll for it and every later loop";
     }
-    return std::make_unique<EpollPoller>(loop);
+    return newEpoll(loop);
   }
 }
 

@@ -6,38 +6,38 @@
 #include <cerrno>
 
 #include "base/Logging.h"
-#include "net/poller/UringPoller.h"
+#include "net/poller/UringContext.h"
 
 namespace libnet {
 
-UringAcceptorIo::UringAcceptorIo(UringPoller* poller, EventLoopBase* loop, Owner* owner,
+UringAcceptorIo::UringAcceptorIo(UringContext* context, EventLoopBase* loop, Owner* owner,
                                  int listenFd)
-    : poller_(poller), owner_(owner), listenFd_(listenFd), channel_(loop, listenFd) {
+    : context_(context), owner_(owner), listenFd_(listenFd), channel_(loop, listenFd) {
   channel_.setReadCallback([this](Timestamp) { onReadable(); });
 }
 
 UringAcceptorIo::~UringAcceptorIo() {
   if (token_ != 0) {
     if (acceptArmed_) {
-      io_uring_sqe* sqe = poller_->getSqe();
+      io_uring_sqe* sqe = context_->getSqe();
       io_uring_prep_cancel64(sqe, completionUserData(UringOp::kAccept, token_), 0);
       io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kIgnore, 0));
     }
     // A connection accepted before the cancel lands is closed by the poller,
     // which finds its owner gone.
-    poller_->unregisterHandler(token_);
+    context_->unregisterHandler(token_);
   }
   channel_.disableAll();
   channel_.remove();
 }
 
 void UringAcceptorIo::start() {
-  token_ = poller_->registerHandler(this);
+  token_ = context_->registerHandler(this);
   armAccept();
 }
 
 void UringAcceptorIo::armAccept() {
-  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_sqe* sqe = context_->getSqe();
   io_uring_prep_multishot_accept(sqe, listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kAccept, token_));
   acceptArmed_ = true;

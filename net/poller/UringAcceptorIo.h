@@ -19,11 +19,11 @@
 namespace libnet {
 
 class EventLoopBase;
-class UringPoller;
+class UringContext;
 
 class UringAcceptorIo final : public AcceptorIo, private CompletionHandler {
  public:
-  UringAcceptorIo(UringPoller* poller, EventLoopBase* loop, Owner* owner, int listenFd);
+  UringAcceptorIo(UringContext* context, EventLoopBase* loop, Owner* owner, int listenFd);
   ~UringAcceptorIo() override;
 
   void start() override;
@@ -34,7 +34,7 @@ class UringAcceptorIo final : public AcceptorIo, private CompletionHandler {
   void onReadable();
   void armAccept();
 
-  UringPoller* poller_;
+  UringContext* context_;
   Owner* owner_;
   int listenFd_;
   Channel channel_;  // the readiness fallback while out of fds

@@ -16,7 +16,7 @@
 #include "net/OutputQueue.h"
 #include "net/poller/BufferRing.h"
 #include "net/poller/SendFile.h"
-#include "net/poller/UringPoller.h"
+#include "net/poller/UringContext.h"
 
 namespace libnet {
 
@@ -38,8 +38,8 @@ constexpr size_t kUnlimited = SIZE_MAX;
 
 }  // namespace
 
-UringConnectionIo::UringConnectionIo(UringPoller* poller, EventLoopBase* loop, const Parts& parts)
-    : poller_(poller),
+UringConnectionIo::UringConnectionIo(UringContext* context, EventLoopBase* loop, const Parts& parts)
+    : context_(context),
       loop_(loop),
       owner_(parts.owner),
       fd_(parts.fd),
@@ -50,13 +50,13 @@ UringConnectionIo::~UringConnectionIo() {
   // that was never released can get here registered.
   if (token_ != 0) {
     LOG_ERROR << "io_uring connection strategy destroyed without release (fd=" << fd_ << ")";
-    poller_->unregisterHandler(token_);
+    context_->unregisterHandler(token_);
   }
 }
 
 void UringConnectionIo::start() {
-  token_ = poller_->registerHandler(this);
-  fixed_ = poller_->registerFile(fd_);
+  token_ = context_->registerHandler(this);
+  fixed_ = context_->registerFile(fd_);
   armRecv();
 }
 
@@ -103,28 +103,27 @@ void UringConnectionIo::pumpAtTurnEnd() {
   // sends: the second, small and behind unacknowledged bytes, waited for
   // the peer's delayed ACK under Nagle's algorithm, 40 ms a round trip
   // (docs/benchmarks.md, "Request/response round trips").
-  if (pumpAtTurnEnd_ || sendInFlight_ || writableArmed_ || closed_) return;
+  if (turnEnd_ != TurnEnd::kNone || writer_ != Writer::kIdle || closed()) return;
   if (token_ == 0) {  // not started, or released: no turn end will call
     pump();
     return;
   }
-  pumpAtTurnEnd_ = true;
-  poller_->atTurnEnd(token_);
+  turnEnd_ = TurnEnd::kThisTurn;
+  context_->atTurnEnd(token_);
 }
 
 void UringConnectionIo::onTurnEnd() {
   const std::shared_ptr<void> guard = owner_->keepAlive();
-  if (inputFollows_ && recvArmed_ && !sendPutOff_ && owner_->wantsInput()) {
+  if (inputFollows_ && recvInFlight() && turnEnd_ == TurnEnd::kThisTurn && owner_->wantsInput()) {
     // The last receive stopped at the end of a provided buffer with more
     // bytes in the socket: the kernel hands them over on the ring's next
     // entry, often the rest of the message this turn answered. One more
     // turn, without a wait, lets the reply leave whole.
-    sendPutOff_ = true;
-    poller_->atNextTurnEnd(token_);
+    turnEnd_ = TurnEnd::kNextTurn;
+    context_->atNextTurnEnd(token_);
     return;
   }
-  pumpAtTurnEnd_ = false;
-  sendPutOff_ = false;
+  turnEnd_ = TurnEnd::kNone;
   pump();
 }
 
@@ -133,31 +132,30 @@ void UringConnectionIo::close() {
   // close, as they would have if sent at once (and do on epoll, which writes
   // inside send()): a reply followed by a forced close still leaves if the
   // socket takes it (the send is submitted ahead of the cancels below).
-  if (pumpAtTurnEnd_ && !closed_ && !sendInFlight_ && !writableArmed_ &&
+  if (turnEnd_ != TurnEnd::kNone && !closed() && writer_ == Writer::kIdle &&
       output_.inFlight().readableBytes() == 0 && output_.startSend()) {
     submitSend();
   }
-  closed_ = true;
+  if (!closed()) life_ = Life::kClosed;
   // Each op in flight is cancelled by its user_data, which the kernel finds
   // in a hash table; cancelling by fd walks every pending request of the
   // ring, and with 1000 connections open that walk took a large share of
   // the server's CPU on short connections (docs/benchmarks.md, "Short
   // connections: a new connection per request (2026-11-25)", "What changed").
   cancelRecv();
-  if (sendInFlight_) cancel(UringOp::kSend);
-  if (writableArmed_) cancel(UringOp::kWritable);
+  if (writer_ == Writer::kSending) cancel(UringOp::kSend);
+  if (writer_ == Writer::kWaitingWritable) cancel(UringOp::kWritable);
   output_.clear();  // closes queued files; a send in flight keeps its bytes
 }
 
 void UringConnectionIo::cancel(UringOp op) {
-  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_sqe* sqe = context_->getSqe();
   io_uring_prep_cancel64(sqe, completionUserData(op, token_), 0);
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kIgnore, 0));
 }
 
 void UringConnectionIo::release() {
-  closed_ = true;
-  released_ = true;
+  life_ = Life::kReleased;
   // The slot and the fd go now, in the same submission as the cancels that
   // close() queued (and after them): an op still in flight holds the socket
   // in the kernel until it completes, so the peer sees the close only then,
@@ -166,30 +164,31 @@ void UringConnectionIo::release() {
   if (fixed_ >= 0) {
     // Before the fd's own close: the table's reference would otherwise keep
     // the socket open.
-    poller_->unregisterFile(fixed_);
+    context_->unregisterFile(fixed_);
     fixed_ = -1;
   }
-  poller_->closeFile(owner_->onReleased());
+  context_->closeFile(owner_->onReleased());
   releaseIfIdle();  // or when the last op in flight completes
 }
 
 void UringConnectionIo::opStarted() {
-  if (opsInFlight_++ == 0) keepAlive_ = owner_->keepAlive();
+  // Before the op's state is set: the first op takes the reference.
+  if (opsInFlight() == 0) keepAlive_ = owner_->keepAlive();
 }
 
 void UringConnectionIo::opFinished() {
-  // Called from onCompletion(), whose own reference keeps the owner (and
-  // this) alive past the reset below.
-  if (--opsInFlight_ == 0) {
+  // After the op's state is cleared. Called from onCompletion(), whose own
+  // reference keeps the owner (and this) alive past the reset below.
+  if (opsInFlight() == 0) {
     keepAlive_.reset();
     releaseIfIdle();
   }
 }
 
 void UringConnectionIo::releaseIfIdle() {
-  if (!released_ || opsInFlight_ > 0) return;
+  if (life_ != Life::kReleased || opsInFlight() > 0) return;
   if (token_ != 0) {
-    poller_->unregisterHandler(token_);
+    context_->unregisterHandler(token_);
     token_ = 0;
   }
   // Nothing will be sent any more: received bytes queued in place go back
@@ -202,7 +201,7 @@ void UringConnectionIo::releaseIfIdle() {
 }
 
 void UringConnectionIo::armRecv() {
-  if (recvArmed_ || closed_ || !owner_->wantsInput()) return;
+  if (recvInFlight() || closed() || !owner_->wantsInput()) return;
   // A multishot recv drains what the socket holds in one kernel pass, before
   // the connection has seen a byte of it and could pause, and every byte of
   // the pass sits in the loop's provided buffers at once (which grow to hold
@@ -212,7 +211,7 @@ void UringConnectionIo::armRecv() {
   //    takes all of it has paused itself, with nothing read beyond);
   //  - while the connection is backlogged (a turn took kBackloggedPass and
   //    the socket held more; a receive found the ring empty; or new), its
-  //    share of one turn's buffers (UringPoller::backloggedShare, 32–64 KiB):
+  //    share of one turn's buffers (UringContext::backloggedShare, 32–64 KiB):
   //    the rest waits in the socket, as it does on epoll.
   // The next arming asks again. The kernel counts whole receives against
   // the total, so each receive is capped too when the total is less than a
@@ -222,18 +221,20 @@ void UringConnectionIo::armRecv() {
   // total (older kernels), a connection near its limit receives single-shot,
   // at most the room at a time; the rest is as before.
   const size_t room = owner_->inputRoom();
-  waitingForRoom_ = room == 0;
-  if (room == 0) return;  // onSend() asks again once output has moved
-  const uint32_t bufferSize = poller_->buffers().bufferSize();
+  if (room == 0) {
+    recv_ = Recv::kWaitingForRoom;  // onSend() asks again once output has moved
+    return;
+  }
+  const uint32_t bufferSize = context_->buffers().bufferSize();
   size_t limit = room;
-  if (backlogged_) limit = std::min(limit, poller_->backloggedShare());
-  io_uring_sqe* sqe = poller_->getSqe();
-  if (poller_->boundedMultishotRecv() && limit <= UINT32_MAX) {
+  if (backlogged_) limit = std::min(limit, context_->backloggedShare());
+  io_uring_sqe* sqe = context_->getSqe();
+  if (context_->boundedMultishotRecv() && limit <= UINT32_MAX) {
     io_uring_prep_recv_multishot(sqe, fd_, nullptr,
                                  static_cast<unsigned>(limit < bufferSize ? limit : 0), 0);
     sqe->file_index = static_cast<uint32_t>(limit);  // the total: optlen in newer headers
     recvLimit_ = limit;
-  } else if (!poller_->boundedMultishotRecv() && room < kSingleShotRoom) {
+  } else if (!context_->boundedMultishotRecv() && room < kSingleShotRoom) {
     io_uring_prep_recv(sqe, fd_, nullptr, static_cast<unsigned>(std::min<size_t>(room, bufferSize)),
                        0);
     recvLimit_ = room;
@@ -241,25 +242,24 @@ void UringConnectionIo::armRecv() {
     io_uring_prep_recv_multishot(sqe, fd_, nullptr, 0, 0);
     recvLimit_ = kUnlimited;
   }
-  recvCancelled_ = false;
   armBytes_ = 0;
   armTurnMax_ = 0;
   target(sqe);
   sqe->flags |= IOSQE_BUFFER_SELECT;
-  sqe->buf_group = poller_->buffers().groupId();
+  sqe->buf_group = context_->buffers().groupId();
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kRecv, token_));
-  recvArmed_ = true;
   opStarted();
+  recv_ = Recv::kArmed;
 }
 
 void UringConnectionIo::cancelRecv() {
-  if (!recvArmed_ || recvCancelled_) return;
+  if (recv_ != Recv::kArmed) return;
   cancel(UringOp::kRecv);
-  recvCancelled_ = true;
+  recv_ = Recv::kCancelling;
 }
 
 void UringConnectionIo::noteReceived(int32_t res, uint32_t flags) {
-  const uint64_t turn = poller_->turn();
+  const uint64_t turn = context_->turn();
   if (turn != recvTurn_) {
     recvTurn_ = turn;
     turnBytes_ = 0;
@@ -283,22 +283,22 @@ void UringConnectionIo::noteReceived(int32_t res, uint32_t flags) {
 
 void UringConnectionIo::submitSend() {
   Buffer& bytes = output_.inFlight();
-  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_sqe* sqe = context_->getSqe();
   io_uring_prep_send(sqe, fd_, bytes.peek(), bytes.readableBytes(),
                      MSG_NOSIGNAL | (output_.hasFile() ? MSG_MORE : 0));
   target(sqe);
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kSend, token_));
-  sendInFlight_ = true;
   opStarted();
+  writer_ = Writer::kSending;
 }
 
 void UringConnectionIo::armWritable() {
-  io_uring_sqe* sqe = poller_->getSqe();
+  io_uring_sqe* sqe = context_->getSqe();
   io_uring_prep_poll_add(sqe, fd_, POLLOUT);
   target(sqe);
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kWritable, token_));
-  writableArmed_ = true;
   opStarted();
+  writer_ = Writer::kWaitingWritable;
 }
 
 void UringConnectionIo::onCompletion(UringOp op, int32_t res, uint32_t flags) {
@@ -317,13 +317,13 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
   noteReceived(res, flags);
   inputFollows_ = more && (flags & IORING_CQE_F_SOCK_NONEMPTY);
   if (!more) {
-    recvArmed_ = false;
+    recv_ = Recv::kIdle;
     opFinished();
   }
   if (flags & IORING_CQE_F_BUFFER) {
-    BufferRing& ring = poller_->buffers();
+    BufferRing& ring = context_->buffers();
     const BufferRing::Received r = ring.received(flags, res);
-    if (res <= 0 || closed_) {
+    if (res <= 0 || closed()) {
       ring.finished(r.id);
     } else {
       // The bytes go up where the kernel put them: no copy. What the owner
@@ -332,17 +332,17 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
       // (else now). With half the ring lent out already (sends stuck behind
       // peers that do not read), a send copies instead (kTransient).
       const bool lendable = ring.canLend();
-      Buffer& view = poller_->receivedView();
+      Buffer& view = context_->receivedView();
       ring.lend(&view, r);
       owner_->onInput(&view, lendable ? InputKind::kRingView : InputKind::kTransient,
                       loop_->pollReturnTime());
       assert(!view.borrowed());  // the owner hands the view back, always
     }
   }
-  if (closed_) return;
-  if (more && recvArmed_ &&
-      (poller_->boundedMultishotRecv()
-           ? backlogged_ && recvLimit_ > UringPoller::kBackloggedShareMax
+  if (closed()) return;
+  if (more && recv_ == Recv::kArmed &&
+      (context_->boundedMultishotRecv()
+           ? backlogged_ && recvLimit_ > UringContext::kBackloggedShareMax
            : recvLimit_ == kUnlimited && owner_->inputRoom() < kSingleShotRoom)) {
     // The recv armed may take more than armRecv() would give it now (the
     // connection turned out backlogged; without totals, it is near its output
@@ -367,7 +367,7 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
       // every such receive took the ring to its full 32 MiB within 200 ms
       // of a flood by 40 peers (docs/benchmarks.md, "Peers that send and
       // never read (2026-11-27)").
-      if (turnBytes_ == 0) poller_->growBuffers();
+      if (turnBytes_ == 0) context_->growBuffers();
       backlogged_ = true;
       armRecv();
       return;
@@ -388,9 +388,9 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
 }
 
 void UringConnectionIo::onSend(int32_t res) {
-  sendInFlight_ = false;
+  writer_ = Writer::kIdle;
   opFinished();
-  if (closed_) return;
+  if (closed()) return;
   if (res < 0) {
     if (res == -EINTR || res == -EAGAIN) {
       submitSend();
@@ -401,22 +401,22 @@ void UringConnectionIo::onSend(int32_t res) {
   }
   output_.sent(static_cast<size_t>(res));
   owner_->onOutputProgress();
-  if (waitingForRoom_) armRecv();
+  if (recv_ == Recv::kWaitingForRoom) armRecv();
   // The rest of a short send first, in order, with whatever else this turn
   // queues behind it.
   pumpAtTurnEnd();
 }
 
 void UringConnectionIo::onWritable(int32_t res) {
-  writableArmed_ = false;
+  writer_ = Writer::kIdle;
   opFinished();
-  if (closed_ || res == -ECANCELED) return;
+  if (closed() || res == -ECANCELED) return;
   // POLLERR / POLLHUP come back as events too: sendfile then reports them.
   pump();
 }
 
 void UringConnectionIo::pump() {
-  if (sendInFlight_ || writableArmed_ || closed_) return;
+  if (writer_ != Writer::kIdle || closed()) return;
   if (output_.inFlight().readableBytes() > 0) {
     submitSend();
     return;

@@ -5,13 +5,11 @@
 // much it may deliver in all (a kernel that cannot be told: see armRecv):
 // the bytes the connection takes before its output limit pauses it
 // (Owner::inputRoom()), and, while the peer sends faster than the loop
-// takes (backlogged), its share of one turn's buffers. With
-// nothing left over from before, the message callback gets the bytes where
-// the kernel put them (a Buffer viewing the provided buffer): no copy, and
-// what it sends straight back (an echo) goes out from there too, the buffer
-// returning to the ring once that send completes. Otherwise (bytes left
-// over, reading paused, or half the ring lent out already) the bytes are
-// copied into the input buffer and the provided buffer handed back at once.
+// takes (backlogged), its share of one turn's buffers. The owner gets the
+// bytes where the kernel put them (a Buffer viewing the provided buffer): no
+// copy, and what it sends straight back (an echo) goes out from there too,
+// the buffer returning to the ring once that send completes (with half the
+// ring lent out already, such a send copies instead).
 // Writes: at most one send in flight (several in flight on one socket may
 // reorder); its bytes sit still in the OutputQueue's in-flight buffer until
 // it completes, while later bytes queue behind. A send is prepared at the
@@ -27,6 +25,28 @@
 // submission as those cancels: the kernel holds the socket for the ops still
 // in flight, whose completions still come here; the handler is unregistered
 // when the last one has.
+//
+// State: four small enums and two facts about the peer, where there were
+// eleven booleans and a count of ops in flight. Each enum holds one thing
+// that is in one state at a time, so combinations that cannot happen cannot
+// be written (released but open, a send and a POLLOUT wait both in flight,
+// a recv cancelled but not armed, waiting for room while armed, put off to
+// the next turn end without being asked for this one's):
+//  - life_: open; closed (no new I/O, ops may still be in flight); released
+//    (the fd handed back; unregisters once nothing is in flight);
+//  - recv_: not armed; not armed for want of input room (a send completing
+//    arms it); armed; or armed and being cancelled (a cancel goes once);
+//  - writer_: one writer at a time: idle, a send in flight, or a file
+//    waiting for POLLOUT (either moves the queue on when it completes);
+//  - turnEnd_: whether the queue is to move at this turn's end, or was put
+//    off to the next one's (onTurnEnd());
+//  - inputFollows_: the last receive left bytes in the socket, which the
+//    ring's next entry hands over (the send waits a turn for them);
+//  - backlogged_: the peer sends faster than one turn's share (below).
+// The ops in flight (at most a recv and a writer) are counted from recv_ and
+// writer_, not kept apart: the count decides when the owner's reference
+// (keepAlive_) is taken and dropped, and when a released strategy
+// unregisters.
 //
 // Owned by its TcpConnection (under TLS, by its TlsConnectionIo); made on the
 // thread that creates the connection, loop thread only from start() on.
@@ -44,11 +64,11 @@ struct io_uring_sqe;
 namespace libnet {
 
 class EventLoopBase;
-class UringPoller;
+class UringContext;
 
 class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
  public:
-  UringConnectionIo(UringPoller* poller, EventLoopBase* loop, const Parts& parts);
+  UringConnectionIo(UringContext* context, EventLoopBase* loop, const Parts& parts);
   ~UringConnectionIo() override;
 
   void start() override;
@@ -77,7 +97,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   // files. One writer at a time: a send in flight or a file waiting for
   // POLLOUT resumes it when it completes.
   void pump();
-  // pump() at the end of this loop turn (UringPoller::atTurnEnd).
+  // pump() at the end of this loop turn (UringContext::atTurnEnd).
   void pumpAtTurnEnd();
   void armRecv();
   // Cancels the recv armed, once.
@@ -91,26 +111,38 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   void cancel(UringOp op);
   // The socket in an SQE: its registered-file slot where it has one.
   void target(io_uring_sqe* sqe) const;
+
+  enum class Life : uint8_t { kOpen, kClosed, kReleased };
+  enum class Recv : uint8_t { kIdle, kWaitingForRoom, kArmed, kCancelling };
+  enum class Writer : uint8_t { kIdle, kSending, kWaitingWritable };
+  enum class TurnEnd : uint8_t { kNone, kThisTurn, kNextTurn };
+
+  [[nodiscard]] bool closed() const { return life_ != Life::kOpen; }
+  [[nodiscard]] bool recvInFlight() const {
+    return recv_ == Recv::kArmed || recv_ == Recv::kCancelling;
+  }
+  [[nodiscard]] int opsInFlight() const {
+    return (recvInFlight() ? 1 : 0) + (writer_ != Writer::kIdle ? 1 : 0);
+  }
+  // Around each op: opStarted() before its state is set (the first op in
+  // flight takes the owner's reference), opFinished() after it is cleared
+  // (the last drops it, and a released strategy unregisters).
   void opStarted();
   void opFinished();
   void releaseIfIdle();
 
-  UringPoller* poller_;
+  UringContext* context_;
   EventLoopBase* loop_;
   Owner* owner_;
   int fd_;
   int fixed_ = -1;  // slot in the ring's file table, or -1: use fd_
   OutputQueue output_;
   uint64_t token_ = 0;  // registered: start() until released with no op in flight
-  int opsInFlight_ = 0;
-  bool recvArmed_ = false;
-  bool sendInFlight_ = false;
-  bool writableArmed_ = false;   // a file is waiting for POLLOUT
-  bool pumpAtTurnEnd_ = false;   // asked for onTurnEnd()
-  bool sendPutOff_ = false;      // ... and then for the next one
-  bool inputFollows_ = false;    // the last receive left bytes in the socket
-  bool recvCancelled_ = false;   // the recv armed is being cancelled
-  bool waitingForRoom_ = false;  // not armed for want of input room
+  Life life_ = Life::kOpen;
+  Recv recv_ = Recv::kIdle;
+  Writer writer_ = Writer::kIdle;
+  TurnEnd turnEnd_ = TurnEnd::kNone;
+  bool inputFollows_ = false;  // the last receive left bytes in the socket
   // The peer sends faster than one turn's share (armRecv, noteReceived). A
   // new connection does not start so: capped from its first arming, a
   // request larger than the share (40 KB) arrived in two turns, its echo
@@ -118,13 +150,11 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   // delayed ACK, 40 ms a round trip (bench/roundtrip). A flood is caught by
   // its first pass instead (kBackloggedPass with bytes left in the socket).
   bool backlogged_ = false;
-  size_t recvLimit_ = 0;   // what the recv armed may deliver in all
-  size_t armBytes_ = 0;    // received since the recv was armed
-  size_t armTurnMax_ = 0;  // ... the most of it in one loop turn
-  uint64_t recvTurn_ = 0;  // the loop turn turnBytes_ counts
-  size_t turnBytes_ = 0;   // received in that turn
-  bool closed_ = false;
-  bool released_ = false;            // release() was called
+  size_t recvLimit_ = 0;             // what the recv armed may deliver in all
+  size_t armBytes_ = 0;              // received since the recv was armed
+  size_t armTurnMax_ = 0;            // ... the most of it in one loop turn
+  uint64_t recvTurn_ = 0;            // the loop turn turnBytes_ counts
+  size_t turnBytes_ = 0;             // received in that turn
   std::shared_ptr<void> keepAlive_;  // the owner, while ops are in flight
 };
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "base/Logging.h"
-#include "net/poller/CompletionHandler.h"
 #include "net/poller/UringRing.h"
+#include "net/poller/UringUserData.h"
 
 namespace libnet {
 

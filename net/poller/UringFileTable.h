@@ -6,7 +6,7 @@
 // submission queue, not by system calls of their own. A loop with no table
 // (0 slots asked for, or a kernel before 5.19) hands out none.
 //
-// Owned by the UringPoller; loop thread only.
+// Owned by the loop's UringContext; loop thread only.
 #pragma once
 
 #include <cstddef>

@@ -8,7 +8,7 @@
 #include <system_error>
 
 #include "base/Logging.h"
-#include "net/poller/CompletionHandler.h"
+#include "net/poller/UringUserData.h"
 
 namespace libnet {
 

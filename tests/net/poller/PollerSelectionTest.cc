@@ -97,7 +97,7 @@ TEST_F(EventLoopBackendTest, IoUringLoopExposesItsRing) {
   auto* uring = dynamic_cast<UringPoller*>(&loop.poller());
   ASSERT_NE(uring, nullptr);
   EXPECT_EQ(uring->kind(), PollerKind::kIoUring);
-  EXPECT_EQ(uring->setupFlags(), probe.setupFlags);
+  EXPECT_EQ(uring->context().setupFlags(), probe.setupFlags);
   EXPECT_EQ(uring->ownersInFlight(), 0u);
 }
 

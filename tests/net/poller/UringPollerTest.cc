@@ -200,13 +200,14 @@ TEST_P(UringTinyRingTest, TinyBufferRingLosesAndReordersNothing) {
   UringEchoServer server(0, {}, tiny);
   ASSERT_EQ(server.loop()->pollerKind(), PollerKind::kIoUring);
   const auto [count, size] = runSync(server.loop(), [&] {
-    const BufferRing& ring = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
+    const BufferRing& ring =
+        dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers();
     return std::pair{ring.capacity(), ring.bufferSize()};
   });
   ASSERT_EQ(count, 2u) << "the loop's ring was not built from the configuration";
   if (!GetParam()) {
     EXPECT_FALSE(runSync(server.loop(), [&] {
-      return dynamic_cast<UringPoller&>(server.loop()->poller()).buffers().incremental();
+      return dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers().incremental();
     }));
   }
   ASSERT_EQ(size, 512u);
@@ -461,7 +462,8 @@ TEST_F(UringPollerTest, ReceivedBytesAreHandedOverInPlaceAndSlowReadersLoseNothi
       0,
       [&](TcpServer& s) {
         s.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
-          const BufferRing& ring = dynamic_cast<UringPoller&>(conn->getLoop()->poller()).buffers();
+          const BufferRing& ring =
+              dynamic_cast<UringPoller&>(conn->getLoop()->poller()).context().buffers();
           const std::string_view all = ring.data(0, size_t{ring.capacity()} * ring.bufferSize());
           const bool inRing = buf->peek() >= all.data() && buf->peek() < all.data() + all.size();
           (inRing ? inPlace : copied).fetch_add(1);
@@ -479,7 +481,8 @@ TEST_F(UringPollerTest, ReceivedBytesAreHandedOverInPlaceAndSlowReadersLoseNothi
       small);
   auto lent = [&] {
     return runSync(server.loop(), [&] {
-      const BufferRing& ring = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
+      const BufferRing& ring =
+          dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers();
       return std::pair{ring.lent(), ring.provided()};
     });
   };
@@ -561,7 +564,7 @@ TEST_F(UringPollerTest, ARingGrownByABurstShrinksAndGivesItsPagesBack) {
   UringEchoServer server(0, {}, config);
   const auto ring = [&] {
     return runSync(server.loop(), [&] {
-      BufferRing& buffers = dynamic_cast<UringPoller&>(server.loop()->poller()).buffers();
+      BufferRing& buffers = dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers();
       const size_t all = static_cast<size_t>(buffers.capacity()) * buffers.bufferSize();
       const auto resident =
           static_cast<size_t>(test::residentBytes(buffers.data(0, all).data(), all));
@@ -635,7 +638,7 @@ TEST_F(UringPollerTest, PeersWithABacklogShareTheRingInsteadOfGrowingIt) {
   ASSERT_TRUE(waitUntil([&] { return waitingInSockets() == kPeers * kEach; }))
       << waitingInSockets() << " of " << kPeers * kEach << " bytes in the server's sockets";
   const uint32_t initial = runSync(server.loop(), [&] {
-    return dynamic_cast<UringPoller&>(server.loop()->poller()).buffers().provided();
+    return dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers().provided();
   });
 
   runSync(server.loop(), [&] {
@@ -645,7 +648,7 @@ TEST_F(UringPollerTest, PeersWithABacklogShareTheRingInsteadOfGrowingIt) {
     EXPECT_TRUE(clients[i]->recvExactly(kEach) == payloads[i]) << "peer " << i;
   }
   const uint32_t provided = runSync(server.loop(), [&] {
-    return dynamic_cast<UringPoller&>(server.loop()->poller()).buffers().provided();
+    return dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers().provided();
   });
   EXPECT_LE(provided, 4 * initial);
   runSync(server.loop(), [&] { conns.clear(); });
@@ -674,7 +677,7 @@ TEST_F(UringPollerTest, ShrinkingUnderEchoTrafficLosesNoReceivedByte) {
   UringEchoServer server(0, {}, config);
   const auto provided = [&] {
     return runSync(server.loop(), [&] {
-      return dynamic_cast<UringPoller&>(server.loop()->poller()).buffers().provided();
+      return dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers().provided();
     });
   };
   const uint32_t initial = provided();
@@ -736,7 +739,7 @@ TEST_F(UringPollerTest, ShrinkingUnderEchoTrafficLosesNoReceivedByte) {
 std::pair<uint32_t, size_t> fileTable(UringEchoServer& server) {
   return runSync(server.loop(), [&] {
     auto& poller = dynamic_cast<UringPoller&>(server.loop()->poller());
-    return std::pair{poller.fileSlots(), poller.filesRegistered()};
+    return std::pair{poller.context().fileSlots(), poller.context().filesRegistered()};
   });
 }
 
@@ -863,7 +866,8 @@ TEST_F(UringPollerTest, WithoutAFileTableConnectionsUsePlainFds) {
 // their base loop's.
 TEST_F(UringPollerTest, EachLoopGetsItsOwnRingOptionsAndAPoolItsBaseLoops) {
   const auto slotsOf = [](EventLoop* loop) {
-    return runSync(loop, [loop] { return dynamic_cast<UringPoller&>(loop->poller()).fileSlots(); });
+    return runSync(
+        loop, [loop] { return dynamic_cast<UringPoller&>(loop->poller()).context().fileSlots(); });
   };
   const auto optionsWith = [](uint32_t fixedFiles) {
     EventLoopOptions options{.poller = PollerKind::kIoUring, .ioUring = {}};
@@ -908,7 +912,7 @@ TEST_F(UringPollerTest, SqPollRingWithATinySubmissionQueueLosesNothing) {
   config.sqEntries = 8;
   UringEchoServer server(0, {}, config);
   const unsigned flags = runSync(server.loop(), [&] {
-    return dynamic_cast<UringPoller&>(server.loop()->poller()).setupFlags();
+    return dynamic_cast<UringPoller&>(server.loop()->poller()).context().setupFlags();
   });
   if (!(flags & IORING_SETUP_SQPOLL)) GTEST_SKIP() << "the kernel refused SQPOLL here";
   expectEchoFromThreads(server, kClients, kBytes);
@@ -992,8 +996,8 @@ TEST_F(UringPostTest, APostWakesATargetAsleepInItsWait) {
   CollectingReceiver receiver;
   const uint64_t token = runSync(target, [&] { return target->poller().addFdReceiver(&receiver); });
   ASSERT_NE(token, 0u);
-  const uint32_t setupFlags =
-      runSync(target, [&] { return dynamic_cast<UringPoller&>(target->poller()).setupFlags(); });
+  const uint32_t setupFlags = runSync(
+      target, [&] { return dynamic_cast<UringPoller&>(target->poller()).context().setupFlags(); });
   ASSERT_TRUE(waitUntil([&] { return blockedInSyscall(target->threadId()) == SYS_io_uring_enter; }))
       << "the target loop never went to sleep in io_uring_enter";
   const uint64_t wakeups = target->wakeupCount();
