@@ -320,25 +320,7 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
     recv_ = Recv::kIdle;
     opFinished();
   }
-  if (flags & IORING_CQE_F_BUFFER) {
-    BufferRing& ring = context_->buffers();
-    const BufferRing::Received r = ring.received(flags, res);
-    if (res <= 0 || closed()) {
-      ring.finished(r.id);
-    } else {
-      // The bytes go up where the kernel put them: no copy. What the owner
-      // keeps it copies; what it sends straight back (an echo) goes out from
-      // here too, and the buffer returns to the ring when that send is done
-      // (else now). With half the ring lent out already (sends stuck behind
-      // peers that do not read), a send copies instead (kTransient).
-      const bool lendable = ring.canLend();
-      Buffer& view = context_->receivedView();
-      ring.lend(&view, r);
-      owner_->onInput(&view, lendable ? InputKind::kRingView : InputKind::kTransient,
-                      loop_->pollReturnTime());
-      assert(!view.borrowed());  // the owner hands the view back, always
-    }
-  }
+  if (flags & IORING_CQE_F_BUFFER) handUp(res, flags);
   if (closed()) return;
   if (more && recv_ == Recv::kArmed &&
       (context_->boundedMultishotRecv()
@@ -358,7 +340,31 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
     owner_->onPeerClosed();
     return;
   }
-  switch (-res) {
+  onRecvError(-res);
+}
+
+void UringConnectionIo::handUp(int32_t res, uint32_t flags) {
+  BufferRing& ring = context_->buffers();
+  const BufferRing::Received r = ring.received(flags, res);
+  if (res <= 0 || closed()) {
+    ring.finished(r.id);
+    return;
+  }
+  // The bytes go up where the kernel put them: no copy. What the owner keeps
+  // it copies; what it sends straight back (an echo) goes out from here too,
+  // and the buffer returns to the ring when that send is done (else now).
+  // With half the ring lent out already (sends stuck behind peers that do
+  // not read), a send copies instead (kTransient).
+  const bool lendable = ring.canLend();
+  Buffer& view = context_->receivedView();
+  ring.lend(&view, r);
+  owner_->onInput(&view, lendable ? InputKind::kRingView : InputKind::kTransient,
+                  loop_->pollReturnTime());
+  assert(!view.borrowed());  // the owner hands the view back, always
+}
+
+void UringConnectionIo::onRecvError(int err) {
+  switch (err) {
     case ENOBUFS:
       // The ring ran dry; the data is still in the socket, and the recv
       // goes again (backlogged) with the next submission. More buffers only
@@ -383,7 +389,7 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
       armRecv();
       return;
     default:
-      owner_->onIoError("recv", -res);
+      owner_->onIoError("recv", err);
   }
 }
 

@@ -91,6 +91,9 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
   void onTurnEnd() override;
   void onRecv(int32_t res, uint32_t flags);
+  // A receive's provided buffer: lent to the owner as a view, or given back.
+  void handUp(int32_t res, uint32_t flags);
+  void onRecvError(int err);
   void onSend(int32_t res);
   void onWritable(int32_t res);
   // Moves queued output along: the in-flight buffer, the waiting bytes,
