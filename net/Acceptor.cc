@@ -13,6 +13,7 @@
 #include "base/Mutex.h"
 #include "base/ThreadAnnotations.h"
 #include "net/EventLoop.h"
+#include "net/LoopInternals.h"
 #include "net/Poller.h"
 
 namespace libnet {
@@ -122,7 +123,7 @@ Acceptor::Acceptor(EventLoop* loop, const InetAddress& listenAddr, bool reusePor
   socket_.setReuseAddr(true);
   if (reusePort) socket_.setReusePort(true);
   socket_.bindAddress(listenAddr);
-  io_ = loop_->poller().newAcceptorIo(this, socket_.fd());
+  io_ = LoopInternals::poller(*loop_).newAcceptorIo(this, socket_.fd());
   SpareFd::instance().attach();
 }
 

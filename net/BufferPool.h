@@ -8,7 +8,7 @@
 // (echo_server, both backends)"), while a busy one costs no allocation per
 // message: in the steady state buffers only change hands.
 //
-// Owned by its loop (EventLoopBase::bufferPool()); loop thread only.
+// Owned by its loop (LoopInternals::bufferPool()); loop thread only.
 #pragma once
 
 #include <cstddef>

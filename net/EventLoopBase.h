@@ -8,10 +8,7 @@
 // TcpServer, ...); see docs/architecture.md, "Targets".
 //
 // Thread rules as for EventLoop: isInLoopThread(), queueInLoop() and
-// runInLoop() from any thread; everything else on the loop's thread, except
-// that a thread creating a connection or acceptor for this loop uses
-// poller() and bufferPool() to make its strategy and queue (nothing is
-// registered or filled until the strategy's start(), on the loop).
+// runInLoop() from any thread; everything else on the loop's thread.
 #pragma once
 
 #include <sys/types.h>
@@ -60,22 +57,14 @@ class EventLoopBase {
   void removeChannel(Channel* channel);
   void removeChannelBeforeClose(Channel* channel);
 
-  // The backend, for the library's I/O classes (TcpConnection and Acceptor
-  // get their I/O strategies from it) and for the backends' own tests.
-  [[nodiscard]] Poller& poller() { return *poller_; }
   // When the current batch of events was polled.
   [[nodiscard]] Timestamp pollReturnTime() const { return pollReturnTime_; }
-  // A buffer that connections on this loop read into when they have nothing
-  // buffered (the epoll strategy); the strategy's owner empties it after each
-  // delivery, whatever its callbacks did (TcpConnection::settleInput, called
-  // by deliverInput; under TLS, TlsConnectionIo, which takes the ciphertext
-  // whole). Loop thread only; empty between uses.
-  [[nodiscard]] Buffer* scratchBuffer() { return scratch_.get(); }
-  // Spare buffer storage for this loop's connections (see BufferPool). Loop
-  // thread only.
-  [[nodiscard]] BufferPool& bufferPool() { return *bufferPool_; }
 
  protected:
+  // The backend, scratch buffer and buffer pool are the library's own
+  // (net/LoopInternals.h).
+  friend struct LoopInternals;
+
   // On the thread that will own the loop.
   EventLoopBase();
   ~EventLoopBase();

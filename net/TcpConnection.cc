@@ -5,6 +5,7 @@
 #include "base/Logging.h"
 #include "net/BufferPool.h"
 #include "net/EventLoop.h"
+#include "net/LoopInternals.h"
 #include "net/TcpConnectionImpl.h"
 
 namespace libnet {
@@ -182,7 +183,7 @@ void TcpConnection::connectDestroyed() {
   // 18 MB resident for good; about 2 KiB each is what they took (measured:
   // RSS with 9000 connections open, an HTTP server on io_uring).
   constexpr size_t kConnectionFootprint = sizeof(TcpConnection) + 2048;
-  loop_->bufferPool().noteFreed(bufferCapacity() + kConnectionFootprint);
+  LoopInternals::bufferPool(*loop_).noteFreed(bufferCapacity() + kConnectionFootprint);
   // The fd is closed now (or, with operations in flight, when the last one
   // completes) rather than when the last TcpConnectionPtr goes: a user may
   // hold one long after the close, and the peer must see it.

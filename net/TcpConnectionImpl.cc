@@ -8,6 +8,7 @@
 #include "net/ConnectionAttachment.h"
 #include "net/ConnectionLayer.h"
 #include "net/EventLoop.h"
+#include "net/LoopInternals.h"
 #include "net/Poller.h"
 
 namespace libnet {
@@ -17,9 +18,10 @@ TcpConnection::Impl::Impl(EventLoop* loop, std::string name, UniqueFd sockfd,
                           const InetAddress& localFallback, const ConnectionLayer* layer)
     : TcpConnection(loop, std::move(name)),
       socket_(std::move(sockfd), std::move(localAddr), std::move(peerAddr), localFallback),
-      input_(&loop->bufferPool()),
+      input_(&LoopInternals::bufferPool(*loop)),
       io_(layer ? layer->newConnectionIo(loop, {this, socket_.fd(), &strategyRoom_})
-                : loop->poller().newConnectionIo({this, socket_.fd(), &strategyRoom_})) {
+                : LoopInternals::poller(*loop).newConnectionIo(
+                      {this, socket_.fd(), &strategyRoom_})) {
   LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " created";
 }
 TcpConnection::Impl::~Impl() {

@@ -11,6 +11,7 @@
 #include "net/Acceptor.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThreadPool.h"
+#include "net/LoopInternals.h"
 #include "net/Poller.h"
 #include "net/TcpConnection.h"
 
@@ -119,7 +120,7 @@ TcpServer::~TcpServer() {
   //   back to this loop's ring, which closes it when this loop next turns,
   //   or when it is destroyed. (Such a post keeps its target loop waiting
   //   for it until that bound.)
-  loop_->poller().flushPosts();
+  LoopInternals::poller(*loop_).flushPosts();
   // Each loop destroys its own connections and wheel, from its queue: after
   // whatever was queued to it before (a hand-over queued from this thread
   // lands first, so its connection is in the map by then; and so does the
@@ -161,7 +162,7 @@ void TcpServer::tearDown(LoopState* state) {
   state->serverAlive = false;
   state->acceptor.reset();
   if (state->receiving.load(std::memory_order_relaxed)) {
-    state->loop->poller().removeFdReceiver(state->receiverToken);
+    LoopInternals::poller(*state->loop).removeFdReceiver(state->receiverToken);
   }
   // Taken out first: a (down) callback run from here finds the map empty.
   std::vector<TcpConnectionPtr> connections;
@@ -331,7 +332,8 @@ std::vector<TcpServer::LoopStats> TcpServer::loopStats() const {
 void TcpServer::startRingHandOver() {
   std::vector<std::shared_ptr<LoopState>> receivers;
   for (const std::shared_ptr<LoopState>& state : loopStates_) {
-    if (loop_->poller().canPostTo(state->loop->poller())) receivers.push_back(state);
+    if (LoopInternals::poller(*loop_).canPostTo(LoopInternals::poller(*state->loop)))
+      receivers.push_back(state);
   }
   if (receivers.empty()) return;
   // Each I/O loop registers its receiver itself (its poller is its own),
@@ -354,7 +356,7 @@ void TcpServer::startRingHandOver() {
 }
 
 void TcpServer::startReceiving(LoopState* state) {
-  state->receiverToken = state->loop->poller().addFdReceiver(state);
+  state->receiverToken = LoopInternals::poller(*state->loop).addFdReceiver(state);
   if (state->receiverToken != 0) state->receiving.store(true, std::memory_order_release);
 }
 
@@ -368,7 +370,8 @@ void TcpServer::handOver(LoopState* state, UniqueFd sockfd,
   // reports no peer address anyway. The state outlives both: ~TcpServer
   // flushes the posts and queues the tear-down from this thread, after this.
   if (state->receiving.load(std::memory_order_acquire)) {
-    loop_->poller().postFd(state->loop->poller(), state->receiverToken, std::move(sockfd));
+    LoopInternals::poller(*loop_).postFd(LoopInternals::poller(*state->loop), state->receiverToken,
+                                         std::move(sockfd));
     return;
   }
   state->loop->queueInLoop([state, fd = std::move(sockfd), peerAddr]() mutable {

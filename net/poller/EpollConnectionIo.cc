@@ -8,6 +8,7 @@
 #include "net/Buffer.h"
 #include "net/BufferPool.h"
 #include "net/EventLoopBase.h"
+#include "net/LoopInternals.h"
 #include "net/OutputQueue.h"
 #include "net/Socket.h"
 #include "net/poller/SendFile.h"
@@ -18,7 +19,7 @@ EpollConnectionIo::EpollConnectionIo(EventLoopBase* loop, const Parts& parts)
     : loop_(loop),
       owner_(parts.owner),
       fd_(parts.fd),
-      output_(&loop->bufferPool()),
+      output_(&LoopInternals::bufferPool(*loop)),
       channel_(loop, parts.fd) {
   channel_.setReadCallback([this](Timestamp t) {
     // A FIN that was already queued when epoll reported the edge brings no
@@ -102,7 +103,7 @@ void EpollConnectionIo::handleRead(Timestamp receiveTime, bool shortReadDrains) 
     // It empties the buffer after every delivery; emptying it here as well
     // costs two stores and makes sure no connection ever reads another's
     // bytes, whatever went wrong before.
-    Buffer* buffer = loop_->scratchBuffer();
+    Buffer* buffer = LoopInternals::scratchBuffer(*loop_);
     buffer->retrieveAll();
     const Buffer::ReadResult result = buffer->readFd(fd_);
     if (result.bytes > 0) {

@@ -13,6 +13,7 @@
 #include "net/Buffer.h"
 #include "net/BufferPool.h"
 #include "net/EventLoopBase.h"
+#include "net/LoopInternals.h"
 #include "net/OutputQueue.h"
 #include "net/poller/BufferRing.h"
 #include "net/poller/SendFile.h"
@@ -43,7 +44,7 @@ UringConnectionIo::UringConnectionIo(UringContext* context, EventLoopBase* loop,
       loop_(loop),
       owner_(parts.owner),
       fd_(parts.fd),
-      output_(&loop->bufferPool()) {}
+      output_(&LoopInternals::bufferPool(*loop)) {}
 
 UringConnectionIo::~UringConnectionIo() {
   // An op in flight holds the owner, and so this, alive: only a connection

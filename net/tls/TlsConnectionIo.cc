@@ -9,6 +9,7 @@
 #include "base/Logging.h"
 #include "net/BufferPool.h"
 #include "net/EventLoop.h"
+#include "net/LoopInternals.h"
 #include "net/Poller.h"
 
 namespace libnet {
@@ -27,7 +28,7 @@ TlsConnectionIo::TlsConnectionIo(EventLoop* loop, const ConnectionIo::Parts& par
     : loop_(loop),
       owner_(parts.owner),
       session_(context, peerName, this),
-      inner_(loop->poller().newConnectionIo({this, parts.fd, parts.room})),
+      inner_(LoopInternals::poller(*loop).newConnectionIo({this, parts.fd, parts.room})),
       handshakeTimeout_(context->handshakeTimeout()) {}
 
 TlsConnectionIo::~TlsConnectionIo() = default;
@@ -58,7 +59,7 @@ int TlsConnectionIo::write(std::string_view data) {
     // Behind a file not yet all encrypted: the records must follow the
     // file's, so the bytes wait for it (pumpFiles()).
     Buffer& after = files_.back().after;
-    loop_->bufferPool().lend(&after);
+    LoopInternals::bufferPool(*loop_).lend(&after);
     after.append(data);
     queuedBehind_ += data.size();
     return 0;
@@ -66,7 +67,7 @@ int TlsConnectionIo::write(std::string_view data) {
   if (!session_.established()) {
     // Before the handshake completes (a client's early send): held, then
     // encrypted in order once it has.
-    loop_->bufferPool().lend(&pending_);
+    LoopInternals::bufferPool(*loop_).lend(&pending_);
     pending_.append(data);
     return 0;
   }
@@ -78,7 +79,7 @@ int TlsConnectionIo::encrypt(std::string_view data) {
   // record: the records gather here first (one copy of ciphertext, cheaper
   // than a system call per 16 KiB).
   corking_ = data.size() > kRecordPlaintext;
-  if (corking_) loop_->bufferPool().lend(&corked_);
+  if (corking_) LoopInternals::bufferPool(*loop_).lend(&corked_);
   const TlsSession::Status status = session_.send(data);
   if (corking_) {
     corking_ = false;
@@ -86,7 +87,7 @@ int TlsConnectionIo::encrypt(std::string_view data) {
       writeError_ = inner_->write(&corked_, InputKind::kApplication);
     }
     corked_.retrieveAll();
-    loop_->bufferPool().reclaim(&corked_);
+    LoopInternals::bufferPool(*loop_).reclaim(&corked_);
   }
   if (status == TlsSession::Status::kFailed) {
     // Encryption does not fail on good input; if OpenSSL says otherwise, the
@@ -144,7 +145,7 @@ void TlsConnectionIo::close() {
   // buffers, so that a burst of closed connections (thousands of abandoned
   // handshakes) makes the loop hand the free pages back to the system
   // (BufferPool::trimHeap) instead of keeping them for good.
-  loop_->bufferPool().noteFreed(sizeof(*this) + session_.heldMemory());
+  LoopInternals::bufferPool(*loop_).noteFreed(sizeof(*this) + session_.heldMemory());
   inner_->close();
 }
 
@@ -159,7 +160,7 @@ void TlsConnectionIo::onInput(Buffer* buffer, InputKind, Timestamp receiveTime) 
   const bool wasEstablished = session_.established();
   TlsSession::Status status = TlsSession::Status::kOk;
   if (!closed_) {
-    loop_->bufferPool().lend(&plain_);
+    LoopInternals::bufferPool(*loop_).lend(&plain_);
     status = session_.receive(buffer->view(), &plain_);
   }
   // The ciphertext is all taken: before any callback runs, the backend's
@@ -168,7 +169,7 @@ void TlsConnectionIo::onInput(Buffer* buffer, InputKind, Timestamp receiveTime) 
   buffer->releaseBorrowed();
   if (!closed_) deliver(status, wasEstablished, receiveTime);
   plain_.retrieveAll();  // already, unless the session failed first
-  loop_->bufferPool().reclaim(&plain_);
+  LoopInternals::bufferPool(*loop_).reclaim(&plain_);
 }
 
 void TlsConnectionIo::deliver(TlsSession::Status status, bool wasEstablished,
@@ -308,7 +309,7 @@ bool TlsConnectionIo::encryptHeld(Buffer* held) {
   bytes.swap(*held);
   const int err = encrypt(bytes.view());
   bytes.retrieveAll();
-  loop_->bufferPool().reclaim(&bytes);
+  LoopInternals::bufferPool(*loop_).reclaim(&bytes);
   if (err == 0) return true;
   owner_->onIoError("send", err);
   return false;
@@ -317,7 +318,7 @@ bool TlsConnectionIo::encryptHeld(Buffer* held) {
 void TlsConnectionIo::dropFiles() {
   for (PendingFile& file : files_) {
     file.after.retrieveAll();
-    loop_->bufferPool().reclaim(&file.after);
+    LoopInternals::bufferPool(*loop_).reclaim(&file.after);
   }
   files_.clear();
   queuedBehind_ = 0;

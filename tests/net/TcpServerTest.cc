@@ -29,6 +29,7 @@
 #include "net/ConnectionLayer.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
+#include "net/LoopInternals.h"
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
 #include "tests/net/TestUtil.h"
@@ -285,7 +286,7 @@ TEST_P(TcpServerTest, AnIdleConnectionGivesBackItsBufferMemory) {
     return capacity <= 3 * BufferPool::kSmallCapacity;
   })) << "an idle connection still holds "
       << capacity << " bytes of buffers";
-  EXPECT_LE(runSync(loop_, [&] { return loop_->bufferPool().spareCount(); }),
+  EXPECT_LE(runSync(loop_, [&] { return LoopInternals::bufferPool(*loop_).spareCount(); }),
             BufferPool::kMaxSpare);
   // And it still works.
   ASSERT_TRUE(client.sendAll("again"));
@@ -667,7 +668,7 @@ bool UringHandOverAvailable() {
     bool can = false;
     std::thread([&] {
       EventLoop source(PollerKind::kIoUring);
-      can = source.poller().canPostTo(target->poller());
+      can = LoopInternals::poller(source).canPostTo(LoopInternals::poller(*target));
     }).join();
     return can;
   }();
@@ -847,7 +848,7 @@ class PassThroughLayer final : public ConnectionLayer {
   [[nodiscard]] ConnectionIo::Ptr newConnectionIo(EventLoop* loop,
                                                   const ConnectionIo::Parts& parts) const override {
     made_.fetch_add(1, std::memory_order_relaxed);
-    return loop->poller().newConnectionIo(parts);
+    return LoopInternals::poller(*loop).newConnectionIo(parts);
   }
 
  private:
@@ -936,7 +937,7 @@ class LoopCheckingLayer final : public ConnectionLayer {
       std::lock_guard<std::mutex> lock(mutex_);
       ++perLoop_[loop];
     }
-    return loop->poller().newConnectionIo(parts);
+    return LoopInternals::poller(*loop).newConnectionIo(parts);
   }
   [[nodiscard]] int madeElsewhere() const { return madeElsewhere_.load(); }
   [[nodiscard]] std::vector<int> counts() const {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "net/EventLoop.h"
+#include "net/LoopInternals.h"
 #include "net/Poller.h"
 #include "net/PollerKind.h"
 #include "net/poller/EpollPoller.h"
@@ -84,8 +85,8 @@ TEST_F(EventLoopBackendTest, EpollLoopHasNoRing) {
   EXPECT_EQ(EventLoop::resolvePollerKind(PollerKind::kEpoll), PollerKind::kEpoll);
   EventLoop loop(PollerKind::kEpoll);
   EXPECT_EQ(loop.pollerKind(), PollerKind::kEpoll);
-  EXPECT_EQ(loop.poller().kind(), PollerKind::kEpoll);
-  EXPECT_NE(dynamic_cast<EpollPoller*>(&loop.poller()), nullptr);
+  EXPECT_EQ(LoopInternals::poller(loop).kind(), PollerKind::kEpoll);
+  EXPECT_NE(dynamic_cast<EpollPoller*>(&LoopInternals::poller(loop)), nullptr);
 }
 
 TEST_F(EventLoopBackendTest, IoUringLoopExposesItsRing) {
@@ -94,7 +95,7 @@ TEST_F(EventLoopBackendTest, IoUringLoopExposesItsRing) {
   EXPECT_EQ(EventLoop::resolvePollerKind(PollerKind::kIoUring), PollerKind::kIoUring);
   EventLoop loop(PollerKind::kIoUring);
   EXPECT_EQ(loop.pollerKind(), PollerKind::kIoUring);
-  auto* uring = dynamic_cast<UringPoller*>(&loop.poller());
+  auto* uring = dynamic_cast<UringPoller*>(&LoopInternals::poller(loop));
   ASSERT_NE(uring, nullptr);
   EXPECT_EQ(uring->kind(), PollerKind::kIoUring);
   EXPECT_EQ(uring->context().setupFlags(), probe.setupFlags);
@@ -107,7 +108,7 @@ TEST_F(EventLoopBackendTest, AutoResolvesToIoUringExactlyWhenTheProbeSucceeds) {
   EXPECT_EQ(EventLoop::resolvePollerKind(PollerKind::kAuto), expected) << probe.detail;
   EventLoop loop(PollerKind::kAuto);
   EXPECT_EQ(loop.pollerKind(), expected) << probe.detail;
-  EXPECT_EQ(dynamic_cast<UringPoller*>(&loop.poller()) != nullptr, probe.ok);
+  EXPECT_EQ(dynamic_cast<UringPoller*>(&LoopInternals::poller(loop)) != nullptr, probe.ok);
 }
 
 // ---- child processes ----

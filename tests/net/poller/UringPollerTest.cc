@@ -37,6 +37,7 @@
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 #include "net/EventLoopThreadPool.h"
+#include "net/LoopInternals.h"
 #include "net/Poller.h"
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
@@ -114,7 +115,7 @@ class UringEchoServer {
   // Registered completion owners on the accepting loop (its acceptor and the
   // connections served there).
   size_t handlerCount() {
-    return runSync(loop_, [&] { return loop_->poller().ownersInFlight(); });
+    return runSync(loop_, [&] { return LoopInternals::poller(*loop_).ownersInFlight(); });
   }
   // Connections handed to the I/O loops ring to ring, over all of them.
   uint64_t ringHandOvers() {
@@ -201,13 +202,16 @@ TEST_P(UringTinyRingTest, TinyBufferRingLosesAndReordersNothing) {
   ASSERT_EQ(server.loop()->pollerKind(), PollerKind::kIoUring);
   const auto [count, size] = runSync(server.loop(), [&] {
     const BufferRing& ring =
-        dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers();
+        dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop())).context().buffers();
     return std::pair{ring.capacity(), ring.bufferSize()};
   });
   ASSERT_EQ(count, 2u) << "the loop's ring was not built from the configuration";
   if (!GetParam()) {
     EXPECT_FALSE(runSync(server.loop(), [&] {
-      return dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers().incremental();
+      return dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop()))
+          .context()
+          .buffers()
+          .incremental();
     }));
   }
   ASSERT_EQ(size, 512u);
@@ -463,7 +467,9 @@ TEST_F(UringPollerTest, ReceivedBytesAreHandedOverInPlaceAndSlowReadersLoseNothi
       [&](TcpServer& s) {
         s.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
           const BufferRing& ring =
-              dynamic_cast<UringPoller&>(conn->getLoop()->poller()).context().buffers();
+              dynamic_cast<UringPoller&>(LoopInternals::poller(*conn->getLoop()))
+                  .context()
+                  .buffers();
           const std::string_view all = ring.data(0, size_t{ring.capacity()} * ring.bufferSize());
           const bool inRing = buf->peek() >= all.data() && buf->peek() < all.data() + all.size();
           (inRing ? inPlace : copied).fetch_add(1);
@@ -482,7 +488,7 @@ TEST_F(UringPollerTest, ReceivedBytesAreHandedOverInPlaceAndSlowReadersLoseNothi
   auto lent = [&] {
     return runSync(server.loop(), [&] {
       const BufferRing& ring =
-          dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers();
+          dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop())).context().buffers();
       return std::pair{ring.lent(), ring.provided()};
     });
   };
@@ -564,7 +570,8 @@ TEST_F(UringPollerTest, ARingGrownByABurstShrinksAndGivesItsPagesBack) {
   UringEchoServer server(0, {}, config);
   const auto ring = [&] {
     return runSync(server.loop(), [&] {
-      BufferRing& buffers = dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers();
+      BufferRing& buffers =
+          dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop())).context().buffers();
       const size_t all = static_cast<size_t>(buffers.capacity()) * buffers.bufferSize();
       const auto resident =
           static_cast<size_t>(test::residentBytes(buffers.data(0, all).data(), all));
@@ -638,7 +645,10 @@ TEST_F(UringPollerTest, PeersWithABacklogShareTheRingInsteadOfGrowingIt) {
   ASSERT_TRUE(waitUntil([&] { return waitingInSockets() == kPeers * kEach; }))
       << waitingInSockets() << " of " << kPeers * kEach << " bytes in the server's sockets";
   const uint32_t initial = runSync(server.loop(), [&] {
-    return dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers().provided();
+    return dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop()))
+        .context()
+        .buffers()
+        .provided();
   });
 
   runSync(server.loop(), [&] {
@@ -648,7 +658,10 @@ TEST_F(UringPollerTest, PeersWithABacklogShareTheRingInsteadOfGrowingIt) {
     EXPECT_TRUE(clients[i]->recvExactly(kEach) == payloads[i]) << "peer " << i;
   }
   const uint32_t provided = runSync(server.loop(), [&] {
-    return dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers().provided();
+    return dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop()))
+        .context()
+        .buffers()
+        .provided();
   });
   EXPECT_LE(provided, 4 * initial);
   runSync(server.loop(), [&] { conns.clear(); });
@@ -677,7 +690,10 @@ TEST_F(UringPollerTest, ShrinkingUnderEchoTrafficLosesNoReceivedByte) {
   UringEchoServer server(0, {}, config);
   const auto provided = [&] {
     return runSync(server.loop(), [&] {
-      return dynamic_cast<UringPoller&>(server.loop()->poller()).context().buffers().provided();
+      return dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop()))
+          .context()
+          .buffers()
+          .provided();
     });
   };
   const uint32_t initial = provided();
@@ -738,7 +754,7 @@ TEST_F(UringPollerTest, ShrinkingUnderEchoTrafficLosesNoReceivedByte) {
 // many hold a socket (or one being released).
 std::pair<uint32_t, size_t> fileTable(UringEchoServer& server) {
   return runSync(server.loop(), [&] {
-    auto& poller = dynamic_cast<UringPoller&>(server.loop()->poller());
+    auto& poller = dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop()));
     return std::pair{poller.context().fileSlots(), poller.context().filesRegistered()};
   });
 }
@@ -866,8 +882,9 @@ TEST_F(UringPollerTest, WithoutAFileTableConnectionsUsePlainFds) {
 // their base loop's.
 TEST_F(UringPollerTest, EachLoopGetsItsOwnRingOptionsAndAPoolItsBaseLoops) {
   const auto slotsOf = [](EventLoop* loop) {
-    return runSync(
-        loop, [loop] { return dynamic_cast<UringPoller&>(loop->poller()).context().fileSlots(); });
+    return runSync(loop, [loop] {
+      return dynamic_cast<UringPoller&>(LoopInternals::poller(*loop)).context().fileSlots();
+    });
   };
   const auto optionsWith = [](uint32_t fixedFiles) {
     EventLoopOptions options{.poller = PollerKind::kIoUring, .ioUring = {}};
@@ -912,7 +929,7 @@ TEST_F(UringPollerTest, SqPollRingWithATinySubmissionQueueLosesNothing) {
   config.sqEntries = 8;
   UringEchoServer server(0, {}, config);
   const unsigned flags = runSync(server.loop(), [&] {
-    return dynamic_cast<UringPoller&>(server.loop()->poller()).context().setupFlags();
+    return dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop())).context().setupFlags();
   });
   if (!(flags & IORING_SETUP_SQPOLL)) GTEST_SKIP() << "the kernel refused SQPOLL here";
   expectEchoFromThreads(server, kClients, kBytes);
@@ -979,9 +996,12 @@ class UringPostTest : public UringPollerTest {
 
   // Whether the source loop can post to `target` (else the test is skipped).
   bool canPostTo(Poller& target) {
-    return runSync(sourceLoop_, [&] { return sourceLoop_->poller().canPostTo(target); });
+    return runSync(sourceLoop_,
+                   [&] { return LoopInternals::poller(*sourceLoop_).canPostTo(target); });
   }
-  UringPoller& sourcePoller() { return dynamic_cast<UringPoller&>(sourceLoop_->poller()); }
+  UringPoller& sourcePoller() {
+    return dynamic_cast<UringPoller&>(LoopInternals::poller(*sourceLoop_));
+  }
 
   std::unique_ptr<EventLoopThread> source_;
   EventLoop* sourceLoop_ = nullptr;
@@ -992,26 +1012,30 @@ class UringPostTest : public UringPollerTest {
 TEST_F(UringPostTest, APostWakesATargetAsleepInItsWait) {
   EventLoopThread targetThread(nullptr, "target", PollerKind::kIoUring);
   EventLoop* target = targetThread.startLoop();
-  if (!canPostTo(target->poller())) GTEST_SKIP() << "no IORING_OP_MSG_RING here";
+  if (!canPostTo(LoopInternals::poller(*target))) GTEST_SKIP() << "no IORING_OP_MSG_RING here";
   CollectingReceiver receiver;
-  const uint64_t token = runSync(target, [&] { return target->poller().addFdReceiver(&receiver); });
+  const uint64_t token =
+      runSync(target, [&] { return LoopInternals::poller(*target).addFdReceiver(&receiver); });
   ASSERT_NE(token, 0u);
-  const uint32_t setupFlags = runSync(
-      target, [&] { return dynamic_cast<UringPoller&>(target->poller()).context().setupFlags(); });
+  const uint32_t setupFlags = runSync(target, [&] {
+    return dynamic_cast<UringPoller&>(LoopInternals::poller(*target)).context().setupFlags();
+  });
   ASSERT_TRUE(waitUntil([&] { return blockedInSyscall(target->threadId()) == SYS_io_uring_enter; }))
       << "the target loop never went to sleep in io_uring_enter";
   const uint64_t wakeups = target->wakeupCount();
   Pipe pipe = makePipe();
   const auto posted = std::chrono::steady_clock::now();
-  runSync(sourceLoop_,
-          [&] { sourceLoop_->poller().postFd(target->poller(), token, std::move(pipe.writeEnd)); });
+  runSync(sourceLoop_, [&] {
+    LoopInternals::poller(*sourceLoop_)
+        .postFd(LoopInternals::poller(*target), token, std::move(pipe.writeEnd));
+  });
   ASSERT_TRUE(waitUntil([&] { return receiver.count() == 1; }, std::chrono::seconds(5)));
   EXPECT_LT(std::chrono::steady_clock::now() - posted, std::chrono::seconds(3))
       << "the post waited for the target's own wake-up (setup flags " << setupFlags << ")";
   EXPECT_EQ(target->wakeupCount(), wakeups) << "the target was woken through its eventfd";
   runSync(target, [&] {
     EXPECT_EQ(::write(receiver.fds().at(0).get(), "x", 1), 1);
-    target->poller().removeFdReceiver(token);
+    LoopInternals::poller(*target).removeFdReceiver(token);
     receiver.fds().clear();
   });
   char c = 0;
@@ -1025,16 +1049,18 @@ TEST_F(UringPostTest, APostWakesATargetAsleepInItsWait) {
 TEST_F(UringPostTest, APostToARemovedReceiverIsClosedOnArrival) {
   EventLoopThread targetThread(nullptr, "target", PollerKind::kIoUring);
   EventLoop* target = targetThread.startLoop();
-  if (!canPostTo(target->poller())) GTEST_SKIP() << "no IORING_OP_MSG_RING here";
+  if (!canPostTo(LoopInternals::poller(*target))) GTEST_SKIP() << "no IORING_OP_MSG_RING here";
   CollectingReceiver receiver;
   const uint64_t token = runSync(target, [&] {
-    const uint64_t t = target->poller().addFdReceiver(&receiver);
-    target->poller().removeFdReceiver(t);
+    const uint64_t t = LoopInternals::poller(*target).addFdReceiver(&receiver);
+    LoopInternals::poller(*target).removeFdReceiver(t);
     return t;
   });
   Pipe pipe = makePipe();
-  runSync(sourceLoop_,
-          [&] { sourceLoop_->poller().postFd(target->poller(), token, std::move(pipe.writeEnd)); });
+  runSync(sourceLoop_, [&] {
+    LoopInternals::poller(*sourceLoop_)
+        .postFd(LoopInternals::poller(*target), token, std::move(pipe.writeEnd));
+  });
   EXPECT_TRUE(writeEndClosed(pipe.readEnd)) << "the posted fd was not closed";
   EXPECT_EQ(receiver.count(), 0);
 }
@@ -1051,22 +1077,23 @@ TEST_F(UringPostTest, ALoopBeingDestroyedTakesInThePostsOnTheirWay) {
   CollectingReceiver receiver;
   std::thread targetThread([&] {
     EventLoop target(PollerKind::kIoUring);
-    const uint64_t token = target.poller().addFdReceiver(&receiver);
+    const uint64_t token = LoopInternals::poller(target).addFdReceiver(&receiver);
     ready.set_value({&target, token});
     if (go.get_future().wait_for(test::kWait) != std::future_status::ready) return;
-    target.poller().removeFdReceiver(token);
+    LoopInternals::poller(target).removeFdReceiver(token);
     // ~EventLoop: the posts arrive (and are closed) in its last turns.
   });
   auto [target, token] = ready.get_future().get();
   std::vector<Pipe> pipes;
-  if (canPostTo(target->poller())) {
+  if (canPostTo(LoopInternals::poller(*target))) {
     for (int i = 0; i < kPosts; ++i) pipes.push_back(makePipe());
     runSync(sourceLoop_, [&] {
       for (Pipe& pipe : pipes) {
-        sourceLoop_->poller().postFd(target->poller(), token, std::move(pipe.writeEnd));
+        LoopInternals::poller(*sourceLoop_)
+            .postFd(LoopInternals::poller(*target), token, std::move(pipe.writeEnd));
       }
       // Sent now: the target loop is destroyed before this loop turns again.
-      sourceLoop_->poller().flushPosts();
+      LoopInternals::poller(*sourceLoop_).flushPosts();
     });
   }
   go.set_value();
@@ -1093,21 +1120,23 @@ TEST_F(UringPostTest, MorePostsThanTheTargetsCompletionQueueHoldsLoseNothing) {
   auto targetThread = std::make_unique<EventLoopThread>(
       nullptr, "target", EventLoopOptions{.poller = PollerKind::kIoUring, .ioUring = tiny});
   EventLoop* target = targetThread->startLoop();
-  if (!canPostTo(target->poller())) GTEST_SKIP() << "no IORING_OP_MSG_RING here";
+  if (!canPostTo(LoopInternals::poller(*target))) GTEST_SKIP() << "no IORING_OP_MSG_RING here";
   CollectingReceiver receiver;
-  const uint64_t token = runSync(target, [&] { return target->poller().addFdReceiver(&receiver); });
+  const uint64_t token =
+      runSync(target, [&] { return LoopInternals::poller(*target).addFdReceiver(&receiver); });
   std::vector<Pipe> pipes;
   for (int i = 0; i < kPosts; ++i) pipes.push_back(makePipe());
   runSync(sourceLoop_, [&] {
     for (Pipe& pipe : pipes) {
-      sourceLoop_->poller().postFd(target->poller(), token, std::move(pipe.writeEnd));
+      LoopInternals::poller(*sourceLoop_)
+          .postFd(LoopInternals::poller(*target), token, std::move(pipe.writeEnd));
     }
   });
   auto failed = [&] { return runSync(sourceLoop_, [&] { return sourcePoller().failedPosts(); }); };
   ASSERT_TRUE(waitUntil([&] { return receiver.count() + static_cast<int>(failed()) == kPosts; }))
       << receiver.count() << " arrived, " << failed() << " failed, of " << kPosts;
   runSync(target, [&] {
-    target->poller().removeFdReceiver(token);
+    LoopInternals::poller(*target).removeFdReceiver(token);
     receiver.fds().clear();
   });
   for (int i = 0; i < kPosts; ++i) {
@@ -1130,7 +1159,7 @@ TEST_F(UringPollerTest, AHandOverTheKernelRefusesClosesTheConnection) {
   {
     UringEchoServer server(2,
                            [](TcpServer& s) { s.setAcceptMode(TcpServer::AcceptMode::kHandOver); });
-    UringPoller& accepting = dynamic_cast<UringPoller&>(server.loop()->poller());
+    UringPoller& accepting = dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop()));
     runSync(server.loop(), [&] { accepting.failPostsForTesting(kFailed); });
     std::vector<std::string> answers;
     for (int i = 0; i < kConnections; ++i) {
