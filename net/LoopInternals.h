@@ -3,7 +3,8 @@
 // private, so that an application sees only what it uses (loop, timers,
 // queued functors, Channels for its own fds); the connection, acceptor,
 // server and layer code that makes I/O strategies and lends buffers (and the
-// backends' tests) reach them here. Not installed for applications.
+// backends' tests) reach them here. No header an application includes
+// includes this one.
 //
 // Thread rules as the members': loop thread only, except that a thread
 // creating a connection or acceptor for a loop uses poller() and
