@@ -100,8 +100,8 @@ class BufferRing final : public Buffer::Lender {
   // that shrinkIfQuiet() weighs.
   void noteDemand(uint32_t buffers) { peakDemand_ = std::max(peakDemand_, buffers + lent_); }
   // If the ring did not grow and its peak demand stayed under a quarter of
-  // it since the last call, takes all but max(initial, twice that peak)
-  // buffers out of circulation. `trimPages`: hand their pages back too;
+  // it since the last call, takes all but the smallest initial·2^k buffers
+  // that is at least twice that peak out of circulation. `trimPages`: hand their pages back too;
   // only where the kernel cannot be filling buffers meanwhile (the ring is
   // DEFER_TASKRUN, not SQPOLL: it receives only inside io_uring_enter), and
   // with every completion taken out of the CQ handled already: a buffer

@@ -3,7 +3,8 @@
 // until EAGAIN (with edge-triggered polling a connection left in the backlog
 // would not be reported again).
 //
-// Owned by its Acceptor; loop thread only.
+// Owned by its Acceptor; made on the thread that creates the Acceptor, loop
+// thread only from start() on (see AcceptorIo.h).
 #pragma once
 
 #include "net/AcceptorIo.h"

@@ -7,7 +7,8 @@
 // the acceptor waits by readiness (a Channel on the listening socket) until
 // an accept4(2) succeeds again, then goes back to the multishot accept.
 //
-// Owned by its Acceptor; loop thread only.
+// Owned by its Acceptor; made on the thread that creates the Acceptor
+// (nothing registered), loop thread only from start() on (see AcceptorIo.h).
 #pragma once
 
 #include <cstdint>

@@ -65,7 +65,8 @@ class UringContext {
   void fileUnregistered(uint32_t index) { files_.removed(index); }
   [[nodiscard]] uint32_t fileSlots() const { return files_.slots(); }
   [[nodiscard]] size_t filesRegistered() const { return files_.used(); }
-  // Closes `fd` through the ring with the next submit (UringRing::closeFile).
+  // Closes `fd` through the ring with the next submit, or with close(2) at
+  // once under SQPOLL (UringRing::closeFile).
   void closeFile(UniqueFd fd) { ring_.closeFile(std::move(fd)); }
 
   // Provided buffers.

@@ -41,7 +41,9 @@
 // poll() and dispatched by dispatchCompletions(), which the loop calls with
 // the channel events, so handlers run in the same phase as channel callbacks.
 //
-// The ring is created (SINGLE_ISSUER) and used only on the loop's thread.
+// The ring is created and used only on the loop's thread (with SINGLE_ISSUER
+// where the probe found it and SQPOLL is off: UringProbe,
+// UringRing::setupFlags()).
 #pragma once
 
 #include <atomic>

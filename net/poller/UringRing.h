@@ -3,10 +3,13 @@
 // their place when asked for; if the kernel refuses it, the probe's flags
 // after all, with a warning), it hands out SQEs (submitting the queue first
 // when it is full), submits and waits once per loop turn, and closes fds
-// through the ring (IORING_OP_CLOSE) rather than with a system call each.
+// through the ring (IORING_OP_CLOSE) rather than with a system call each
+// (except with SQPOLL: closeFile()).
 // What the completions mean is UringPoller's business.
 //
-// Created and used only on the loop's thread (SINGLE_ISSUER).
+// Created and used only on the loop's thread (the kernel enforces it where
+// the ring has SINGLE_ISSUER: the probe's first two choices, never with
+// SQPOLL).
 #pragma once
 
 #include <liburing.h>
