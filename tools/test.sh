@@ -3,6 +3,9 @@
 #
 #   tools/test.sh                 the suite three times: plain, ASan+UBSan, TSan;
 #                                 the layout check (tools/format_check.sh);
+#                                 no function over 60 lines in library,
+#                                 example, benchmark or tool code
+#                                 (tools/function_lengths.py);
 #                                 Clang's thread-safety analysis of the locking
 #                                 annotations (tools/thread_safety.sh);
 #                                 the consumer tests (libnet used from another
@@ -71,6 +74,8 @@ else
   run --config=tsan || status=$?
   echo "== tools/format_check.sh" >&2
   tools/format_check.sh || status=$?
+  echo "== tools/function_lengths.py" >&2
+  python3 tools/function_lengths.py base net examples bench pingpong tools || status=$?
   echo "== tools/thread_safety.sh" >&2
   tools/thread_safety.sh || status=$?
   # Built and run from outside the repository, as an application would:
