@@ -8,7 +8,7 @@
 // bytes just delivered: on io_uring that is a view of the buffer ring, on
 // epoll the loop's scratch buffer, so a read that is satisfied at once costs
 // no copy and no allocation. Whatever the coroutine leaves unread when it
-// next suspends, the connection keeps (TcpConnection::settleInput), and
+// next suspends, the connection keeps (ConnectionInput::settle), and
 // input() points there from then on. Loop thread only. Part of the layer's
 // inside; applications use Stream.
 #pragma once
