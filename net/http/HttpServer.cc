@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cerrno>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -33,7 +34,6 @@ struct HttpServer::ConnectionState {
   bool closing = false;        // an answer with Connection: close is on its way
   bool continueSent = false;   // "100 Continue" already sent for this request
   bool linger = false;         // the client may still be sending: half-close, read on
-  bool paused = false;         // reading stopped until queued output drains
   int handles = 0;             // StateHandles that own it (loop thread only)
 };
 
@@ -110,33 +110,71 @@ bool appendFileContents(int fd, size_t size, Buffer* out) {
 
 }  // namespace
 
-HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
-                       Options options)
-    : options_(options),
-      bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
-      server_(loop, listenAddr, std::move(name)) {
-  if (options_.headerTimeout <= Duration::zero()) {
+namespace {
+
+// The constructor's checks of what is HTTP's own (TcpServer checks the rest).
+const HttpServer::Options& checked(const HttpServer::Options& options) {
+  if (options.headerTimeout <= Duration::zero()) {
     // There is no "off": a server without it is held by every client that
     // starts a request and never finishes its headers.
-    throw std::invalid_argument("HttpServer: headerTimeout must be positive");
+    throw std::invalid_argument("HttpServer: Options::headerTimeout must be positive");
   }
+  if (options.idleTimeout < Duration::zero()) {
+    throw std::invalid_argument("HttpServer: Options::idleTimeout is negative");
+  }
+  return options;
+}
+
+TcpServer::Options tcpOptions(const HttpServer::Options& options) {
+  TcpServer::Options tcp{
+      .threads = options.threads,
+      .acceptMode = options.acceptMode,
+      .ringHandOver = options.ringHandOver,
+      .reusePort = options.reusePort,
+      .deferAccept = options.deferAccept,
+      .tcpNoDelay = true,  // a response is one write; never let Nagle hold its tail
+      .layer = options.layer,
+      .maxQueuedOutput = options.maxQueuedOutput,
+      .idleTimeout = options.idleTimeout,
+  };
+  if (options.idleTimeout > Duration::zero()) {
+    // Ticks of a second (a quarter of the timeout if that is shorter) keep
+    // the kick within a few percent of the timeout at a tick cost of nothing.
+    tcp.idleTick = std::min<Duration>(
+        std::chrono::seconds(1),
+        std::max<Duration>(options.idleTimeout / 4, std::chrono::milliseconds(1)));
+  }
+  return tcp;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name)
+    : HttpServer(loop, listenAddr, std::move(name), Options{}) {}
+
+HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
+                       Options options)
+    : options_(checked(options)),
+      bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
+      server_(loop, listenAddr, std::move(name), tcpOptions(options_)) {
   if (!bodyBudget_->unlimited() && bodyBudget_->limit() < options_.limits.maxBodyBytes) {
     LOG_WARN << "HttpServer " << server_.name() << ": maxBufferedBodyBytes ("
              << bodyBudget_->limit() << ") is below maxBodyBytes (" << options_.limits.maxBodyBytes
              << "): the largest bodies will always get 503";
   }
-  server_.setTcpNoDelay(true);  // a response is one write; never let Nagle hold its tail
-  if (options_.idleTimeout > Duration::zero()) {
-    // Ticks of a second (a quarter of the timeout if that is shorter) keep
-    // the kick within a few percent of the timeout at a tick cost of nothing.
-    const Duration tick = std::min<Duration>(
-        std::chrono::seconds(1),
-        std::max<Duration>(options_.idleTimeout / 4, std::chrono::milliseconds(1)));
-    server_.setIdleTimeout(options_.idleTimeout, tick);
-  }
   server_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   server_.setMessageCallback(
       [this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp t) { onMessage(conn, buf, t); });
+}
+
+void HttpServer::setHandler(Handler handler) {
+  if (started_) throw std::logic_error("HttpServer " + server_.name() + ": setHandler() after start()");
+  handler_ = std::move(handler);
+}
+
+void HttpServer::start() {
+  started_ = true;
+  server_.start();
 }
 
 void HttpServer::onConnection(const TcpConnectionPtr& conn) {
@@ -174,13 +212,10 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
   Buffer& out = batch.buffer();
   HttpParser& parser = state->parser;
   while (!state->closing) {
-    if (buf->readableBytes() > 0 && !parser.midRequest() &&
-        conn->queuedOutputBytes() + out.readableBytes() > options_.maxQueuedOutput) {
-      // Answer no more until the client has read what it has been sent;
-      // the unparsed requests stay in the connection's input buffer.
-      state->paused = true;
-      conn->stopRead();
-      conn->setWriteCompleteCallback(resume);
+    if (buf->readableBytes() > 0 && !parser.midRequest() && !mayAnswerMore(conn, &out)) {
+      // Answer no more until the client has read what it has been sent:
+      // the unparsed requests stay in the connection's input buffer, and
+      // the connection hands them back here when it resumes reading.
       break;
     }
     const HttpParser::Result result = parser.parse(buf);
@@ -311,12 +346,16 @@ void HttpServer::finishClosing(const TcpConnectionPtr& conn, ConnectionState* st
   }
 }
 
-void HttpServer::resume(const TcpConnectionPtr& conn) {
-  ConnectionState* state = stateOf(conn);
-  if (state == nullptr || !state->paused) return;
-  state->paused = false;
-  conn->setWriteCompleteCallback(nullptr);
-  conn->startRead();  // delivers the buffered requests first
+bool HttpServer::mayAnswerMore(const TcpConnectionPtr& conn, Buffer* out) {
+  // The connection's own output limit is the one back-pressure: the batch
+  // goes out early when it would take the connection past it, so that the
+  // connection sees it and pauses reading.
+  const size_t limit = conn->maxQueuedOutput();
+  if (limit != 0 && conn->queuedOutputBytes() + out->readableBytes() > limit &&
+      out->readableBytes() > 0) {
+    conn->send(out);
+  }
+  return conn->isReading();
 }
 
 bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out) {

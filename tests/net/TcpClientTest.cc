@@ -89,9 +89,9 @@ class TcpClientTest : public ::testing::TestWithParam<PollerKind> {
 
   void makeClient(const InetAddress& address, bool retry) {
     runSync(loop_, [&] {
-      client_ = std::make_unique<TcpClient>(loop_, address, "client");
-      client_->setRetryDelays(10ms, 100ms);
-      if (retry) client_->enableRetry();
+      client_ = std::make_unique<TcpClient>(
+          loop_, address, "client",
+          TcpClient::Options{.retry = retry, .initialRetryDelay = 10ms, .maxRetryDelay = 100ms});
       client_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
         if (conn->connected()) {
           ups_.fetch_add(1);
@@ -166,7 +166,7 @@ TEST_P(TcpClientTest, ConnectsEchoesAndDisconnects) {
   EXPECT_TRUE(waitUntil([&] { return serverDowns_.load() == 1; }));
   EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
   EXPECT_EQ(client_->connection(), nullptr);
-  EXPECT_EQ(ups_.load(), 1);  // no reconnect without enableRetry()
+  EXPECT_EQ(ups_.load(), 1);  // no reconnect without Options::retry
 }
 
 TEST_P(TcpClientTest, RetriesUntilTheServerAppears) {

@@ -115,7 +115,7 @@ TEST_P(TcpServerTest, Echoes200ConcurrentConnectionsOnThreeIoThreads) {
           loopsUsed.insert(conn->getLoop());
         });
       },
-      3);
+      {.threads = 3});
   echoManyConcurrent(this, address_, 200, [this] { return connectionCount(); });
   std::lock_guard lock(mutex);
   EXPECT_EQ(loopsUsed.size(), 3u);
@@ -173,12 +173,13 @@ class BackPressureTest : public TcpServerTest {
   // An echo server whose connections pause reading above `maxQueuedOutput`
   // (0: never); its one connection is kept in conn_.
   void startEcho(size_t maxQueuedOutput) {
-    startServer([this, maxQueuedOutput](TcpServer& server) {
-      server.setMaxQueuedOutput(maxQueuedOutput);
-      server.setConnectionCallback([this](const TcpConnectionPtr& conn) {
-        if (conn->connected()) conn_ = conn;
-      });
-    });
+    startServer(
+        [this](TcpServer& server) {
+          server.setConnectionCallback([this](const TcpConnectionPtr& conn) {
+            if (conn->connected()) conn_ = conn;
+          });
+        },
+        {.maxQueuedOutput = maxQueuedOutput});
   }
 
   // Sends the test stream from `fd` (non-blocking) without reading, until
@@ -385,16 +386,17 @@ int noDelayOf(int fd) {
 }
 
 TEST_P(TcpServerTest, AcceptedSocketsHaveNoDelayAndTheirLocalAddress) {
-  startServer([](TcpServer& server) { server.setTcpNoDelay(true); });
   std::atomic<int> seen{-2};
   std::string local;
-  runSync(loop_, [&] {
-    server_->setConnectionCallback([&](const TcpConnectionPtr& conn) {
-      if (!conn->connected()) return;
-      local = conn->localAddress().toIpPort();
-      seen = noDelayOf(conn->fd());
-    });
-  });
+  startServer(
+      [&](TcpServer& server) {
+        server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+          if (!conn->connected()) return;
+          local = conn->localAddress().toIpPort();
+          seen = noDelayOf(conn->fd());
+        });
+      },
+      {.tcpNoDelay = true});
   BlockingClient client(address_);
   ASSERT_TRUE(waitUntil([&] { return seen.load() != -2; }));
   EXPECT_EQ(seen.load(), 1) << "TCP_NODELAY not set on the accepted socket";
@@ -580,7 +582,7 @@ TEST_P(TcpServerTest, EchoesOverIpv6Loopback) {
     GTEST_SKIP() << "no IPv6 loopback here";
   }
   probe.reset();
-  startServer({}, 0, v6);
+  startServer({}, {}, v6);
   EXPECT_EQ(address_.family(), AF_INET6);
   BlockingClient client(address_);
   const std::string data = randomBytes(10000, 11);
@@ -589,7 +591,7 @@ TEST_P(TcpServerTest, EchoesOverIpv6Loopback) {
 }
 
 TEST_P(TcpServerTest, ManyShortConnectionsLeaveNoFds) {
-  startServer({}, 2);
+  startServer({}, {.threads = 2});
   const int baseline = test::openFdCount();
   for (int i = 0; i < 100; ++i) {
     BlockingClient client(address_);
@@ -614,15 +616,14 @@ TEST_P(TcpServerTest, ShortConnectionStormsAreAnsweredAndLeaveNoFdsInBothAcceptM
     SCOPED_TRACE(mode == TcpServer::AcceptMode::kPerLoop ? "per loop" : "hand over");
     const int baseline = test::openFdCount();
     startServer(
-        [mode](TcpServer& server) {
-          server.setAcceptMode(mode);
+        [](TcpServer& server) {
           server.setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
             if (buffer->readableBytes() < 16) return;  // the whole request first
             conn->send(buffer);
             conn->closeAfterOutput();
           });
         },
-        2);
+        {.threads = 2, .acceptMode = mode});
     for (int i = 0; i < kConnections; ++i) {
       BlockingClient client(address_);
       char request[17];
@@ -677,7 +678,7 @@ bool UringHandOverAvailable() {
 // kHandOver spreads connections over the I/O loops round-robin, each made
 // (and served) on its own loop's thread. Between io_uring loops the sockets
 // go ring to ring: every one arrives as a message on its loop's ring, and
-// no I/O loop's eventfd is written; setRingHandOver(false) sends them
+// no I/O loop's eventfd is written; Options::ringHandOver false sends them
 // through the loops' queues instead, as on epoll.
 TEST_P(TcpServerTest, HandOverSpreadsConnectionsRoundRobinEachMadeOnItsOwnLoop) {
   constexpr int kLoops = 3;
@@ -692,8 +693,6 @@ TEST_P(TcpServerTest, HandOverSpreadsConnectionsRoundRobinEachMadeOnItsOwnLoop) 
     EventLoop* const serverLoop = loop_;
     startServer(
         [=](TcpServer& server) {
-          server.setAcceptMode(TcpServer::AcceptMode::kHandOver);
-          server.setRingHandOver(ring);
           server.setThreadInitCallback([=](EventLoop* loop) {
             std::lock_guard lock(*ioLoopsMutex);
             ioLoops->push_back(loop);
@@ -708,7 +707,7 @@ TEST_P(TcpServerTest, HandOverSpreadsConnectionsRoundRobinEachMadeOnItsOwnLoop) 
             }
           });
         },
-        kLoops);
+        {.threads = kLoops, .acceptMode = TcpServer::AcceptMode::kHandOver, .ringHandOver = ring});
     std::vector<uint64_t> wakeupsBefore;
     {
       std::lock_guard lock(*ioLoopsMutex);
@@ -769,8 +768,7 @@ TEST_P(TcpServerTest, EventsOfASocketThatOutlivedItsConnectionAreDropped) {
           conn->send(buffer);
           conn->closeAfterOutput();
         });
-      },
-      0);
+      });
   BlockingClient first(address_);
   ASSERT_TRUE(first.sendAll("one"));
   EXPECT_EQ(first.recvExactly(3), "one");
@@ -795,7 +793,7 @@ TEST_P(TcpServerTest, EventsOfASocketThatOutlivedItsConnectionAreDropped) {
 // One listening socket per loop takes SO_REUSEPORT, yet another server
 // binding the port still gets "address in use", as without threads.
 TEST_P(TcpServerTest, PerLoopListenersStillRefuseASecondServerOnThePort) {
-  startServer({}, 2);
+  startServer({}, {.threads = 2});
   EXPECT_THROW(runSync(loop_, [&] { TcpServer other(loop_, address_, "other"); }),
                std::system_error);
   BlockingClient client(address_);
@@ -807,7 +805,7 @@ TEST_P(TcpServerTest, PerLoopListenersStillRefuseASecondServerOnThePort) {
 // have arrived; a silent one waits in the kernel (here for up to 30 s, far
 // longer than the test takes).
 TEST_P(TcpServerTest, DeferAcceptHandsOverConnectionsOnceTheyHaveSpoken) {
-  startServer([](TcpServer& server) { server.setDeferAccept(30); }, 2);
+  startServer({}, {.threads = 2, .deferAccept = std::chrono::seconds(30)});
   BlockingClient silent(address_);
   BlockingClient talker(address_);
   ASSERT_TRUE(talker.sendAll("hello"));
@@ -819,7 +817,7 @@ TEST_P(TcpServerTest, DeferAcceptHandsOverConnectionsOnceTheyHaveSpoken) {
 }
 
 TEST_P(TcpServerTest, DestroyingServerClosesLiveConnections) {
-  startServer({}, 2);
+  startServer({}, {.threads = 2});
   std::vector<std::unique_ptr<BlockingClient>> clients;
   for (int i = 0; i < 10; ++i) clients.push_back(std::make_unique<BlockingClient>(address_));
   ASSERT_TRUE(waitUntil([&] { return connectionCount() == 10; }));
@@ -887,10 +885,13 @@ void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, boo
     auto callsAfterDestruction = std::make_shared<std::atomic<int>>(0);
     std::unique_ptr<TcpServer> server;
     const InetAddress address = onServerThread([&] {
-      server = std::make_unique<TcpServer>(serverLoop, InetAddress(0, true), "storm");
-      server->setThreadNum(2);
-      server->setAcceptMode(mode);
-      if (withLayer) server->setConnectionLayer(std::make_shared<PassThroughLayer>());
+      server = std::make_unique<TcpServer>(
+          serverLoop, InetAddress(0, true), "storm",
+          TcpServer::Options{
+              .threads = 2,
+              .acceptMode = mode,
+              .layer = withLayer ? std::make_shared<PassThroughLayer>() : nullptr,
+          });
       // State that lives in the callback only, so it dies with the server.
       std::string tag(256, 'x');
       server->setConnectionCallback(
@@ -959,11 +960,7 @@ TEST_P(TcpServerTest, HandedOverConnectionsAreMadeOnTheLoopThatOwnsThem) {
   constexpr int kConnections = 40;
   auto layer = std::make_shared<LoopCheckingLayer>();
   startServer(
-      [layer](TcpServer& server) {
-        server.setAcceptMode(TcpServer::AcceptMode::kHandOver);
-        server.setConnectionLayer(layer);
-      },
-      2);
+      {}, {.threads = 2, .acceptMode = TcpServer::AcceptMode::kHandOver, .layer = layer});
   for (int i = 0; i < kConnections; ++i) {
     BlockingClient client(address_);
     ASSERT_TRUE(client.sendAll("ping"));
@@ -1037,7 +1034,7 @@ class PeerResetLoggingTest : public TcpServerTest {
 };
 
 TEST_P(PeerResetLoggingTest, AResetStormLogsNoErrorsAndTheServerServesOn) {
-  startServer({}, 2);
+  startServer({}, {.threads = 2});
   const int baseline = test::openFdCount();
   constexpr int kRounds = 60;
   const std::string small = randomBytes(8 * 1024, 11);
