@@ -105,9 +105,9 @@ void TcpClient::newConnection(UniqueFd sockfd) {
   const InetAddress peerAddr = Socket::peerAddress(sockfd.get());
   const InetAddress localAddr = Socket::localAddress(sockfd.get());
   std::string connName = name_ + ":" + peerAddr.toIpPort() + "#" + std::to_string(nextConnId_++);
-  TcpConnectionPtr conn = TcpConnection::create(loop_, std::move(connName), std::move(sockfd),
-                                                localAddr, peerAddr, InetAddress(),
-                                                options_.layer.get());
+  TcpConnectionPtr conn =
+      TcpConnection::create(loop_, std::move(connName), std::move(sockfd), localAddr, peerAddr,
+                            InetAddress(), options_.layer.get());
   if (options_.tcpNoDelay) conn->setTcpNoDelay(true);
   conn->setConnectionCallback(connectionCallback_);
   conn->setMessageCallback(messageCallback_);

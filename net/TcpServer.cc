@@ -73,7 +73,7 @@ struct TcpServer::ConnectionFactory {
   std::shared_ptr<const ConnectionLayer> layer;  // null: plain TCP
   size_t maxQueuedOutput = 0;
   InetAddress listenAddr;                       // as bound (the real port)
-  mutable std::atomic<uint64_t> nextConnId{1};   // the only part that changes
+  mutable std::atomic<uint64_t> nextConnId{1};  // the only part that changes
 };
 
 // Also the loop's receiver of the sockets the accepting loop posts to its

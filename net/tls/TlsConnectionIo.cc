@@ -201,8 +201,7 @@ void TlsConnectionIo::onInput(Buffer* buffer, InputKind kind, Timestamp receiveT
   if (!closed_) deliver(status, wasEstablished, receiveTime);
 }
 
-void TlsConnectionIo::deliver(Session::Status status, bool wasEstablished,
-                              Timestamp receiveTime) {
+void TlsConnectionIo::deliver(Session::Status status, bool wasEstablished, Timestamp receiveTime) {
   if (const int err = std::exchange(writeError_, 0)) {
     owner_->onIoError("send", err);
     return;

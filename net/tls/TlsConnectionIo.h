@@ -46,7 +46,6 @@ class EventLoop;
 
 namespace libnet::tls {
 
-
 class TlsConnectionIo final : public ConnectionIo,
                               private ConnectionIo::Owner,
                               private Session::Output {

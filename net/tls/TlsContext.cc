@@ -15,8 +15,7 @@ std::vector<unsigned char> alpnWireFormat(const std::vector<std::string>& protoc
   std::vector<unsigned char> wire;
   for (const std::string& p : protocols) {
     if (p.empty() || p.size() > 255) {
-      throw std::invalid_argument("TLS: bad ALPN protocol name '" + p +
-                                  "' (1 to 255 bytes)");
+      throw std::invalid_argument("TLS: bad ALPN protocol name '" + p + "' (1 to 255 bytes)");
     }
     wire.push_back(static_cast<unsigned char>(p.size()));
     wire.insert(wire.end(), p.begin(), p.end());
@@ -59,16 +58,15 @@ int selectAlpn(SSL*, const unsigned char** out, unsigned char* outLength, const 
 
 void loadCertificate(SSL_CTX* ctx, const std::string& chain, const std::string& key) {
   if (SSL_CTX_use_certificate_chain_file(ctx, chain.c_str()) != 1) {
-    throw Error("TLS: cannot use certificate chain '" + chain +
-                   "': " + Context::takeErrors());
+    throw Error("TLS: cannot use certificate chain '" + chain + "': " + Context::takeErrors());
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
     throw Error("TLS: cannot use private key '" + key + "' with certificate '" + chain +
-                   "': " + Context::takeErrors());
+                "': " + Context::takeErrors());
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
     throw Error("TLS: private key '" + key + "' does not match certificate '" + chain +
-                   "': " + Context::takeErrors());
+                "': " + Context::takeErrors());
   }
 }
 
@@ -103,7 +101,7 @@ std::string Context::takeErrors() {
 }
 
 Context::Context(SSL_CTX* ctx, bool server, bool verifyPeer, Duration handshakeTimeout,
-                       std::vector<unsigned char> alpnWire)
+                 std::vector<unsigned char> alpnWire)
     : ctx_(ctx),
       server_(server),
       verifyPeer_(verifyPeer),
@@ -145,15 +143,15 @@ std::shared_ptr<Context> Context::newServer(const ServerOptions& options) {
   if (!options.clientCaFile.empty()) {
     if (SSL_CTX_load_verify_locations(ctx, options.clientCaFile.c_str(), nullptr) != 1) {
       throw Error("TLS: cannot load client CA file '" + options.clientCaFile +
-                     "': " + takeErrors());
+                  "': " + takeErrors());
     }
     STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(options.clientCaFile.c_str());
     if (names != nullptr) SSL_CTX_set_client_CA_list(ctx, names);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   }
-  std::shared_ptr<Context> context(
-      new Context(guard.release(), true, !options.clientCaFile.empty(), options.handshakeTimeout,
-                     alpnWireFormat(options.alpn)));
+  std::shared_ptr<Context> context(new Context(guard.release(), true, !options.clientCaFile.empty(),
+                                               options.handshakeTimeout,
+                                               alpnWireFormat(options.alpn)));
   context->enableServerAlpn();
   return context;
 }
@@ -169,8 +167,8 @@ std::shared_ptr<Context> Context::newClient(const ClientOptions& options) {
                                                      ctx, options.caFile.c_str(), nullptr) == 1;
     if (!loaded) {
       throw Error("TLS: cannot load CA file '" +
-                     (options.caFile.empty() ? std::string("(system store)") : options.caFile) +
-                     "': " + takeErrors());
+                  (options.caFile.empty() ? std::string("(system store)") : options.caFile) +
+                  "': " + takeErrors());
     }
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   } else {
@@ -186,7 +184,7 @@ std::shared_ptr<Context> Context::newClient(const ClientOptions& options) {
     throw Error("TLS: cannot set ALPN protocols: " + takeErrors());
   }
   return std::shared_ptr<Context>(new Context(guard.release(), false, options.verifyPeer,
-                                                    options.handshakeTimeout, std::move(alpn)));
+                                              options.handshakeTimeout, std::move(alpn)));
 }
 
 }  // namespace libnet::tls

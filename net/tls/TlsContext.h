@@ -8,10 +8,9 @@
 // newClient(), from their options: a bad value (a server without a
 // certificate, an ALPN name that is empty or over 255 bytes, a negative
 // handshake timeout) throws std::invalid_argument, a file OpenSSL cannot use
-// throws tls::Error with OpenSSL's reason. Immutable afterwards, so one context may be shared by any number
-// of connections on any number of loop threads (OpenSSL makes SSL objects
-// from one SSL_CTX concurrently). Held by std::shared_ptr: every connection
-// keeps its context alive.
+// throws tls::Error with OpenSSL's reason. Immutable afterwards, so one context may be shared by
+// any number of connections on any number of loop threads (OpenSSL makes SSL objects from one
+// SSL_CTX concurrently). Held by std::shared_ptr: every connection keeps its context alive.
 //
 // What is always on: TLS 1.2 and 1.3 only (no SSL 3, TLS 1.0 or 1.1),
 // renegotiation refused, OpenSSL's default cipher lists. See docs/tls.md for
@@ -106,7 +105,7 @@ class Context {
 
  private:
   Context(ssl_ctx_st* ctx, bool server, bool verifyPeer, Duration handshakeTimeout,
-             std::vector<unsigned char> alpnWire);
+          std::vector<unsigned char> alpnWire);
   void enableServerAlpn();
 
   ssl_ctx_st* ctx_;

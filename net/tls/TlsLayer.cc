@@ -16,8 +16,8 @@ class Layer final : public ConnectionLayer {
   Layer(std::shared_ptr<const Context> context, std::string peerName)
       : context_(std::move(context)), peerName_(std::move(peerName)) {}
 
-  [[nodiscard]] ConnectionIo::Ptr newConnectionIo(
-      EventLoop* loop, const ConnectionIo::Parts& parts) const override {
+  [[nodiscard]] ConnectionIo::Ptr newConnectionIo(EventLoop* loop,
+                                                  const ConnectionIo::Parts& parts) const override {
     // On the heap, leaving the connection's room to the backend's strategy
     // that this one drives.
     return ConnectionIo::make<TlsConnectionIo>(nullptr, loop, parts, context_, peerName_);

@@ -100,7 +100,7 @@ bool isIpAddress(const std::string& name) {
 }  // namespace
 
 Session::Session(std::shared_ptr<const Context> context, const std::string& peerName,
-                       Output* output)
+                 Output* output)
     : context_(std::move(context)), output_(output), server_(context_->isServer()) {
   if (server_) return;  // made when the client's first record is in
   if (!makeSsl()) throw Error("TLS: " + error_);

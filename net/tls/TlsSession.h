@@ -1,4 +1,4 @@
-// Session: one TLS connection's protocol state (an OpenSSL SSL object),
+// tls::Session: one TLS connection's protocol state (an OpenSSL SSL object),
 // with no socket: ciphertext goes in through receive() and comes out through
 // the Output it is given; plaintext comes out of receive() into the caller's
 // Buffer and goes in through send(). TlsConnectionIo drives one per
@@ -58,8 +58,7 @@ class Session {
   // name only); ignored by a server. Throws Error if OpenSSL cannot make
   // a client's session (out of memory); a server's that cannot be made
   // when the first record is in fails receive().
-  Session(std::shared_ptr<const Context> context, const std::string& peerName,
-             Output* output);
+  Session(std::shared_ptr<const Context> context, const std::string& peerName, Output* output);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

@@ -755,20 +755,19 @@ TEST_P(TcpServerTest, EventsOfASocketThatOutlivedItsConnectionAreDropped) {
   // Shared with the callbacks, which may run until the server is gone.
   auto duplicate = std::make_shared<std::atomic<int>>(-1);
   auto downs = std::make_shared<std::atomic<int>>(0);
-  startServer(
-      [duplicate, downs](TcpServer& server) {
-        server.setConnectionCallback([duplicate, downs](const TcpConnectionPtr& conn) {
-          if (!conn->connected()) {
-            downs->fetch_add(1);
-          } else if (duplicate->load() < 0) {
-            duplicate->store(::dup(conn->fd()));
-          }
-        });
-        server.setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
-          conn->send(buffer);
-          conn->closeAfterOutput();
-        });
-      });
+  startServer([duplicate, downs](TcpServer& server) {
+    server.setConnectionCallback([duplicate, downs](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) {
+        downs->fetch_add(1);
+      } else if (duplicate->load() < 0) {
+        duplicate->store(::dup(conn->fd()));
+      }
+    });
+    server.setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
+      conn->send(buffer);
+      conn->closeAfterOutput();
+    });
+  });
   BlockingClient first(address_);
   ASSERT_TRUE(first.sendAll("one"));
   EXPECT_EQ(first.recvExactly(3), "one");
@@ -959,8 +958,7 @@ class LoopCheckingLayer final : public ConnectionLayer {
 TEST_P(TcpServerTest, HandedOverConnectionsAreMadeOnTheLoopThatOwnsThem) {
   constexpr int kConnections = 40;
   auto layer = std::make_shared<LoopCheckingLayer>();
-  startServer(
-      {}, {.threads = 2, .acceptMode = TcpServer::AcceptMode::kHandOver, .layer = layer});
+  startServer({}, {.threads = 2, .acceptMode = TcpServer::AcceptMode::kHandOver, .layer = layer});
   for (int i = 0; i < kConnections; ++i) {
     BlockingClient client(address_);
     ASSERT_TRUE(client.sendAll("ping"));

@@ -16,8 +16,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -355,22 +355,30 @@ TEST_P(HttpServerTest, AWriteCompleteCallbackSetThroughTcpServerFiresForResponse
           << "after response " << i << ": " << completes->load() << " write-completes";
     }
   }
-  // Pipelined answers well past the limit: the connection pauses and
-  // resumes, and its output drains (to empty) at least once more.
+  // Pipelined in-memory answers well past the limit, sent before the
+  // client reads any: the connection pauses reading, resumes once they
+  // drain, and hands the rest of the requests back; its output drains to
+  // empty at least once on the way, and the application hears of it.
   const int before = completes->load();
   BlockingClient client(address_, 64 * 1024);
-  constexpr int kRequests = 20;  // 6 MB of answers
+  constexpr int kRequests = 1000;  // over 1 MB of answers (small.txt inline)
   std::string batch;
-  for (int i = 0; i < kRequests; ++i) batch += get("/big.bin");
+  for (int i = 0; i < kRequests; ++i) batch += get("/small.txt");
   ASSERT_TRUE(client.sendAll(batch));
   ResponseReader reader(&client);
   for (int i = 0; i < kRequests; ++i) {
     const Response r = reader.next();
     ASSERT_TRUE(r.complete) << "answer " << i;
-    ASSERT_TRUE(r.body == big_) << "answer " << i;
+    ASSERT_TRUE(r.body == small_) << "answer " << i;
   }
   EXPECT_TRUE(waitUntil([&] { return completes->load() > before; }))
       << "no write-complete for the pipelined answers";
+  // And the callback is still the application's afterwards.
+  const int afterPipelining = completes->load();
+  ASSERT_TRUE(client.sendAll(get("/hello")));
+  EXPECT_EQ(reader.next().status, 200);
+  EXPECT_TRUE(waitUntil([&] { return completes->load() == afterPipelining + 1; }))
+      << completes->load() << " write-completes, " << afterPipelining << " before";
 }
 
 TEST_P(HttpServerTest, BadOptionsAndLateHandlersThrow) {

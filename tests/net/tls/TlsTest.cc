@@ -172,24 +172,29 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
     return tls::Context::newClient(options);
   }
 
-  // An echo server (unless `message` says otherwise) with TLS.
+  // An echo server (unless `message` says otherwise) with TLS; `connection`
+  // replaces the connection callback that counts ups.
   void startServer(const tls::Context::ServerOptions& options, MessageCallback message = nullptr,
-                   size_t maxQueuedOutput = 0) {
+                   size_t maxQueuedOutput = 0, ConnectionCallback connection = nullptr) {
     const TcpServer::Options serverOptions{
         .layer = tls::newLayer(tls::Context::newServer(options)),
-        .maxQueuedOutput = maxQueuedOutput != 0 ? maxQueuedOutput
-                                                : TcpServer::kDefaultMaxQueuedOutput,
+        .maxQueuedOutput =
+            maxQueuedOutput != 0 ? maxQueuedOutput : TcpServer::kDefaultMaxQueuedOutput,
     };
     runSync(serverLoop_, [&] {
       server_ =
           std::make_unique<TcpServer>(serverLoop_, InetAddress(0, true), "tls", serverOptions);
-      server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
-        EXPECT_TRUE(conn->announced());
-        if (conn->connected()) {
-          ++serverUps_;
-          lastServerConn_ = conn;
-        }
-      });
+      if (connection) {
+        server_->setConnectionCallback(std::move(connection));
+      } else {
+        server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
+          EXPECT_TRUE(conn->announced());
+          if (conn->connected()) {
+            ++serverUps_;
+            lastServerConn_ = conn;
+          }
+        });
+      }
       server_->setMessageCallback(message ? std::move(message)
                                           : [](const TcpConnectionPtr& conn, Buffer* buffer,
                                                Timestamp) { conn->send(buffer); });
@@ -318,15 +323,12 @@ TEST_P(TlsTest, AMessageCallbackThrowingAnyTypeClosesOnlyItsConnection) {
 TEST_P(TlsTest, ServerSendsFileAndClosesWithCloseNotify) {
   const std::string contents = test::randomBytes(1 << 20, 7);
   const std::string head = "HEAD\n";
-  startServer(serverOptions());
-  runSync(serverLoop_, [&] {
-    server_->setConnectionCallback([contents, head](const TcpConnectionPtr& conn) {
-      if (!conn->connected()) return;
-      Buffer buffer;
-      buffer.append(head);
-      conn->sendFile(test::temporaryFile(contents), 0, contents.size(), &buffer);
-      conn->closeAfterOutput();
-    });
+  startServer(serverOptions(), nullptr, 0, [contents, head](const TcpConnectionPtr& conn) {
+    if (!conn->connected()) return;
+    Buffer buffer;
+    buffer.append(head);
+    conn->sendFile(test::temporaryFile(contents), 0, contents.size(), &buffer);
+    conn->closeAfterOutput();
   });
   auto record = connect(clientContext(pki_.caFile()));
   // The client's down callback comes from the server's close_notify (a clean
@@ -345,21 +347,18 @@ TEST_P(TlsTest, BytesSentAfterSendFileArriveAfterTheFile) {
   const std::string first = test::randomBytes(300 * 1024, 21);
   const std::string second = test::randomBytes(40 * 1024, 22);
   const std::string large = test::randomBytes(100 * 1000, 23);  // several records
-  startServer(serverOptions());
-  runSync(serverLoop_, [&] {
-    server_->setConnectionCallback([first, second, large](const TcpConnectionPtr& conn) {
-      if (!conn->connected()) return;
-      Buffer head;
-      head.append("head\n");
-      conn->sendFile(test::temporaryFile(first), 0, first.size(), &head);
-      conn->send("after");
-      conn->sendFile(test::temporaryFile(second), 7, second.size() - 7);
-      conn->send(large);
-      Buffer tail;
-      tail.append("end");
-      conn->send(&tail);
-      conn->closeAfterOutput();
-    });
+  startServer(serverOptions(), nullptr, 0, [first, second, large](const TcpConnectionPtr& conn) {
+    if (!conn->connected()) return;
+    Buffer head;
+    head.append("head\n");
+    conn->sendFile(test::temporaryFile(first), 0, first.size(), &head);
+    conn->send("after");
+    conn->sendFile(test::temporaryFile(second), 7, second.size() - 7);
+    conn->send(large);
+    Buffer tail;
+    tail.append("end");
+    conn->send(&tail);
+    conn->closeAfterOutput();
   });
   auto record = connect(clientContext(pki_.caFile()));
   ASSERT_TRUE(waitUntil([&] {
@@ -387,16 +386,17 @@ TEST_P(TlsTest, SendBeforeTheHandshakeThenShutdownArriveInOrder) {
     bool ended = false;
   };
   auto seen = std::make_shared<Seen>();
-  startServer(serverOptions(), [seen](const TcpConnectionPtr&, Buffer* buffer, Timestamp) {
-    std::lock_guard lock(seen->mutex);
-    seen->got += buffer->retrieveAllAsString();
-  });
-  runSync(serverLoop_, [&] {
-    server_->setConnectionCallback([seen](const TcpConnectionPtr& conn) {
-      std::lock_guard lock(seen->mutex);
-      if (!conn->connected()) seen->ended = true;
-    });
-  });
+  startServer(
+      serverOptions(),
+      [seen](const TcpConnectionPtr&, Buffer* buffer, Timestamp) {
+        std::lock_guard lock(seen->mutex);
+        seen->got += buffer->retrieveAllAsString();
+      },
+      0,
+      [seen](const TcpConnectionPtr& conn) {
+        std::lock_guard lock(seen->mutex);
+        if (!conn->connected()) seen->ended = true;
+      });
   auto record = connect(clientContext(pki_.caFile()));
   TcpClient* client = clients_.back().get();
   ASSERT_TRUE(
@@ -699,7 +699,8 @@ TEST(TlsSessionTest, AServerMakesItsSslObjectOnlyOnceTheFirstRecordIsWhole) {
   ASSERT_EQ(server.receive(std::string_view(hello).substr(0, half), &plain),
             tls::Session::Status::kOk);
   EXPECT_LT(server.heldMemory(), tls::Session::kHandshakeSslMemory);
-  ASSERT_EQ(server.receive(std::string_view(hello).substr(half), &plain), tls::Session::Status::kOk);
+  ASSERT_EQ(server.receive(std::string_view(hello).substr(half), &plain),
+            tls::Session::Status::kOk);
   EXPECT_GE(server.heldMemory(), tls::Session::kHandshakeSslMemory);
   ASSERT_FALSE(toClient.bytes.empty()) << "no ServerHello";
   ASSERT_EQ(client.receive(std::exchange(toClient.bytes, {}), &plain), tls::Session::Status::kOk);
