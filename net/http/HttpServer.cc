@@ -124,6 +124,14 @@ const HttpServer::Options& checked(const HttpServer::Options& options) {
   if (options.idleTimeout < Duration::zero()) {
     throw std::invalid_argument("HttpServer: Options::idleTimeout is negative");
   }
+  if (options.maxBufferedBodyBytes != 0 &&
+      options.maxBufferedBodyBytes < options.limits.maxBodyBytes) {
+    // The largest bodies the limits allow could never be accepted.
+    throw std::invalid_argument("HttpServer: Options::maxBufferedBodyBytes (" +
+                                std::to_string(options.maxBufferedBodyBytes) +
+                                ") is below limits.maxBodyBytes (" +
+                                std::to_string(options.limits.maxBodyBytes) + ")");
+  }
   return options;
 }
 
@@ -159,11 +167,6 @@ HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::stri
     : options_(checked(options)),
       bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
       server_(loop, listenAddr, std::move(name), tcpOptions(options_)) {
-  if (!bodyBudget_->unlimited() && bodyBudget_->limit() < options_.limits.maxBodyBytes) {
-    LOG_WARN << "HttpServer " << server_.name() << ": maxBufferedBodyBytes ("
-             << bodyBudget_->limit() << ") is below maxBodyBytes (" << options_.limits.maxBodyBytes
-             << "): the largest bodies will always get 503";
-  }
   server_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   server_.setMessageCallback(
       [this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp t) { onMessage(conn, buf, t); });

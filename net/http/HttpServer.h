@@ -112,8 +112,8 @@ class HttpServer {
     // chunked body may overshoot by the bytes of the read that pushed it
     // over (at most a socket read, about 64 KiB) before its 503; a body that
     // arrives whole with its headers is answered at once and never counted.
-    // Keep it at least limits.maxBodyBytes, or the largest bodies are always
-    // refused. 0: no bound.
+    // At least limits.maxBodyBytes (else the largest bodies the limits allow
+    // could never be accepted: std::invalid_argument). 0: no bound.
     size_t maxBufferedBodyBytes = 64 * 1024 * 1024;
   };
 

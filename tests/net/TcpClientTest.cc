@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,27 @@ TEST_P(TcpClientTest, ConnectsEchoesAndDisconnects) {
   EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
   EXPECT_EQ(client_->connection(), nullptr);
   EXPECT_EQ(ups_.load(), 1);  // no reconnect without Options::retry
+}
+
+// Configuration errors throw at construction; a callback set once connect()
+// has been called is refused, not silently missed by a connection already
+// being made.
+TEST_P(TcpClientTest, BadRetryDelaysThrowAndCallbacksAfterConnectAreRefused) {
+  runSync(loop_, [&] {
+    const InetAddress nowhere(0, true);  // port 0: every attempt fails
+    EXPECT_THROW(TcpClient(loop_, nowhere, "bad", {.initialRetryDelay = 0ms}),
+                 std::invalid_argument);
+    EXPECT_THROW(TcpClient(loop_, nowhere, "bad", {.initialRetryDelay = 2s, .maxRetryDelay = 1s}),
+                 std::invalid_argument);
+    TcpClient client(loop_, nowhere, "late");
+    EXPECT_NO_THROW(client.setConnectionCallback(nullptr));
+    client.connect();
+    EXPECT_THROW(client.setConnectionCallback(nullptr), std::logic_error);
+    EXPECT_THROW(client.setMessageCallback(nullptr), std::logic_error);
+    EXPECT_THROW(client.setWriteCompleteCallback(nullptr), std::logic_error);
+    EXPECT_THROW(client.setConnectErrorCallback(nullptr), std::logic_error);
+    client.stop();
+  });
 }
 
 TEST_P(TcpClientTest, RetriesUntilTheServerAppears) {

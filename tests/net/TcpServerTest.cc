@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -573,6 +574,35 @@ TEST_P(TcpServerTest, AddressNotOnThisHostThrows) {
   // is sent anywhere.
   const auto [err, what] = tryBind(loop_, InetAddress("192.0.2.1", 0));
   EXPECT_EQ(err, EADDRNOTAVAIL) << what;
+}
+
+// Configuration errors throw at construction, naming the field; a callback
+// set after start() is refused (the connections are made with what start()
+// copied), not ignored with a log line.
+TEST_P(TcpServerTest, BadOptionsThrowAndCallbacksAfterStartAreRefused) {
+  runSync(loop_, [&] {
+    const auto make = [&](const TcpServer::Options& options) {
+      TcpServer server(loop_, InetAddress(0, true), "bad", options);
+    };
+    try {
+      make({.threads = -1});
+      ADD_FAILURE() << "no error for a negative thread count";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("threads"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(make({.deferAccept = -std::chrono::seconds(1)}), std::invalid_argument);
+    EXPECT_THROW(make({.idleTimeout = -std::chrono::seconds(1)}), std::invalid_argument);
+    EXPECT_THROW(make({.idleTimeout = std::chrono::seconds(1), .idleTick = Duration::zero()}),
+                 std::invalid_argument);
+    TcpServer server(loop_, InetAddress(0, true), "late");
+    EXPECT_NO_THROW(server.setMessageCallback(nullptr));
+    server.start();
+    EXPECT_THROW(server.setConnectionCallback(nullptr), std::logic_error);
+    EXPECT_THROW(server.setMessageCallback(nullptr), std::logic_error);
+    EXPECT_THROW(server.setWriteCompleteCallback(nullptr), std::logic_error);
+    EXPECT_THROW(server.setThreadInitCallback(nullptr), std::logic_error);
+    EXPECT_THROW(server.setIdleCallback(nullptr), std::logic_error);
+  });
 }
 
 TEST_P(TcpServerTest, EchoesOverIpv6Loopback) {
