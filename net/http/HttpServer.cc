@@ -365,6 +365,7 @@ bool HttpServer::mayAnswerMore(const TcpConnectionPtr& conn, ConnectionState* st
   }
   if (out->readableBytes() > 0) conn->send(out);
   if (!conn->isReading()) return false;  // paused: it hands the requests back on resuming
+  if (conn->queuedOutputBytes() <= limit) return true;  // the batch went out at once
   // Over the limit, yet the connection reads on: what is queued is mostly
   // file ranges (sendFile), which a plain connection's limit does not count,
   // as they take no memory; but each holds an open fd, and a client that
