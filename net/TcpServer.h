@@ -120,7 +120,8 @@ class TcpServer {
     // (TcpConnection::setMaxQueuedOutput): reading from a peer pauses while
     // more than this waits to be written to it, and resumes, handing the
     // input buffered meanwhile to the message callback first, once half has
-    // drained; 0 turns it off.
+    // drained; 0 turns it off. On io_uring it also bounds what one receive
+    // takes (the room left under it).
     size_t maxQueuedOutput = kDefaultMaxQueuedOutput;
     // Close a connection once nothing has moved on it (no byte received, no
     // queued byte written) for idleTimeout; it is closed between idleTimeout

@@ -94,7 +94,8 @@ class HttpServer {
     // a client that pipelines requests without reading the answers is not
     // answered further (nor read from) while more than this waits to be
     // written to it; TCP flow control then holds the client back. 0: no
-    // limit.
+    // limit. Being the connection's limit, it also bounds what one io_uring
+    // receive takes (the room left under it): keep it well above a request.
     size_t maxQueuedOutput = 1024 * 1024;
 
     HttpParser::Limits limits{};
