@@ -1,7 +1,7 @@
 // Timestamp: a wall-clock instant with microsecond resolution, a thin value type
 // over std::chrono::system_clock. Used for log lines and for "when did these
 // bytes arrive". Intervals and timer deadlines use the monotonic clock instead
-// (libnet::MonoClock below), because wall time can jump.
+// (libnet::MonoClock, base/Duration.h), because wall time can jump.
 // A plain value: any thread may use it.
 #pragma once
 
@@ -9,11 +9,9 @@
 #include <cstdint>
 #include <string>
 
-namespace libnet {
+#include "base/Duration.h"
 
-using MonoClock = std::chrono::steady_clock;
-using MonoTime = MonoClock::time_point;
-using Duration = std::chrono::nanoseconds;
+namespace libnet {
 
 class Timestamp {
  public:

@@ -1,5 +1,6 @@
-// Callback types shared by TcpServer, TcpClient and TcpConnection.
-// Every callback runs on the loop thread of the connection it names.
+// Callback types shared by TcpServer, TcpClient, TcpConnection and the loop
+// threads. Every connection callback runs on the loop thread of the
+// connection it names.
 #pragma once
 
 #include <cstddef>
@@ -11,10 +12,15 @@
 namespace libnet {
 
 class Buffer;
+class EventLoop;
 class TcpConnection;
 
 using TcpConnectionPtr = std::shared_ptr<TcpConnection>;
 using TimerCallback = std::function<void()>;
+// Runs once on each new loop thread (EventLoopThread, EventLoopThreadPool,
+// TcpServer's I/O threads), on that thread, before its loop runs; with no
+// threads, on the base loop, from start().
+using ThreadInitCallback = std::function<void(EventLoop*)>;
 // Called on connect and on disconnect; conn->connected() tells which.
 using ConnectionCallback = std::function<void(const TcpConnectionPtr&)>;
 using CloseCallback = std::function<void(const TcpConnectionPtr&)>;

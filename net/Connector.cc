@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <stdexcept>
 #include <system_error>
 
 #include "base/Logging.h"
@@ -13,8 +14,20 @@
 
 namespace libnet {
 
-Connector::Connector(EventLoop* loop, const InetAddress& serverAddr)
-    : loop_(loop), serverAddr_(serverAddr) {}
+Connector::Connector(EventLoop* loop, const InetAddress& serverAddr, Duration initialRetryDelay,
+                     Duration maxRetryDelay)
+    : loop_(loop),
+      serverAddr_(serverAddr),
+      initialRetryDelay_(initialRetryDelay),
+      maxRetryDelay_(maxRetryDelay),
+      retryDelay_(initialRetryDelay) {
+  if (initialRetryDelay_ <= Duration::zero()) {
+    throw std::invalid_argument("Connector: the initial retry delay must be positive");
+  }
+  if (maxRetryDelay_ < initialRetryDelay_) {
+    throw std::invalid_argument("Connector: the maximum retry delay is below the initial one");
+  }
+}
 
 Connector::~Connector() {
   // stop() clears any channel on the loop thread; dying with one registered is

@@ -17,7 +17,7 @@
 #include <functional>
 #include <memory>
 
-#include "base/Timestamp.h"
+#include "base/Duration.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
 #include "net/InetAddress.h"
@@ -35,7 +35,11 @@ class Connector : public std::enable_shared_from_this<Connector> {
   static constexpr Duration kInitialRetryDelay = std::chrono::milliseconds(500);
   static constexpr Duration kMaxRetryDelay = std::chrono::seconds(30);
 
-  Connector(EventLoop* loop, const InetAddress& serverAddr);
+  // Retries after `initialRetryDelay`, doubling up to `maxRetryDelay`; throws
+  // std::invalid_argument unless 0 < initialRetryDelay <= maxRetryDelay.
+  Connector(EventLoop* loop, const InetAddress& serverAddr,
+            Duration initialRetryDelay = kInitialRetryDelay,
+            Duration maxRetryDelay = kMaxRetryDelay);
   ~Connector();
   Connector(const Connector&) = delete;
   Connector& operator=(const Connector&) = delete;
@@ -46,11 +50,6 @@ class Connector : public std::enable_shared_from_this<Connector> {
   // taken effect on the loop thread. The callback may call stop() (no attempt
   // follows) or start() (the next attempt starts once it has returned).
   void setConnectErrorCallback(ConnectErrorCallback cb) { errorCallback_ = std::move(cb); }
-  void setRetryDelays(Duration initial, Duration max) {
-    initialRetryDelay_ = initial;
-    maxRetryDelay_ = max;
-    retryDelay_ = initial;
-  }
 
   void start();    // any thread; the attempt starts from the loop's queue
   void restart();  // loop thread: start over with the initial delay
@@ -81,9 +80,9 @@ class Connector : public std::enable_shared_from_this<Connector> {
   std::unique_ptr<Channel> channel_;
   NewConnectionCallback callback_;
   ConnectErrorCallback errorCallback_;
-  Duration initialRetryDelay_ = kInitialRetryDelay;
-  Duration maxRetryDelay_ = kMaxRetryDelay;
-  Duration retryDelay_ = kInitialRetryDelay;
+  const Duration initialRetryDelay_;
+  const Duration maxRetryDelay_;
+  Duration retryDelay_;
   TimerId retryTimer_;
   std::atomic<int> attempts_{0};
 };

@@ -12,6 +12,7 @@
 
 #include "base/Mutex.h"
 #include "base/ThreadAnnotations.h"
+#include "net/Callbacks.h"
 #include "net/EventLoopOptions.h"
 #include "net/PollerKind.h"
 
@@ -21,8 +22,6 @@ class EventLoop;
 
 class EventLoopThread {
  public:
-  using ThreadInitCallback = std::function<void(EventLoop*)>;
-
   explicit EventLoopThread(ThreadInitCallback cb = {}, std::string name = {},
                            PollerKind kind = PollerKind::kAuto);
   // The thread's loop is built with `options`.

@@ -1,12 +1,20 @@
 #include "net/EventLoopThreadPool.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 
 namespace libnet {
 
-EventLoopThreadPool::EventLoopThreadPool(EventLoop* baseLoop, std::string name)
-    : baseLoop_(baseLoop), name_(std::move(name)) {}
+EventLoopThreadPool::EventLoopThreadPool(EventLoop* baseLoop, std::string name, int numThreads)
+    : baseLoop_(baseLoop), name_(std::move(name)), numThreads_(numThreads) {
+  if (numThreads_ < 0) {
+    throw std::invalid_argument("EventLoopThreadPool: negative thread count " +
+                                std::to_string(numThreads_));
+  }
+}
 
 // Threads are joined here; each loop runs what was queued to it before quitting.
 EventLoopThreadPool::~EventLoopThreadPool() = default;

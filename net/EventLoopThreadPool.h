@@ -1,6 +1,6 @@
 // EventLoopThreadPool: N loop threads for a TcpServer's connections (the
 // server gives each loop a listening socket of its own, or hands connections
-// over round-robin: TcpServer::setAcceptMode); getNextLoop() picks one
+// over round-robin: TcpServer::Options::acceptMode); getNextLoop() picks one
 // round-robin for other users. With 0 threads everything runs on the base
 // loop. Created, started and used on the base loop's thread.
 #pragma once
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "net/Callbacks.h"
 #include "net/PollerKind.h"
 
 namespace libnet {
@@ -19,14 +20,13 @@ class EventLoopThread;
 
 class EventLoopThreadPool {
  public:
-  using ThreadInitCallback = std::function<void(EventLoop*)>;
-
-  EventLoopThreadPool(EventLoop* baseLoop, std::string name);
+  // `numThreads` loop threads (0: everything on the base loop); throws
+  // std::invalid_argument for a negative count.
+  EventLoopThreadPool(EventLoop* baseLoop, std::string name, int numThreads = 0);
   ~EventLoopThreadPool();
   EventLoopThreadPool(const EventLoopThreadPool&) = delete;
   EventLoopThreadPool& operator=(const EventLoopThreadPool&) = delete;
 
-  void setThreadNum(int numThreads) { numThreads_ = numThreads; }
   // The pool's loops get the base loop's options (EventLoop::options()), so
   // they ask for the backend it asked for: the same explicit kind, or kAuto,
   // under which a loop whose io_uring ring cannot be built (RLIMIT_MEMLOCK)
@@ -45,7 +45,7 @@ class EventLoopThreadPool {
   EventLoop* baseLoop_;
   std::string name_;
   bool started_ = false;
-  int numThreads_ = 0;
+  const int numThreads_;
   size_t next_ = 0;
   std::vector<std::unique_ptr<EventLoopThread>> threads_;
   std::vector<EventLoop*> loops_;

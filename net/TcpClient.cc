@@ -1,6 +1,8 @@
 #include "net/TcpClient.h"
 
 #include <cerrno>
+#include <stdexcept>
+#include <string>
 
 #include "base/Logging.h"
 #include "net/Connector.h"
@@ -11,8 +13,15 @@
 namespace libnet {
 
 TcpClient::TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name)
+    : TcpClient(loop, serverAddr, std::move(name), Options{}) {}
+
+TcpClient::TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name,
+                     Options options)
     : loop_(loop),
-      connector_(std::make_shared<Connector>(loop, serverAddr)),
+      options_(std::move(options)),
+      // Checks the retry delays (std::invalid_argument).
+      connector_(std::make_shared<Connector>(loop, serverAddr, options_.initialRetryDelay,
+                                             options_.maxRetryDelay)),
       name_(std::move(name)),
       connectionCallback_(defaultConnectionCallback),
       messageCallback_(defaultMessageCallback) {
@@ -42,6 +51,7 @@ TcpClient::~TcpClient() {
 void TcpClient::connect() {
   LOG_DEBUG << "TcpClient " << name_ << " connecting to " << connector_->serverAddress().toIpPort();
   connect_ = true;
+  started_ = true;
   connector_->start();
 }
 
@@ -55,14 +65,32 @@ void TcpClient::stop() {
   connector_->stop();
 }
 
+void TcpClient::checkNotStarted(const char* what) const {
+  if (started_) {
+    throw std::logic_error("TcpClient " + name_ + ": " + what + "() after connect()");
+  }
+}
+
+void TcpClient::setConnectionCallback(ConnectionCallback cb) {
+  checkNotStarted("setConnectionCallback");
+  connectionCallback_ = std::move(cb);
+}
+
+void TcpClient::setMessageCallback(MessageCallback cb) {
+  checkNotStarted("setMessageCallback");
+  messageCallback_ = std::move(cb);
+}
+
+void TcpClient::setWriteCompleteCallback(WriteCompleteCallback cb) {
+  checkNotStarted("setWriteCompleteCallback");
+  writeCompleteCallback_ = std::move(cb);
+}
+
 void TcpClient::setConnectErrorCallback(ConnectErrorCallback cb) {
+  checkNotStarted("setConnectErrorCallback");
   // Held by the connector itself, which outlives any call it makes.
   connectErrorCallback_ = cb;
   connector_->setConnectErrorCallback(std::move(cb));
-}
-
-void TcpClient::setRetryDelays(Duration initial, Duration max) {
-  connector_->setRetryDelays(initial, max);
 }
 
 TcpConnectionPtr TcpClient::connection() const {
@@ -77,9 +105,10 @@ void TcpClient::newConnection(UniqueFd sockfd) {
   const InetAddress peerAddr = Socket::peerAddress(sockfd.get());
   const InetAddress localAddr = Socket::localAddress(sockfd.get());
   std::string connName = name_ + ":" + peerAddr.toIpPort() + "#" + std::to_string(nextConnId_++);
-  TcpConnectionPtr conn = TcpConnection::create(loop_, std::move(connName), std::move(sockfd),
-                                                localAddr, peerAddr, InetAddress(), layer_.get());
-  if (tcpNoDelay_) conn->setTcpNoDelay(true);
+  TcpConnectionPtr conn =
+      TcpConnection::create(loop_, std::move(connName), std::move(sockfd), localAddr, peerAddr,
+                            InetAddress(), options_.layer.get());
+  if (options_.tcpNoDelay) conn->setTcpNoDelay(true);
   conn->setConnectionCallback(connectionCallback_);
   conn->setMessageCallback(messageCallback_);
   conn->setWriteCompleteCallback(writeCompleteCallback_);
@@ -103,7 +132,7 @@ void TcpClient::removeConnection(const TcpConnectionPtr& conn) {
   // Closed before it was announced: the layer's handshake failed (it logged
   // why), a failed connect for the application.
   if (!conn->announced() && connectErrorCallback_) connectErrorCallback_(EPROTO);
-  if (retry_ && connect_) {
+  if (options_.retry && connect_) {
     LOG_INFO << "TcpClient " << name_ << " reconnecting to "
              << connector_->serverAddress().toIpPort();
     connector_->restart();

@@ -1,8 +1,13 @@
 // TcpClient: one outgoing connection to one server, made by a Connector
 // (non-blocking connect, retried with capped exponential backoff). With
-// enableRetry(), a connection that closes is re-established. A failed connect
-// attempt is reported to the connect-error callback, if one is set; without
-// one, failures are only logged and retried.
+// Options::retry, a connection that closes is re-established. A failed
+// connect attempt is reported to the connect-error callback, if one is set;
+// without one, failures are only logged and retried.
+//
+// Configuration is the Options given to the constructor (checked there:
+// std::invalid_argument). Callbacks are set before connect(); one set after
+// it throws std::logic_error (a connection may already be made with the old
+// one).
 //
 // Construct and destroy it on its loop's thread. connect(), disconnect(),
 // stop() and connection() may be called from any thread. Callbacks run on the
@@ -10,9 +15,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
+#include "base/Duration.h"
 #include "base/Mutex.h"
 #include "base/ThreadAnnotations.h"
 #include "base/UniqueFd.h"
@@ -27,7 +34,28 @@ class EventLoop;
 
 class TcpClient {
  public:
+  struct Options {
+    // Make the connection again after it closes (and after a failed TLS
+    // handshake).
+    bool retry = false;
+    // A failed connect is retried after initialRetryDelay, then after twice
+    // as long each time, up to maxRetryDelay. 0 < initial <= max.
+    Duration initialRetryDelay = std::chrono::milliseconds(500);
+    Duration maxRetryDelay = std::chrono::seconds(30);
+    // TCP_NODELAY on the connection.
+    bool tcpNoDelay = false;
+    // A layer between the connection and its backend (TLS:
+    // tls::newLayer(context, "host.name"), net/tls/TlsLayer.h). The
+    // connection (up) callback runs once the handshake is done; a
+    // connection whose handshake fails is reported to the connect-error
+    // callback with EPROTO (the layer logs why) and, with retry on, made
+    // again. Null: plain TCP.
+    std::shared_ptr<const ConnectionLayer> layer{};
+  };
+
   TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name);
+  // Throws std::invalid_argument for a bad option.
+  TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name, Options options);
   ~TcpClient();
   TcpClient(const TcpClient&) = delete;
   TcpClient& operator=(const TcpClient&) = delete;
@@ -39,22 +67,17 @@ class TcpClient {
   // Stops connecting (an established connection is left alone).
   void stop();
 
-  // Reconnect after the connection closes.
-  void enableRetry() { retry_ = true; }
-  [[nodiscard]] bool retry() const { return retry_; }
-  void setRetryDelays(Duration initial, Duration max);
-  void setTcpNoDelay(bool on) { tcpNoDelay_ = on; }
+  [[nodiscard]] const Options& options() const { return options_; }
 
   [[nodiscard]] TcpConnectionPtr connection() const;
   [[nodiscard]] EventLoop* getLoop() const { return loop_; }
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] int connectAttempts() const;
 
-  void setConnectionCallback(ConnectionCallback cb) { connectionCallback_ = std::move(cb); }
-  void setMessageCallback(MessageCallback cb) { messageCallback_ = std::move(cb); }
-  void setWriteCompleteCallback(WriteCompleteCallback cb) {
-    writeCompleteCallback_ = std::move(cb);
-  }
+  // Before connect() (std::logic_error after it).
+  void setConnectionCallback(ConnectionCallback cb);
+  void setMessageCallback(MessageCallback cb);
+  void setWriteCompleteCallback(WriteCompleteCallback cb);
   // Called on the loop thread after every failed connect attempt, with its
   // errno (ECONNREFUSED, ETIMEDOUT, ENETUNREACH, EACCES, ...), once the
   // attempt's socket is closed and before the retry is scheduled; not once
@@ -63,32 +86,27 @@ class TcpClient {
   // that retrying cannot cure (EACCES, EINVAL, EAFNOSUPPORT, ...) is reported
   // the same way and ends the attempts by itself. Do not destroy the client
   // from inside the callback; stop() it there and destroy it afterwards (e.g.
-  // from a queueInLoop() functor). Set it before connect().
+  // from a queueInLoop() functor). Before connect() (std::logic_error after
+  // it).
   void setConnectErrorCallback(ConnectErrorCallback cb);
-  // Before connect(): a layer between the connection and its backend (TLS:
-  // std::make_shared<TlsLayer>(context, "host.name"), net/tls/). The
-  // connection (up) callback runs once the handshake is done; a connection
-  // whose handshake fails is reported to the connect-error callback with
-  // EPROTO (the layer logs why) and, with retry on, made again.
-  void setConnectionLayer(std::shared_ptr<const ConnectionLayer> layer) {
-    layer_ = std::move(layer);
-  }
 
  private:
   void newConnection(UniqueFd sockfd);
   void removeConnection(const TcpConnectionPtr& conn);
+  // Throws std::logic_error when `what` (a callback setter) comes after
+  // connect().
+  void checkNotStarted(const char* what) const;
 
   EventLoop* loop_;
+  const Options options_;
   std::shared_ptr<Connector> connector_;
   const std::string name_;
   ConnectionCallback connectionCallback_;
   MessageCallback messageCallback_;
   WriteCompleteCallback writeCompleteCallback_;
   ConnectErrorCallback connectErrorCallback_;  // also held by the connector
-  std::shared_ptr<const ConnectionLayer> layer_;
-  std::atomic<bool> retry_{false};
   std::atomic<bool> connect_{false};
-  bool tcpNoDelay_ = false;
+  std::atomic<bool> started_{false};  // connect() has been called
   uint64_t nextConnId_ = 1;
   mutable Mutex mutex_;
   TcpConnectionPtr connection_ LIBNET_GUARDED_BY(mutex_);

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "base/CountDownLatch.h"
@@ -35,6 +36,34 @@ constexpr auto kAcceptorStopWait = std::chrono::seconds(10);
 // ring-to-ring hand-overs (they do at once, unless a callback blocks one).
 constexpr auto kReceiverStartWait = std::chrono::seconds(10);
 
+// The header spells the default out, rather than include TcpConnection.h.
+static_assert(TcpServer::kDefaultMaxQueuedOutput == TcpConnection::kDefaultMaxQueuedOutput);
+
+// The constructor's checks, before anything is bound.
+const TcpServer::Options& checked(const TcpServer::Options& options) {
+  if (options.threads < 0) {
+    throw std::invalid_argument("TcpServer: Options::threads is negative (" +
+                                std::to_string(options.threads) + ")");
+  }
+  if (options.deferAccept < Duration::zero()) {
+    throw std::invalid_argument("TcpServer: Options::deferAccept is negative");
+  }
+  if (options.idleTimeout < Duration::zero()) {
+    throw std::invalid_argument("TcpServer: Options::idleTimeout is negative");
+  }
+  // Throws std::invalid_argument with the reason for a bad tick.
+  if (options.idleTimeout > Duration::zero()) {
+    (void)TimingWheel::tickFor(options.idleTimeout, options.idleTick);
+  }
+  return options;
+}
+
+// TCP_DEFER_ACCEPT takes whole seconds: a shorter wait is one second, not off.
+int deferAcceptSeconds(Duration d) {
+  if (d <= Duration::zero()) return 0;
+  return static_cast<int>(std::chrono::ceil<std::chrono::seconds>(d).count());
+}
+
 }  // namespace
 
 struct TcpServer::ConnectionFactory {
@@ -43,9 +72,9 @@ struct TcpServer::ConnectionFactory {
   MessageCallback messageCallback;
   WriteCompleteCallback writeCompleteCallback;
   std::shared_ptr<const ConnectionLayer> layer;  // null: plain TCP
-  std::optional<size_t> maxQueuedOutput;         // unset: the connection's default
-  InetAddress listenAddr;                        // as bound (the real port)
-  mutable std::atomic<uint64_t> nextConnId{1};   // the only part that changes
+  size_t maxQueuedOutput = 0;
+  InetAddress listenAddr;                       // as bound (the real port)
+  mutable std::atomic<uint64_t> nextConnId{1};  // the only part that changes
 };
 
 // Also the loop's receiver of the sockets the accepting loop posts to its
@@ -87,12 +116,16 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   }
 };
 
+TcpServer::TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name)
+    : TcpServer(loop, listenAddr, std::move(name), Options{}) {}
+
 TcpServer::TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
-                     Option option)
+                     Options options)
     : loop_(loop),
       name_(std::move(name)),
-      acceptor_(std::make_unique<Acceptor>(loop, listenAddr, option == Option::kReusePort)),
-      threadPool_(std::make_unique<EventLoopThreadPool>(loop, name_)),
+      options_(checked(options)),
+      acceptor_(std::make_unique<Acceptor>(loop, listenAddr, options_.reusePort)),
+      threadPool_(std::make_unique<EventLoopThreadPool>(loop, name_, options_.threads)),
       connectionCallback_(defaultConnectionCallback),
       messageCallback_(defaultMessageCallback),
       listenAddr_(acceptor_->localAddress()) {}
@@ -185,54 +218,36 @@ void TcpServer::tearDown(LoopState* state) {
 
 InetAddress TcpServer::listenAddress() const { return listenAddr_; }
 
-void TcpServer::setThreadNum(int numThreads) { threadPool_->setThreadNum(numThreads); }
-
-TcpServer::ConnectionFactory* TcpServer::startedFactory(const char* what) {
-  if (!factory_) return nullptr;  // start() copies the setting
-  if (withIoThreads_) {
-    LOG_WARN << "TcpServer " << name_ << ": " << what
-             << "() after start() is ignored (the I/O loops make connections with what start() "
-                "copied)";
-    return nullptr;
+void TcpServer::checkNotStarted(const char* what) const {
+  if (started_) {
+    throw std::logic_error("TcpServer " + name_ + ": " + what +
+                           "() after start() (connections are made with what start() copied)");
   }
-  // Only this loop makes connections: it may change what they get.
-  loop_->assertInLoopThread();
-  return factory_.get();
+}
+
+void TcpServer::setThreadInitCallback(ThreadInitCallback cb) {
+  checkNotStarted("setThreadInitCallback");
+  threadInitCallback_ = std::move(cb);
+}
+
+void TcpServer::setIdleCallback(TimingWheel::ExpireCallback cb) {
+  checkNotStarted("setIdleCallback");
+  idleCallback_ = std::move(cb);
 }
 
 void TcpServer::setConnectionCallback(ConnectionCallback cb) {
+  checkNotStarted("setConnectionCallback");
   connectionCallback_ = std::move(cb);
-  if (ConnectionFactory* f = startedFactory("setConnectionCallback")) {
-    f->connectionCallback = connectionCallback_;
-  }
 }
 
 void TcpServer::setMessageCallback(MessageCallback cb) {
+  checkNotStarted("setMessageCallback");
   messageCallback_ = std::move(cb);
-  if (ConnectionFactory* f = startedFactory("setMessageCallback")) {
-    f->messageCallback = messageCallback_;
-  }
 }
 
 void TcpServer::setWriteCompleteCallback(WriteCompleteCallback cb) {
+  checkNotStarted("setWriteCompleteCallback");
   writeCompleteCallback_ = std::move(cb);
-  if (ConnectionFactory* f = startedFactory("setWriteCompleteCallback")) {
-    f->writeCompleteCallback = writeCompleteCallback_;
-  }
-}
-
-void TcpServer::setIdleTimeout(Duration timeout, Duration tick) {
-  if (timeout < Duration::zero()) {
-    throw std::invalid_argument("TcpServer::setIdleTimeout: negative timeout");
-  }
-  // A bad tick fails here, with the reason, rather than in start().
-  if (timeout > Duration::zero()) (void)TimingWheel::tickFor(timeout, tick);
-  if (started_) {
-    LOG_WARN << "TcpServer " << name_ << ": setIdleTimeout() after start() is ignored";
-    return;
-  }
-  idleTimeout_ = timeout;
-  idleTick_ = tick;
 }
 
 void TcpServer::start() {
@@ -240,7 +255,7 @@ void TcpServer::start() {
   if (started_) return;
   threadPool_->start(threadInitCallback_);
   withIoThreads_ = threadPool_->getAllLoops().front() != loop_;
-  const bool perLoop = acceptMode_ == AcceptMode::kPerLoop && withIoThreads_;
+  const bool perLoop = options_.acceptMode == AcceptMode::kPerLoop && withIoThreads_;
   const TimingWheel::ExpireCallback onIdle =
       idleCallback_ ? idleCallback_ : TimingWheel::ExpireCallback(closeIdle);
   for (EventLoop* ioLoop : threadPool_->getAllLoops()) {
@@ -248,8 +263,9 @@ void TcpServer::start() {
     // Built here, used only on ioLoop from now on: the connections learn of
     // it through newConnection(), and the queue that carries a connection
     // (or the per-loop acceptor's start) to ioLoop orders the two.
-    if (idleTimeout_ > Duration::zero()) {
-      state->idleWheel = std::make_unique<TimingWheel>(ioLoop, idleTimeout_, idleTick_, onIdle);
+    if (options_.idleTimeout > Duration::zero()) {
+      state->idleWheel =
+          std::make_unique<TimingWheel>(ioLoop, options_.idleTimeout, options_.idleTick, onIdle);
     }
     loopStates_.push_back(std::move(state));
   }
@@ -258,17 +274,19 @@ void TcpServer::start() {
   factory_->connectionCallback = connectionCallback_;
   factory_->messageCallback = messageCallback_;
   factory_->writeCompleteCallback = writeCompleteCallback_;
-  factory_->layer = layer_;
-  factory_->maxQueuedOutput = maxQueuedOutput_;
+  factory_->layer = options_.layer;
+  factory_->maxQueuedOutput = options_.maxQueuedOutput;
   factory_->listenAddr = listenAddr_;
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->factory = factory_;
-  // TCP_NODELAY (setTcpNoDelay) goes on the listening socket(s), whose
+  // TCP_NODELAY (Options::tcpNoDelay) goes on the listening socket(s), whose
   // accepted sockets inherit it: no setsockopt per connection.
   if (perLoop) {
     startPerLoopAcceptors();
   } else {
-    if (tcpNoDelay_) acceptor_->setTcpNoDelay(true);
-    if (deferAcceptSeconds_ > 0) acceptor_->setDeferAccept(deferAcceptSeconds_);
+    if (options_.tcpNoDelay) acceptor_->setTcpNoDelay(true);
+    if (const int seconds = deferAcceptSeconds(options_.deferAccept); seconds > 0) {
+      acceptor_->setDeferAccept(seconds);
+    }
     // The acceptor is on this loop and destroyed first by ~TcpServer, so it
     // may use the server.
     acceptor_->setNewConnectionCallback(
@@ -280,7 +298,7 @@ void TcpServer::start() {
             handOver(state, std::move(fd), peer);
           }
         });
-    if (withIoThreads_ && ringHandOver_) startRingHandOver();
+    if (withIoThreads_ && options_.ringHandOver) startRingHandOver();
     acceptor_->listen();
   }
   started_ = true;
@@ -295,8 +313,10 @@ void TcpServer::startPerLoopAcceptors() {
   acceptor_.reset();
   for (const std::shared_ptr<LoopState>& state : loopStates_) {
     auto acceptor = std::make_unique<Acceptor>(state->loop, listenAddr_, /*reusePort=*/true);
-    if (tcpNoDelay_) acceptor->setTcpNoDelay(true);
-    if (deferAcceptSeconds_ > 0) acceptor->setDeferAccept(deferAcceptSeconds_);
+    if (options_.tcpNoDelay) acceptor->setTcpNoDelay(true);
+    if (const int seconds = deferAcceptSeconds(options_.deferAccept); seconds > 0) {
+      acceptor->setDeferAccept(seconds);
+    }
     // Nothing of the server itself: the acceptor runs on its loop until
     // ~TcpServer has it destroyed there. The state owns the acceptor.
     acceptor->setNewConnectionCallback(
@@ -393,7 +413,7 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
       f.name + "#" + std::to_string(f.nextConnId.fetch_add(1, std::memory_order_relaxed));
   TcpConnectionPtr conn = TcpConnection::create(ioLoop, std::move(connName), std::move(sockfd),
                                                 localAddr, peerAddr, f.listenAddr, f.layer.get());
-  if (f.maxQueuedOutput) conn->setMaxQueuedOutput(*f.maxQueuedOutput);
+  conn->setMaxQueuedOutput(f.maxQueuedOutput);
   if (state->idleWheel) conn->setIdleWheel(state->idleWheel.get());
   conn->setConnectionCallback(f.connectionCallback);
   conn->setMessageCallback(f.messageCallback);

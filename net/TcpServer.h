@@ -22,11 +22,14 @@
 //
 // Construct, start() and destroy it on its loop's thread. Binding happens in
 // the constructor, so "port in use" or "permission denied" surfaces there as
-// std::system_error; listen() failures surface from start(). Set the
-// callbacks and options before start(): I/O loops read them from then on.
-// Callbacks run on the connection's loop thread.
+// std::system_error; listen() failures surface from start(). Configuration
+// is the Options given to the constructor, checked there (a bad value throws
+// std::invalid_argument); there is no setter to call too late. Callbacks are
+// set before start() (one set after it throws std::logic_error: the I/O
+// loops make connections with what start() copied). Callbacks run on the
+// connection's loop thread.
 //
-// Idle timeout (setIdleTimeout, off by default): each I/O loop gets one
+// Idle timeout (Options::idleTimeout, off by default): each I/O loop gets one
 // TimingWheel, built in start() and destroyed on its own loop after the last
 // connection of that loop has left it. Every connection joins its loop's
 // wheel when established, is touched whenever bytes arrive and whenever
@@ -44,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "base/Duration.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
 #include "net/InetAddress.h"
@@ -59,10 +63,6 @@ class TcpConnection;
 
 class TcpServer {
  public:
-  using ThreadInitCallback = std::function<void(EventLoop*)>;
-  // kReusePort: SO_REUSEPORT on the listening socket from the start, so that
-  // other processes (of the same user) may listen on the port too.
-  enum class Option { kNoReusePort, kReusePort };
   // How a server with I/O threads spreads connections over its loops (no
   // difference without threads: the server's loop does everything).
   enum class AcceptMode {
@@ -78,10 +78,61 @@ class TcpServer {
     // (and the kernel has IORING_OP_MSG_RING), the socket goes as a message
     // from the one's ring to the other's, with the accepting loop's next
     // submission (no lock, no eventfd write, no system call of its own);
-    // otherwise, or with setRingHandOver(false), through the I/O loop's
+    // otherwise, or with Options::ringHandOver false, through the I/O loop's
     // queue (a lock, and an eventfd write when that loop sleeps).
     kHandOver,
   };
+  // TcpConnection::kDefaultMaxQueuedOutput (without including it).
+  static constexpr size_t kDefaultMaxQueuedOutput = 64 * 1024 * 1024;
+
+  // Everything a server is configured with, given to the constructor and
+  // checked there (std::invalid_argument names the field). Designated
+  // initializers name what differs from the defaults:
+  //   TcpServer server(loop, addr, "echo", {.threads = 4, .tcpNoDelay = true});
+  struct Options {
+    // I/O loop threads; 0: everything on the server's own loop. Not negative.
+    int threads = 0;
+    // How connections reach the I/O loops (no difference without threads).
+    AcceptMode acceptMode = AcceptMode::kPerLoop;
+    // kHandOver: false makes every hand-over go through the I/O loop's
+    // queue, even between io_uring loops that could pass the socket ring to
+    // ring (for comparing the two).
+    bool ringHandOver = true;
+    // SO_REUSEPORT on the constructor's listening socket from the start, so
+    // that other processes (of the same user) may listen on the port too.
+    bool reusePort = false;
+    // TCP_DEFER_ACCEPT on the listening socket(s), for protocols where the
+    // client speaks first (HTTP): the kernel completes the handshake but
+    // hands the connection over only once data has arrived (or, after about
+    // this long, rounded up to whole seconds, without it), so a connection
+    // that would only sit idle costs the server nothing until then. Zero:
+    // off. Not negative.
+    Duration deferAccept = Duration::zero();
+    // TCP_NODELAY on every accepted connection (set on the listening
+    // socket, which its accepted sockets inherit: no system call each).
+    bool tcpNoDelay = false;
+    // A layer between every connection and its backend (TLS:
+    // tls::newLayer(context), net/tls/TlsLayer.h). Callbacks see plaintext;
+    // the connection (up) callback runs once the handshake is done. Null:
+    // plain TCP.
+    std::shared_ptr<const ConnectionLayer> layer{};
+    // Back-pressure, each connection's output limit
+    // (TcpConnection::setMaxQueuedOutput): reading from a peer pauses while
+    // more than this waits to be written to it, and resumes, handing the
+    // input buffered meanwhile to the message callback first, once half has
+    // drained; 0 turns it off. On io_uring it also bounds what one receive
+    // takes (the room left under it).
+    size_t maxQueuedOutput = kDefaultMaxQueuedOutput;
+    // Close a connection once nothing has moved on it (no byte received, no
+    // queued byte written) for idleTimeout; it is closed between idleTimeout
+    // and idleTimeout + idleTick after the last progress. Zero: off (then
+    // the read path pays one predictable branch). Not negative; with it on,
+    // idleTick must be positive and at most TimingWheel::kMaxBuckets - 1
+    // times shorter than idleTimeout.
+    Duration idleTimeout = Duration::zero();
+    Duration idleTick = std::chrono::seconds(1);
+  };
+
   // One I/O loop's share of the work (loopStats()).
   struct LoopStats {
     size_t connections = 0;      // live now
@@ -89,8 +140,10 @@ class TcpServer {
     uint64_t ringHandOvers = 0;  // of those, handed over ring to ring (kHandOver)
   };
 
-  TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
-            Option option = Option::kNoReusePort);
+  // Binds (std::system_error, with the call's name, when it cannot);
+  // throws std::invalid_argument for a bad option.
+  TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name);
+  TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name, Options options);
   ~TcpServer();
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
@@ -100,57 +153,25 @@ class TcpServer {
   // The bound address (the real port when port 0 was asked for).
   [[nodiscard]] InetAddress listenAddress() const;
 
-  // Before start(): number of I/O loop threads (0: all on this loop).
-  void setThreadNum(int numThreads);
-  void setThreadInitCallback(ThreadInitCallback cb) { threadInitCallback_ = std::move(cb); }
-  // Before start(). Default kPerLoop.
-  void setAcceptMode(AcceptMode mode) { acceptMode_ = mode; }
-  // Before start(), kHandOver: false makes every hand-over go through the
-  // I/O loop's queue, even between io_uring loops that could pass the
-  // socket ring to ring (for comparing the two; default true).
-  void setRingHandOver(bool on) { ringHandOver_ = on; }
-  // Before start(): TCP_DEFER_ACCEPT on the listening socket(s), for
-  // protocols where the client speaks first (HTTP): the kernel completes the
-  // handshake but hands the connection over only once data has arrived
-  // (or, after about `seconds`, without it), so a connection that would
-  // only sit idle costs the server nothing until then. 0: off (default).
-  void setDeferAccept(int seconds) { deferAcceptSeconds_ = seconds; }
-  // TCP_NODELAY on every accepted connection.
-  void setTcpNoDelay(bool on) { tcpNoDelay_ = on; }
-  // Before start(): a layer between every connection and its backend (TLS:
-  // std::make_shared<TlsLayer>(context), net/tls/). Callbacks see plaintext;
-  // the connection (up) callback runs once the handshake is done.
-  void setConnectionLayer(std::shared_ptr<const ConnectionLayer> layer) {
-    layer_ = std::move(layer);
-  }
-  // Back-pressure for every connection (TcpConnection::setMaxQueuedOutput):
-  // reading from a peer pauses while more than `bytes` of output wait for
-  // it, and resumes once half has drained; 0 turns it off. Default:
-  // TcpConnection::kDefaultMaxQueuedOutput (64 MiB).
-  void setMaxQueuedOutput(size_t bytes) { maxQueuedOutput_ = bytes; }
-  // Before start(): close a connection once nothing has moved on it (no
-  // byte received, no queued byte written) for `timeout`; it is closed
-  // between `timeout` and `timeout + tick` after the last progress. Zero turns it off (the
-  // default); when off, the read path pays one predictable branch. Throws std::invalid_argument for
-  // a negative timeout, or (timeout on) a tick that is not positive or more than
-  // TimingWheel::kMaxBuckets - 1 times shorter than the timeout.
-  void setIdleTimeout(Duration timeout, Duration tick = std::chrono::seconds(1));
-  // Before start(): called on the connection's loop for an idle connection,
+  [[nodiscard]] const Options& options() const { return options_; }
+
+  // The callbacks: before start(); a call after start() throws
+  // std::logic_error (the connections are made with what start() copied).
+  //
+  // On each I/O loop's thread before its loop runs (without threads: on
+  // this loop, from start()).
+  void setThreadInitCallback(ThreadInitCallback cb);
+  // Called on the connection's loop for an idle connection (idleTimeout),
   // instead of conn->forceClose() (say, to log, or to send a goodbye and
   // shutdown()). A connection it leaves open comes round again one timeout
   // later.
-  void setIdleCallback(TimingWheel::ExpireCallback cb) { idleCallback_ = std::move(cb); }
-
-  // Starts the I/O threads and listens. Idempotent. Loop thread only.
-  void start();
-
-  // Before start(). Without I/O threads also later, on the loop's thread,
-  // for the connections made from then on; with I/O threads (either accept
-  // mode) a later call is ignored, with a warning: the I/O loops make their
-  // connections with what start() copied.
+  void setIdleCallback(TimingWheel::ExpireCallback cb);
   void setConnectionCallback(ConnectionCallback cb);
   void setMessageCallback(MessageCallback cb);
   void setWriteCompleteCallback(WriteCompleteCallback cb);
+
+  // Starts the I/O threads and listens. Idempotent. Loop thread only.
+  void start();
 
   // Live connections. Any thread; with I/O threads, a sum of per-loop counts
   // that each loop updates on its own.
@@ -168,9 +189,9 @@ class TcpServer {
   // hand-overs and the connections.
   struct ConnectionFactory;
 
-  // For a callback set after start(): the factory that the accepting loop
-  // uses, or null (not started; or per-loop acceptors, with a warning).
-  ConnectionFactory* startedFactory(const char* what);
+  // Throws std::logic_error when `what` (a callback setter) comes after
+  // start().
+  void checkNotStarted(const char* what) const;
   void startPerLoopAcceptors();
   // Destroys every per-loop acceptor on its own loop and waits (bounded)
   // until all are gone.
@@ -195,21 +216,15 @@ class TcpServer {
 
   EventLoop* loop_;
   const std::string name_;
+  // Before the acceptor and the pool, which are made from it.
+  const Options options_;
   std::unique_ptr<Acceptor> acceptor_;  // kHandOver, or no I/O threads
   std::unique_ptr<EventLoopThreadPool> threadPool_;
   ConnectionCallback connectionCallback_;
   MessageCallback messageCallback_;
   WriteCompleteCallback writeCompleteCallback_;
   ThreadInitCallback threadInitCallback_;
-  bool tcpNoDelay_ = false;
-  std::shared_ptr<const ConnectionLayer> layer_;  // null: plain TCP
-  std::optional<size_t> maxQueuedOutput_;         // unset: the connection's default
-  AcceptMode acceptMode_ = AcceptMode::kPerLoop;
-  bool ringHandOver_ = true;
-  int deferAcceptSeconds_ = 0;
   InetAddress listenAddr_;  // as bound (the real port)
-  Duration idleTimeout_{};
-  Duration idleTick_{};
   TimingWheel::ExpireCallback idleCallback_;
   bool started_ = false;
   bool withIoThreads_ = false;                  // from start(): connections made on I/O loops

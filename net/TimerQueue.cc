@@ -7,6 +7,7 @@
 #include <exception>
 #include <system_error>
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/EventLoopBase.h"
 
@@ -96,13 +97,7 @@ void TimerQueue::handleRead() {
     // stable) or cancel this one (deferred above), so `it` stays valid.
     // A throwing callback must not take the rest of the batch (and the
     // re-arming below) with it.
-    try {
-      it->second.callback();
-    } catch (const std::exception& e) {
-      LOG_ERROR << "exception escaped a timer callback: " << e.what();
-    } catch (...) {
-      LOG_ERROR << "unknown exception escaped a timer callback";
-    }
+    (void)callGuarded("timer callback", it->second.callback);
     runningSequence_ = 0;
     Timer& timer = it->second;
     if (timer.interval > Duration::zero() && !runningCancelled_) {

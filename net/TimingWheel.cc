@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/EventLoop.h"
 
@@ -133,13 +134,7 @@ void TimingWheel::advance() {
     }
     moveToNewest(e);
     // One throwing callback must not leave the rest of the bucket open.
-    try {
-      expire_(conn);
-    } catch (const std::exception& ex) {
-      LOG_ERROR << "exception escaped a TimingWheel expire callback: " << ex.what();
-    } catch (...) {
-      LOG_ERROR << "unknown exception escaped a TimingWheel expire callback";
-    }
+    (void)callGuarded("TimingWheel expire callback", [&] { expire_(conn); });
   }
 }
 

@@ -70,15 +70,14 @@ int serve(const pingpong::Args& args, const ServerProgram& program, const InetAd
           int threads) {
   try {
     EventLoop loop(args.backend);
-    TcpServer server(&loop, address, program.name);
-    server.setThreadNum(threads);
-    server.setTcpNoDelay(true);
+    TcpServer::Options options{.threads = threads, .tcpNoDelay = true};
     if (!args.tlsCert.empty()) {
-      TlsContext::ServerOptions tls;
-      tls.certChainFile = args.tlsCert;
-      tls.keyFile = args.tlsKey;
-      server.setConnectionLayer(std::make_shared<TlsLayer>(TlsContext::newServer(tls)));
+      tls::Context::ServerOptions serverTls;
+      serverTls.certChainFile = args.tlsCert;
+      serverTls.keyFile = args.tlsKey;
+      options.layer = tls::newLayer(tls::Context::newServer(serverTls));
     }
+    TcpServer server(&loop, address, program.name, options);
     program.serve(server);
     server.start();
     QuitOnSignal quitOnSignal(&loop);
@@ -88,7 +87,7 @@ int serve(const pingpong::Args& args, const ServerProgram& program, const InetAd
   } catch (const std::system_error& e) {
     std::cerr << program.name << ": " << e.what() << "\n";
     return 1;
-  } catch (const TlsError& e) {
+  } catch (const tls::Error& e) {
     std::cerr << program.name << ": " << e.what() << "\n";
     return 1;
   }

@@ -108,7 +108,7 @@ class Client {
   Client(EventLoop* loop, const InetAddress& server, int threads, size_t blocksize, int sessions,
          double seconds, bool coro, std::shared_ptr<const ConnectionLayer> tls)
       : loop_(loop),
-        pool_(loop, "pingpong-client"),
+        pool_(loop, "pingpong-client", threads),
         message_(blocksize, '\0'),
         sessionCount_(sessions),
         seconds_(seconds),
@@ -116,7 +116,6 @@ class Client {
         coro_(coro),
         tls_(std::move(tls)) {
     for (size_t i = 0; i < blocksize; ++i) message_[i] = static_cast<char>(i % 128);
-    pool_.setThreadNum(threads);
     pool_.start();
   }
 
@@ -263,11 +262,10 @@ class Client {
 Session::Session(EventLoop* loop, const InetAddress& server, Client* owner, int id, bool coro,
                  const std::shared_ptr<const ConnectionLayer>& tls)
     : loop_(loop),
-      client_(loop, server, "session" + std::to_string(id)),
+      client_(loop, server, "session" + std::to_string(id),
+              TcpClient::Options{.tcpNoDelay = true, .layer = tls}),
       coro_(coro),
       owner_(owner) {
-  client_.setTcpNoDelay(true);
-  client_.setConnectionLayer(tls);
   if (coro_) return;  // coro::connect() sets the callbacks
   client_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   client_.setMessageCallback(
@@ -398,10 +396,10 @@ std::optional<RunSpec> parseRunSpec(const std::vector<std::string>& positional) 
 // Null without --tls-ca.
 std::shared_ptr<const ConnectionLayer> clientTls(const pingpong::Args& args) {
   if (args.tlsCa.empty()) return nullptr;
-  TlsContext::ClientOptions options;
+  tls::Context::ClientOptions options;
   options.caFile = args.tlsCa;
   // The server's certificate is checked against the address given.
-  return std::make_shared<TlsLayer>(TlsContext::newClient(options), args.positional[0]);
+  return tls::newLayer(tls::Context::newClient(options), args.positional[0]);
 }
 
 // Returns the exit status. Throws what setting up throws.
@@ -462,7 +460,7 @@ int main(int argc, char* argv[]) {
   } catch (const std::system_error& e) {
     std::cerr << "pingpong_client: " << e.what() << "\n";
     return 1;
-  } catch (const TlsError& e) {
+  } catch (const tls::Error& e) {
     std::cerr << "pingpong_client: " << e.what() << "\n";
     return 1;
   }

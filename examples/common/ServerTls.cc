@@ -17,15 +17,15 @@ std::string ServerTls::check() const {
 
 std::shared_ptr<const ConnectionLayer> ServerTls::layer(std::vector<std::string> alpn) const {
   if (!enabled()) return nullptr;
-  TlsContext::ServerOptions options;
+  tls::Context::ServerOptions options;
   options.certChainFile = certFile_;
   options.keyFile = keyFile_;
   options.alpn = std::move(alpn);
-  return std::make_shared<TlsLayer>(TlsContext::newServer(options));
+  return tls::newLayer(tls::Context::newServer(options));
 }
 
 std::string ServerTls::kernelTlsNote() {
-  return TlsContext::kernelTlsAvailable()
+  return tls::Context::kernelTlsAvailable()
              ? "kTLS: the kernel offers it; files are still read and encrypted in user space"
              : "kTLS: not in this kernel (no tls ULP); files are read and encrypted in user space";
 }

@@ -25,8 +25,8 @@ class ServerTls {
   [[nodiscard]] bool enabled() const { return !certFile_.empty() || !keyFile_.empty(); }
   // "" if the options make sense together, else why not.
   [[nodiscard]] std::string check() const;
-  // The layer for TcpServer::setConnectionLayer (null when TLS is off);
-  // throws TlsError with OpenSSL's reason when the files cannot be used.
+  // The layer for TcpServer::Options::layer (null when TLS is off); throws
+  // tls::Error with OpenSSL's reason when the files cannot be used.
   [[nodiscard]] std::shared_ptr<const ConnectionLayer> layer(
       std::vector<std::string> alpn = {}) const;
   // One line for the start-up banner: whether the kernel offers kTLS here.

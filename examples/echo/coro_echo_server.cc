@@ -79,8 +79,7 @@ int main(int argc, char* argv[]) {
   try {
     QuitOnSignal::blockStopSignals();
     EventLoop loop(backend);
-    TcpServer server(&loop, *InetAddress::parse(address, port), "coro-echo");
-    server.setThreadNum(threads);
+    TcpServer server(&loop, *InetAddress::parse(address, port), "coro-echo", {.threads = threads});
     const Duration idleTimeout = std::chrono::seconds(idleSeconds);
     coro::serve(server, [idleTimeout](coro::Stream stream) {
       return echo(std::move(stream), idleTimeout);

@@ -26,6 +26,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -162,16 +163,14 @@ int main(int argc, char* argv[]) {
 
   try {
     EventLoop loop(options.backend);
-    TcpServer server(&loop, *listenAddr, "echo");
-    server.setThreadNum(options.threads);
-    server.setMaxQueuedOutput(static_cast<size_t>(options.maxQueuedOutput));
-    server.setConnectionLayer(options.tls.layer());
+    TcpServer server(&loop, *listenAddr, "echo",
+                     {.threads = options.threads,
+                      .layer = options.tls.layer(),
+                      .maxQueuedOutput = static_cast<size_t>(options.maxQueuedOutput),
+                      .idleTimeout = std::chrono::seconds(options.idleTimeoutSeconds)});
     server.setConnectionCallback(onConnection);
     server.setMessageCallback(onMessage);
-    if (options.idleTimeoutSeconds > 0) {
-      server.setIdleTimeout(std::chrono::seconds(options.idleTimeoutSeconds));
-      server.setIdleCallback(onIdle);
-    }
+    server.setIdleCallback(onIdle);
     server.start();
     QuitOnSignal quitOnSignal(&loop);
     std::cout << "echo_server listening on " << server.listenAddress().toIpPort() << std::endl;
@@ -180,7 +179,10 @@ int main(int argc, char* argv[]) {
   } catch (const std::system_error& e) {
     std::cerr << "echo_server: " << e.what() << "\n";
     return kExitSetupError;
-  } catch (const libnet::TlsError& e) {
+  } catch (const std::invalid_argument& e) {  // a bad option value
+    std::cerr << "echo_server: " << e.what() << "\n";
+    return kExitSetupError;
+  } catch (const libnet::tls::Error& e) {
     std::cerr << "echo_server: " << e.what() << "\n";
     return kExitSetupError;
   }

@@ -189,9 +189,8 @@ int main(int argc, char* argv[]) {
 
     QuitOnSignal::blockStopSignals();  // before any thread exists
     EventLoop loop(backend);
-    TcpServer server(&loop, *InetAddress::parse(address, port), "coro-http");
-    server.setThreadNum(threads);
-    if (idleTimeout > 0) server.setIdleTimeout(std::chrono::seconds(idleTimeout));
+    TcpServer server(&loop, *InetAddress::parse(address, port), "coro-http",
+                     {.threads = threads, .idleTimeout = std::chrono::seconds(idleTimeout)});
     coro::serve(server,
                 [&site](coro::Stream stream) { return serveConnection(std::move(stream), &site); });
     server.start();

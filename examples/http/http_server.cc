@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -157,6 +158,11 @@ HttpServer::Options serverOptions(const Settings& settings) {
   options.headerTimeout = std::chrono::seconds(settings.headerTimeout);
   options.limits.maxBodyBytes = static_cast<size_t>(settings.maxBody);
   options.maxBufferedBodyBytes = settings.maxBodyMemory;
+  options.threads = settings.threads;
+  options.acceptMode = settings.acceptMode;
+  options.ringHandOver = settings.ringHandOver;
+  options.deferAccept = std::chrono::seconds(settings.deferAccept);
+  options.layer = settings.tls.layer({"http/1.1"});
   return options;
 }
 
@@ -182,11 +188,6 @@ void serve(const Settings& settings) {
   EventLoop loop(settings.backend);
   const InetAddress listenAddr = *InetAddress::parse(settings.address, settings.port);
   HttpServer server(&loop, listenAddr, "http", serverOptions(settings));
-  server.setThreadNum(settings.threads);
-  server.tcpServer().setAcceptMode(settings.acceptMode);
-  server.tcpServer().setRingHandOver(settings.ringHandOver);
-  server.tcpServer().setDeferAccept(settings.deferAccept);
-  server.tcpServer().setConnectionLayer(settings.tls.layer({"http/1.1"}));
   server.setHandler([files = files.get()](const HttpRequest& request, HttpResponse* response) {
     handleRequest(files, request, response);
   });
@@ -223,7 +224,10 @@ int main(int argc, char* argv[]) {
   } catch (const std::system_error& e) {
     std::cerr << "http_server: " << e.what() << "\n";
     return kExitSetupError;
-  } catch (const libnet::TlsError& e) {
+  } catch (const std::invalid_argument& e) {  // a bad option value
+    std::cerr << "http_server: " << e.what() << "\n";
+    return kExitSetupError;
+  } catch (const libnet::tls::Error& e) {
     std::cerr << "http_server: " << e.what() << "\n";
     return kExitSetupError;
   }

@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cerrno>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -29,11 +30,12 @@ struct HttpServer::ConnectionState {
   BodyBudget::Reservation body;
   MonoTime requestStart{};     // of the request whose line or headers are incomplete
   TimerId headerTimer;         // valid while that request's deadline is armed
+  TimerId filesTimer;          // valid while reading is held for queued files
   bool headerStarted = false;  // requestStart is set (the headers are not done)
   bool closing = false;        // an answer with Connection: close is on its way
   bool continueSent = false;   // "100 Continue" already sent for this request
   bool linger = false;         // the client may still be sending: half-close, read on
-  bool paused = false;         // reading stopped until queued output drains
+  bool heldForFiles = false;   // this server stopped reading (see holdForFiles)
   int handles = 0;             // StateHandles that own it (loop thread only)
 };
 
@@ -110,33 +112,75 @@ bool appendFileContents(int fd, size_t size, Buffer* out) {
 
 }  // namespace
 
-HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
-                       Options options)
-    : options_(options),
-      bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
-      server_(loop, listenAddr, std::move(name)) {
-  if (options_.headerTimeout <= Duration::zero()) {
+namespace {
+
+// The constructor's checks of what is HTTP's own (TcpServer checks the rest).
+const HttpServer::Options& checked(const HttpServer::Options& options) {
+  if (options.headerTimeout <= Duration::zero()) {
     // There is no "off": a server without it is held by every client that
     // starts a request and never finishes its headers.
-    throw std::invalid_argument("HttpServer: headerTimeout must be positive");
+    throw std::invalid_argument("HttpServer: Options::headerTimeout must be positive");
   }
-  if (!bodyBudget_->unlimited() && bodyBudget_->limit() < options_.limits.maxBodyBytes) {
-    LOG_WARN << "HttpServer " << server_.name() << ": maxBufferedBodyBytes ("
-             << bodyBudget_->limit() << ") is below maxBodyBytes (" << options_.limits.maxBodyBytes
-             << "): the largest bodies will always get 503";
+  if (options.idleTimeout < Duration::zero()) {
+    throw std::invalid_argument("HttpServer: Options::idleTimeout is negative");
   }
-  server_.setTcpNoDelay(true);  // a response is one write; never let Nagle hold its tail
-  if (options_.idleTimeout > Duration::zero()) {
+  if (options.maxBufferedBodyBytes != 0 &&
+      options.maxBufferedBodyBytes < options.limits.maxBodyBytes) {
+    // The largest bodies the limits allow could never be accepted.
+    throw std::invalid_argument("HttpServer: Options::maxBufferedBodyBytes (" +
+                                std::to_string(options.maxBufferedBodyBytes) +
+                                ") is below limits.maxBodyBytes (" +
+                                std::to_string(options.limits.maxBodyBytes) + ")");
+  }
+  return options;
+}
+
+TcpServer::Options tcpOptions(const HttpServer::Options& options) {
+  TcpServer::Options tcp{
+      .threads = options.threads,
+      .acceptMode = options.acceptMode,
+      .ringHandOver = options.ringHandOver,
+      .reusePort = options.reusePort,
+      .deferAccept = options.deferAccept,
+      .tcpNoDelay = true,  // a response is one write; never let Nagle hold its tail
+      .layer = options.layer,
+      .maxQueuedOutput = options.maxQueuedOutput,
+      .idleTimeout = options.idleTimeout,
+  };
+  if (options.idleTimeout > Duration::zero()) {
     // Ticks of a second (a quarter of the timeout if that is shorter) keep
     // the kick within a few percent of the timeout at a tick cost of nothing.
-    const Duration tick = std::min<Duration>(
+    tcp.idleTick = std::min<Duration>(
         std::chrono::seconds(1),
-        std::max<Duration>(options_.idleTimeout / 4, std::chrono::milliseconds(1)));
-    server_.setIdleTimeout(options_.idleTimeout, tick);
+        std::max<Duration>(options.idleTimeout / 4, std::chrono::milliseconds(1)));
   }
+  return tcp;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name)
+    : HttpServer(loop, listenAddr, std::move(name), Options{}) {}
+
+HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
+                       Options options)
+    : options_(checked(options)),
+      bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
+      server_(loop, listenAddr, std::move(name), tcpOptions(options_)) {
   server_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   server_.setMessageCallback(
       [this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp t) { onMessage(conn, buf, t); });
+}
+
+void HttpServer::setHandler(Handler handler) {
+  if (started_)
+    throw std::logic_error("HttpServer " + server_.name() + ": setHandler() after start()");
+  handler_ = std::move(handler);
+}
+
+void HttpServer::start() {
+  started_ = true;
+  server_.start();
 }
 
 void HttpServer::onConnection(const TcpConnectionPtr& conn) {
@@ -146,7 +190,10 @@ void HttpServer::onConnection(const TcpConnectionPtr& conn) {
     // May run after the server is gone (its connections are torn down on
     // their loops later): touch nothing of it. The state takes its budget
     // reservation with it.
-    if (ConnectionState* state = stateOf(conn)) endHeaderDeadline(conn, state);
+    if (ConnectionState* state = stateOf(conn)) {
+      endHeaderDeadline(conn, state);
+      if (state->filesTimer.valid()) conn->getLoop()->cancel(state->filesTimer);
+    }
     conn->setContext(std::any());
   }
 }
@@ -174,13 +221,10 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
   Buffer& out = batch.buffer();
   HttpParser& parser = state->parser;
   while (!state->closing) {
-    if (buf->readableBytes() > 0 && !parser.midRequest() &&
-        conn->queuedOutputBytes() + out.readableBytes() > options_.maxQueuedOutput) {
-      // Answer no more until the client has read what it has been sent;
-      // the unparsed requests stay in the connection's input buffer.
-      state->paused = true;
-      conn->stopRead();
-      conn->setWriteCompleteCallback(resume);
+    if (buf->readableBytes() > 0 && !parser.midRequest() && !mayAnswerMore(conn, state, &out)) {
+      // Answer no more until the client has read what it has been sent:
+      // the unparsed requests stay in the connection's input buffer, and
+      // the connection hands them back here when it resumes reading.
       break;
     }
     const HttpParser::Result result = parser.parse(buf);
@@ -311,11 +355,53 @@ void HttpServer::finishClosing(const TcpConnectionPtr& conn, ConnectionState* st
   }
 }
 
-void HttpServer::resume(const TcpConnectionPtr& conn) {
+bool HttpServer::mayAnswerMore(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* out) {
+  // The connection's own output limit is the one back-pressure: the batch
+  // goes out early when it would take the connection past it, so that the
+  // connection sees it and pauses reading.
+  const size_t limit = conn->maxQueuedOutput();
+  if (limit == 0 || conn->queuedOutputBytes() + out->readableBytes() <= limit) {
+    return conn->isReading();
+  }
+  if (out->readableBytes() > 0) conn->send(out);
+  if (!conn->isReading()) return false;  // paused: it hands the requests back on resuming
+  if (conn->queuedOutputBytes() <= limit) return true;  // the batch went out at once
+  // Over the limit, yet the connection reads on: what is queued is mostly
+  // file ranges (sendFile), which a plain connection's limit does not count,
+  // as they take no memory; but each holds an open fd, and a client that
+  // pipelines file requests without reading would make the server hold one
+  // per request.
+  holdForFiles(conn, state);
+  return false;
+}
+
+void HttpServer::holdForFiles(const TcpConnectionPtr& conn, ConnectionState* state) {
+  // No callback of the connection's is taken for this (the write-complete
+  // callback is the application's): the loop looks again every
+  // kFilesPollInterval until the queue has drained to half the limit, as
+  // the connection's own pause would, then reading resumes and the
+  // connection hands the buffered requests back.
+  if (!state->heldForFiles) {
+    state->heldForFiles = true;
+    conn->stopRead();
+  }
+  state->filesTimer = conn->getLoop()->runAfter(
+      kFilesPollInterval,
+      [weakConn = std::weak_ptr<TcpConnection>(conn)] { checkHeldFiles(weakConn); });
+}
+
+void HttpServer::checkHeldFiles(const std::weak_ptr<TcpConnection>& weakConn) {
+  const TcpConnectionPtr conn = weakConn.lock();
+  if (!conn || !conn->connected()) return;
   ConnectionState* state = stateOf(conn);
-  if (state == nullptr || !state->paused) return;
-  state->paused = false;
-  conn->setWriteCompleteCallback(nullptr);
+  if (state == nullptr) return;
+  state->filesTimer = TimerId();  // fired
+  if (!state->heldForFiles) return;
+  if (conn->queuedOutputBytes() > conn->maxQueuedOutput() / 2) {
+    holdForFiles(conn, state);
+    return;
+  }
+  state->heldForFiles = false;
   conn->startRead();  // delivers the buffered requests first
 }
 

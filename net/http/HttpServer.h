@@ -7,8 +7,13 @@
 // body with TcpConnection::sendFile when the handler attached one.
 //
 // Protection, all on by default: answers to a pipelining client that does
-// not read them are capped (maxQueuedOutput; reading pauses until they
-// drain); the parser's limits (414 / 431 / 413 / 400 / 417 /
+// not read them are capped by the connection's output limit
+// (Options::maxQueuedOutput, which is TcpServer's: past it the connection
+// pauses reading, the server stops answering and leaves the pipelined
+// requests in the input buffer, and the connection hands them back once
+// half the output has drained; on a plain connection, queued file ranges,
+// which that limit does not count, are watched by the server itself); the
+// parser's limits (414 / 431 / 413 / 400 / 417 /
 // 501 / 505, then close); a request whose line and headers are not complete
 // within headerTimeout after its first byte is answered 408 and closed at
 // that deadline, whether the client has gone silent or keeps trickling bytes,
@@ -54,55 +59,81 @@
 
 namespace libnet {
 class Buffer;
+class ConnectionLayer;
 class EventLoop;
 }  // namespace libnet
 
 namespace libnet::http {
-
-struct HttpServerOptions {
-  HttpParser::Limits limits;
-  // Must be positive (the constructor throws std::invalid_argument): there
-  // is no "off".
-  Duration headerTimeout = std::chrono::seconds(10);
-  Duration idleTimeout = std::chrono::seconds(60);  // zero: never kick idle connections
-  // File bodies up to this size are read into the response and sent with
-  // its headers in one write; larger ones go out with sendfile(2).
-  size_t inlineFileMax = 64 * 1024;
-  // A client that pipelines requests without reading the answers is not
-  // answered further (nor read from) while more than this waits to be
-  // written to it; TCP flow control then holds the client back.
-  size_t maxQueuedOutput = 1024 * 1024;
-  // Request bodies still arriving, summed over every connection and loop
-  // thread, may take at most this much; a request whose body would not fit
-  // is answered 503 (before "100 Continue" when the client asked for one).
-  // A body is counted from the end of its headers at its full Content-Length,
-  // a chunked one chunk by chunk as chunk sizes arrive, until its request has
-  // been answered or its connection closes. A chunked body may overshoot by
-  // the bytes of the read that pushed it over (at most a socket read, about
-  // 64 KiB) before its 503; a body that arrives whole with its headers is
-  // answered at once and never counted. Keep it at least limits.maxBodyBytes,
-  // or the largest bodies are always refused. 0: no bound.
-  size_t maxBufferedBodyBytes = 64 * 1024 * 1024;
-};
 
 class HttpServer {
  public:
   // May throw: an escaping exception becomes a 500 and a close.
   using Handler = std::function<void(const HttpRequest&, HttpResponse*)>;
 
-  using Options = HttpServerOptions;
+  // Everything the server is configured with, given to the constructor and
+  // checked there (std::invalid_argument). The first fields are forwarded to
+  // the TcpServer underneath (TcpServer::Options), with HTTP's defaults; it
+  // always has TCP_NODELAY (a response is one write: Nagle must never hold
+  // its tail), and its idle tick is derived from idleTimeout.
+  //   HttpServer server(loop, addr, "web", {.threads = 4, .idleTimeout = 30s});
+  struct Options {
+    // I/O loop threads; 0: everything on the server's loop.
+    int threads = 0;
+    TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
+    bool ringHandOver = true;  // TcpServer::Options::ringHandOver
+    bool reusePort = false;    // TcpServer::Options::reusePort
+    // TCP_DEFER_ACCEPT (TcpServer::Options::deferAccept): HTTP clients speak
+    // first. Zero: off.
+    Duration deferAccept = Duration::zero();
+    // TLS: tls::newLayer(context) (net/tls/TlsLayer.h). Null: plain HTTP.
+    std::shared_ptr<const ConnectionLayer> layer{};
+    // Keep-alive connections idle this long are closed by the TcpServer's
+    // timing wheel; zero: never.
+    Duration idleTimeout = std::chrono::seconds(60);
+    // Each connection's output limit (TcpServer::Options::maxQueuedOutput):
+    // a client that pipelines requests without reading the answers is not
+    // answered further (nor read from) while more than this waits to be
+    // written to it; TCP flow control then holds the client back. 0: no
+    // limit. Being the connection's limit, it also bounds what one io_uring
+    // receive takes (the room left under it): keep it well above a request.
+    size_t maxQueuedOutput = 1024 * 1024;
 
-  // Binds (throws std::system_error like TcpServer).
-  HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
-             Options options = {});
+    HttpParser::Limits limits{};
+    // Must be positive: there is no "off".
+    Duration headerTimeout = std::chrono::seconds(10);
+    // File bodies up to this size are read into the response and sent with
+    // its headers in one write; larger ones go out with sendfile(2).
+    size_t inlineFileMax = 64 * 1024;
+    // Request bodies still arriving, summed over every connection and loop
+    // thread, may take at most this much; a request whose body would not
+    // fit is answered 503 (before "100 Continue" when the client asked for
+    // one). A body is counted from the end of its headers at its full
+    // Content-Length, a chunked one chunk by chunk as chunk sizes arrive,
+    // until its request has been answered or its connection closes. A
+    // chunked body may overshoot by the bytes of the read that pushed it
+    // over (at most a socket read, about 64 KiB) before its 503; a body that
+    // arrives whole with its headers is answered at once and never counted.
+    // At least limits.maxBodyBytes (else the largest bodies the limits allow
+    // could never be accepted: std::invalid_argument). 0: no bound.
+    size_t maxBufferedBodyBytes = 64 * 1024 * 1024;
+  };
+
+  // Binds (throws std::system_error like TcpServer); throws
+  // std::invalid_argument for a bad option.
+  HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name);
+  HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name, Options options);
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  void setHandler(Handler handler) { handler_ = std::move(handler); }
-  void setThreadNum(int numThreads) { server_.setThreadNum(numThreads); }
-  void start() { server_.start(); }
+  // Before start() (std::logic_error after it).
+  void setHandler(Handler handler);
+  void start();
 
+  [[nodiscard]] const Options& options() const { return options_; }
   [[nodiscard]] InetAddress listenAddress() const { return server_.listenAddress(); }
+  // For its statistics, and for callbacks of the application's own (a
+  // write-complete callback, a thread-init callback) set before start(): the
+  // server sets the connection and message callbacks itself.
   [[nodiscard]] TcpServer& tcpServer() { return server_; }
   // Bytes of request bodies counted against maxBufferedBodyBytes right now,
   // over all loop threads. Any thread.
@@ -117,8 +148,16 @@ class HttpServer {
 
   void onConnection(const TcpConnectionPtr& conn);
   void onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp receiveTime);
-  // The output of a paused connection has drained: read and answer again.
-  static void resume(const TcpConnectionPtr& conn);
+  // Before the next pipelined request: hands the answers batched so far to
+  // the connection when they would take it past its output limit, and says
+  // whether to go on (false: it has paused reading; the rest waits in `buf`).
+  static bool mayAnswerMore(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* out);
+  // Over the limit with file ranges that the connection does not count:
+  // stops reading until they have drained (polled by a loop timer that
+  // holds a weak_ptr to the connection).
+  static void holdForFiles(const TcpConnectionPtr& conn, ConnectionState* state);
+  static void checkHeldFiles(const std::weak_ptr<TcpConnection>& weakConn);
+  static constexpr Duration kFilesPollInterval = std::chrono::milliseconds(5);
   // A read left a request incomplete (`buf` holds what is left of it): the
   // header deadline, the body's budget, "100 Continue". May queue an error.
   void onIncomplete(const TcpConnectionPtr& conn, ConnectionState* state, const Buffer* buf,
@@ -137,8 +176,9 @@ class HttpServer {
   bool respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out);
   static void appendError(int status, Buffer* out);
 
-  Options options_;
+  const Options options_;
   Handler handler_;
+  bool started_ = false;
   // Shared with every connection's reservation, which may outlive the server.
   std::shared_ptr<BodyBudget> bodyBudget_;
   // Declared last, so destroyed first: its callbacks use this object's

@@ -12,7 +12,7 @@
 #include "net/LoopInternals.h"
 #include "net/Poller.h"
 
-namespace libnet {
+namespace libnet::tls {
 
 namespace {
 
@@ -23,7 +23,7 @@ constexpr size_t kRecordPlaintext = 16 * 1024;
 }  // namespace
 
 TlsConnectionIo::TlsConnectionIo(EventLoop* loop, const ConnectionIo::Parts& parts,
-                                 std::shared_ptr<const TlsContext> context,
+                                 std::shared_ptr<const Context> context,
                                  const std::string& peerName)
     : loop_(loop),
       owner_(parts.owner),
@@ -37,7 +37,7 @@ TlsConnectionIo::~TlsConnectionIo() = default;
 
 void TlsConnectionIo::start() {
   inner_->start();
-  if (handshakeTimeout_ > TlsContext::Duration::zero()) {
+  if (handshakeTimeout_ > Duration::zero()) {
     // The connection owns this object: alive while the connection is.
     handshakeTimer_ = loop_->runAfter(handshakeTimeout_,
                                       [this, alive = std::weak_ptr<void>(owner_->keepAlive())] {
@@ -45,7 +45,7 @@ void TlsConnectionIo::start() {
                                       });
   }
   if (!session_.isServer()) {
-    if (session_.startHandshake() == TlsSession::Status::kFailed) {
+    if (session_.startHandshake() == Session::Status::kFailed) {
       fail("handshake");
       return;
     }
@@ -80,7 +80,7 @@ int TlsConnectionIo::encrypt(std::string_view data) {
   // than a system call per 16 KiB).
   corking_ = data.size() > kRecordPlaintext;
   if (corking_) LoopInternals::bufferPool(*loop_).lend(&corked_);
-  const TlsSession::Status status = session_.send(data);
+  const Session::Status status = session_.send(data);
   if (corking_) {
     corking_ = false;
     if (writeError_ == 0 && corked_.readableBytes() > 0) {
@@ -89,7 +89,7 @@ int TlsConnectionIo::encrypt(std::string_view data) {
     corked_.retrieveAll();
     LoopInternals::bufferPool(*loop_).reclaim(&corked_);
   }
-  if (status == TlsSession::Status::kFailed) {
+  if (status == Session::Status::kFailed) {
     // Encryption does not fail on good input; if OpenSSL says otherwise, the
     // connection cannot go on.
     LOG_ERROR << "TLS send failed: " << session_.error();
@@ -158,7 +158,7 @@ void TlsConnectionIo::endOutput() {
 
 void TlsConnectionIo::onInput(Buffer* buffer, InputKind, Timestamp receiveTime) {
   const bool wasEstablished = session_.established();
-  TlsSession::Status status = TlsSession::Status::kOk;
+  Session::Status status = Session::Status::kOk;
   if (!closed_) {
     LoopInternals::bufferPool(*loop_).lend(&plain_);
     status = session_.receive(buffer->view(), &plain_);
@@ -172,13 +172,12 @@ void TlsConnectionIo::onInput(Buffer* buffer, InputKind, Timestamp receiveTime) 
   LoopInternals::bufferPool(*loop_).reclaim(&plain_);
 }
 
-void TlsConnectionIo::deliver(TlsSession::Status status, bool wasEstablished,
-                              Timestamp receiveTime) {
+void TlsConnectionIo::deliver(Session::Status status, bool wasEstablished, Timestamp receiveTime) {
   if (const int err = std::exchange(writeError_, 0)) {
     owner_->onIoError("send", err);
     return;
   }
-  if (status == TlsSession::Status::kFailed) {
+  if (status == Session::Status::kFailed) {
     fail(wasEstablished ? "read" : "handshake");
     return;
   }
@@ -189,7 +188,7 @@ void TlsConnectionIo::deliver(TlsSession::Status status, bool wasEstablished,
   // Even while the owner is not reading: it keeps the plaintext, in order,
   // for when it reads again.
   if (plain_.readableBytes() > 0) owner_->onInput(&plain_, InputKind::kTransient, receiveTime);
-  if (closed_ || status != TlsSession::Status::kPeerClosed || peerClosedReported_) return;
+  if (closed_ || status != Session::Status::kPeerClosed || peerClosedReported_) return;
   peerClosedReported_ = true;
   owner_->onPeerClosed();
 }
@@ -324,4 +323,4 @@ void TlsConnectionIo::dropFiles() {
   queuedBehind_ = 0;
 }
 
-}  // namespace libnet
+}  // namespace libnet::tls

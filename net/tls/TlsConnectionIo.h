@@ -1,12 +1,12 @@
 // TlsConnectionIo: a connection's I/O strategy under TLS. It stands between
 // the TcpConnection (its Owner, which sees plaintext only) and the loop's
 // backend strategy (epoll or io_uring, made here, which reports to this
-// object and moves ciphertext), with a TlsSession in between:
+// object and moves ciphertext), with a Session in between:
 //
 //   received ciphertext (scratch buffer / ring view), decrypted whole
-//     -> TlsSession::receive -> plaintext in this object's buffer
+//     -> Session::receive -> plaintext in this object's buffer
 //     -> Owner::onInput (kTransient: the connection keeps what it keeps)
-//   send(plaintext) -> TlsSession::send -> each record -> backend write
+//   send(plaintext) -> Session::send -> each record -> backend write
 //     (the backend strategy's queue holds the ciphertext; this object holds
 //     only plaintext that waits: for the handshake, or behind a file)
 //
@@ -43,19 +43,21 @@
 #include "net/tls/TlsSession.h"
 
 namespace libnet {
-
 class EventLoop;
+}  // namespace libnet
+
+namespace libnet::tls {
 
 class TlsConnectionIo final : public ConnectionIo,
                               private ConnectionIo::Owner,
-                              private TlsSession::Output {
+                              private Session::Output {
  public:
   // Ciphertext of a file allowed to wait in the backend's queue.
   static constexpr size_t kFileWindow = 256 * 1024;
 
-  // `parts` are the connection's; `peerName` as for TlsSession.
+  // `parts` are the connection's; `peerName` as for Session.
   TlsConnectionIo(EventLoop* loop, const ConnectionIo::Parts& parts,
-                  std::shared_ptr<const TlsContext> context, const std::string& peerName);
+                  std::shared_ptr<const Context> context, const std::string& peerName);
   ~TlsConnectionIo() override;
 
   // ConnectionIo: what the connection asks.
@@ -81,7 +83,7 @@ class TlsConnectionIo final : public ConnectionIo,
   }
   void endOutput() override;
 
-  [[nodiscard]] const TlsSession& session() const { return session_; }
+  [[nodiscard]] const Session& session() const { return session_; }
 
  private:
   // A file still to encrypt, and the plaintext written after it.
@@ -104,13 +106,13 @@ class TlsConnectionIo final : public ConnectionIo,
   [[nodiscard]] std::shared_ptr<void> keepAlive() override { return owner_->keepAlive(); }
   [[nodiscard]] UniqueFd onReleased() override { return owner_->onReleased(); }
 
-  // TlsSession::Output: a record to send.
+  // Session::Output: a record to send.
   void onCiphertext(std::string_view bytes) override;
 
   // Reports what decrypting a delivery came to (`status`; the plaintext is
   // in plain_): a failure, the handshake completed, plaintext, the peer's
   // close_notify.
-  void deliver(TlsSession::Status status, bool wasEstablished, Timestamp receiveTime);
+  void deliver(Session::Status status, bool wasEstablished, Timestamp receiveTime);
   // The handshake just completed: send what waited, announce.
   void onEstablished();
   // Encrypts and sends now, whatever is queued: 0, or the errno of a failed
@@ -140,7 +142,7 @@ class TlsConnectionIo final : public ConnectionIo,
   EventLoop* loop_;
   ConnectionIo::Owner* owner_;  // the connection
   Buffer plain_{0};             // decrypted, on its way up to the owner
-  TlsSession session_;
+  Session session_;
   ConnectionIo::Ptr inner_;  // the backend's strategy
   // Plaintext sent before the handshake completed, ahead of any file.
   Buffer pending_{0};
@@ -152,7 +154,7 @@ class TlsConnectionIo final : public ConnectionIo,
   std::list<PendingFile> files_;
   // Bytes of files_ not yet read, plus the plaintext waiting behind them.
   size_t queuedBehind_ = 0;
-  const TlsContext::Duration handshakeTimeout_;
+  const Duration handshakeTimeout_;
   TimerId handshakeTimer_;
   int writeError_ = 0;  // a backend write that failed inside the session
   bool closed_ = false;
@@ -160,4 +162,4 @@ class TlsConnectionIo final : public ConnectionIo,
   bool peerClosedReported_ = false;
 };
 
-}  // namespace libnet
+}  // namespace libnet::tls

@@ -1,15 +1,16 @@
-// TlsContext: the settings every TLS connection of one side shares: for a
+// tls::Context: the settings every TLS connection of one side shares: for a
 // server, its certificate chain and key (and, optionally, the CA that client
 // certificates must chain to); for a client, the CAs it trusts (a file, or
 // the system's store) and whether it verifies the server at all (it does
 // unless told otherwise). Wraps one OpenSSL 3 SSL_CTX.
 //
 // Made once, before the server or client starts, by newServer() /
-// newClient(), which throw TlsError with OpenSSL's reason when a file cannot
-// be used. Immutable afterwards, so one context may be shared by any number
-// of connections on any number of loop threads (OpenSSL makes SSL objects
-// from one SSL_CTX concurrently). Held by std::shared_ptr: every connection
-// keeps its context alive.
+// newClient(), from their options: a bad value (a server without a
+// certificate, an ALPN name that is empty or over 255 bytes, a negative
+// handshake timeout) throws std::invalid_argument, a file OpenSSL cannot use
+// throws tls::Error with OpenSSL's reason. Immutable afterwards, so one context may be shared by
+// any number of connections on any number of loop threads (OpenSSL makes SSL objects from one
+// SSL_CTX concurrently). Held by std::shared_ptr: every connection keeps its context alive.
 //
 // What is always on: TLS 1.2 and 1.3 only (no SSL 3, TLS 1.0 or 1.1),
 // renegotiation refused, OpenSSL's default cipher lists. See docs/tls.md for
@@ -22,22 +23,24 @@
 #include <string>
 #include <vector>
 
+#include "base/Duration.h"
+
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
-namespace libnet {
+namespace libnet::tls {
 
 // A TLS context could not be made (an unreadable certificate, a key that does
-// not match it, a bad option); what() says which and OpenSSL's reason.
-class TlsError : public std::runtime_error {
+// not match it, a CA file OpenSSL cannot load); what() says which and
+// OpenSSL's reason.
+class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-enum class TlsVersion { kTls12, kTls13 };
+enum class Version { kTls12, kTls13 };
 
-class TlsContext {
+class Context {
  public:
-  using Duration = std::chrono::steady_clock::duration;
   static constexpr Duration kDefaultHandshakeTimeout = std::chrono::seconds(10);
 
   struct ServerOptions {
@@ -50,9 +53,10 @@ class TlsContext {
     // offering none of them still connects, without ALPN.
     std::vector<std::string> alpn{};
     bool sessionTickets = true;  // resumption by session ticket
-    TlsVersion minVersion = TlsVersion::kTls12;
+    Version minVersion = Version::kTls12;
     // A connection whose handshake has not completed this long after it was
     // accepted is closed; zero: no limit (the idle timeout still applies).
+    // Not negative.
     Duration handshakeTimeout = kDefaultHandshakeTimeout;
     // OpenSSL's 16 KiB+ read and write buffers go back to the heap whenever
     // they are empty, so an idle connection holds neither (docs/benchmarks.md,
@@ -72,17 +76,17 @@ class TlsContext {
     std::string certChainFile{};
     std::string keyFile{};
     std::vector<std::string> alpn{};  // protocols offered, in order
-    TlsVersion minVersion = TlsVersion::kTls12;
+    Version minVersion = Version::kTls12;
     Duration handshakeTimeout = kDefaultHandshakeTimeout;
     bool releaseIdleBuffers = true;  // as for a server
   };
 
-  [[nodiscard]] static std::shared_ptr<TlsContext> newServer(const ServerOptions& options);
-  [[nodiscard]] static std::shared_ptr<TlsContext> newClient(const ClientOptions& options);
+  [[nodiscard]] static std::shared_ptr<Context> newServer(const ServerOptions& options);
+  [[nodiscard]] static std::shared_ptr<Context> newClient(const ClientOptions& options);
 
-  ~TlsContext();
-  TlsContext(const TlsContext&) = delete;
-  TlsContext& operator=(const TlsContext&) = delete;
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
 
   [[nodiscard]] bool isServer() const { return server_; }
   [[nodiscard]] bool verifiesPeer() const { return verifyPeer_; }
@@ -100,8 +104,8 @@ class TlsContext {
   [[nodiscard]] static std::string takeErrors();
 
  private:
-  TlsContext(ssl_ctx_st* ctx, bool server, bool verifyPeer, Duration handshakeTimeout,
-             std::vector<unsigned char> alpnWire);
+  Context(ssl_ctx_st* ctx, bool server, bool verifyPeer, Duration handshakeTimeout,
+          std::vector<unsigned char> alpnWire);
   void enableServerAlpn();
 
   ssl_ctx_st* ctx_;
@@ -113,4 +117,4 @@ class TlsContext {
   const std::vector<unsigned char> alpnWire_;
 };
 
-}  // namespace libnet
+}  // namespace libnet::tls

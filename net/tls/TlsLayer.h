@@ -1,38 +1,34 @@
-// TlsLayer: TLS for a TcpServer or a TcpClient (ConnectionLayer): every
-// connection gets a TlsConnectionIo over its backend's strategy, with one
-// TlsContext. For a client, also the server's name to verify and send as SNI.
+// TLS for a TcpServer, a TcpClient or an HttpServer: the ConnectionLayer that
+// gives every connection a TlsConnectionIo over its backend's strategy, with
+// one tls::Context. For a client, also the server's name to verify and send
+// as SNI.
 //
-//   server.setConnectionLayer(std::make_shared<TlsLayer>(
-//       TlsContext::newServer({.certChainFile = "cert.pem", .keyFile = "key.pem"})));
-//   client.setConnectionLayer(std::make_shared<TlsLayer>(
-//       TlsContext::newClient({.caFile = "ca.pem"}), "example.com"));
+//   TcpServer server(loop, addr, "tls-echo", {.layer = tls::newLayer(
+//       tls::Context::newServer({.certChainFile = "cert.pem", .keyFile = "key.pem"}))});
+//   TcpClient client(loop, addr, "client", {.layer = tls::newLayer(
+//       tls::Context::newClient({.caFile = "ca.pem"}), "example.com")});
 //
-// Immutable; shared by every loop thread.
+// The layer is opaque here: this header brings in neither ConnectionLayer's
+// definition nor the I/O strategy interface behind it. Immutable; shared by
+// every loop thread.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "net/ConnectionLayer.h"
-#include "net/tls/TlsContext.h"
-
 namespace libnet {
-
-class TlsLayer final : public ConnectionLayer {
- public:
-  // `peerName`: a client's server name (DNS name or IP address), checked
-  // against the server's certificate; throws std::invalid_argument if a
-  // verifying client context has none. Ignored for a server context.
-  explicit TlsLayer(std::shared_ptr<const TlsContext> context, std::string peerName = {});
-
-  [[nodiscard]] ConnectionIo::Ptr newConnectionIo(EventLoop* loop,
-                                                  const ConnectionIo::Parts& parts) const override;
-
-  [[nodiscard]] const std::shared_ptr<const TlsContext>& context() const { return context_; }
-
- private:
-  const std::shared_ptr<const TlsContext> context_;
-  const std::string peerName_;
-};
-
+class ConnectionLayer;
 }  // namespace libnet
+
+namespace libnet::tls {
+
+class Context;
+
+// `peerName`: a client's server name (DNS name or IP address), checked
+// against the server's certificate; ignored for a server context. Throws
+// std::invalid_argument without a context, or for a verifying client
+// context without a peer name.
+[[nodiscard]] std::shared_ptr<const ConnectionLayer> newLayer(
+    std::shared_ptr<const Context> context, std::string peerName = {});
+
+}  // namespace libnet::tls

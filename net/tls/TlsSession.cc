@@ -12,21 +12,21 @@
 #include "net/Buffer.h"
 #include "net/tls/TlsContext.h"
 
-namespace libnet {
+namespace libnet::tls {
 
 // A BIO with no memory of its own: reads come from the session's input_
 // (the caller's ciphertext, in place) and writes go straight to its Output,
 // so no ciphertext is copied into an intermediate memory BIO.
-struct TlsSessionBio {
+struct SessionBio {
   static int write(BIO* bio, const char* data, size_t length, size_t* written) {
-    auto* session = static_cast<TlsSession*>(BIO_get_data(bio));
+    auto* session = static_cast<Session*>(BIO_get_data(bio));
     session->output_->onCiphertext(std::string_view(data, length));
     *written = length;
     return 1;
   }
 
   static int read(BIO* bio, char* data, size_t length, size_t* got) {
-    auto* session = static_cast<TlsSession*>(BIO_get_data(bio));
+    auto* session = static_cast<Session*>(BIO_get_data(bio));
     BIO_clear_retry_flags(bio);
     if (session->input_.empty()) {
       BIO_set_retry_read(bio);  // "want read": the caller brings more
@@ -45,7 +45,7 @@ struct TlsSessionBio {
       case BIO_CTRL_FLUSH:
         return 1;  // every write went straight out
       case BIO_CTRL_PENDING: {
-        auto* session = static_cast<TlsSession*>(BIO_get_data(bio));
+        auto* session = static_cast<Session*>(BIO_get_data(bio));
         return static_cast<long>(session->input_.size());
       }
       default:
@@ -99,11 +99,11 @@ bool isIpAddress(const std::string& name) {
 
 }  // namespace
 
-TlsSession::TlsSession(std::shared_ptr<const TlsContext> context, const std::string& peerName,
-                       Output* output)
+Session::Session(std::shared_ptr<const Context> context, const std::string& peerName,
+                 Output* output)
     : context_(std::move(context)), output_(output), server_(context_->isServer()) {
   if (server_) return;  // made when the client's first record is in
-  if (!makeSsl()) throw TlsError("TLS: " + error_);
+  if (!makeSsl()) throw Error("TLS: " + error_);
   if (peerName.empty()) return;
   const bool ip = isIpAddress(peerName);
   if (!ip) SSL_set_tlsext_host_name(ssl_, peerName.c_str());  // SNI takes names only
@@ -112,19 +112,19 @@ TlsSession::TlsSession(std::shared_ptr<const TlsContext> context, const std::str
                       : SSL_set1_host(ssl_, peerName.c_str());
     if (ok != 1) {
       SSL_free(ssl_);
-      throw TlsError("TLS: bad peer name '" + peerName + "'");
+      throw Error("TLS: bad peer name '" + peerName + "'");
     }
   }
 }
 
-bool TlsSession::makeSsl() {
+bool Session::makeSsl() {
   ssl_ = SSL_new(context_->native());
-  BIO* bio = TlsSessionBio::method() ? BIO_new(TlsSessionBio::method()) : nullptr;
+  BIO* bio = SessionBio::method() ? BIO_new(SessionBio::method()) : nullptr;
   if (ssl_ == nullptr || bio == nullptr) {
     BIO_free(bio);
     SSL_free(ssl_);
     ssl_ = nullptr;
-    error_ = "cannot make a session: " + TlsContext::takeErrors();
+    error_ = "cannot make a session: " + Context::takeErrors();
     return false;
   }
   BIO_set_data(bio, this);
@@ -137,9 +137,9 @@ bool TlsSession::makeSsl() {
   return true;
 }
 
-TlsSession::~TlsSession() { SSL_free(ssl_); }
+Session::~Session() { SSL_free(ssl_); }
 
-TlsSession::Status TlsSession::startHandshake() {
+Session::Status Session::startHandshake() {
   if (ssl_ == nullptr) return Status::kOk;  // a server: the client speaks first
   ERR_clear_error();
   const int r = SSL_do_handshake(ssl_);
@@ -149,7 +149,7 @@ TlsSession::Status TlsSession::startHandshake() {
   return fail(e);
 }
 
-TlsSession::Status TlsSession::receive(std::string_view ciphertext, Buffer* plaintext) {
+Session::Status Session::receive(std::string_view ciphertext, Buffer* plaintext) {
   if (ssl_ != nullptr) return decrypt(ciphertext, plaintext);
   // A server whose client's first record is not complete yet.
   if (!error_.empty()) return Status::kFailed;
@@ -165,7 +165,7 @@ TlsSession::Status TlsSession::receive(std::string_view ciphertext, Buffer* plai
   return status;
 }
 
-TlsSession::Status TlsSession::decrypt(std::string_view ciphertext, Buffer* plaintext) {
+Session::Status Session::decrypt(std::string_view ciphertext, Buffer* plaintext) {
   // One record's plaintext at most per SSL_read: room for it, every time.
   constexpr size_t kRecordPlaintext = 16 * 1024;
   ERR_clear_error();
@@ -194,7 +194,7 @@ TlsSession::Status TlsSession::decrypt(std::string_view ciphertext, Buffer* plai
   return status;
 }
 
-TlsSession::Status TlsSession::send(std::string_view plaintext) {
+Session::Status Session::send(std::string_view plaintext) {
   if (plaintext.empty()) return Status::kOk;
   if (ssl_ == nullptr) {
     error_ = "send before the handshake";
@@ -207,7 +207,7 @@ TlsSession::Status TlsSession::send(std::string_view plaintext) {
   return fail(SSL_get_error(ssl_, r));
 }
 
-void TlsSession::sendCloseNotify() {
+void Session::sendCloseNotify() {
   if (closeNotifySent_ || !established()) return;
   closeNotifySent_ = true;
   ERR_clear_error();
@@ -215,18 +215,18 @@ void TlsSession::sendCloseNotify() {
   ERR_clear_error();
 }
 
-bool TlsSession::established() const { return ssl_ != nullptr && SSL_is_init_finished(ssl_) == 1; }
+bool Session::established() const { return ssl_ != nullptr && SSL_is_init_finished(ssl_) == 1; }
 
-std::string_view TlsSession::version() const {
+std::string_view Session::version() const {
   return ssl_ != nullptr ? SSL_get_version(ssl_) : std::string_view();
 }
 
-std::string_view TlsSession::cipher() const {
+std::string_view Session::cipher() const {
   const char* name = ssl_ != nullptr ? SSL_get_cipher_name(ssl_) : nullptr;
   return name != nullptr ? std::string_view(name) : std::string_view();
 }
 
-std::string_view TlsSession::alpn() const {
+std::string_view Session::alpn() const {
   if (ssl_ == nullptr) return {};
   const unsigned char* data = nullptr;
   unsigned int length = 0;
@@ -234,19 +234,19 @@ std::string_view TlsSession::alpn() const {
   return data ? std::string_view(reinterpret_cast<const char*>(data), length) : std::string_view();
 }
 
-bool TlsSession::resumed() const { return ssl_ != nullptr && SSL_session_reused(ssl_) == 1; }
+bool Session::resumed() const { return ssl_ != nullptr && SSL_session_reused(ssl_) == 1; }
 
-size_t TlsSession::heldMemory() const {
+size_t Session::heldMemory() const {
   // An empty string's capacity is its inline storage, not the heap's.
   size_t bytes = firstRecord_.empty() ? 0 : firstRecord_.capacity();
   if (ssl_ != nullptr) bytes += established() ? kEstablishedSslMemory : kHandshakeSslMemory;
   return bytes;
 }
 
-TlsSession::Status TlsSession::fail(int sslError) {
+Session::Status Session::fail(int sslError) {
   if (error_.empty()) {
     const long verify = SSL_get_verify_result(ssl_);
-    std::string errors = TlsContext::takeErrors();
+    std::string errors = Context::takeErrors();
     if (verify != X509_V_OK && !server_) {
       error_ = std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
     } else if (!errors.empty()) {
@@ -261,4 +261,4 @@ TlsSession::Status TlsSession::fail(int sslError) {
   return Status::kFailed;
 }
 
-}  // namespace libnet
+}  // namespace libnet::tls

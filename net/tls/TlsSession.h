@@ -1,4 +1,4 @@
-// TlsSession: one TLS connection's protocol state (an OpenSSL SSL object),
+// tls::Session: one TLS connection's protocol state (an OpenSSL SSL object),
 // with no socket: ciphertext goes in through receive() and comes out through
 // the Output it is given; plaintext comes out of receive() into the caller's
 // Buffer and goes in through send(). TlsConnectionIo drives one per
@@ -28,11 +28,14 @@
 struct ssl_st;  // OpenSSL's SSL
 
 namespace libnet {
-
 class Buffer;
-class TlsContext;
+}  // namespace libnet
 
-class TlsSession {
+namespace libnet::tls {
+
+class Context;
+
+class Session {
  public:
   // Where ciphertext goes: called from inside receive(), send(),
   // startHandshake() and sendCloseNotify(), once per record or flight.
@@ -52,14 +55,13 @@ class TlsSession {
 
   // `peerName`: for a client, the server's DNS name or IP address, checked
   // against its certificate (when the context verifies) and sent as SNI (a
-  // name only); ignored by a server. Throws TlsError if OpenSSL cannot make
+  // name only); ignored by a server. Throws Error if OpenSSL cannot make
   // a client's session (out of memory); a server's that cannot be made
   // when the first record is in fails receive().
-  TlsSession(std::shared_ptr<const TlsContext> context, const std::string& peerName,
-             Output* output);
-  ~TlsSession();
-  TlsSession(const TlsSession&) = delete;
-  TlsSession& operator=(const TlsSession&) = delete;
+  Session(std::shared_ptr<const Context> context, const std::string& peerName, Output* output);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   // A client's first flight (ClientHello). A server waits for the client.
   [[nodiscard]] Status startHandshake();
@@ -94,7 +96,7 @@ class TlsSession {
   static constexpr size_t kEstablishedSslMemory = 16 * 1024;
 
  private:
-  friend struct TlsSessionBio;
+  friend struct SessionBio;
 
   // Makes ssl_ and its BIO; false (error_ says why) if OpenSSL cannot.
   bool makeSsl();
@@ -106,7 +108,7 @@ class TlsSession {
   // A failed call: keeps the reason in error_.
   Status fail(int sslError);
 
-  std::shared_ptr<const TlsContext> context_;
+  std::shared_ptr<const Context> context_;
   ssl_st* ssl_ = nullptr;
   Output* output_;
   // The ciphertext receive() is reading from; the BIO's read side.
@@ -118,4 +120,4 @@ class TlsSession {
   std::string error_;
 };
 
-}  // namespace libnet
+}  // namespace libnet::tls

@@ -31,20 +31,19 @@ int main(int argc, char* argv[]) {
   int status = 1;
   try {
     EventLoop loop;
-    TlsContext::ServerOptions serverOptions;
-    serverOptions.certChainFile = argv[1];
-    serverOptions.keyFile = argv[2];
-    TcpServer server(&loop, InetAddress(0, /*loopbackOnly=*/true), "consumer-tls");
-    server.setConnectionLayer(std::make_shared<TlsLayer>(TlsContext::newServer(serverOptions)));
+    tls::Context::ServerOptions serverTls;
+    serverTls.certChainFile = argv[1];
+    serverTls.keyFile = argv[2];
+    TcpServer server(&loop, InetAddress(0, /*loopbackOnly=*/true), "consumer-tls",
+                     {.layer = tls::newLayer(tls::Context::newServer(serverTls))});
     server.setMessageCallback(
         [](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) { conn->send(buffer); });
     server.start();
 
-    TlsContext::ClientOptions clientOptions;
-    clientOptions.caFile = argv[3];
-    TcpClient client(&loop, server.listenAddress(), "consumer-tls-client");
-    client.setConnectionLayer(
-        std::make_shared<TlsLayer>(TlsContext::newClient(clientOptions), "127.0.0.1"));
+    tls::Context::ClientOptions clientTls;
+    clientTls.caFile = argv[3];
+    TcpClient client(&loop, server.listenAddress(), "consumer-tls-client",
+                     {.layer = tls::newLayer(tls::Context::newClient(clientTls), "127.0.0.1")});
     const std::string message = "hello over TLS from a program that links libnet_tls";
     std::string received;
     client.setConnectErrorCallback([&](int error) {

@@ -202,9 +202,9 @@ TEST_P(AcceptorEmfileTest, PerLoopAcceptorsServeOrCloseEveryConnectionAndKeepThe
   std::vector<EventLoop*> ioLoops;
   std::unique_ptr<TcpServer> server;
   runSync(loop, [&] {
-    server = std::make_unique<TcpServer>(loop, InetAddress(0, true), "emfile");
-    server->setThreadNum(2);
-    server->setAcceptMode(TcpServer::AcceptMode::kPerLoop);
+    server = std::make_unique<TcpServer>(
+        loop, InetAddress(0, true), "emfile",
+        TcpServer::Options{.threads = 2, .acceptMode = TcpServer::AcceptMode::kPerLoop});
     server->setThreadInitCallback([&](EventLoop* ioLoop) {
       std::lock_guard lock(mutex);
       ioLoops.push_back(ioLoop);

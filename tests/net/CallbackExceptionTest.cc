@@ -409,7 +409,7 @@ TEST_P(CallbackExceptionMatrixTest, MessageCallback) {
           server.setConnectionCallback(countingConnectionCallback());
           server.setMessageCallback(poisonedEcho(thrown));
         },
-        threads);
+        {.threads = threads});
     BlockingClient a(address_);
     ASSERT_TRUE(a.sendAll("aaaa" + std::string(kPoison) + "aaaa"));
     EXPECT_TRUE(closedByServer(a));
@@ -435,7 +435,7 @@ TEST_P(CallbackExceptionMatrixTest, ConnectionCallback) {
           });
           server.setMessageCallback(poisonedEcho(thrown));
         },
-        threads);
+        {.threads = threads});
     BlockingClient a(address_);
     EXPECT_TRUE(closedByServer(a));
     EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
@@ -461,7 +461,7 @@ TEST_P(CallbackExceptionMatrixTest, WriteCompleteCallback) {
             conn->send(buf);
           });
         },
-        threads);
+        {.threads = threads});
     BlockingClient a(address_);
     ASSERT_TRUE(a.sendAll(std::string(kPoison)));
     EXPECT_EQ(a.recvExactly(kPoison.size()), kPoison);
@@ -494,7 +494,7 @@ TEST_P(CallbackExceptionMatrixTest, TimerCallbacksAndQueuedFunctors) {
                 conn->send(buf);
               });
         },
-        threads);
+        {.threads = threads});
     std::atomic<int> after{0};
     runSync(loop_, [&] {
       loop_->queueInLoop([thrown] { throwAs(thrown); });

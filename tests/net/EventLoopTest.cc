@@ -282,8 +282,7 @@ TEST_P(EventLoopTest, EventLoopThreadPoolRoundRobin) {
   EventLoop base(GetParam());
   std::mutex mutex;
   std::set<pid_t> initTids;  // guarded by mutex
-  EventLoopThreadPool pool(&base, "pool");
-  pool.setThreadNum(3);
+  EventLoopThreadPool pool(&base, "pool", 3);
   pool.start([&](EventLoop* loop) {
     std::lock_guard lock(mutex);
     initTids.insert(CurrentThread::tid());
@@ -333,8 +332,7 @@ TEST_P(EventLoopTest, EventLoopThreadPoolRoundRobin) {
 TEST_P(EventLoopTest, EventLoopThreadPoolWithoutThreadsUsesBaseLoop) {
   EventLoop base(GetParam());
   EventLoop* initLoop = nullptr;
-  EventLoopThreadPool pool(&base, "empty");
-  pool.setThreadNum(0);
+  EventLoopThreadPool pool(&base, "empty", 0);
   pool.start([&](EventLoop* loop) { initLoop = loop; });
   EXPECT_EQ(initLoop, &base);
   EXPECT_EQ(pool.getNextLoop(), &base);

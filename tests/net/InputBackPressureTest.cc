@@ -88,8 +88,8 @@ class InputBackPressureTest : public ::testing::TestWithParam<Backend> {
   // it in received_ (and stops reading once it holds stopAt_ bytes).
   void startServer(size_t maxQueuedOutput, bool echo) {
     runSync(loop_, [&] {
-      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "input-test");
-      server_->setMaxQueuedOutput(maxQueuedOutput);
+      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "input-test",
+                                            TcpServer::Options{.maxQueuedOutput = maxQueuedOutput});
       server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
         if (!conn->connected()) return;
         // Room for all the test sends while nothing reads.

@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -89,9 +90,9 @@ class TcpClientTest : public ::testing::TestWithParam<PollerKind> {
 
   void makeClient(const InetAddress& address, bool retry) {
     runSync(loop_, [&] {
-      client_ = std::make_unique<TcpClient>(loop_, address, "client");
-      client_->setRetryDelays(10ms, 100ms);
-      if (retry) client_->enableRetry();
+      client_ = std::make_unique<TcpClient>(
+          loop_, address, "client",
+          TcpClient::Options{.retry = retry, .initialRetryDelay = 10ms, .maxRetryDelay = 100ms});
       client_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
         if (conn->connected()) {
           ups_.fetch_add(1);
@@ -166,7 +167,28 @@ TEST_P(TcpClientTest, ConnectsEchoesAndDisconnects) {
   EXPECT_TRUE(waitUntil([&] { return serverDowns_.load() == 1; }));
   EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
   EXPECT_EQ(client_->connection(), nullptr);
-  EXPECT_EQ(ups_.load(), 1);  // no reconnect without enableRetry()
+  EXPECT_EQ(ups_.load(), 1);  // no reconnect without Options::retry
+}
+
+// Configuration errors throw at construction; a callback set once connect()
+// has been called is refused, not silently missed by a connection already
+// being made.
+TEST_P(TcpClientTest, BadRetryDelaysThrowAndCallbacksAfterConnectAreRefused) {
+  runSync(loop_, [&] {
+    const InetAddress nowhere(0, true);  // port 0: every attempt fails
+    EXPECT_THROW(TcpClient(loop_, nowhere, "bad", {.initialRetryDelay = 0ms}),
+                 std::invalid_argument);
+    EXPECT_THROW(TcpClient(loop_, nowhere, "bad", {.initialRetryDelay = 2s, .maxRetryDelay = 1s}),
+                 std::invalid_argument);
+    TcpClient client(loop_, nowhere, "late");
+    EXPECT_NO_THROW(client.setConnectionCallback(nullptr));
+    client.connect();
+    EXPECT_THROW(client.setConnectionCallback(nullptr), std::logic_error);
+    EXPECT_THROW(client.setMessageCallback(nullptr), std::logic_error);
+    EXPECT_THROW(client.setWriteCompleteCallback(nullptr), std::logic_error);
+    EXPECT_THROW(client.setConnectErrorCallback(nullptr), std::logic_error);
+    client.stop();
+  });
 }
 
 TEST_P(TcpClientTest, RetriesUntilTheServerAppears) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -116,7 +117,7 @@ TEST_P(TcpServerTest, Echoes200ConcurrentConnectionsOnThreeIoThreads) {
           loopsUsed.insert(conn->getLoop());
         });
       },
-      3);
+      {.threads = 3});
   echoManyConcurrent(this, address_, 200, [this] { return connectionCount(); });
   std::lock_guard lock(mutex);
   EXPECT_EQ(loopsUsed.size(), 3u);
@@ -174,12 +175,13 @@ class BackPressureTest : public TcpServerTest {
   // An echo server whose connections pause reading above `maxQueuedOutput`
   // (0: never); its one connection is kept in conn_.
   void startEcho(size_t maxQueuedOutput) {
-    startServer([this, maxQueuedOutput](TcpServer& server) {
-      server.setMaxQueuedOutput(maxQueuedOutput);
-      server.setConnectionCallback([this](const TcpConnectionPtr& conn) {
-        if (conn->connected()) conn_ = conn;
-      });
-    });
+    startServer(
+        [this](TcpServer& server) {
+          server.setConnectionCallback([this](const TcpConnectionPtr& conn) {
+            if (conn->connected()) conn_ = conn;
+          });
+        },
+        {.maxQueuedOutput = maxQueuedOutput});
   }
 
   // Sends the test stream from `fd` (non-blocking) without reading, until
@@ -386,16 +388,17 @@ int noDelayOf(int fd) {
 }
 
 TEST_P(TcpServerTest, AcceptedSocketsHaveNoDelayAndTheirLocalAddress) {
-  startServer([](TcpServer& server) { server.setTcpNoDelay(true); });
   std::atomic<int> seen{-2};
   std::string local;
-  runSync(loop_, [&] {
-    server_->setConnectionCallback([&](const TcpConnectionPtr& conn) {
-      if (!conn->connected()) return;
-      local = conn->localAddress().toIpPort();
-      seen = noDelayOf(conn->fd());
-    });
-  });
+  startServer(
+      [&](TcpServer& server) {
+        server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+          if (!conn->connected()) return;
+          local = conn->localAddress().toIpPort();
+          seen = noDelayOf(conn->fd());
+        });
+      },
+      {.tcpNoDelay = true});
   BlockingClient client(address_);
   ASSERT_TRUE(waitUntil([&] { return seen.load() != -2; }));
   EXPECT_EQ(seen.load(), 1) << "TCP_NODELAY not set on the accepted socket";
@@ -574,6 +577,35 @@ TEST_P(TcpServerTest, AddressNotOnThisHostThrows) {
   EXPECT_EQ(err, EADDRNOTAVAIL) << what;
 }
 
+// Configuration errors throw at construction, naming the field; a callback
+// set after start() is refused (the connections are made with what start()
+// copied), not ignored with a log line.
+TEST_P(TcpServerTest, BadOptionsThrowAndCallbacksAfterStartAreRefused) {
+  runSync(loop_, [&] {
+    const auto make = [&](const TcpServer::Options& options) {
+      TcpServer server(loop_, InetAddress(0, true), "bad", options);
+    };
+    try {
+      make({.threads = -1});
+      ADD_FAILURE() << "no error for a negative thread count";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("threads"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(make({.deferAccept = -std::chrono::seconds(1)}), std::invalid_argument);
+    EXPECT_THROW(make({.idleTimeout = -std::chrono::seconds(1)}), std::invalid_argument);
+    EXPECT_THROW(make({.idleTimeout = std::chrono::seconds(1), .idleTick = Duration::zero()}),
+                 std::invalid_argument);
+    TcpServer server(loop_, InetAddress(0, true), "late");
+    EXPECT_NO_THROW(server.setMessageCallback(nullptr));
+    server.start();
+    EXPECT_THROW(server.setConnectionCallback(nullptr), std::logic_error);
+    EXPECT_THROW(server.setMessageCallback(nullptr), std::logic_error);
+    EXPECT_THROW(server.setWriteCompleteCallback(nullptr), std::logic_error);
+    EXPECT_THROW(server.setThreadInitCallback(nullptr), std::logic_error);
+    EXPECT_THROW(server.setIdleCallback(nullptr), std::logic_error);
+  });
+}
+
 TEST_P(TcpServerTest, EchoesOverIpv6Loopback) {
   UniqueFd probe(::socket(AF_INET6, SOCK_STREAM, 0));
   const InetAddress v6(0, true, true);
@@ -581,7 +613,7 @@ TEST_P(TcpServerTest, EchoesOverIpv6Loopback) {
     GTEST_SKIP() << "no IPv6 loopback here";
   }
   probe.reset();
-  startServer({}, 0, v6);
+  startServer({}, {}, v6);
   EXPECT_EQ(address_.family(), AF_INET6);
   BlockingClient client(address_);
   const std::string data = randomBytes(10000, 11);
@@ -590,7 +622,7 @@ TEST_P(TcpServerTest, EchoesOverIpv6Loopback) {
 }
 
 TEST_P(TcpServerTest, ManyShortConnectionsLeaveNoFds) {
-  startServer({}, 2);
+  startServer({}, {.threads = 2});
   const int baseline = test::openFdCount();
   for (int i = 0; i < 100; ++i) {
     BlockingClient client(address_);
@@ -615,15 +647,14 @@ TEST_P(TcpServerTest, ShortConnectionStormsAreAnsweredAndLeaveNoFdsInBothAcceptM
     SCOPED_TRACE(mode == TcpServer::AcceptMode::kPerLoop ? "per loop" : "hand over");
     const int baseline = test::openFdCount();
     startServer(
-        [mode](TcpServer& server) {
-          server.setAcceptMode(mode);
+        [](TcpServer& server) {
           server.setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
             if (buffer->readableBytes() < 16) return;  // the whole request first
             conn->send(buffer);
             conn->closeAfterOutput();
           });
         },
-        2);
+        {.threads = 2, .acceptMode = mode});
     for (int i = 0; i < kConnections; ++i) {
       BlockingClient client(address_);
       char request[17];
@@ -678,7 +709,7 @@ bool UringHandOverAvailable() {
 // kHandOver spreads connections over the I/O loops round-robin, each made
 // (and served) on its own loop's thread. Between io_uring loops the sockets
 // go ring to ring: every one arrives as a message on its loop's ring, and
-// no I/O loop's eventfd is written; setRingHandOver(false) sends them
+// no I/O loop's eventfd is written; Options::ringHandOver false sends them
 // through the loops' queues instead, as on epoll.
 TEST_P(TcpServerTest, HandOverSpreadsConnectionsRoundRobinEachMadeOnItsOwnLoop) {
   constexpr int kLoops = 3;
@@ -693,8 +724,6 @@ TEST_P(TcpServerTest, HandOverSpreadsConnectionsRoundRobinEachMadeOnItsOwnLoop) 
     EventLoop* const serverLoop = loop_;
     startServer(
         [=](TcpServer& server) {
-          server.setAcceptMode(TcpServer::AcceptMode::kHandOver);
-          server.setRingHandOver(ring);
           server.setThreadInitCallback([=](EventLoop* loop) {
             std::lock_guard lock(*ioLoopsMutex);
             ioLoops->push_back(loop);
@@ -709,7 +738,7 @@ TEST_P(TcpServerTest, HandOverSpreadsConnectionsRoundRobinEachMadeOnItsOwnLoop) 
             }
           });
         },
-        kLoops);
+        {.threads = kLoops, .acceptMode = TcpServer::AcceptMode::kHandOver, .ringHandOver = ring});
     std::vector<uint64_t> wakeupsBefore;
     {
       std::lock_guard lock(*ioLoopsMutex);
@@ -757,21 +786,19 @@ TEST_P(TcpServerTest, EventsOfASocketThatOutlivedItsConnectionAreDropped) {
   // Shared with the callbacks, which may run until the server is gone.
   auto duplicate = std::make_shared<std::atomic<int>>(-1);
   auto downs = std::make_shared<std::atomic<int>>(0);
-  startServer(
-      [duplicate, downs](TcpServer& server) {
-        server.setConnectionCallback([duplicate, downs](const TcpConnectionPtr& conn) {
-          if (!conn->connected()) {
-            downs->fetch_add(1);
-          } else if (duplicate->load() < 0) {
-            duplicate->store(::dup(conn->fd()));
-          }
-        });
-        server.setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
-          conn->send(buffer);
-          conn->closeAfterOutput();
-        });
-      },
-      0);
+  startServer([duplicate, downs](TcpServer& server) {
+    server.setConnectionCallback([duplicate, downs](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) {
+        downs->fetch_add(1);
+      } else if (duplicate->load() < 0) {
+        duplicate->store(::dup(conn->fd()));
+      }
+    });
+    server.setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
+      conn->send(buffer);
+      conn->closeAfterOutput();
+    });
+  });
   BlockingClient first(address_);
   ASSERT_TRUE(first.sendAll("one"));
   EXPECT_EQ(first.recvExactly(3), "one");
@@ -796,7 +823,7 @@ TEST_P(TcpServerTest, EventsOfASocketThatOutlivedItsConnectionAreDropped) {
 // One listening socket per loop takes SO_REUSEPORT, yet another server
 // binding the port still gets "address in use", as without threads.
 TEST_P(TcpServerTest, PerLoopListenersStillRefuseASecondServerOnThePort) {
-  startServer({}, 2);
+  startServer({}, {.threads = 2});
   EXPECT_THROW(runSync(loop_, [&] { TcpServer other(loop_, address_, "other"); }),
                std::system_error);
   BlockingClient client(address_);
@@ -808,7 +835,7 @@ TEST_P(TcpServerTest, PerLoopListenersStillRefuseASecondServerOnThePort) {
 // have arrived; a silent one waits in the kernel (here for up to 30 s, far
 // longer than the test takes).
 TEST_P(TcpServerTest, DeferAcceptHandsOverConnectionsOnceTheyHaveSpoken) {
-  startServer([](TcpServer& server) { server.setDeferAccept(30); }, 2);
+  startServer({}, {.threads = 2, .deferAccept = std::chrono::seconds(30)});
   BlockingClient silent(address_);
   BlockingClient talker(address_);
   ASSERT_TRUE(talker.sendAll("hello"));
@@ -820,7 +847,7 @@ TEST_P(TcpServerTest, DeferAcceptHandsOverConnectionsOnceTheyHaveSpoken) {
 }
 
 TEST_P(TcpServerTest, DestroyingServerClosesLiveConnections) {
-  startServer({}, 2);
+  startServer({}, {.threads = 2});
   std::vector<std::unique_ptr<BlockingClient>> clients;
   for (int i = 0; i < 10; ++i) clients.push_back(std::make_unique<BlockingClient>(address_));
   ASSERT_TRUE(waitUntil([&] { return connectionCount() == 10; }));
@@ -888,10 +915,13 @@ void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, boo
     auto callsAfterDestruction = std::make_shared<std::atomic<int>>(0);
     std::unique_ptr<TcpServer> server;
     const InetAddress address = onServerThread([&] {
-      server = std::make_unique<TcpServer>(serverLoop, InetAddress(0, true), "storm");
-      server->setThreadNum(2);
-      server->setAcceptMode(mode);
-      if (withLayer) server->setConnectionLayer(std::make_shared<PassThroughLayer>());
+      server = std::make_unique<TcpServer>(
+          serverLoop, InetAddress(0, true), "storm",
+          TcpServer::Options{
+              .threads = 2,
+              .acceptMode = mode,
+              .layer = withLayer ? std::make_shared<PassThroughLayer>() : nullptr,
+          });
       // State that lives in the callback only, so it dies with the server.
       std::string tag(256, 'x');
       server->setConnectionCallback(
@@ -959,12 +989,7 @@ class LoopCheckingLayer final : public ConnectionLayer {
 TEST_P(TcpServerTest, HandedOverConnectionsAreMadeOnTheLoopThatOwnsThem) {
   constexpr int kConnections = 40;
   auto layer = std::make_shared<LoopCheckingLayer>();
-  startServer(
-      [layer](TcpServer& server) {
-        server.setAcceptMode(TcpServer::AcceptMode::kHandOver);
-        server.setConnectionLayer(layer);
-      },
-      2);
+  startServer({}, {.threads = 2, .acceptMode = TcpServer::AcceptMode::kHandOver, .layer = layer});
   for (int i = 0; i < kConnections; ++i) {
     BlockingClient client(address_);
     ASSERT_TRUE(client.sendAll("ping"));
@@ -1038,7 +1063,7 @@ class PeerResetLoggingTest : public TcpServerTest {
 };
 
 TEST_P(PeerResetLoggingTest, AResetStormLogsNoErrorsAndTheServerServesOn) {
-  startServer({}, 2);
+  startServer({}, {.threads = 2});
   const int baseline = test::openFdCount();
   constexpr int kRounds = 60;
   const std::string small = randomBytes(8 * 1024, 11);

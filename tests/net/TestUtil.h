@@ -258,14 +258,15 @@ class EchoServerTest : public ::testing::TestWithParam<PollerKind> {
     thread_.reset();
   }
 
-  // `configure` runs on the loop thread before start().
-  void startServer(const std::function<void(TcpServer&)>& configure = {}, int threads = 0,
+  // The server is made with `options`; `configure` (callbacks) runs on the
+  // loop thread before start().
+  void startServer(const std::function<void(TcpServer&)>& configure = {},
+                   const TcpServer::Options& options = {},
                    const InetAddress& listen = InetAddress(0, true)) {
     ups_ = 0;
     downs_ = 0;
     runSync(loop_, [&] {
-      server_ = std::make_unique<TcpServer>(loop_, listen, "test");
-      server_->setThreadNum(threads);
+      server_ = std::make_unique<TcpServer>(loop_, listen, "test", options);
       server_->setMessageCallback(
           [](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) { conn->send(buf); });
       server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {

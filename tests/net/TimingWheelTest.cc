@@ -1,5 +1,5 @@
 // TimingWheel (net/TimingWheel) on its own, driven tick by tick with
-// advance(), and through TcpServer::setIdleTimeout on loopback connections,
+// advance(), and through TcpServer::Options::idleTimeout on loopback connections,
 // on every backend: the closing window, busy connections left alone, 10k idle
 // connections, peer activity racing expiry, and teardown with I/O threads.
 //
@@ -261,7 +261,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, TimingWheelTest,
                          ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
                          test::pollerName);
 
-// ---- through TcpServer::setIdleTimeout ----
+// ---- through TcpServer::Options::idleTimeout ----
 
 class IdleTimeoutTest : public test::EchoServerTest {
  protected:
@@ -269,12 +269,8 @@ class IdleTimeoutTest : public test::EchoServerTest {
   // runs on the loop thread before start().
   void startServer(Duration timeout, Duration tick, int threads = 0,
                    const std::function<void(TcpServer&)>& configure = {}) {
-    EchoServerTest::startServer(
-        [&](TcpServer& server) {
-          server.setIdleTimeout(timeout, tick);
-          if (configure) configure(server);
-        },
-        threads);
+    EchoServerTest::startServer(configure,
+                                {.threads = threads, .idleTimeout = timeout, .idleTick = tick});
   }
 };
 
@@ -612,11 +608,14 @@ TEST_P(IdleTimeoutTest, ServerDestroyedWithOpenConnectionsTearsItsWheelsDownOnTh
 
 TEST_P(IdleTimeoutTest, BadValuesThrowAndZeroIsOff) {
   runSync(loop_, [&] {
-    TcpServer server(loop_, InetAddress(0, true), "args");
-    EXPECT_THROW(server.setIdleTimeout(-1s), std::invalid_argument);
-    EXPECT_THROW(server.setIdleTimeout(1s, 0s), std::invalid_argument);
-    EXPECT_THROW(server.setIdleTimeout(1h, 1ns), std::invalid_argument);
-    EXPECT_NO_THROW(server.setIdleTimeout(0s, 0s));  // off: the tick is not looked at
+    const auto make = [&](Duration timeout, Duration tick) {
+      TcpServer server(loop_, InetAddress(0, true), "args",
+                       {.idleTimeout = timeout, .idleTick = tick});
+    };
+    EXPECT_THROW(make(-1s, 1s), std::invalid_argument);
+    EXPECT_THROW(make(1s, 0s), std::invalid_argument);
+    EXPECT_THROW(make(1h, 1ns), std::invalid_argument);
+    EXPECT_NO_THROW(make(0s, 0s));  // off: the tick is not looked at
   });
 }
 

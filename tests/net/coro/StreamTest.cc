@@ -93,8 +93,8 @@ class StreamTest : public ::testing::TestWithParam<PollerKind> {
   void startServer(ConnectionHandler handler, bool noDelay = false,
                    const StreamOptions& options = {}) {
     runSync(loop_, [&] {
-      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "coro");
-      server_->setTcpNoDelay(noDelay);
+      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "coro",
+                                            TcpServer::Options{.tcpNoDelay = noDelay});
       serve(*server_, std::move(handler), options);
       server_->start();
     });
@@ -413,8 +413,8 @@ TEST_P(StreamTest, AnythingThrownClosesOnlyItsConnection) {
         SCOPED_TRACE("threads=" + std::to_string(threads) + " kind=" + std::to_string(kind) +
                      (inCoroutine ? " in the coroutine" : " in the handler"));
         runSync(loop_, [&] {
-          server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "coro");
-          server_->setThreadNum(threads);
+          server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "coro",
+                                                TcpServer::Options{.threads = threads});
           // The first connection's code throws; the others echo lines.
           serve(*server_,
                 [kind, inCoroutine,
@@ -708,8 +708,8 @@ TEST_P(StreamTest, DestroyingAServerWithIoThreadsDuringAConnectStormEndsEveryCor
     auto exited = std::make_shared<std::atomic<int>>(0);
     auto answered = std::make_shared<std::atomic<int>>(0);
     runSync(loop_, [&] {
-      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "coro-storm");
-      server_->setThreadNum(2);
+      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "coro-storm",
+                                            TcpServer::Options{.threads = 2});
       serve(*server_, [entered, exited, answered](Stream stream) -> Task<> {
         CountOnExit onExit(exited.get());
         ++*entered;

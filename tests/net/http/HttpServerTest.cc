@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -178,11 +179,15 @@ class HttpServerTest : public ::testing::TestWithParam<PollerKind> {
     startServer(options);
   }
 
-  void startServer(HttpServer::Options options = HttpServer::Options(), int threads = 0) {
+  // `configure` (callbacks of the TcpServer underneath) runs on the loop
+  // thread before start().
+  void startServer(HttpServer::Options options = HttpServer::Options(), int threads = 0,
+                   const std::function<void(HttpServer&)>& configure = {}) {
     files_ = std::make_unique<StaticFiles>((root_ / "www").string());
+    options.threads = threads;
     runSync(loop_, [&] {
       server_ = std::make_unique<HttpServer>(loop_, InetAddress(0, true), "test", options);
-      server_->setThreadNum(threads);
+      if (configure) configure(*server_);
       server_->setHandler([this](const HttpRequest& request, HttpResponse* response) {
         if (request.path() == "/hello") {
           response->setStatus(200);
@@ -324,6 +329,88 @@ TEST_P(HttpServerTest, APipeliningClientThatDoesNotReadIsHeldBack) {
     ASSERT_TRUE(r.complete) << "answer " << i;
     ASSERT_TRUE(r.body == big_) << "answer " << i;
   }
+}
+
+// The server's back-pressure is the connection's own output limit: it never
+// takes over a connection's write-complete callback, so one the application
+// set through tcpServer() fires for HTTP responses, one per response written
+// whole, and goes on firing while a pipelining client is held back and let go.
+TEST_P(HttpServerTest, AWriteCompleteCallbackSetThroughTcpServerFiresForResponses) {
+  auto completes = std::make_shared<std::atomic<int>>(0);
+  HttpServer::Options options;
+  options.maxQueuedOutput = 256 * 1024;
+  startServer(options, 0, [completes](HttpServer& server) {
+    server.tcpServer().setWriteCompleteCallback(
+        [completes](const TcpConnectionPtr&) { completes->fetch_add(1); });
+  });
+  {
+    BlockingClient client(address_);
+    ResponseReader reader(&client);
+    for (int i = 1; i <= 3; ++i) {
+      ASSERT_TRUE(client.sendAll(get("/hello")));
+      const Response r = reader.next();
+      ASSERT_EQ(r.status, 200);
+      // Written whole at once: its write-complete is queued right after.
+      ASSERT_TRUE(waitUntil([&] { return completes->load() == i; }))
+          << "after response " << i << ": " << completes->load() << " write-completes";
+    }
+  }
+  // Pipelined in-memory answers well past the limit, sent before the
+  // client reads any: the connection pauses reading, resumes once they
+  // drain, and hands the rest of the requests back; its output drains to
+  // empty at least once on the way, and the application hears of it.
+  const int before = completes->load();
+  BlockingClient client(address_, 64 * 1024);
+  constexpr int kRequests = 1000;  // over 1 MB of answers (small.txt inline)
+  std::string batch;
+  for (int i = 0; i < kRequests; ++i) batch += get("/small.txt");
+  ASSERT_TRUE(client.sendAll(batch));
+  ResponseReader reader(&client);
+  for (int i = 0; i < kRequests; ++i) {
+    const Response r = reader.next();
+    ASSERT_TRUE(r.complete) << "answer " << i;
+    ASSERT_TRUE(r.body == small_) << "answer " << i;
+  }
+  EXPECT_TRUE(waitUntil([&] { return completes->load() > before; }))
+      << "no write-complete for the pipelined answers";
+  // And the callback is still the application's afterwards. The last
+  // write-complete of the pipelined answers may still be queued on the loop
+  // when the client has read them: two turns of the loop let it run (the
+  // second one for io_uring, whose send completion may be reaped a turn
+  // after the bytes arrived).
+  runSync(loop_, [] {});
+  runSync(loop_, [] {});
+  const int afterPipelining = completes->load();
+  ASSERT_TRUE(client.sendAll(get("/hello")));
+  EXPECT_EQ(reader.next().status, 200);
+  EXPECT_TRUE(waitUntil([&] { return completes->load() == afterPipelining + 1; }))
+      << completes->load() << " write-completes, " << afterPipelining << " before";
+}
+
+TEST_P(HttpServerTest, BadOptionsAndLateHandlersThrow) {
+  runSync(loop_, [&] {
+    HttpServer::Options zeroDeadline;
+    zeroDeadline.headerTimeout = Duration::zero();
+    EXPECT_THROW(HttpServer(loop_, InetAddress(0, true), "bad", zeroDeadline),
+                 std::invalid_argument);
+    HttpServer::Options negativeThreads;
+    negativeThreads.threads = -1;
+    EXPECT_THROW(HttpServer(loop_, InetAddress(0, true), "bad", negativeThreads),
+                 std::invalid_argument);
+    HttpServer::Options budgetBelowBody;
+    budgetBelowBody.limits.maxBodyBytes = 2 * 1024 * 1024;
+    budgetBelowBody.maxBufferedBodyBytes = 1024 * 1024;
+    EXPECT_THROW(HttpServer(loop_, InetAddress(0, true), "bad", budgetBelowBody),
+                 std::invalid_argument);
+    HttpServer::Options negativeIdle;
+    negativeIdle.idleTimeout = -std::chrono::seconds(1);
+    EXPECT_THROW(HttpServer(loop_, InetAddress(0, true), "bad", negativeIdle),
+                 std::invalid_argument);
+    HttpServer server(loop_, InetAddress(0, true), "late");
+    server.start();
+    EXPECT_THROW(server.setHandler([](const HttpRequest&, HttpResponse*) {}), std::logic_error);
+    EXPECT_THROW(server.tcpServer().setWriteCompleteCallback(nullptr), std::logic_error);
+  });
 }
 
 TEST_P(HttpServerTest, StaticFilesAreByteExactWithTheirType) {
@@ -938,8 +1025,8 @@ struct StormHandlerLife {
 // (the handler's state lives in the handler only, so a call after it was
 // destroyed is a use after free for ASan, and counted either way), and every
 // fd of every round must be closed in the end. A short header deadline and a
-// tiny output cap keep the header timers and the write-complete callback busy
-// while it happens.
+// tiny output cap keep the header timers and the connections' pausing and
+// resuming busy while it happens.
 TEST_P(HttpServerTest, DestroyingAServerWithIoThreadsDuringARequestStormUsesNothingFreed) {
   constexpr int kRounds = 20;
   const int baseline = test::openFdCount();
@@ -952,9 +1039,12 @@ TEST_P(HttpServerTest, DestroyingAServerWithIoThreadsDuringARequestStormUsesNoth
     const InetAddress address = runSync(loop_, [&] {
       HttpServer::Options options;
       options.headerTimeout = std::chrono::milliseconds(20);
-      options.maxQueuedOutput = 1;  // every pipelined answer waits for write-complete
+      // A few answers pause a connection. Not 1: the connection's limit also
+      // bounds what an io_uring receive may take (the room left under it),
+      // and a room of a byte or two turns every request into many reads.
+      options.maxQueuedOutput = 1024;
+      options.threads = 2;
       server = std::make_unique<HttpServer>(loop_, InetAddress(0, true), "storm", options);
-      server->setThreadNum(2);
       server->setHandler([life = std::make_shared<StormHandlerLife>(), tag = std::string(256, 'x'),
                           answered](const HttpRequest&, HttpResponse* response) {
         if (g_stormHandlerGone.load()) g_stormCallsAfterHandlerGone.fetch_add(1);

@@ -75,13 +75,17 @@ class UringEchoServer {
   using Configure = std::function<void(TcpServer&)>;
 
   explicit UringEchoServer(int ioThreads = 0, const Configure& configure = {},
-                           const IoUringOptions& ring = {}) {
+                           const IoUringOptions& ring = {})
+      : UringEchoServer(TcpServer::Options{.threads = ioThreads}, configure, ring) {}
+
+  // The server is made with `options`; `configure` sets its callbacks.
+  UringEchoServer(const TcpServer::Options& options, const Configure& configure,
+                  const IoUringOptions& ring = {}) {
     thread_ = std::make_unique<EventLoopThread>(
         nullptr, "uring-server", EventLoopOptions{.poller = PollerKind::kIoUring, .ioUring = ring});
     loop_ = thread_->startLoop();
     runSync(loop_, [&] {
-      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "uring-test");
-      server_->setThreadNum(ioThreads);
+      server_ = std::make_unique<TcpServer>(loop_, InetAddress(0, true), "uring-test", options);
       server_->setMessageCallback([this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
         bytesIn_.fetch_add(buf->readableBytes());
         conn->send(buf);
@@ -902,8 +906,7 @@ TEST_F(UringPollerTest, EachLoopGetsItsOwnRingOptionsAndAPoolItsBaseLoops) {
 
   std::vector<EventLoop*> poolLoops;
   auto pool = runSync(smallLoop, [&] {
-    auto p = std::make_unique<EventLoopThreadPool>(smallLoop, "pool");
-    p->setThreadNum(2);
+    auto p = std::make_unique<EventLoopThreadPool>(smallLoop, "pool", 2);
     p->start();
     poolLoops = p->getAllLoops();
     return p;
@@ -1157,8 +1160,8 @@ TEST_F(UringPollerTest, AHandOverTheKernelRefusesClosesTheConnection) {
   constexpr int kConnections = 10;
   const int baseline = test::openFdCount();
   {
-    UringEchoServer server(2,
-                           [](TcpServer& s) { s.setAcceptMode(TcpServer::AcceptMode::kHandOver); });
+    UringEchoServer server(
+        TcpServer::Options{.threads = 2, .acceptMode = TcpServer::AcceptMode::kHandOver}, {});
     UringPoller& accepting = dynamic_cast<UringPoller&>(LoopInternals::poller(*server.loop()));
     runSync(server.loop(), [&] { accepting.failPostsForTesting(kFailed); });
     std::vector<std::string> answers;

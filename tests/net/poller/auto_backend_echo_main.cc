@@ -106,8 +106,7 @@ int main(int argc, char* argv[]) {
   std::atomic<int> echoed{0};
   try {
     EventLoop loop(PollerKind::kAuto);
-    libnet::TcpServer server(&loop, InetAddress(0, true), "auto-echo");
-    server.setThreadNum(threads);
+    libnet::TcpServer server(&loop, InetAddress(0, true), "auto-echo", {.threads = threads});
     server.setThreadInitCallback([&](EventLoop* ioLoop) {
       std::lock_guard lock(mutex);
       kinds.push_back(ioLoop->pollerKind());

@@ -128,14 +128,13 @@ class HttpsTest : public ::testing::TestWithParam<PollerKind> {
   }
 
   void startServer(HttpServer::Options options = HttpServer::Options()) {
-    TlsContext::ServerOptions tls;
-    tls.certChainFile = pki_.serverCertFile();
-    tls.keyFile = pki_.serverKeyFile();
-    auto layer = std::make_shared<TlsLayer>(TlsContext::newServer(tls));
+    tls::Context::ServerOptions serverTls;
+    serverTls.certChainFile = pki_.serverCertFile();
+    serverTls.keyFile = pki_.serverKeyFile();
+    options.layer = tls::newLayer(tls::Context::newServer(serverTls));
     files_ = std::make_unique<StaticFiles>(root_.string());
     runSync(serverLoop_, [&] {
       server_ = std::make_unique<HttpServer>(serverLoop_, InetAddress(0, true), "https", options);
-      server_->tcpServer().setConnectionLayer(layer);
       server_->setHandler([this](const HttpRequest& request, HttpResponse* response) {
         ++handled_;
         if (request.path() == "/hello") {
@@ -152,13 +151,13 @@ class HttpsTest : public ::testing::TestWithParam<PollerKind> {
 
   // A TLS client collecting the plaintext it receives; up once this returns.
   void connect() {
-    TlsContext::ClientOptions options;
+    tls::Context::ClientOptions options;
     options.caFile = pki_.caFile();
-    auto layer = std::make_shared<TlsLayer>(TlsContext::newClient(options), "127.0.0.1");
+    auto layer = tls::newLayer(tls::Context::newClient(options), "127.0.0.1");
     side_ = std::make_shared<ClientSide>();
     runSync(clientLoop_, [&] {
-      client_ = std::make_unique<TcpClient>(clientLoop_, address_, "https-client");
-      client_->setConnectionLayer(layer);
+      client_ = std::make_unique<TcpClient>(clientLoop_, address_, "https-client",
+                                            TcpClient::Options{.layer = layer});
       client_->setConnectionCallback([side = side_](const TcpConnectionPtr& conn) {
         std::lock_guard lock(side->mutex);
         if (conn->connected()) side->conn = conn;

@@ -63,21 +63,21 @@ struct ClientRecord {
 
 // A TLS client driven by hand over a blocking socket: every ciphertext byte
 // it sends is under the test's control (split byte by byte, cut short).
-class RawTlsClient : private TlsSession::Output {
+class RawTlsClient : private tls::Session::Output {
  public:
-  RawTlsClient(const InetAddress& server, std::shared_ptr<const TlsContext> context)
+  RawTlsClient(const InetAddress& server, std::shared_ptr<const tls::Context> context)
       : socket_(server), session_(std::move(context), "127.0.0.1", this) {}
 
   // The client's first flight, not yet sent.
   std::string clientHello() {
-    EXPECT_EQ(session_.startHandshake(), TlsSession::Status::kOk);
+    EXPECT_EQ(session_.startHandshake(), tls::Session::Status::kOk);
     return std::exchange(outgoing_, {});
   }
 
   // Completes the handshake, sending every ciphertext byte in a send() of
   // its own when `byteByByte`. False if the server closed or failed it.
   bool handshake(bool byteByByte) {
-    if (session_.startHandshake() != TlsSession::Status::kOk) return false;
+    if (session_.startHandshake() != tls::Session::Status::kOk) return false;
     for (int round = 0; round < 100 && !session_.established(); ++round) {
       if (!flush(byteByByte)) return false;
       if (session_.established()) break;
@@ -87,7 +87,7 @@ class RawTlsClient : private TlsSession::Output {
   }
 
   bool send(std::string_view plaintext, bool byteByByte) {
-    if (session_.send(plaintext) != TlsSession::Status::kOk) return false;
+    if (session_.send(plaintext) != tls::Session::Status::kOk) return false;
     return flush(byteByByte);
   }
 
@@ -123,11 +123,11 @@ class RawTlsClient : private TlsSession::Output {
     } while (n < 0 && errno == EINTR);
     if (n <= 0) return false;
     return session_.receive(std::string_view(buf, static_cast<size_t>(n)), &plain_) ==
-           TlsSession::Status::kOk;
+           tls::Session::Status::kOk;
   }
 
   BlockingClient socket_;
-  TlsSession session_;
+  tls::Session session_;
   std::string outgoing_;
   Buffer plain_;
 };
@@ -159,34 +159,42 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
     serverThread_.reset();
   }
 
-  TlsContext::ServerOptions serverOptions() const {
-    TlsContext::ServerOptions options;
+  tls::Context::ServerOptions serverOptions() const {
+    tls::Context::ServerOptions options;
     options.certChainFile = pki_.serverCertFile();
     options.keyFile = pki_.serverKeyFile();
     return options;
   }
 
-  std::shared_ptr<const TlsContext> clientContext(const std::string& caFile) const {
-    TlsContext::ClientOptions options;
+  std::shared_ptr<const tls::Context> clientContext(const std::string& caFile) const {
+    tls::Context::ClientOptions options;
     options.caFile = caFile;
-    return TlsContext::newClient(options);
+    return tls::Context::newClient(options);
   }
 
-  // An echo server (unless `message` says otherwise) with TLS.
-  void startServer(const TlsContext::ServerOptions& options, MessageCallback message = nullptr,
-                   size_t maxQueuedOutput = 0) {
-    auto layer = std::make_shared<TlsLayer>(TlsContext::newServer(options));
+  // An echo server (unless `message` says otherwise) with TLS; `connection`
+  // replaces the connection callback that counts ups.
+  void startServer(const tls::Context::ServerOptions& options, MessageCallback message = nullptr,
+                   size_t maxQueuedOutput = 0, ConnectionCallback connection = nullptr) {
+    const TcpServer::Options serverOptions{
+        .layer = tls::newLayer(tls::Context::newServer(options)),
+        .maxQueuedOutput =
+            maxQueuedOutput != 0 ? maxQueuedOutput : TcpServer::kDefaultMaxQueuedOutput,
+    };
     runSync(serverLoop_, [&] {
-      server_ = std::make_unique<TcpServer>(serverLoop_, InetAddress(0, true), "tls");
-      server_->setConnectionLayer(layer);
-      if (maxQueuedOutput) server_->setMaxQueuedOutput(maxQueuedOutput);
-      server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
-        EXPECT_TRUE(conn->announced());
-        if (conn->connected()) {
-          ++serverUps_;
-          lastServerConn_ = conn;
-        }
-      });
+      server_ =
+          std::make_unique<TcpServer>(serverLoop_, InetAddress(0, true), "tls", serverOptions);
+      if (connection) {
+        server_->setConnectionCallback(std::move(connection));
+      } else {
+        server_->setConnectionCallback([this](const TcpConnectionPtr& conn) {
+          EXPECT_TRUE(conn->announced());
+          if (conn->connected()) {
+            ++serverUps_;
+            lastServerConn_ = conn;
+          }
+        });
+      }
       server_->setMessageCallback(message ? std::move(message)
                                           : [](const TcpConnectionPtr& conn, Buffer* buffer,
                                                Timestamp) { conn->send(buffer); });
@@ -196,13 +204,13 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
   }
 
   // A TLS TcpClient on the client loop, recording into a new ClientRecord.
-  std::shared_ptr<ClientRecord> connect(std::shared_ptr<const TlsContext> context,
+  std::shared_ptr<ClientRecord> connect(std::shared_ptr<const tls::Context> context,
                                         const std::string& peerName = "127.0.0.1") {
     auto record = std::make_shared<ClientRecord>();
-    auto layer = std::make_shared<TlsLayer>(std::move(context), peerName);
+    auto layer = tls::newLayer(std::move(context), peerName);
     runSync(clientLoop_, [&] {
-      auto client = std::make_unique<TcpClient>(clientLoop_, address_, "tls-client");
-      client->setConnectionLayer(layer);
+      auto client = std::make_unique<TcpClient>(clientLoop_, address_, "tls-client",
+                                                TcpClient::Options{.layer = layer});
       client->setConnectionCallback([record](const TcpConnectionPtr& conn) {
         std::lock_guard lock(record->mutex);
         if (conn->connected()) {
@@ -315,15 +323,12 @@ TEST_P(TlsTest, AMessageCallbackThrowingAnyTypeClosesOnlyItsConnection) {
 TEST_P(TlsTest, ServerSendsFileAndClosesWithCloseNotify) {
   const std::string contents = test::randomBytes(1 << 20, 7);
   const std::string head = "HEAD\n";
-  startServer(serverOptions());
-  runSync(serverLoop_, [&] {
-    server_->setConnectionCallback([contents, head](const TcpConnectionPtr& conn) {
-      if (!conn->connected()) return;
-      Buffer buffer;
-      buffer.append(head);
-      conn->sendFile(test::temporaryFile(contents), 0, contents.size(), &buffer);
-      conn->closeAfterOutput();
-    });
+  startServer(serverOptions(), nullptr, 0, [contents, head](const TcpConnectionPtr& conn) {
+    if (!conn->connected()) return;
+    Buffer buffer;
+    buffer.append(head);
+    conn->sendFile(test::temporaryFile(contents), 0, contents.size(), &buffer);
+    conn->closeAfterOutput();
   });
   auto record = connect(clientContext(pki_.caFile()));
   // The client's down callback comes from the server's close_notify (a clean
@@ -342,21 +347,18 @@ TEST_P(TlsTest, BytesSentAfterSendFileArriveAfterTheFile) {
   const std::string first = test::randomBytes(300 * 1024, 21);
   const std::string second = test::randomBytes(40 * 1024, 22);
   const std::string large = test::randomBytes(100 * 1000, 23);  // several records
-  startServer(serverOptions());
-  runSync(serverLoop_, [&] {
-    server_->setConnectionCallback([first, second, large](const TcpConnectionPtr& conn) {
-      if (!conn->connected()) return;
-      Buffer head;
-      head.append("head\n");
-      conn->sendFile(test::temporaryFile(first), 0, first.size(), &head);
-      conn->send("after");
-      conn->sendFile(test::temporaryFile(second), 7, second.size() - 7);
-      conn->send(large);
-      Buffer tail;
-      tail.append("end");
-      conn->send(&tail);
-      conn->closeAfterOutput();
-    });
+  startServer(serverOptions(), nullptr, 0, [first, second, large](const TcpConnectionPtr& conn) {
+    if (!conn->connected()) return;
+    Buffer head;
+    head.append("head\n");
+    conn->sendFile(test::temporaryFile(first), 0, first.size(), &head);
+    conn->send("after");
+    conn->sendFile(test::temporaryFile(second), 7, second.size() - 7);
+    conn->send(large);
+    Buffer tail;
+    tail.append("end");
+    conn->send(&tail);
+    conn->closeAfterOutput();
   });
   auto record = connect(clientContext(pki_.caFile()));
   ASSERT_TRUE(waitUntil([&] {
@@ -384,16 +386,17 @@ TEST_P(TlsTest, SendBeforeTheHandshakeThenShutdownArriveInOrder) {
     bool ended = false;
   };
   auto seen = std::make_shared<Seen>();
-  startServer(serverOptions(), [seen](const TcpConnectionPtr&, Buffer* buffer, Timestamp) {
-    std::lock_guard lock(seen->mutex);
-    seen->got += buffer->retrieveAllAsString();
-  });
-  runSync(serverLoop_, [&] {
-    server_->setConnectionCallback([seen](const TcpConnectionPtr& conn) {
-      std::lock_guard lock(seen->mutex);
-      if (!conn->connected()) seen->ended = true;
-    });
-  });
+  startServer(
+      serverOptions(),
+      [seen](const TcpConnectionPtr&, Buffer* buffer, Timestamp) {
+        std::lock_guard lock(seen->mutex);
+        seen->got += buffer->retrieveAllAsString();
+      },
+      0,
+      [seen](const TcpConnectionPtr& conn) {
+        std::lock_guard lock(seen->mutex);
+        if (!conn->connected()) seen->ended = true;
+      });
   auto record = connect(clientContext(pki_.caFile()));
   TcpClient* client = clients_.back().get();
   ASSERT_TRUE(
@@ -439,7 +442,7 @@ TEST_P(TlsTest, TheRightHostnameIsAccepted) {
 }
 
 TEST_P(TlsTest, SilentPeerIsClosedByTheHandshakeTimeout) {
-  TlsContext::ServerOptions options = serverOptions();
+  tls::Context::ServerOptions options = serverOptions();
   options.handshakeTimeout = 300ms;
   startServer(options);
   const int fdBaseline = test::openFdCount();
@@ -457,7 +460,7 @@ TEST_P(TlsTest, SilentPeerIsClosedByTheHandshakeTimeout) {
 }
 
 TEST_P(TlsTest, GarbageAndOversizedRecordsAreRefusedAndTheServerGoesOn) {
-  TlsContext::ServerOptions options = serverOptions();
+  tls::Context::ServerOptions options = serverOptions();
   options.handshakeTimeout = 60s;  // only the protocol error may close them
   startServer(options);
   std::string oversized = "\x16\x03\x01\x48\x00";  // a handshake record of 18432 bytes
@@ -487,15 +490,15 @@ TEST_P(TlsTest, RecordsSplitByteByByte) {
 }
 
 TEST_P(TlsTest, MutualTlsNeedsAClientCertificate) {
-  TlsContext::ServerOptions options = serverOptions();
+  tls::Context::ServerOptions options = serverOptions();
   options.clientCaFile = pki_.caFile();
   startServer(options);
   auto without = connect(clientContext(pki_.caFile()));
-  TlsContext::ClientOptions withCert;
+  tls::Context::ClientOptions withCert;
   withCert.caFile = pki_.caFile();
   withCert.certChainFile = pki_.clientCertFile();
   withCert.keyFile = pki_.clientKeyFile();
-  auto with = connect(TlsContext::newClient(withCert));
+  auto with = connect(tls::Context::newClient(withCert));
   ASSERT_TRUE(waitUntil([&] { return isUp(with.get()); }));
   sendFromClient(with.get(), "mtls");
   ASSERT_TRUE(waitUntil([&] { return with->size() == 4; }));
@@ -630,10 +633,10 @@ coro::Task<> readToEnd(coro::Stream stream, std::atomic<int>* outcome, std::stri
 TEST_P(TlsTest, CoroutinesSeeCloseNotifyAsEndAndTruncationAsError) {
   std::atomic<int>& outcome = outcome_;
   std::string& got = got_;
-  auto layer = std::make_shared<TlsLayer>(TlsContext::newServer(serverOptions()));
+  auto layer = tls::newLayer(tls::Context::newServer(serverOptions()));
   runSync(serverLoop_, [&] {
-    server_ = std::make_unique<TcpServer>(serverLoop_, InetAddress(0, true), "tls-coro");
-    server_->setConnectionLayer(layer);
+    server_ = std::make_unique<TcpServer>(serverLoop_, InetAddress(0, true), "tls-coro",
+                                          TcpServer::Options{.layer = layer});
     coro::serve(*server_, [this](coro::Stream stream) {
       return readToEnd(std::move(stream), &outcome_, &got_);
     });
@@ -658,8 +661,8 @@ TEST_P(TlsTest, CoroutinesSeeCloseNotifyAsEndAndTruncationAsError) {
   EXPECT_EQ(outcome.load(), static_cast<int>(coro::Errc::kClosed));
 }
 
-// Collects what a TlsSession driven by hand sends.
-struct CiphertextSink : TlsSession::Output {
+// Collects what a tls::Session driven by hand sends.
+struct CiphertextSink : tls::Session::Output {
   std::string bytes;
   void onCiphertext(std::string_view b) override { bytes.append(b); }
 };
@@ -670,65 +673,88 @@ struct CiphertextSink : TlsSession::Output {
 // goes on as usual.
 TEST(TlsSessionTest, AServerMakesItsSslObjectOnlyOnceTheFirstRecordIsWhole) {
   test::TestPki pki;
-  TlsContext::ServerOptions serverOptions;
+  tls::Context::ServerOptions serverOptions;
   serverOptions.certChainFile = pki.serverCertFile();
   serverOptions.keyFile = pki.serverKeyFile();
-  TlsContext::ClientOptions clientOptions;
+  tls::Context::ClientOptions clientOptions;
   clientOptions.caFile = pki.caFile();
   CiphertextSink toClient;
   CiphertextSink toServer;
-  TlsSession server(TlsContext::newServer(serverOptions), "", &toClient);
-  TlsSession client(TlsContext::newClient(clientOptions), "127.0.0.1", &toServer);
+  tls::Session server(tls::Context::newServer(serverOptions), "", &toClient);
+  tls::Session client(tls::Context::newClient(clientOptions), "127.0.0.1", &toServer);
   EXPECT_EQ(server.heldMemory(), 0u);
-  ASSERT_EQ(client.startHandshake(), TlsSession::Status::kOk);
+  ASSERT_EQ(client.startHandshake(), tls::Session::Status::kOk);
   const std::string hello = std::exchange(toServer.bytes, {});
   ASSERT_GT(hello.size(), 5u);
   Buffer plain;
   for (size_t cut : {size_t{1}, size_t{4}, hello.size() - 1}) {  // inside and after the header
-    TlsSession partial(TlsContext::newServer(serverOptions), "", &toClient);
+    tls::Session partial(tls::Context::newServer(serverOptions), "", &toClient);
     ASSERT_EQ(partial.receive(std::string_view(hello).substr(0, cut), &plain),
-              TlsSession::Status::kOk);
+              tls::Session::Status::kOk);
     EXPECT_LE(partial.heldMemory(), 2 * hello.size()) << "after " << cut << " bytes";
     EXPECT_FALSE(partial.established());
     EXPECT_TRUE(toClient.bytes.empty()) << "answered an incomplete ClientHello";
   }
   const size_t half = hello.size() / 2;
   ASSERT_EQ(server.receive(std::string_view(hello).substr(0, half), &plain),
-            TlsSession::Status::kOk);
-  EXPECT_LT(server.heldMemory(), TlsSession::kHandshakeSslMemory);
-  ASSERT_EQ(server.receive(std::string_view(hello).substr(half), &plain), TlsSession::Status::kOk);
-  EXPECT_GE(server.heldMemory(), TlsSession::kHandshakeSslMemory);
+            tls::Session::Status::kOk);
+  EXPECT_LT(server.heldMemory(), tls::Session::kHandshakeSslMemory);
+  ASSERT_EQ(server.receive(std::string_view(hello).substr(half), &plain),
+            tls::Session::Status::kOk);
+  EXPECT_GE(server.heldMemory(), tls::Session::kHandshakeSslMemory);
   ASSERT_FALSE(toClient.bytes.empty()) << "no ServerHello";
-  ASSERT_EQ(client.receive(std::exchange(toClient.bytes, {}), &plain), TlsSession::Status::kOk);
+  ASSERT_EQ(client.receive(std::exchange(toClient.bytes, {}), &plain), tls::Session::Status::kOk);
   ASSERT_TRUE(client.established());
-  ASSERT_EQ(server.receive(std::exchange(toServer.bytes, {}), &plain), TlsSession::Status::kOk);
+  ASSERT_EQ(server.receive(std::exchange(toServer.bytes, {}), &plain), tls::Session::Status::kOk);
   EXPECT_TRUE(server.established());
   EXPECT_EQ(plain.readableBytes(), 0u);
 }
 
 TEST(TlsContextTest, BadFilesGiveClearErrors) {
   test::TestPki pki;
-  TlsContext::ServerOptions options;
+  tls::Context::ServerOptions options;
   options.certChainFile = pki.dir() + "/missing.pem";
   options.keyFile = pki.serverKeyFile();
   try {
-    (void)TlsContext::newServer(options);
+    (void)tls::Context::newServer(options);
     FAIL() << "no error for a missing certificate";
-  } catch (const TlsError& e) {
+  } catch (const tls::Error& e) {
     EXPECT_NE(std::string(e.what()).find("missing.pem"), std::string::npos) << e.what();
   }
   options.certChainFile = pki.serverCertFile();
   options.keyFile = pki.clientKeyFile();  // not the certificate's key
   try {
-    (void)TlsContext::newServer(options);
+    (void)tls::Context::newServer(options);
     FAIL() << "no error for a mismatched key";
-  } catch (const TlsError& e) {
+  } catch (const tls::Error& e) {
     EXPECT_NE(std::string(e.what()).find("with certificate"), std::string::npos) << e.what();
   }
-  TlsContext::ClientOptions client;
+  tls::Context::ClientOptions client;
   client.caFile = pki.dir() + "/nope.pem";
-  EXPECT_THROW((void)TlsContext::newClient(client), TlsError);
-  EXPECT_THROW(TlsLayer(TlsContext::newClient({}), ""), std::invalid_argument);
+  EXPECT_THROW((void)tls::Context::newClient(client), tls::Error);
+  EXPECT_THROW((void)tls::newLayer(tls::Context::newClient({}), ""), std::invalid_argument);
+  EXPECT_THROW((void)tls::newLayer(nullptr), std::invalid_argument);
+}
+
+// Bad values are configuration errors (std::invalid_argument), not TLS
+// errors: nothing was tried.
+TEST(TlsContextTest, BadOptionValuesThrowInvalidArgument) {
+  test::TestPki pki;
+  EXPECT_THROW((void)tls::Context::newServer({}), std::invalid_argument);  // no certificate
+  tls::Context::ServerOptions server;
+  server.certChainFile = pki.serverCertFile();
+  server.keyFile = pki.serverKeyFile();
+  server.handshakeTimeout = -std::chrono::seconds(1);
+  EXPECT_THROW((void)tls::Context::newServer(server), std::invalid_argument);
+  server.handshakeTimeout = std::chrono::seconds(1);
+  server.alpn = {""};
+  EXPECT_THROW((void)tls::Context::newServer(server), std::invalid_argument);
+  server.alpn = {"http/1.1"};
+  EXPECT_NO_THROW((void)tls::Context::newServer(server));
+  tls::Context::ClientOptions client;
+  client.verifyPeer = false;
+  client.alpn = {std::string(256, 'x')};
+  EXPECT_THROW((void)tls::Context::newClient(client), std::invalid_argument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TlsTest,

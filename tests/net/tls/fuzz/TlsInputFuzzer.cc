@@ -1,4 +1,4 @@
-// libFuzzer target for the TLS input path: a server-side TlsSession (the
+// libFuzzer target for the TLS input path: a server-side tls::Session (the
 // state a TlsConnectionIo drives) fed bytes a hostile peer chose, split into
 // reads of sizes the input also chooses. Built and run by tools/fuzz.sh.
 //
@@ -27,39 +27,39 @@
 namespace {
 
 using libnet::Buffer;
-using libnet::TlsContext;
-using libnet::TlsSession;
+using libnet::tls::Context;
+using libnet::tls::Session;
 
-struct Collect : TlsSession::Output {
+struct Collect : Session::Output {
   void onCiphertext(std::string_view bytes) override { bytes_.append(bytes); }
   std::string take() { return std::exchange(bytes_, {}); }
   std::string bytes_;
 };
 
 struct Contexts {
-  std::shared_ptr<const TlsContext> server;
-  std::shared_ptr<const TlsContext> client;
+  std::shared_ptr<const Context> server;
+  std::shared_ptr<const Context> client;
 };
 
 const Contexts& contexts() {
   static const Contexts made = [] {
     libnet::test::TestPki pki;  // files removed when it goes; contexts hold the keys
-    TlsContext::ServerOptions server;
+    Context::ServerOptions server;
     server.certChainFile = pki.serverCertFile();
     server.keyFile = pki.serverKeyFile();
     server.alpn = {"http/1.1"};
-    TlsContext::ClientOptions client;
+    Context::ClientOptions client;
     client.caFile = pki.caFile();
-    return Contexts{TlsContext::newServer(server), TlsContext::newClient(client)};
+    return Contexts{Context::newServer(server), Context::newClient(client)};
   }();
   return made;
 }
 
 // Feeds `bytes` to `session` in reads of `step` bytes (0: one read).
-bool feed(TlsSession& session, std::string_view bytes, size_t step, Buffer* plaintext) {
+bool feed(Session& session, std::string_view bytes, size_t step, Buffer* plaintext) {
   while (!bytes.empty()) {
     const size_t n = step == 0 ? bytes.size() : std::min(step, bytes.size());
-    if (session.receive(bytes.substr(0, n), plaintext) != TlsSession::Status::kOk) return false;
+    if (session.receive(bytes.substr(0, n), plaintext) != Session::Status::kOk) return false;
     bytes.remove_prefix(n);
     // The caller would deliver and drop what was decrypted: keep it bounded.
     if (plaintext->readableBytes() > (1 << 20)) plaintext->retrieveAll();
@@ -68,9 +68,9 @@ bool feed(TlsSession& session, std::string_view bytes, size_t step, Buffer* plai
 }
 
 // A completed handshake between `server` and an in-process client.
-bool handshake(TlsSession& server, Collect& toClient, TlsSession& client, Collect& toServer) {
+bool handshake(Session& server, Collect& toClient, Session& client, Collect& toServer) {
   Buffer ignored;
-  if (client.startHandshake() != TlsSession::Status::kOk) return false;
+  if (client.startHandshake() != Session::Status::kOk) return false;
   for (int i = 0; i < 8 && !(server.established() && client.established()); ++i) {
     if (!feed(server, toServer.take(), 0, &ignored)) return false;
     if (!feed(client, toClient.take(), 0, &ignored)) return false;
@@ -88,13 +88,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data + 2), size - 2);
   Collect toClient;
   Collect toServer;
-  TlsSession server(contexts().server, "", &toClient);
+  Session server(contexts().server, "", &toClient);
   Buffer plaintext;
   if (mode == 0) {
     feed(server, input, step, &plaintext);
     return 0;
   }
-  TlsSession client(contexts().client, "127.0.0.1", &toServer);
+  Session client(contexts().client, "127.0.0.1", &toServer);
   if (!handshake(server, toClient, client, toServer)) std::abort();  // must always work
   if (mode == 1) {
     feed(server, input, step, &plaintext);
@@ -104,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view rest = input;
   while (!rest.empty()) {
     const size_t n = step == 0 ? rest.size() : std::min(step * 64, rest.size());
-    if (client.send(rest.substr(0, n)) != TlsSession::Status::kOk) std::abort();
+    if (client.send(rest.substr(0, n)) != Session::Status::kOk) std::abort();
     rest.remove_prefix(n);
   }
   if (!feed(server, toServer.take(), step, &plaintext)) std::abort();

@@ -1,0 +1,40 @@
+// callGuarded: runs a callback that must not end the caller's work by
+// throwing (a timer callback, an idle callback, a callback of the
+// application's inside the loop): an exception that escapes it is caught,
+// logged at ERROR with `what` (which callback it was) and its what(), and
+// reported as `false`. The one place where the library swallows an
+// exception; see docs/architecture.md, "Errors": the event loop must go on
+// serving every other connection, and the exception's message is kept in
+// the log.
+//
+//   if (!callGuarded("timer callback", timer.callback)) ...
+//
+// Header-only; any thread.
+#pragma once
+
+#include <exception>
+#include <string_view>
+#include <utility>
+
+#include "base/Logging.h"
+
+namespace libnet {
+
+// True when `f()` returned; false when it threw (logged). `what` names the
+// callback in the log line ("timer callback").
+template <class F>
+bool callGuarded(std::string_view what, F&& f) noexcept {
+  try {
+    std::forward<F>(f)();
+    return true;
+  } catch (const std::exception& e) {
+    LOG_ERROR << "exception escaped a " << what << ": " << e.what();
+  } catch (...) {
+    // Anything may be thrown (an int, a string); it is lost either way, but
+    // the log says where.
+    LOG_ERROR << "non-standard exception escaped a " << what;
+  }
+  return false;
+}
+
+}  // namespace libnet
