@@ -24,6 +24,8 @@ using ThreadInitCallback = std::function<void(EventLoop*)>;
 // Called on connect and on disconnect; conn->connected() tells which.
 using ConnectionCallback = std::function<void(const TcpConnectionPtr&)>;
 using CloseCallback = std::function<void(const TcpConnectionPtr&)>;
+// A connection was idle for its server's idle timeout (TcpServer).
+using IdleCallback = std::function<void(const TcpConnectionPtr&)>;
 // The output buffer went from non-empty (or a direct send) to fully written.
 using WriteCompleteCallback = std::function<void(const TcpConnectionPtr&)>;
 // The output buffer grew past the high-water mark; the argument is its size.

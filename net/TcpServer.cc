@@ -15,6 +15,7 @@
 #include "net/LoopInternals.h"
 #include "net/Poller.h"
 #include "net/TcpConnection.h"
+#include "net/TimingWheel.h"
 
 namespace libnet {
 
@@ -230,7 +231,7 @@ void TcpServer::setThreadInitCallback(ThreadInitCallback cb) {
   threadInitCallback_ = std::move(cb);
 }
 
-void TcpServer::setIdleCallback(TimingWheel::ExpireCallback cb) {
+void TcpServer::setIdleCallback(IdleCallback cb) {
   checkNotStarted("setIdleCallback");
   idleCallback_ = std::move(cb);
 }
@@ -256,8 +257,8 @@ void TcpServer::start() {
   threadPool_->start(threadInitCallback_);
   withIoThreads_ = threadPool_->getAllLoops().front() != loop_;
   const bool perLoop = options_.acceptMode == AcceptMode::kPerLoop && withIoThreads_;
-  const TimingWheel::ExpireCallback onIdle =
-      idleCallback_ ? idleCallback_ : TimingWheel::ExpireCallback(closeIdle);
+  const IdleCallback onIdle =
+      idleCallback_ ? idleCallback_ : IdleCallback(closeIdle);
   for (EventLoop* ioLoop : threadPool_->getAllLoops()) {
     auto state = std::make_shared<LoopState>(ioLoop);
     // Built here, used only on ioLoop from now on: the connections learn of

@@ -51,7 +51,6 @@
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
 #include "net/InetAddress.h"
-#include "net/TimingWheel.h"
 
 namespace libnet {
 
@@ -165,7 +164,7 @@ class TcpServer {
   // instead of conn->forceClose() (say, to log, or to send a goodbye and
   // shutdown()). A connection it leaves open comes round again one timeout
   // later.
-  void setIdleCallback(TimingWheel::ExpireCallback cb);
+  void setIdleCallback(IdleCallback cb);
   void setConnectionCallback(ConnectionCallback cb);
   void setMessageCallback(MessageCallback cb);
   void setWriteCompleteCallback(WriteCompleteCallback cb);
@@ -225,7 +224,7 @@ class TcpServer {
   WriteCompleteCallback writeCompleteCallback_;
   ThreadInitCallback threadInitCallback_;
   InetAddress listenAddr_;  // as bound (the real port)
-  TimingWheel::ExpireCallback idleCallback_;
+  IdleCallback idleCallback_;
   bool started_ = false;
   bool withIoThreads_ = false;                  // from start(): connections made on I/O loops
   std::shared_ptr<ConnectionFactory> factory_;  // from start()

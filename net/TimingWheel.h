@@ -71,7 +71,7 @@ class TimingWheel {
   // means is the callback's to decide (TcpServer closes the connection). The
   // entry stays in the wheel, as if just touched: a connection the callback
   // leaves open comes round again one timeout later.
-  using ExpireCallback = std::function<void(const TcpConnectionPtr&)>;
+  using ExpireCallback = IdleCallback;
 
   // Throws std::invalid_argument unless timeout and tick are positive,
   // timeout / tick is at most kMaxBuckets - 1, and `expire` is not empty (a
