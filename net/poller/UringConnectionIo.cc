@@ -34,6 +34,13 @@ constexpr size_t kSingleShotRoom = 512 * 1024;
 // its connection backlogged (armRecv): the size of one epoll read.
 constexpr size_t kBackloggedPass = 64 * 1024;
 
+// A turn-end send put off while the socket holds more input (onTurnEnd)
+// waits until this much has come in the turns it waited: a reply to a
+// request up to one epoll read leaves whole, as it does on epoll, and a
+// larger one in parts of at least that, which the peer acknowledges at once
+// (more than a full segment), so Nagle's algorithm holds no part back.
+constexpr size_t kPutOffInput = kBackloggedPass;
+
 // recvLimit_ of a multishot recv without a total.
 constexpr size_t kUnlimited = SIZE_MAX;
 
@@ -115,11 +122,22 @@ void UringConnectionIo::pumpAtTurnEnd() {
 
 void UringConnectionIo::onTurnEnd() {
   const std::shared_ptr<void> guard = owner_->keepAlive();
-  if (inputFollows_ && recvInFlight() && turnEnd_ == TurnEnd::kThisTurn && owner_->wantsInput()) {
-    // The last receive stopped at the end of a provided buffer with more
-    // bytes in the socket: the kernel hands them over on the ring's next
-    // entry, often the rest of the message this turn answered. One more
-    // turn, without a wait, lets the reply leave whole.
+  // The input of the turns this send has waited for, this one's included.
+  const size_t turnInput = recvTurn_ == context_->turn() ? turnBytes_ : 0;
+  putOffInput_ = (turnEnd_ == TurnEnd::kNextTurn ? putOffInput_ : 0) + turnInput;
+  if (inputFollows_ && recvInFlight() && owner_->wantsInput() && putOffInput_ < kPutOffInput) {
+    // The last receive left bytes in the socket, which the recv armed hands
+    // over at the loop's next io_uring_enter: often the rest of the message
+    // this turn answered. One more turn, without a wait, and another for as
+    // long as each ends so, lets the reply leave whole. Not one turn only:
+    // while the socket holds more, a multishot recv takes at most 33
+    // receives per kernel pass and the rest at the next enter
+    // (MULTISHOT_MAX_RETRY, counted across passes and reset only when
+    // reached), so a request of 40 provided buffers that the cap met near its
+    // start came in three turns, and its reply, sent after the second, left
+    // in two sends: the second waited under Nagle's algorithm for the peer's
+    // delayed ACK (RoundTripTest). At most kPutOffInput: a peer that keeps
+    // the socket full still gets its replies, in parts of that size at least.
     turnEnd_ = TurnEnd::kNextTurn;
     context_->atNextTurnEnd(token_);
     return;
@@ -334,7 +352,14 @@ void UringConnectionIo::onRecv(int32_t res, uint32_t flags) {
     cancelRecv();
   }
   if (res > 0) {
-    if (!more) armRecv();  // the kernel ended the multishot (e.g. CQ overflow)
+    if (!more) {
+      // The kernel ended the multishot: its total reached (a backlogged
+      // share, mostly), or e.g. a CQ overflow. What it left in the socket
+      // the new arming hands over at the next io_uring_enter, as a
+      // continuing recv would: the turn-end send waits for it all the same.
+      armRecv();
+      inputFollows_ = (flags & IORING_CQE_F_SOCK_NONEMPTY) && recv_ == Recv::kArmed;
+    }
     return;
   }
   if (res == 0) {

@@ -41,7 +41,8 @@
 //  - turnEnd_: whether the queue is to move at this turn's end, or was put
 //    off to the next one's (onTurnEnd());
 //  - inputFollows_: the last receive left bytes in the socket, which the
-//    ring's next entry hands over (the send waits a turn for them);
+//    recv armed hands over at the next io_uring_enter (the turn-end send
+//    waits for them, turn by turn, up to 64 KiB of input: onTurnEnd());
 //  - backlogged_: the peer sends faster than one turn's share (below).
 // The ops in flight (at most a recv and a writer) are counted from recv_ and
 // writer_, not kept apart: the count decides when the owner's reference
@@ -145,7 +146,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   Recv recv_ = Recv::kIdle;
   Writer writer_ = Writer::kIdle;
   TurnEnd turnEnd_ = TurnEnd::kNone;
-  bool inputFollows_ = false;  // the last receive left bytes in the socket
+  bool inputFollows_ = false;  // the last receive left bytes in the socket, a recv is armed
   // The peer sends faster than one turn's share (armRecv, noteReceived). A
   // new connection does not start so: capped from its first arming, a
   // request larger than the share (40 KB) arrived in two turns, its echo
@@ -158,6 +159,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   size_t armTurnMax_ = 0;            // ... the most of it in one loop turn
   uint64_t recvTurn_ = 0;            // the loop turn turnBytes_ counts
   size_t turnBytes_ = 0;             // received in that turn
+  size_t putOffInput_ = 0;           // received in the turns the send waited (onTurnEnd)
   std::shared_ptr<void> keepAlive_;  // the owner, while ops are in flight
 };
 
