@@ -38,12 +38,12 @@
 #include <string>
 #include <string_view>
 
-#include "net/Buffer.h"
 #include "net/Callbacks.h"
 #include "net/InetAddress.h"
 
 namespace libnet {
 
+class Buffer;  // net/Buffer.h: what send() takes and message callbacks read
 class ConnectionAttachment;
 class ConnectionLayer;
 class EventLoop;

@@ -257,8 +257,7 @@ void TcpServer::start() {
   threadPool_->start(threadInitCallback_);
   withIoThreads_ = threadPool_->getAllLoops().front() != loop_;
   const bool perLoop = options_.acceptMode == AcceptMode::kPerLoop && withIoThreads_;
-  const IdleCallback onIdle =
-      idleCallback_ ? idleCallback_ : IdleCallback(closeIdle);
+  const IdleCallback onIdle = idleCallback_ ? idleCallback_ : IdleCallback(closeIdle);
   for (EventLoop* ioLoop : threadPool_->getAllLoops()) {
     auto state = std::make_shared<LoopState>(ioLoop);
     // Built here, used only on ioLoop from now on: the connections learn of

@@ -10,6 +10,7 @@ the total is larger: the public-surface budget is checked, not hoped for.
 """
 import os
 import re
+import signal
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -51,4 +52,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends quietly
     sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,6 @@
 #include "net/coro/StreamState.h"
 
+#include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/coro/ClosedAwaiter.h"
 #include "net/coro/ReadAwaiter.h"
