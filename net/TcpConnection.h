@@ -116,14 +116,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   [[nodiscard]] bool isReading() const { return readBlocks_ == 0; }
 
   // The output limit, libnet's one back-pressure mechanism: while more than
-  // `bytes` of output sit in memory for the peer (not file ranges; under TLS
-  // also plaintext and file bytes not yet encrypted), reading from the peer
-  // pauses, so TCP flow control holds back a peer that sends without
-  // reading; reading resumes (kept input first) once the output has drained
-  // to half. A coroutine writer waits on it too; HttpServer stops answering
-  // pipelined requests. 0 turns it off. Independent of stopRead(). Output
-  // made by other means (a broadcast) is not bounded: see the high-water
-  // mark. Loop thread (a TcpServer sets it for each new connection).
+  // `bytes` are queued for the peer (queuedOutputBytes(): file ranges too,
+  // each holding an fd), reading from the peer pauses, so TCP flow control holds back a peer that
+  // sends without reading; reading resumes (kept input first) once the output has drained to half.
+  // A coroutine writer waits on it too; HttpServer stops answering pipelined requests. 0 turns it
+  // off. Independent of stopRead(). Output made by other means (a broadcast) is not bounded: see
+  // the high-water mark. Loop thread (a TcpServer sets it for each new connection).
   void setMaxQueuedOutput(size_t bytes) { maxQueuedOutput_ = bytes; }
   [[nodiscard]] size_t maxQueuedOutput() const { return maxQueuedOutput_; }
 

@@ -156,12 +156,14 @@ void TcpConnection::Impl::resumeInput() {
 }
 void TcpConnection::Impl::checkOutputLimit() {
   if (maxQueuedOutput_ == 0) return;
-  const size_t buffered = io_->bufferedOutput();
+  // Everything queued counts, file ranges too: they take no memory, but each
+  // holds an open fd, and a client that pipelines requests for files without
+  // reading would otherwise make a server hold one per request.
+  const size_t queued = io_->queuedOutput();
   if (readBlocks_ & kOutputFull) {
-    if (buffered <= maxQueuedOutput_ / 2) unblockRead(kOutputFull);
-  } else if (buffered > maxQueuedOutput_) {
-    LOG_DEBUG << name_ << ": " << buffered
-              << " bytes of output queued; not reading until it drains";
+    if (queued <= maxQueuedOutput_ / 2) unblockRead(kOutputFull);
+  } else if (queued > maxQueuedOutput_) {
+    LOG_DEBUG << name_ << ": " << queued << " bytes of output queued; not reading until it drains";
     blockRead(kOutputFull);
   }
 }
@@ -231,9 +233,9 @@ size_t TcpConnection::Impl::inputRoom() const {
   if (maxQueuedOutput_ == 0) return ConnectionIo::kNoInputLimit;
   // One byte past the limit pauses reading (checkOutputLimit): an echo that
   // takes in all of this has paused itself, with nothing read beyond it.
-  const size_t buffered = io_->bufferedOutput();
-  if (buffered > maxQueuedOutput_) return 0;
-  return std::min(maxQueuedOutput_ - buffered, ConnectionIo::kNoInputLimit - 1) + 1;
+  const size_t queued = io_->queuedOutput();
+  if (queued > maxQueuedOutput_) return 0;
+  return std::min(maxQueuedOutput_ - queued, ConnectionIo::kNoInputLimit - 1) + 1;
 }
 void TcpConnection::Impl::logIoError(const char* call, int err) const {
   // A peer that resets, vanishes or stops acknowledging is everyday traffic

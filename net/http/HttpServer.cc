@@ -30,12 +30,10 @@ struct HttpServer::ConnectionState {
   BodyBudget::Reservation body;
   MonoTime requestStart{};     // of the request whose line or headers are incomplete
   TimerId headerTimer;         // valid while that request's deadline is armed
-  TimerId filesTimer;          // valid while reading is held for queued files
   bool headerStarted = false;  // requestStart is set (the headers are not done)
   bool closing = false;        // an answer with Connection: close is on its way
   bool continueSent = false;   // "100 Continue" already sent for this request
   bool linger = false;         // the client may still be sending: half-close, read on
-  bool heldForFiles = false;   // this server stopped reading (see holdForFiles)
   int handles = 0;             // StateHandles that own it (loop thread only)
 };
 
@@ -192,7 +190,6 @@ void HttpServer::onConnection(const TcpConnectionPtr& conn) {
     // reservation with it.
     if (ConnectionState* state = stateOf(conn)) {
       endHeaderDeadline(conn, state);
-      if (state->filesTimer.valid()) conn->getLoop()->cancel(state->filesTimer);
     }
     conn->setContext(std::any());
   }
@@ -221,7 +218,7 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
   Buffer& out = batch.buffer();
   HttpParser& parser = state->parser;
   while (!state->closing) {
-    if (buf->readableBytes() > 0 && !parser.midRequest() && !mayAnswerMore(conn, state, &out)) {
+    if (buf->readableBytes() > 0 && !parser.midRequest() && !mayAnswerMore(conn, &out)) {
       // Answer no more until the client has read what it has been sent:
       // the unparsed requests stay in the connection's input buffer, and
       // the connection hands them back here when it resumes reading.
@@ -355,7 +352,7 @@ void HttpServer::finishClosing(const TcpConnectionPtr& conn, ConnectionState* st
   }
 }
 
-bool HttpServer::mayAnswerMore(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* out) {
+bool HttpServer::mayAnswerMore(const TcpConnectionPtr& conn, Buffer* out) {
   // The connection's own output limit is the one back-pressure: the batch
   // goes out early when it would take the connection past it, so that the
   // connection sees it and pauses reading.
@@ -364,45 +361,9 @@ bool HttpServer::mayAnswerMore(const TcpConnectionPtr& conn, ConnectionState* st
     return conn->isReading();
   }
   if (out->readableBytes() > 0) conn->send(out);
-  if (!conn->isReading()) return false;  // paused: it hands the requests back on resuming
-  if (conn->queuedOutputBytes() <= limit) return true;  // the batch went out at once
-  // Over the limit, yet the connection reads on: what is queued is mostly
-  // file ranges (sendFile), which a plain connection's limit does not count,
-  // as they take no memory; but each holds an open fd, and a client that
-  // pipelines file requests without reading would make the server hold one
-  // per request.
-  holdForFiles(conn, state);
-  return false;
-}
-
-void HttpServer::holdForFiles(const TcpConnectionPtr& conn, ConnectionState* state) {
-  // No callback of the connection's is taken for this (the write-complete
-  // callback is the application's): the loop looks again every
-  // kFilesPollInterval until the queue has drained to half the limit, as
-  // the connection's own pause would, then reading resumes and the
-  // connection hands the buffered requests back.
-  if (!state->heldForFiles) {
-    state->heldForFiles = true;
-    conn->stopRead();
-  }
-  state->filesTimer = conn->getLoop()->runAfter(
-      kFilesPollInterval,
-      [weakConn = std::weak_ptr<TcpConnection>(conn)] { checkHeldFiles(weakConn); });
-}
-
-void HttpServer::checkHeldFiles(const std::weak_ptr<TcpConnection>& weakConn) {
-  const TcpConnectionPtr conn = weakConn.lock();
-  if (!conn || !conn->connected()) return;
-  ConnectionState* state = stateOf(conn);
-  if (state == nullptr) return;
-  state->filesTimer = TimerId();  // fired
-  if (!state->heldForFiles) return;
-  if (conn->queuedOutputBytes() > conn->maxQueuedOutput() / 2) {
-    holdForFiles(conn, state);
-    return;
-  }
-  state->heldForFiles = false;
-  conn->startRead();  // delivers the buffered requests first
+  // Past the limit the connection has paused reading, and hands the
+  // requests left in the buffer back when it resumes.
+  return conn->isReading();
 }
 
 bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out) {

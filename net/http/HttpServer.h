@@ -11,8 +11,8 @@
 // (Options::maxQueuedOutput, which is TcpServer's: past it the connection
 // pauses reading, the server stops answering and leaves the pipelined
 // requests in the input buffer, and the connection hands them back once
-// half the output has drained; on a plain connection, queued file ranges,
-// which that limit does not count, are watched by the server itself); the
+// half the output has drained; queued file ranges count, each holding an
+// open fd); the
 // parser's limits (414 / 431 / 413 / 400 / 417 /
 // 501 / 505, then close); a request whose line and headers are not complete
 // within headerTimeout after its first byte is answered 408 and closed at
@@ -151,13 +151,7 @@ class HttpServer {
   // Before the next pipelined request: hands the answers batched so far to
   // the connection when they would take it past its output limit, and says
   // whether to go on (false: it has paused reading; the rest waits in `buf`).
-  static bool mayAnswerMore(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* out);
-  // Over the limit with file ranges that the connection does not count:
-  // stops reading until they have drained (polled by a loop timer that
-  // holds a weak_ptr to the connection).
-  static void holdForFiles(const TcpConnectionPtr& conn, ConnectionState* state);
-  static void checkHeldFiles(const std::weak_ptr<TcpConnection>& weakConn);
-  static constexpr Duration kFilesPollInterval = std::chrono::milliseconds(5);
+  static bool mayAnswerMore(const TcpConnectionPtr& conn, Buffer* out);
   // A read left a request incomplete (`buf` holds what is left of it): the
   // header deadline, the body's budget, "100 Continue". May queue an error.
   void onIncomplete(const TcpConnectionPtr& conn, ConnectionState* state, const Buffer* buf,

@@ -455,9 +455,10 @@ TEST_P(StreamTest, AnythingThrownClosesOnlyItsConnection) {
 // A pipelining client: bytes that arrive while the coroutine is suspended
 // in a write (its peer not reading yet) are unread but new to it, and
 // readMore() must report them instead of waiting for a byte beyond them,
-// which such a client never sends. The write is a file: its bytes count
-// against the connection's output limit, which suspends the writer, but take
-// no memory, so the connection goes on reading meanwhile.
+// which such a client never sends. The write is a file, and the stream
+// allows one queued file: the writer waits for it to go out, while the
+// connection (its output limit off, so that it does not pause reading too)
+// goes on reading meanwhile.
 TEST_P(StreamTest, ReadMoreReportsBytesThatArrivedDuringASuspendedWrite) {
   constexpr size_t kBig = 8 * 1024 * 1024;
   char path[] = "/tmp/libnet-stream-big-XXXXXX";
@@ -468,21 +469,23 @@ TEST_P(StreamTest, ReadMoreReportsBytesThatArrivedDuringASuspendedWrite) {
   }
   const std::string file = path;
   auto conn = std::make_shared<std::weak_ptr<TcpConnection>>();
-  startServer([this, conn, file](Stream stream) -> Task<> {
-    *conn = stream.connection();
-    stream.connection()->setMaxQueuedOutput(64 * 1024);
-    Input first = co_await stream.readAtLeast(5);
-    if (!first) co_return;
-    first.consume();
-    UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) co_return;
-    ++report_.entered;
-    // The peer reads nothing yet: suspended here while "second" arrives.
-    if (co_await stream.sendFile(std::move(fd), 0, kBig) != Errc::kOk) co_return;
-    Input more = co_await stream.readMore();
-    const std::string reply = more ? "got:" + std::string(more.view()) : "nothing";
-    co_await stream.write(reply);
-  });
+  startServer(
+      [this, conn, file](Stream stream) -> Task<> {
+        *conn = stream.connection();
+        stream.connection()->setMaxQueuedOutput(0);
+        Input first = co_await stream.readAtLeast(5);
+        if (!first) co_return;
+        first.consume();
+        UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!fd) co_return;
+        ++report_.entered;
+        // The peer reads nothing yet: suspended here while "second" arrives.
+        if (co_await stream.sendFile(std::move(fd), 0, kBig) != Errc::kOk) co_return;
+        Input more = co_await stream.readMore();
+        const std::string reply = more ? "got:" + std::string(more.view()) : "nothing";
+        co_await stream.write(reply);
+      },
+      /*noDelay=*/false, StreamOptions{.maxQueuedFiles = 1});
   BlockingClient client(address_, /*rcvbuf=*/64 * 1024);
   ASSERT_TRUE(client.sendAll("first"));
   ASSERT_TRUE(waitUntil([&] { return report_.entered == 1; }));
