@@ -13,7 +13,6 @@
 #pragma once
 
 #include <exception>
-#include <string_view>
 #include <utility>
 
 #include "base/Logging.h"
@@ -21,9 +20,11 @@
 namespace libnet {
 
 // True when `f()` returned; false when it threw (logged). `what` names the
-// callback in the log line ("timer callback").
-template <class F>
-bool callGuarded(std::string_view what, F&& f) noexcept {
+// callback in the log line ("timer callback"): anything a log line takes,
+// written only when something was thrown (so a description built of parts,
+// a connection's name and a callback's, costs nothing on the way through).
+template <class What, class F>
+bool callGuarded(const What& what, F&& f) noexcept {
   try {
     std::forward<F>(f)();
     return true;

@@ -7,6 +7,7 @@
 #include <exception>
 #include <system_error>
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/Buffer.h"
 #include "net/BufferPool.h"
@@ -36,17 +37,6 @@ int createEventfd() {
   const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (fd < 0) throw std::system_error(errno, std::system_category(), "eventfd");
   return fd;
-}
-
-template <class F>
-void runGuarded(const char* what, F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    LOG_ERROR << "exception escaped " << what << ": " << e.what();
-  } catch (...) {
-    LOG_ERROR << "unknown exception escaped " << what;
-  }
 }
 
 }  // namespace
@@ -81,7 +71,7 @@ EventLoop::~EventLoop() {
   if (!destroyHooks_.empty()) {
     std::vector<Functor> hooks;
     hooks.swap(destroyHooks_);
-    for (Functor& hook : hooks) runGuarded("a destroy hook", hook);
+    for (Functor& hook : hooks) (void)callGuarded("destroy hook", hook);
     drainPendingFunctors();
   }
   drainOperationsInFlight();
@@ -113,7 +103,7 @@ void EventLoop::loop() {
     ++iteration_;
     dispatchingEvents_ = true;
     for (Channel* channel : activeChannels_) {
-      runGuarded("an event handler", [&] { channel->handleEvent(pollReturnTime_); });
+      (void)callGuarded("event handler", [&] { channel->handleEvent(pollReturnTime_); });
     }
     poller_->dispatchCompletions();
     dispatchingEvents_ = false;
@@ -224,7 +214,7 @@ void EventLoop::flushBackend() {
   // Functors queued from here run after the coming poll, which then does
   // not wait (queuedByLoop_), as for those queued by functors.
   flushingBackend_ = true;
-  runGuarded("the backend's end of turn", [&] { poller_->beforeWait(); });
+  (void)callGuarded("backend's end of turn", [&] { poller_->beforeWait(); });
   flushingBackend_ = false;
 }
 
@@ -246,7 +236,7 @@ void EventLoop::doPendingFunctors() {
     }
     if (functors_.empty()) return;
     runningFunctors_ = true;
-    for (Functor& functor : functors_) runGuarded("a queued functor", functor);
+    for (Functor& functor : functors_) (void)callGuarded("queued functor", functor);
     runningFunctors_ = false;
     functors_.clear();  // keeps its capacity: no allocation per turn
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/BufferPool.h"
 #include "net/ConnectionAttachment.h"
@@ -28,19 +29,25 @@ TcpConnection::Impl::~Impl() {
   LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " destroyed in state "
             << stateName(state_.load());
 }
+namespace {
+
+// A user callback of a connection, as the log line names it: written only
+// if the callback threw (no string is built per message).
+struct UserCallback {
+  const std::string& connection;
+  const char* what;
+};
+
+LogStream& operator<<(LogStream& stream, const UserCallback& callback) {
+  return stream << callback.what << " callback of " << callback.connection
+                << " (closing the connection)";
+}
+
+}  // namespace
+
 template <class F>
 bool TcpConnection::Impl::callUser(const char* what, F&& callback) noexcept {
-  try {
-    callback();
-    return true;
-  } catch (const std::exception& e) {
-    LOG_ERROR << name_ << ": " << what << " callback threw: " << e.what()
-              << "; closing the connection";
-  } catch (...) {
-    LOG_ERROR << name_ << ": " << what << " callback threw a non-standard exception"
-              << "; closing the connection";
-  }
-  return false;
+  return callGuarded(UserCallback{name_, what}, std::forward<F>(callback));
 }
 bool TcpConnection::Impl::acceptsOutput() const {
   if (state_.load() != State::kDisconnected && !closeWhenDrained_) return true;

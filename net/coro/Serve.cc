@@ -15,6 +15,7 @@ namespace {
 // throws (the task itself may have moved its Stream anywhere).
 detail::Detached runConnection(Task<> task, TcpConnectionPtr conn) {
   Task<> local = std::move(task);
+  // Not callGuarded(): the co_await must stay in this coroutine's own frame.
   try {
     co_await std::move(local);
   } catch (const std::exception& e) {

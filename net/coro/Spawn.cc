@@ -2,6 +2,7 @@
 
 #include <cassert>
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/EventLoop.h"
 #include "net/coro/Cancel.h"
@@ -62,13 +63,7 @@ class Registry {
 DetachedPromise::~DetachedPromise() { Registry::forThisThread().unlink(this); }
 
 void DetachedPromise::unhandled_exception() noexcept {
-  try {
-    throw;
-  } catch (const std::exception& e) {
-    LOG_ERROR << "detached coroutine threw: " << e.what();
-  } catch (...) {
-    LOG_ERROR << "detached coroutine threw a non-standard exception";
-  }
+  (void)callGuarded("detached coroutine", [] { throw; });
 }
 
 void DetachedPromise::startOn(EventLoop* loop) {

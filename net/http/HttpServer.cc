@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
@@ -58,6 +59,15 @@ class HttpServer::StateHandle {
 };
 
 namespace {
+
+// The request handler, as a log line names it when it throws.
+struct HandlerOf {
+  const std::string& connection;
+};
+
+LogStream& operator<<(LogStream& stream, const HandlerOf& handler) {
+  return stream << "request handler on " << handler.connection;
+}
 
 // The answers of one onMessage call are gathered here, then sent in one
 // write. Per thread, so an idle connection holds no output memory; taken
@@ -371,20 +381,16 @@ bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& reques
   if (request.version() == Version::kHttp10 && request.keepAlive()) {
     response.setKeepAliveHeader(true);
   }
-  try {
+  // Anything may be thrown (an int, a string): it costs this request a 500
+  // and the connection, never the answers of another connection.
+  const bool answered = callGuarded(HandlerOf{conn->name()}, [&] {
     if (handler_) {
       handler_(request, &response);
     } else {
       response.setStatus(404);
     }
-  } catch (const std::exception& e) {
-    LOG_ERROR << conn->name() << ": handler threw: " << e.what();
-    appendError(500, out);
-    return false;
-  } catch (...) {
-    // Anything may be thrown (an int, a string): it costs this request a
-    // 500 and the connection, never the answers of another connection.
-    LOG_ERROR << conn->name() << ": handler threw a non-standard exception";
+  });
+  if (!answered) {
     appendError(500, out);
     return false;
   }

@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/EventLoopBase.h"
 #include "net/poller/UringProbe.h"
@@ -32,13 +33,7 @@ void UringContext::runTurnEnd() {
   for (size_t i = 0; i < turnEnd_.size(); ++i) {
     CompletionHandler* handler = handlerOf(turnEnd_[i]);
     if (handler == nullptr) continue;  // unregistered since it asked
-    try {
-      handler->onTurnEnd();
-    } catch (const std::exception& e) {
-      LOG_ERROR << "exception escaped an io_uring turn-end handler: " << e.what();
-    } catch (...) {
-      LOG_ERROR << "unknown exception escaped an io_uring turn-end handler";
-    }
+    (void)callGuarded("io_uring turn-end handler", [&] { handler->onTurnEnd(); });
   }
   turnEnd_.clear();
   turnEnd_.swap(nextTurnEnd_);

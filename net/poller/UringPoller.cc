@@ -7,6 +7,7 @@
 #include <exception>
 #include <system_error>
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/Channel.h"
 #include "net/EventLoopBase.h"
@@ -342,13 +343,7 @@ void UringPoller::dispatchCompletions() {
   for (size_t i = 0; i < completions_.size(); ++i) {
     const Completion c = completions_[i];
     if (opOf(c.userData) == UringOp::kFdPosted) {
-      try {
-        deliverPosted(c);
-      } catch (const std::exception& e) {
-        LOG_ERROR << "exception escaped an fd receiver: " << e.what();
-      } catch (...) {
-        LOG_ERROR << "unknown exception escaped an fd receiver";
-      }
+      (void)callGuarded("fd receiver", [&] { deliverPosted(c); });
       continue;
     }
     CompletionHandler* handler = context_.handlerOf(c.userData);
@@ -356,13 +351,8 @@ void UringPoller::dispatchCompletions() {
       dropStale(c);
       continue;
     }
-    try {
-      handler->onCompletion(opOf(c.userData), c.res, c.flags);
-    } catch (const std::exception& e) {
-      LOG_ERROR << "exception escaped an io_uring completion handler: " << e.what();
-    } catch (...) {
-      LOG_ERROR << "unknown exception escaped an io_uring completion handler";
-    }
+    (void)callGuarded("io_uring completion handler",
+                      [&] { handler->onCompletion(opOf(c.userData), c.res, c.flags); });
   }
   completions_.clear();
 }
