@@ -1,5 +1,6 @@
 #include "net/coro/Serve.h"
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/EventLoop.h"
 #include "net/TcpConnection.h"
@@ -35,20 +36,20 @@ struct Served {
   StreamOptions options;
 };
 
+// A connection handler, as a log line names it when it throws.
+struct HandlerOf {
+  const std::string& connection;
+};
+
+LogStream& operator<<(LogStream& stream, const HandlerOf& handler) {
+  return stream << "connection handler of " << handler.connection << " (closing the connection)";
+}
+
 void startConnection(const Served& served, const TcpConnectionPtr& conn) {
   Task<> task;
   Stream stream(conn, served.options);
   TaskContext* context = static_cast<StreamState*>(conn->attachment())->taskContext();
-  try {
-    task = served.handler(std::move(stream));
-  } catch (const std::exception& e) {
-    LOG_ERROR << conn->name() << ": connection handler threw: " << e.what()
-              << "; closing the connection";
-    conn->forceClose();
-    return;
-  } catch (...) {
-    LOG_ERROR << conn->name() << ": connection handler threw a non-standard exception"
-              << "; closing the connection";
+  if (!callGuarded(HandlerOf{conn->name()}, [&] { task = served.handler(std::move(stream)); })) {
     conn->forceClose();
     return;
   }
