@@ -92,7 +92,7 @@ void Connector::connect() {
     failed(UniqueFd(), err, !transient);
     return;
   }
-  const int rc = ::connect(fd.get(), serverAddr_.getSockAddr(), serverAddr_.sockLen());
+  const int rc = ::connect(fd.get(), serverAddr_.sockAddr(), serverAddr_.sockLen());
   const int err = rc == 0 ? 0 : errno;
   switch (err) {
     case 0:

@@ -32,7 +32,7 @@ void EventLoopThreadPool::start(const ThreadInitCallback& cb) {
   if (numThreads_ == 0 && cb) cb(baseLoop_);
 }
 
-EventLoop* EventLoopThreadPool::getNextLoop() {
+EventLoop* EventLoopThreadPool::nextLoop() {
   baseLoop_->assertInLoopThread();
   if (loops_.empty()) return baseLoop_;
   EventLoop* loop = loops_[next_];
@@ -40,7 +40,7 @@ EventLoop* EventLoopThreadPool::getNextLoop() {
   return loop;
 }
 
-std::vector<EventLoop*> EventLoopThreadPool::getAllLoops() const {
+std::vector<EventLoop*> EventLoopThreadPool::allLoops() const {
   if (loops_.empty()) return {baseLoop_};
   return loops_;
 }

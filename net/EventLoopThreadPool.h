@@ -1,6 +1,6 @@
 // EventLoopThreadPool: N loop threads for a TcpServer's connections (the
 // server gives each loop a listening socket of its own, or hands connections
-// over round-robin: TcpServer::Options::acceptMode); getNextLoop() picks one
+// over round-robin: TcpServer::Options::acceptMode); nextLoop() picks one
 // round-robin for other users. With 0 threads everything runs on the base
 // loop. Created, started and used on the base loop's thread.
 #pragma once
@@ -36,8 +36,8 @@ class EventLoopThreadPool {
   void start(const ThreadInitCallback& cb = {});
 
   // Round-robin; the base loop when the pool has no threads.
-  EventLoop* getNextLoop();
-  [[nodiscard]] std::vector<EventLoop*> getAllLoops() const;
+  EventLoop* nextLoop();
+  [[nodiscard]] std::vector<EventLoop*> allLoops() const;
   [[nodiscard]] bool started() const { return started_; }
   [[nodiscard]] const std::string& name() const { return name_; }
 

@@ -42,7 +42,7 @@ class InetAddress {
   [[nodiscard]] std::string toIpPort() const;
   [[nodiscard]] uint16_t port() const { return ntohs(addr_.sin_port); }
 
-  [[nodiscard]] const sockaddr* getSockAddr() const {
+  [[nodiscard]] const sockaddr* sockAddr() const {
     return reinterpret_cast<const sockaddr*>(&addr6_);
   }
   [[nodiscard]] socklen_t sockLen() const {

@@ -28,7 +28,7 @@ Socket Socket::createNonblocking(sa_family_t family) {
 }
 
 void Socket::bindAddress(const InetAddress& local) {
-  if (::bind(fd_.get(), local.getSockAddr(), local.sockLen()) < 0) {
+  if (::bind(fd_.get(), local.sockAddr(), local.sockLen()) < 0) {
     throw std::system_error(errno, std::system_category(), "bind " + local.toIpPort());
   }
 }

@@ -41,9 +41,8 @@ TcpClient::~TcpClient() {
   if (conn) {
     // The connection may outlive us (someone else holds it): its close
     // callback must no longer reach this object.
-    conn->setCloseCallback([](const TcpConnectionPtr& c) {
-      c->getLoop()->queueInLoop([c] { c->connectDestroyed(); });
-    });
+    conn->setCloseCallback(
+        [](const TcpConnectionPtr& c) { c->loop()->queueInLoop([c] { c->connectDestroyed(); }); });
     conn->forceClose();
   }
 }

@@ -70,7 +70,7 @@ class TcpClient {
   [[nodiscard]] const Options& options() const { return options_; }
 
   [[nodiscard]] TcpConnectionPtr connection() const;
-  [[nodiscard]] EventLoop* getLoop() const { return loop_; }
+  [[nodiscard]] EventLoop* loop() const { return loop_; }
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] int connectAttempts() const;
 

@@ -5,10 +5,10 @@
 // only they (friends) reach.
 //
 // Thread safety: send(), shutdown(), forceClose(), connected(),
-// disconnected(), getLoop(), name(), localAddress() and peerAddress() may be
+// disconnected(), loop(), name(), localAddress() and peerAddress() may be
 // called from any thread; sends from one thread go out in the order they
 // were made. Everything else (the other getters included), and every
-// callback, runs on getLoop()'s thread.
+// callback, runs on loop()'s thread.
 //
 // How bytes move is the loop's backend's business (epoll or io_uring; the API
 // is the same on both). With a ConnectionLayer (TLS, net/tls/), callbacks see
@@ -63,7 +63,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   TcpConnection(const TcpConnection&) = delete;
   TcpConnection& operator=(const TcpConnection&) = delete;
 
-  [[nodiscard]] EventLoop* getLoop() const { return loop_; }
+  [[nodiscard]] EventLoop* loop() const { return loop_; }
   [[nodiscard]] const std::string& name() const { return name_; }
   // Any thread. Looked up once when first asked; after the fd is closed or
   // the peer reset the connection, the lookup fails (local: the listening
@@ -126,8 +126,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   [[nodiscard]] size_t maxQueuedOutput() const { return maxQueuedOutput_; }
 
   void setContext(std::any context) { context_ = std::move(context); }
-  [[nodiscard]] const std::any& getContext() const { return context_; }
-  [[nodiscard]] std::any* getMutableContext() { return &context_; }
+  [[nodiscard]] const std::any& context() const { return context_; }
+  [[nodiscard]] std::any* mutableContext() { return &context_; }
 
   void setConnectionCallback(ConnectionCallback cb) { connectionCallback_ = std::move(cb); }
   void setMessageCallback(MessageCallback cb) { messageCallback_ = std::move(cb); }

@@ -255,10 +255,10 @@ void TcpServer::start() {
   loop_->assertInLoopThread();
   if (started_) return;
   threadPool_->start(threadInitCallback_);
-  withIoThreads_ = threadPool_->getAllLoops().front() != loop_;
+  withIoThreads_ = threadPool_->allLoops().front() != loop_;
   const bool perLoop = options_.acceptMode == AcceptMode::kPerLoop && withIoThreads_;
   const IdleCallback onIdle = idleCallback_ ? idleCallback_ : IdleCallback(closeIdle);
-  for (EventLoop* ioLoop : threadPool_->getAllLoops()) {
+  for (EventLoop* ioLoop : threadPool_->allLoops()) {
     auto state = std::make_shared<LoopState>(ioLoop);
     // Built here, used only on ioLoop from now on: the connections learn of
     // it through newConnection(), and the queue that carries a connection

@@ -148,7 +148,7 @@ class TcpServer {
   TcpServer& operator=(const TcpServer&) = delete;
 
   [[nodiscard]] const std::string& name() const { return name_; }
-  [[nodiscard]] EventLoop* getLoop() const { return loop_; }
+  [[nodiscard]] EventLoop* loop() const { return loop_; }
   // The bound address (the real port when port 0 was asked for).
   [[nodiscard]] InetAddress listenAddress() const;
 

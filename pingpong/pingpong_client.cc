@@ -122,7 +122,7 @@ class Client {
   void connectAll() {
     sessions_.resize(static_cast<size_t>(sessionCount_));
     for (int i = 0; i < sessionCount_; ++i) {
-      EventLoop* ioLoop = pool_.getNextLoop();
+      EventLoop* ioLoop = pool_.nextLoop();
       loops_.push_back(ioLoop);
       ioLoop->runInLoop([this, ioLoop, i] {
         sessions_[static_cast<size_t>(i)] =
@@ -186,7 +186,7 @@ class Client {
     std::printf(
         "RESULT impl=%s threads=%zu blocksize=%zu sessions=%d bytes=%llu messages=%llu "
         "seconds=%.3f mibps=%.2f\n",
-        impl, pool_.getAllLoops().size(), message_.size(), sessionCount_,
+        impl, pool_.allLoops().size(), message_.size(), sessionCount_,
         static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(messages), seconds,
         mibps);
     std::fflush(stdout);

@@ -20,7 +20,7 @@ ConnectAwaiter::~ConnectAwaiter() {
 }
 
 bool ConnectAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
-  client_->getLoop()->assertInLoopThread();
+  client_->loop()->assertInLoopThread();
   if (!prepareSuspend(awaiting, context)) return false;
   pending_ = std::make_shared<Pending>();
   pending_->waiter = this;
@@ -36,12 +36,12 @@ bool ConnectAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* cont
         }
         StreamState::attach(conn, options);  // before its first byte arrives
         pending->conn = conn;
-        conn->getLoop()->queueInLoop([pending] {
+        conn->loop()->queueInLoop([pending] {
           if (pending->waiter != nullptr) pending->waiter->finish(Errc::kOk);
         });
       });
   client_->setMessageCallback(defaultMessageCallback);
-  client_->setConnectErrorCallback([pending = pending_, loop = client_->getLoop()](int err) {
+  client_->setConnectErrorCallback([pending = pending_, loop = client_->loop()](int err) {
     if (pending->waiter == nullptr || pending->sysError != 0) return;
     pending->sysError = err;
     loop->queueInLoop([pending] {

@@ -57,13 +57,13 @@ void startConnection(const Served& served, const TcpConnectionPtr& conn) {
   // root's frame is gone.
   detail::Detached root = runConnection(std::move(task), conn);
   root.handle.promise().useContext(context);
-  detail::startDetached(conn->getLoop(), root);
+  detail::startDetached(conn->loop(), root);
 }
 
 }  // namespace
 
 void serve(TcpServer& server, ConnectionHandler handler, const StreamOptions& options) {
-  EventLoop* loop = server.getLoop();
+  EventLoop* loop = server.loop();
   loop->assertInLoopThread();
   // Every connection copies the server's callbacks: a plain pointer copies
   // without allocating. The handler must outlive every connection's "up"

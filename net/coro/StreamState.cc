@@ -9,7 +9,7 @@
 namespace libnet::coro {
 
 StreamState* StreamState::attach(const TcpConnectionPtr& conn, const StreamOptions& options) {
-  conn->getLoop()->assertInLoopThread();
+  conn->loop()->assertInLoopThread();
   if (auto* existing = dynamic_cast<StreamState*>(conn->attachment())) {
     existing->setOptions(options);
     return existing;
@@ -120,7 +120,7 @@ void StreamState::queueResume() {
   // From inside the backend: the writer resumes from the loop's queue.
   if (writer_ == nullptr || drainQueued_) return;
   drainQueued_ = true;
-  conn_->getLoop()->queueInLoop([conn = conn_->shared_from_this()] {
+  conn_->loop()->queueInLoop([conn = conn_->shared_from_this()] {
     static_cast<StreamState*>(conn->attachment())->resumeWriter();
   });
 }

@@ -214,7 +214,7 @@ void HttpServer::appendError(int status, Buffer* out) {
 }
 
 HttpServer::ConnectionState* HttpServer::stateOf(const TcpConnectionPtr& conn) {
-  auto* holder = std::any_cast<StateHandle>(conn->getMutableContext());
+  auto* holder = std::any_cast<StateHandle>(conn->mutableContext());
   return holder != nullptr ? holder->get() : nullptr;
 }
 
@@ -312,7 +312,7 @@ void HttpServer::startHeaderDeadline(const TcpConnectionPtr& conn, ConnectionSta
   // add up to a tick); and there is no periodic tick to run when no request
   // is slow. The timer holds a weak_ptr only: it never keeps a closed
   // connection alive, and finding it gone is the normal case after a close.
-  state->headerTimer = conn->getLoop()->runAt(
+  state->headerTimer = conn->loop()->runAt(
       state->requestStart + options_.headerTimeout,
       [weakConn = std::weak_ptr<TcpConnection>(conn)] { onHeaderDeadline(weakConn); });
 }
@@ -320,7 +320,7 @@ void HttpServer::startHeaderDeadline(const TcpConnectionPtr& conn, ConnectionSta
 void HttpServer::endHeaderDeadline(const TcpConnectionPtr& conn, ConnectionState* state) {
   state->headerStarted = false;
   if (!state->headerTimer.valid()) return;
-  conn->getLoop()->cancel(state->headerTimer);  // on the loop thread: at once
+  conn->loop()->cancel(state->headerTimer);  // on the loop thread: at once
   state->headerTimer = TimerId();
 }
 

@@ -244,7 +244,7 @@ TEST_P(AcceptorEmfileTest, PerLoopAcceptorsServeOrCloseEveryConnectionAndKeepThe
       for (const UniqueFd& fd : clients) {
         int rc;
         do {
-          rc = ::connect(fd.get(), address.getSockAddr(), address.sockLen());
+          rc = ::connect(fd.get(), address.sockAddr(), address.sockLen());
         } while (rc != 0 && errno == EINTR);
         ASSERT_EQ(rc, 0) << std::strerror(errno);
       }

@@ -283,7 +283,7 @@ TEST_P(CallbackExceptionTest, ThrowingWriteCompleteCallbackClosesThatConnection)
     server.setConnectionCallback([](const TcpConnectionPtr& conn) {
       if (!conn->connected()) return;
       conn->setWriteCompleteCallback([](const TcpConnectionPtr& c) {
-        if (c->getContext().has_value()) throw std::runtime_error("write-complete failed");
+        if (c->context().has_value()) throw std::runtime_error("write-complete failed");
       });
     });
     server.setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
@@ -452,7 +452,7 @@ TEST_P(CallbackExceptionMatrixTest, WriteCompleteCallback) {
             countingConnectionCallback()(conn);
             if (!conn->connected()) return;
             conn->setWriteCompleteCallback([thrown](const TcpConnectionPtr& c) {
-              if (c->getContext().has_value()) throwAs(thrown);
+              if (c->context().has_value()) throwAs(thrown);
             });
           });
           server.setMessageCallback([this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
@@ -483,7 +483,7 @@ TEST_P(CallbackExceptionMatrixTest, TimerCallbacksAndQueuedFunctors) {
                 recordSeen(conn, buf->view());
                 if (buf->view().find(kPoison) != std::string_view::npos) {
                   // On the connection's loop, then its answer.
-                  EventLoop* loop = conn->getLoop();
+                  EventLoop* loop = conn->loop();
                   loop->queueInLoop([thrown] { throwAs(thrown); });
                   loop->runAfter(std::chrono::milliseconds(0), [thrown] { throwAs(thrown); });
                   loop->runAfter(std::chrono::milliseconds(1),

@@ -295,7 +295,7 @@ TEST_P(EventLoopTest, EventLoopThreadPoolRoundRobin) {
   }
 
   std::vector<EventLoop*> picked;
-  for (int i = 0; i < 7; ++i) picked.push_back(pool.getNextLoop());
+  for (int i = 0; i < 7; ++i) picked.push_back(pool.nextLoop());
   const std::set<EventLoop*> distinct(picked.begin(), picked.begin() + 3);
   EXPECT_EQ(distinct.size(), 3u);
   EXPECT_EQ(distinct.count(&base), 0u);
@@ -303,7 +303,7 @@ TEST_P(EventLoopTest, EventLoopThreadPoolRoundRobin) {
   EXPECT_EQ(picked[4], picked[1]);
   EXPECT_EQ(picked[5], picked[2]);
   EXPECT_EQ(picked[6], picked[0]);
-  EXPECT_EQ(pool.getAllLoops(), (std::vector<EventLoop*>{picked[0], picked[1], picked[2]}));
+  EXPECT_EQ(pool.allLoops(), (std::vector<EventLoop*>{picked[0], picked[1], picked[2]}));
 
   CountDownLatch checked(3);
   std::vector<pid_t> ranOn(3, 0);
@@ -335,9 +335,9 @@ TEST_P(EventLoopTest, EventLoopThreadPoolWithoutThreadsUsesBaseLoop) {
   EventLoopThreadPool pool(&base, "empty", 0);
   pool.start([&](EventLoop* loop) { initLoop = loop; });
   EXPECT_EQ(initLoop, &base);
-  EXPECT_EQ(pool.getNextLoop(), &base);
-  EXPECT_EQ(pool.getNextLoop(), &base);
-  EXPECT_EQ(pool.getAllLoops(), std::vector<EventLoop*>{&base});
+  EXPECT_EQ(pool.nextLoop(), &base);
+  EXPECT_EQ(pool.nextLoop(), &base);
+  EXPECT_EQ(pool.allLoops(), std::vector<EventLoop*>{&base});
 }
 
 TEST_P(EventLoopDeathTest, SecondLoopOnSameThreadAborts) {

@@ -27,7 +27,7 @@ TEST(InetAddressTest, ParsesIpv4) {
   EXPECT_EQ(addr.toIp(), "127.0.0.1");
   EXPECT_EQ(addr.toIpPort(), "127.0.0.1:80");
   EXPECT_EQ(addr.sockLen(), sizeof(sockaddr_in));
-  const auto* sin = reinterpret_cast<const sockaddr_in*>(addr.getSockAddr());
+  const auto* sin = reinterpret_cast<const sockaddr_in*>(addr.sockAddr());
   EXPECT_EQ(sin->sin_family, AF_INET);
   EXPECT_EQ(ntohs(sin->sin_port), 80);
   EXPECT_EQ(ntohl(sin->sin_addr.s_addr), INADDR_LOOPBACK);
@@ -43,7 +43,7 @@ TEST(InetAddressTest, ParsesIpv6) {
   EXPECT_EQ(addr.toIp(), "::1");
   EXPECT_EQ(addr.toIpPort(), "[::1]:80");
   EXPECT_EQ(addr.sockLen(), sizeof(sockaddr_in6));
-  const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(addr.getSockAddr());
+  const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(addr.sockAddr());
   EXPECT_EQ(sin6->sin6_family, AF_INET6);
   EXPECT_EQ(ntohs(sin6->sin6_port), 80);
   EXPECT_EQ(std::memcmp(&sin6->sin6_addr, &in6addr_loopback, sizeof(in6_addr)), 0);
@@ -128,7 +128,7 @@ TEST(InetAddressTest, ParseHostPortResolvesLocalhost) {
   EXPECT_EQ(addr->port(), 80);
   if (addr->family() == AF_INET) {
     // 127.0.0.0/8
-    const auto* sin = reinterpret_cast<const sockaddr_in*>(addr->getSockAddr());
+    const auto* sin = reinterpret_cast<const sockaddr_in*>(addr->sockAddr());
     EXPECT_EQ(ntohl(sin->sin_addr.s_addr) >> 24, 127u) << addr->toIpPort();
   } else {
     ASSERT_EQ(addr->family(), AF_INET6);
@@ -164,7 +164,7 @@ TEST(InetAddressTest, SetSockAddrRoundTrip) {
   for (const InetAddress& original :
        {InetAddress("10.0.0.1", 1000), InetAddress("fe80::2", 2000)}) {
     sockaddr_storage storage{};
-    std::memcpy(&storage, original.getSockAddr(), original.sockLen());
+    std::memcpy(&storage, original.sockAddr(), original.sockLen());
     InetAddress copy;
     copy.setSockAddr(storage);
     EXPECT_EQ(copy, original);

@@ -112,9 +112,9 @@ TEST_P(TcpServerTest, Echoes200ConcurrentConnectionsOnThreeIoThreads) {
   startServer(
       [&](TcpServer& server) {
         server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
-          EXPECT_TRUE(conn->getLoop()->isInLoopThread());
+          EXPECT_TRUE(conn->loop()->isInLoopThread());
           std::lock_guard lock(mutex);
-          loopsUsed.insert(conn->getLoop());
+          loopsUsed.insert(conn->loop());
         });
       },
       {.threads = 3});
@@ -609,7 +609,7 @@ TEST_P(TcpServerTest, BadOptionsThrowAndCallbacksAfterStartAreRefused) {
 TEST_P(TcpServerTest, EchoesOverIpv6Loopback) {
   UniqueFd probe(::socket(AF_INET6, SOCK_STREAM, 0));
   const InetAddress v6(0, true, true);
-  if (!probe || ::bind(probe.get(), v6.getSockAddr(), v6.sockLen()) != 0) {
+  if (!probe || ::bind(probe.get(), v6.sockAddr(), v6.sockLen()) != 0) {
     GTEST_SKIP() << "no IPv6 loopback here";
   }
   probe.reset();
@@ -732,8 +732,7 @@ TEST_P(TcpServerTest, HandOverSpreadsConnectionsRoundRobinEachMadeOnItsOwnLoop) 
             if (!conn->connected()) return;
             ups->fetch_add(1);
             // Made on its own loop's thread, which is not the accepting one.
-            if (EventLoop::currentThreadLoop() != conn->getLoop() ||
-                conn->getLoop() == serverLoop) {
+            if (EventLoop::currentThreadLoop() != conn->loop() || conn->loop() == serverLoop) {
               offLoop->fetch_add(1);
             }
           });

@@ -175,7 +175,7 @@ class BlockingClient {
     // waits for the same handshake (Linux) and returns 0 once it is done.
     int rc;
     do {
-      rc = ::connect(fd_.get(), server.getSockAddr(), server.sockLen());
+      rc = ::connect(fd_.get(), server.sockAddr(), server.sockLen());
     } while (rc != 0 && errno == EINTR);
     if (rc != 0) {
       throw std::runtime_error("connect to " + server.toIpPort() +
@@ -331,7 +331,7 @@ class ConnectStorm {
       if (!fd) continue;
       timeval tv{1, 0};
       ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-      if (::connect(fd.get(), address.getSockAddr(), address.sockLen()) != 0) continue;
+      if (::connect(fd.get(), address.sockAddr(), address.sockLen()) != 0) continue;
       onConnected_(i, std::move(fd));
     }
   }

@@ -481,7 +481,7 @@ TEST_P(IdleTimeoutTest, TenThousandIdleConnectionsAreAllClosedOnTime) {
       conn->send(buf);
     });
     server.setIdleCallback([&](const TcpConnectionPtr& conn) {
-      const Duration idle = MonoClock::now() - std::any_cast<MonoTime>(conn->getContext());
+      const Duration idle = MonoClock::now() - std::any_cast<MonoTime>(conn->context());
       {
         std::lock_guard lock(mutex);
         longestIdle = std::max(longestIdle, idle);

@@ -632,7 +632,7 @@ TEST_P(ConnectTest, ARefusedConnectEndsWithItsErrno) {
     // A port that was just free: nothing listens there.
     UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     InetAddress any(0, true);
-    ASSERT_EQ(::bind(probe.get(), any.getSockAddr(), any.sockLen()), 0);
+    ASSERT_EQ(::bind(probe.get(), any.sockAddr(), any.sockLen()), 0);
     sockaddr_in bound{};
     socklen_t len = sizeof bound;
     ::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&bound), &len);
@@ -653,7 +653,7 @@ TEST_P(ConnectTest, AConnectThatHangsTimesOut) {
   // kernel drops further SYNs, so a connect neither succeeds nor fails.
   UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   InetAddress any(0, true);
-  ASSERT_EQ(::bind(listener.get(), any.getSockAddr(), any.sockLen()), 0);
+  ASSERT_EQ(::bind(listener.get(), any.sockAddr(), any.sockLen()), 0);
   ASSERT_EQ(::listen(listener.get(), 0), 0);
   sockaddr_in bound{};
   socklen_t len = sizeof bound;

@@ -282,7 +282,7 @@ TEST_P(UringCloseTest, CloseWithRecvAndSendInFlightFreesEverything) {
       // multishot recv stays armed while the connection reads.
       const auto [queued, reading, onRing] = runSync(server.loop(), [&] {
         return std::tuple{conn->queuedOutputBytes(), conn->isReading(),
-                          conn->getLoop()->pollerKind() == PollerKind::kIoUring};
+                          conn->loop()->pollerKind() == PollerKind::kIoUring};
       });
       ASSERT_TRUE(onRing);
       ASSERT_GT(queued, 0u) << "no output queued behind a send in flight";
@@ -370,8 +370,8 @@ TEST_F(UringManyConnectionsTest, ThousandConcurrentConnectionsOnTwoIoLoopsEchoEv
       }
       server.ups_.fetch_add(1);
       std::lock_guard lock(mutex);
-      ++perLoop[conn->getLoop()];
-      if (conn->getLoop()->pollerKind() != PollerKind::kIoUring) ++notOnRing;
+      ++perLoop[conn->loop()];
+      if (conn->loop()->pollerKind() != PollerKind::kIoUring) ++notOnRing;
     });
   });
 
@@ -422,7 +422,7 @@ TEST_F(UringPollerTest, LargeSendToSlowReaderKeepsOrderAndFiresHighWaterMarkOnce
   UringEchoServer server(0, [&](TcpServer& s) {
     s.setConnectionCallback([&](const TcpConnectionPtr& conn) {
       if (!conn->connected()) return;
-      onRing = conn->getLoop()->pollerKind() == PollerKind::kIoUring;
+      onRing = conn->loop()->pollerKind() == PollerKind::kIoUring;
       conn->setHighWaterMarkCallback(
           [&](const TcpConnectionPtr&, size_t size) {
             highWaterMarks.fetch_add(1);
@@ -471,9 +471,7 @@ TEST_F(UringPollerTest, ReceivedBytesAreHandedOverInPlaceAndSlowReadersLoseNothi
       [&](TcpServer& s) {
         s.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
           const BufferRing& ring =
-              dynamic_cast<UringPoller&>(LoopInternals::poller(*conn->getLoop()))
-                  .context()
-                  .buffers();
+              dynamic_cast<UringPoller&>(LoopInternals::poller(*conn->loop())).context().buffers();
           const std::string_view all = ring.data(0, size_t{ring.capacity()} * ring.bufferSize());
           const bool inRing = buf->peek() >= all.data() && buf->peek() < all.data() + all.size();
           (inRing ? inPlace : copied).fetch_add(1);
@@ -908,7 +906,7 @@ TEST_F(UringPollerTest, EachLoopGetsItsOwnRingOptionsAndAPoolItsBaseLoops) {
   auto pool = runSync(smallLoop, [&] {
     auto p = std::make_unique<EventLoopThreadPool>(smallLoop, "pool", 2);
     p->start();
-    poolLoops = p->getAllLoops();
+    poolLoops = p->allLoops();
     return p;
   });
   ASSERT_EQ(poolLoops.size(), 2u);

@@ -66,7 +66,7 @@ bool echoOnce(const InetAddress& server, int index) {
   ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   int rc;
   do {
-    rc = ::connect(fd.get(), server.getSockAddr(), server.sockLen());
+    rc = ::connect(fd.get(), server.sockAddr(), server.sockLen());
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) return false;
   const std::string message = messageFor(index);
