@@ -69,7 +69,7 @@ class Acceptor : private AcceptorIo::Owner {
   // Starts listening; throws std::system_error on failure. Any thread: the
   // socket listens at once, and taking connections starts on the loop.
   void listen();
-  // Before listen(): TCP_DEFER_ACCEPT (see TcpServer::setDeferAccept); throws
+  // Before listen(): TCP_DEFER_ACCEPT (see TcpServer::Options::deferAccept); throws
   // std::system_error if the kernel refuses.
   void setDeferAccept(int seconds);
   // Before listen(): TCP_NODELAY on the listening socket, which Linux copies

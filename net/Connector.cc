@@ -186,8 +186,11 @@ void Connector::failed(UniqueFd fd, int error, bool permanent) {
     auto self = shared_from_this();
     errorCallback_(error);
   }
-  // The callback may have called stop() (connect_ is now false: no timer) or
-  // started a new attempt (one is in progress: it schedules its own retry).
+  // The callback may have called stop() (connect_ is now false: no timer),
+  // restart() (an attempt is in progress: it schedules its own retry), or
+  // start(), whose attempt is queued: the retry scheduled here is then
+  // replaced by it (connect() cancels the timer), though the delay has
+  // already doubled.
   if (!permanent && state_ == State::kDisconnected) retry();
 }
 

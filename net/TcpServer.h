@@ -180,8 +180,11 @@ class TcpServer {
   [[nodiscard]] std::vector<LoopStats> loopStats() const;
 
  private:
-  // What the server keeps for one I/O loop: used on that loop's thread only
-  // (built and read by the server's thread before start() hands it over).
+  // What the server keeps for one I/O loop: built by the server's thread in
+  // start(), then used on that loop's thread, except the counters (atomics:
+  // connectionCount(), loopStats()), the hand-over receiver published to
+  // the accepting loop (receiving), and the acceptor pointer that
+  // ~TcpServer checks before having the loop destroy it.
   struct LoopState;
   // What making a connection takes, copied from the settings in start():
   // held by every LoopState, so that it outlives the acceptors, the

@@ -87,7 +87,8 @@ class TimingWheel {
   // bucket expires, after which it must not be used again.)
   [[nodiscard]] Entry add(const TcpConnectionPtr& conn);
 
-  // Data arrived: the connection is not idle. The hot path, run on every read,
+  // Something moved (bytes arrived, or queued output was written): the
+  // connection is not idle. The hot path, run on every read,
   // so the thread check is a debug assertion here, not assertInLoopThread().
   void touch(Entry e) {
     assert(onLoopThread());

@@ -4,7 +4,8 @@
 // batch go out in one write. The handler runs on the connection's loop thread
 // and fills an HttpResponse; the server adds Content-Length, Date (formatted
 // once per second per thread) and the Connection header, and sends a file
-// body with TcpConnection::sendFile when the handler attached one.
+// body the handler attached with the headers in one write when it is at most
+// Options::inlineFileMax bytes, else with TcpConnection::sendFile.
 //
 // Protection, all on by default: answers to a pipelining client that does
 // not read them are capped by the connection's output limit
@@ -110,8 +111,9 @@ class HttpServer {
     // one). A body is counted from the end of its headers at its full
     // Content-Length, a chunked one chunk by chunk as chunk sizes arrive,
     // until its request has been answered or its connection closes. A
-    // chunked body may overshoot by the bytes of the read that pushed it
-    // over (at most a socket read, about 64 KiB) before its 503; a body that
+    // chunked body may overshoot by the body bytes of the delivery that
+    // pushed it over (one read: at most 64 KiB on epoll, one provided
+    // buffer on io_uring, a 64 KiB slice of kept input) before its 503; a body that
     // arrives whole with its headers is answered at once and never counted.
     // At least limits.maxBodyBytes (else the largest bodies the limits allow
     // could never be accepted: std::invalid_argument). 0: no bound.

@@ -31,7 +31,8 @@ namespace {
 constexpr size_t kSingleShotRoom = 512 * 1024;
 
 // A loop turn that took this much from a socket that still holds more makes
-// its connection backlogged (armRecv): the size of one epoll read.
+// its connection backlogged (armRecv): the size of one epoll read (into the
+// loop's scratch buffer).
 constexpr size_t kBackloggedPass = 64 * 1024;
 
 // A turn-end send put off while the socket holds more input (onTurnEnd)

@@ -21,8 +21,9 @@
 //
 // Every op in flight keeps the connection alive (Owner::keepAlive); closing
 // cancels them (each by its user_data), and release() empties the socket's
-// file-table slot and closes its fd through the ring at once, in the same
-// submission as those cancels: the kernel holds the socket for the ops still
+// file-table slot and closes its fd, through the ring in the same submission
+// as those cancels (with SQPOLL, whose kernel thread submits at its own
+// pace, by close(2) at once): the kernel holds the socket for the ops still
 // in flight, whose completions still come here; the handler is unregistered
 // when the last one has.
 //
