@@ -38,6 +38,10 @@ class TimerQueue;
 
 class EventLoop final : public EventLoopBase {
  public:
+  // Named as the other classes' options (TcpServer::Options, ...); defined
+  // in net/EventLoopOptions.h because the backends read it too.
+  using Options = EventLoopOptions;
+
   // Throws std::system_error if a kernel object cannot be created (or, for
   // an explicit kIoUring, if io_uring cannot run: see PollerKind). Aborts if
   // this thread already has a loop.
