@@ -2,10 +2,11 @@
 // throwing (a timer callback, an idle callback, a callback of the
 // application's inside the loop): an exception that escapes it is caught,
 // logged at ERROR with `what` (which callback it was) and its what(), and
-// reported as `false`. The one place where the library swallows an
-// exception; see docs/architecture.md, "Errors": the event loop must go on
-// serving every other connection, and the exception's message is kept in
-// the log.
+// reported as `false`. The one helper the library uses to catch and log an
+// exception from a callback (a connection coroutine's own body, which must
+// await inside its frame, catches in net/coro/Serve.cc); see docs/architecture.md, "Errors": the
+// event loop must go on serving every other connection, and the exception's message is kept in the
+// log.
 //
 //   if (!callGuarded("timer callback", timer.callback)) ...
 //

@@ -59,7 +59,8 @@ class BufferPool {
 
   [[nodiscard]] size_t spareCount() const { return spare_.size(); }
 
-  // Buffer storage of `bytes` was (or is about to be) freed on this loop.
+  // Heap memory of `bytes` (buffer storage, a closed connection and its TLS
+  // session) was, or is about to be, freed on this loop.
   void noteFreed(size_t bytes) { freedBytes_ += bytes; }
   // Whether trimHeap() has work: kTrimAfterBytes freed since the last one.
   [[nodiscard]] bool trimDue() const { return freedBytes_ >= kTrimAfterBytes; }

@@ -21,8 +21,9 @@ class ConnectionAttachment {
 
   // The peer closed its side; every byte it sent has been delivered.
   virtual void onPeerHalfClosed() = 0;
-  // Output that had to be queued has all been written (not called for a
-  // send written at once). Called from inside the backend's own handling:
+  // Output that had to be queued has all been written (on epoll not called
+  // for a send written at once; on io_uring every send is queued, and its
+  // drain is reported). Called from inside the backend's own handling:
   // it must not send; queue whatever it wants to do on the loop.
   virtual void onOutputDrained() = 0;
   // Some queued output was written (the queue may still be long): the same

@@ -203,9 +203,9 @@ class ConnectionIo {
   // a layer with a handshake to make first (it calls Owner::onReady()).
   [[nodiscard]] virtual bool ready() const { return true; }
   // The output this strategy (and the one below it, under a layer) holds
-  // for the peer. In memory, which back-pressure and the high-water mark
-  // count: buffered bytes, and under TLS plaintext not yet encrypted and
-  // file bytes not yet read (they will be ciphertext).
+  // for the peer in memory, which the high-water mark counts: buffered
+  // bytes, and under TLS plaintext not yet encrypted and file bytes not yet
+  // read (they will be ciphertext). The output limit counts queuedOutput().
   [[nodiscard]] virtual size_t bufferedOutput() const = 0;
   // Everything still to write, file ranges included.
   [[nodiscard]] virtual size_t queuedOutput() const = 0;

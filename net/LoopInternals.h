@@ -7,9 +7,9 @@
 // includes this one.
 //
 // Thread rules as the members': loop thread only, except that a thread
-// creating a connection or acceptor for a loop uses poller() and
-// bufferPool() to make its strategy (nothing is registered or filled until
-// the strategy's start(), on the loop).
+// creating an acceptor for another loop (TcpServer's per-loop acceptors)
+// uses poller() to make its strategy (nothing is registered until the
+// strategy's start(), on the loop). Connections are made on their own loop.
 #pragma once
 
 #include "net/EventLoopBase.h"

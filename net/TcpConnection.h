@@ -87,9 +87,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void send(Buffer* buffer);
   // Loop thread. Sends `length` bytes of `file` from `offset`, in order with
   // what is sent before and after; the connection owns the fd and closes it
-  // when done (or on close). sendfile(2) on both backends, without a SIGPIPE
-  // reaching the process. A file shorter than announced closes the
-  // connection (the peer was promised `length` bytes). `head` (optional,
+  // when done (or on close). sendfile(2) on both backends (under TLS: read in
+  // 16 KiB chunks and encrypted), without a SIGPIPE reaching the process. A file shorter than
+  // announced closes the connection (the peer was promised `length` bytes). `head` (optional,
   // emptied) goes right before the file, in its first segment (MSG_MORE).
   void sendFile(UniqueFd file, off_t offset, size_t length, Buffer* head = nullptr);
 

@@ -77,8 +77,8 @@ class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Ow
 
   ConnectionSocket socket_;
   ConnectionInput input_;
-  // Touched on every read when set (TcpServer's idle timeout); one branch
-  // when not.
+  // Touched whenever bytes arrive or queued output moves, when set
+  // (TcpServer's idle timeout); one branch when not.
   TimingWheel* idleWheel_ = nullptr;
   TimingWheel::Entry idleEntry_ = TimingWheel::kNoEntry;
   // Where the backend's strategy is built (ConnectionIo::Room): both

@@ -2,7 +2,8 @@
 // once. The bytes are handed to the connection as the await starts (written
 // straight to the socket when it has room, else queued, exactly as
 // TcpConnection::send()); the coroutine goes on at once unless
-// back-pressure (Stream.h) suspends it until the output has drained.
+// back-pressure (Stream.h) suspends it until the queued output is back
+// within the limits (half the connection's limit).
 //
 // Result: kOk; kClosed if the connection was closed before or while
 // waiting (bytes not yet written are dropped); kTimedOut / kCancelled if a
@@ -57,9 +58,10 @@ class WriteAwaiter : public detail::Operation {
  private:
   friend class StreamState;
   void cancel(Errc why) override;
-  // The output drained (kOk), or the connection closed.
+  // The output is back within the limits (kOk), or the connection closed.
   void complete(Errc result);
-  // Hands the bytes over; true unless the writer must wait for a drain.
+  // Hands the bytes over; true unless the output is over the limits and the
+  // writer must wait.
   bool start();
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
 

@@ -230,7 +230,7 @@ void UringConnectionIo::armRecv() {
   //  - the room left under the connection's output limit (an echo that
   //    takes all of it has paused itself, with nothing read beyond);
   //  - while the connection is backlogged (a turn took kBackloggedPass and
-  //    the socket held more; a receive found the ring empty; or new), its
+  //    the socket held more, or a receive found the ring empty), its
   //    share of one turn's buffers (UringContext::backloggedShare, 32–64 KiB):
   //    the rest waits in the socket, as it does on epoll.
   // The next arming asks again. The kernel counts whole receives against

@@ -25,9 +25,10 @@
 // `after` buffer) and is encrypted once the file's last chunk has been: TLS
 // is one ordered stream of records, so nothing may be encrypted ahead of a
 // file that was queued before it. Queued file bytes, and plaintext waiting
-// behind them, count as buffered output (bufferedOutput()): the connection's output
-// limit and high-water mark see them, so a peer that asks for file after
-// file without reading is stopped after a few, each holding an open fd.
+// behind them, count in bufferedOutput() (which the high-water mark sees)
+// and in queuedOutput() (the connection's output limit), so a peer that asks
+// for file after file without reading is stopped after a few, each holding
+// an open fd.
 //
 // Owned by its TcpConnection; loop thread only, from start() on.
 #pragma once
