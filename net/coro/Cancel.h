@@ -24,6 +24,7 @@
 #include <stop_token>
 #include <utility>
 
+#include "base/Duration.h"
 #include "net/TimerId.h"
 #include "net/coro/Errc.h"
 #include "net/coro/Task.h"
@@ -45,7 +46,7 @@ struct StopRelay;  // Cancel.cc
 // Lives in the frame of the coroutine that entered it.
 class ScopeGuard {
  public:
-  explicit ScopeGuard(std::chrono::nanoseconds timeout) : timeout_(timeout) {}
+  explicit ScopeGuard(Duration timeout) : timeout_(timeout) {}
   explicit ScopeGuard(std::stop_token stop) : stop_(std::move(stop)), byStop_(true) {}
   ScopeGuard(ScopeGuard&& other) noexcept  // before entering
       : timeout_(other.timeout_), stop_(std::move(other.stop_)), byStop_(other.byStop_) {}
@@ -56,7 +57,7 @@ class ScopeGuard {
   void leave();
 
  private:
-  std::chrono::nanoseconds timeout_{};
+  Duration timeout_{};
   std::stop_token stop_;
   bool byStop_ = false;
   TaskContext* context_ = nullptr;
@@ -95,7 +96,7 @@ class Scoped {
 }  // namespace detail
 
 template <class A>
-auto withTimeout(std::chrono::nanoseconds timeout, A&& awaitable) {
+auto withTimeout(Duration timeout, A&& awaitable) {
   auto inner = detail::awaiterOf(std::forward<A>(awaitable));
   return detail::Scoped<decltype(inner)>(detail::ScopeGuard(timeout), std::move(inner));
 }

@@ -1,5 +1,6 @@
 #include "net/coro/Connect.h"
 
+#include "base/Duration.h"
 #include "net/EventLoop.h"
 #include "net/TcpClient.h"
 #include "net/TcpConnection.h"
@@ -81,8 +82,7 @@ ConnectResult ConnectAwaiter::await_resume() {
   return result;
 }
 
-Task<ConnectResult> connect(TcpClient& client, std::chrono::nanoseconds timeout,
-                            StreamOptions options) {
+Task<ConnectResult> connect(TcpClient& client, Duration timeout, StreamOptions options) {
   co_return co_await ConnectAwaiter(&client, timeout, options);
 }
 

@@ -18,6 +18,7 @@
 
 #include <chrono>
 
+#include "base/Duration.h"
 #include "net/coro/Errc.h"
 #include "net/coro/Stream.h"
 #include "net/coro/StreamOptions.h"
@@ -36,7 +37,7 @@ struct ConnectResult {
   [[nodiscard]] explicit operator bool() const { return error == Errc::kOk; }
 };
 
-[[nodiscard]] Task<ConnectResult> connect(TcpClient& client, std::chrono::nanoseconds timeout,
+[[nodiscard]] Task<ConnectResult> connect(TcpClient& client, Duration timeout,
                                           StreamOptions options = {});
 
 }  // namespace libnet::coro

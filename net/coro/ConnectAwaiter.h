@@ -8,6 +8,7 @@
 #include <coroutine>
 #include <memory>
 
+#include "base/Duration.h"
 #include "net/Callbacks.h"
 #include "net/TimerId.h"
 #include "net/coro/Connect.h"
@@ -18,7 +19,7 @@ namespace libnet::coro {
 
 class ConnectAwaiter : public detail::Operation {
  public:
-  ConnectAwaiter(TcpClient* client, std::chrono::nanoseconds timeout, const StreamOptions& options)
+  ConnectAwaiter(TcpClient* client, Duration timeout, const StreamOptions& options)
       : client_(client), timeout_(timeout), options_(options) {}
   ConnectAwaiter(ConnectAwaiter&&) noexcept = default;  // before awaiting
   ConnectAwaiter& operator=(ConnectAwaiter&&) = delete;
@@ -45,7 +46,7 @@ class ConnectAwaiter : public detail::Operation {
   void finish(Errc result);
 
   TcpClient* client_;
-  std::chrono::nanoseconds timeout_;
+  Duration timeout_;
   StreamOptions options_;
   std::shared_ptr<Pending> pending_;
   TimerId timer_;

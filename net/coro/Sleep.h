@@ -10,6 +10,7 @@
 #include <chrono>
 #include <coroutine>
 
+#include "base/Duration.h"
 #include "net/TimerId.h"
 #include "net/coro/Errc.h"
 #include "net/coro/Operation.h"
@@ -18,7 +19,7 @@ namespace libnet::coro {
 
 class SleepAwaiter : public detail::Operation {
  public:
-  explicit SleepAwaiter(std::chrono::nanoseconds delay) : delay_(delay) {}
+  explicit SleepAwaiter(Duration delay) : delay_(delay) {}
   SleepAwaiter(SleepAwaiter&&) noexcept = default;  // before awaiting
   SleepAwaiter& operator=(SleepAwaiter&&) = delete;
   ~SleepAwaiter();
@@ -35,12 +36,10 @@ class SleepAwaiter : public detail::Operation {
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
   void fire();
 
-  std::chrono::nanoseconds delay_;
+  Duration delay_;
   TimerId timer_;
 };
 
-[[nodiscard]] inline SleepAwaiter sleep(std::chrono::nanoseconds delay) {
-  return SleepAwaiter(delay);
-}
+[[nodiscard]] inline SleepAwaiter sleep(Duration delay) { return SleepAwaiter(delay); }
 
 }  // namespace libnet::coro

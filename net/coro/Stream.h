@@ -8,12 +8,10 @@
 //     }
 //   }  // the stream goes: the connection closes once its output is written
 //
-// Ownership: a Stream owns a reference to its TcpConnection, so the
-// connection (and its unread input) lives at least as long as the Stream;
-// the state that suspended operations register with belongs to the
-// connection. Move-only. When the last Stream of a connection is destroyed
-// (its coroutine returned), the connection is closed once everything queued
-// has been written (TcpConnection::closeAfterOutput()).
+// Ownership: a Stream owns a reference to its TcpConnection, which keeps the
+// state suspended operations register with. Move-only. When the last Stream of a connection is
+// destroyed (its coroutine returned), the connection is closed once everything queued has been
+// written (TcpConnection::closeAfterOutput()).
 //
 // One read, one write and one closed() may be pending at a time (one task
 // reading while another writes is fine). When the connection closes (either
@@ -22,19 +20,15 @@
 // the unread input cannot satisfy them) and writes still work, until the
 // Stream goes or shutdown()/close() is called.
 //
-// Back-pressure has one limit, the connection's: TcpConnection::
-// maxQueuedOutput(), at which the connection also stops reading from its
-// peer. A write hands its bytes over, then suspends its coroutine while the
-// connection's queued output (queuedOutputBytes()) is above that limit, or
-// StreamOptions::maxQueuedFiles files are queued; it resumes once the output
-// has drained to half the limit (checked as the connection reports output
-// written). A limit of 0 turns the byte bound off. A peer that
-// never reads thus holds its writer with at most the limit plus one write
-// queued.
+// Back-pressure is the connection's output limit (TcpConnection::
+// maxQueuedOutput(), where it also stops reading): a write hands its bytes
+// over, then suspends while the queued output is above it (or
+// StreamOptions::maxQueuedFiles files are queued), until it has drained to
+// half. A peer that never reads holds its writer with at most the limit
+// plus one write queued.
 //
-// Thread: a Stream and its awaitables are used on the connection's loop only
-// (a coroutine runs on the loop that spawned it). docs/coroutines.md has the
-// model and the rules for timeouts and cancellation.
+// Thread: the connection's loop only (a coroutine runs on the loop that
+// spawned it). docs/coroutines.md: the model, timeouts and cancellation.
 #pragma once
 
 #include <sys/types.h>
