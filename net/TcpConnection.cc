@@ -42,9 +42,11 @@ TcpConnection::~TcpConnection() = default;
 InetAddress TcpConnection::localAddress() const {
   return impl().socket_.address(ConnectionSocket::kLocal);
 }
+
 InetAddress TcpConnection::peerAddress() const {
   return impl().socket_.address(ConnectionSocket::kPeer);
 }
+
 int TcpConnection::fd() const { return impl().socket_.fd(); }
 void TcpConnection::setTcpNoDelay(bool on) { impl().socket_.socket().setTcpNoDelay(on); }
 Buffer* TcpConnection::inputBuffer() { return impl().input_.kept(); }

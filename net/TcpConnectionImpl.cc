@@ -25,10 +25,12 @@ TcpConnection::Impl::Impl(EventLoop* loop, std::string name, UniqueFd sockfd,
                       {this, socket_.fd(), &strategyRoom_})) {
   LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " created";
 }
+
 TcpConnection::Impl::~Impl() {
   LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " destroyed in state "
             << stateName(state_.load());
 }
+
 namespace {
 
 // A user callback of a connection, as the log line names it: written only
@@ -49,6 +51,7 @@ template <class F>
 bool TcpConnection::Impl::callUser(const char* what, F&& callback) noexcept {
   return callGuarded(UserCallback{name_, what}, std::forward<F>(callback));
 }
+
 bool TcpConnection::Impl::acceptsOutput() const {
   if (state_.load() != State::kDisconnected && !closeWhenDrained_) return true;
   // Routine when the peer has just gone (a send queued from another thread
@@ -56,12 +59,14 @@ bool TcpConnection::Impl::acceptsOutput() const {
   LOG_DEBUG << name_ << ": disconnected, dropping output";
   return false;
 }
+
 void TcpConnection::Impl::sendInLoop(std::string_view data) {
   loop_->assertInLoopThread();
   if (data.empty() || !acceptsOutput()) return;
   const size_t before = io_->bufferedOutput();
   afterWrite(io_->write(data), before);
 }
+
 void TcpConnection::Impl::sendInLoop(Buffer* buffer) {
   if (buffer->readableBytes() == 0) return;
   if (!acceptsOutput()) {
@@ -71,6 +76,7 @@ void TcpConnection::Impl::sendInLoop(Buffer* buffer) {
   const size_t before = io_->bufferedOutput();
   afterWrite(io_->write(buffer, input_.kindOf(buffer)), before);
 }
+
 void TcpConnection::Impl::afterWrite(int err, size_t bufferedBefore) {
   if (err != 0) {
     // EPIPE / ECONNRESET: the peer is gone. Close from the loop, not from
@@ -94,6 +100,7 @@ void TcpConnection::Impl::afterWrite(int err, size_t bufferedBefore) {
   }
   checkOutputLimit();
 }
+
 void TcpConnection::Impl::shutdownInLoop() {
   loop_->assertInLoopThread();
   if (writeShutdown_ || state_.load() == State::kDisconnected) return;
@@ -107,6 +114,7 @@ void TcpConnection::Impl::shutdownInLoop() {
   }
   // Otherwise onOutputDrained() does it.
 }
+
 void TcpConnection::Impl::handleClose() {
   loop_->assertInLoopThread();
   if (state_.load() == State::kDisconnected) return;
@@ -116,6 +124,7 @@ void TcpConnection::Impl::handleClose() {
   announceClosed();
   if (closeCallback_) closeCallback_(guard);
 }
+
 void TcpConnection::Impl::announceClosed() {
   // A throwing "down" callback is logged; the close goes on regardless, so
   // the owner still forgets the connection.
@@ -123,11 +132,13 @@ void TcpConnection::Impl::announceClosed() {
   if (announced_) callUser("connection (down)", [&] { connectionCallback_(self); });
   if (attachment_) attachment_->onClosed();
 }
+
 void TcpConnection::Impl::closeAfterThrow() {
   loop_->assertInLoopThread();
   input_.drop();
   handleClose();
 }
+
 void TcpConnection::Impl::queueWriteComplete() {
   if (!writeCompleteCallback_) return;
   loop_->queueInLoop([self = shared_from_this()] {
@@ -140,11 +151,13 @@ void TcpConnection::Impl::queueWriteComplete() {
     }
   });
 }
+
 void TcpConnection::Impl::blockRead(ReadBlock why) {
   const bool wasReading = readBlocks_ == 0;
   readBlocks_ |= why;
   if (wasReading) io_->pauseRead();
 }
+
 void TcpConnection::Impl::unblockRead(ReadBlock why) {
   if ((readBlocks_ & why) == 0) return;
   readBlocks_ &= static_cast<uint8_t>(~why);
@@ -152,6 +165,7 @@ void TcpConnection::Impl::unblockRead(ReadBlock why) {
   // From the loop, not here: the caller may be inside a callback of ours.
   loop_->queueInLoop([self = shared_from_this()] { self->impl().resumeInput(); });
 }
+
 void TcpConnection::Impl::resumeInput() {
   const auto open = [this] { return state_.load() != State::kDisconnected; };
   const auto reading = [this, &open] { return isReading() && open(); };
@@ -161,6 +175,7 @@ void TcpConnection::Impl::resumeInput() {
                 [this, now] { deliverInput(input_.kept(), InputKind::kConnectionInput, now); });
   if (reading()) io_->resumeRead();
 }
+
 void TcpConnection::Impl::checkOutputLimit() {
   if (maxQueuedOutput_ == 0) return;
   // Everything queued counts, file ranges too: they take no memory, but each
@@ -174,15 +189,18 @@ void TcpConnection::Impl::checkOutputLimit() {
     blockRead(kOutputFull);
   }
 }
+
 void TcpConnection::Impl::onReady() {
   if (state_.load() == State::kDisconnected) return;
   announce();
 }
+
 void TcpConnection::Impl::announce() {
   announced_ = true;
   const TcpConnectionPtr self = shared_from_this();
   if (!callUser("connection (up)", [&] { connectionCallback_(self); })) closeAfterThrow();
 }
+
 void TcpConnection::Impl::onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
   touchIdle();
   if (!input_.holdsBytes() && wantsInput()) {
@@ -195,6 +213,7 @@ void TcpConnection::Impl::onInput(Buffer* buffer, InputKind kind, Timestamp rece
   input_.keep(buffer, state_.load() != State::kDisconnected);
   if (wantsInput()) deliverInput(input_.kept(), InputKind::kConnectionInput, receiveTime);
 }
+
 void TcpConnection::Impl::deliverInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
   const TcpConnectionPtr self = shared_from_this();
   input_.startDelivery(buffer, kind);
@@ -203,11 +222,13 @@ void TcpConnection::Impl::deliverInput(Buffer* buffer, InputKind kind, Timestamp
   input_.settle(buffer, kind, ok && state_.load() != State::kDisconnected);
   if (!ok) closeAfterThrow();
 }
+
 void TcpConnection::Impl::onOutputProgress() {
   touchIdle();
   checkOutputLimit();
   if (attachment_) attachment_->onOutputProgress();
 }
+
 void TcpConnection::Impl::onOutputDrained() {
   checkOutputLimit();
   queueWriteComplete();
@@ -218,6 +239,7 @@ void TcpConnection::Impl::onOutputDrained() {
   }
   if (state_.load() == State::kDisconnecting) shutdownInLoop();
 }
+
 void TcpConnection::Impl::onPeerClosed() {
   peerClosed_ = true;
   if (attachment_ && !writeShutdown_) {
@@ -229,13 +251,16 @@ void TcpConnection::Impl::onPeerClosed() {
   io_->endOutput();
   if (io_->outputDrained()) handleClose();
 }
+
 void TcpConnection::Impl::onIoError(const char* call, int err) {
   logIoError(call, err);
   handleClose();
 }
+
 bool TcpConnection::Impl::wantsInput() const {
   return readBlocks_ == 0 && !peerClosed_ && state_.load() != State::kDisconnected;
 }
+
 size_t TcpConnection::Impl::inputRoom() const {
   if (maxQueuedOutput_ == 0) return ConnectionIo::kNoInputLimit;
   // One byte past the limit pauses reading (checkOutputLimit): an echo that
@@ -244,6 +269,7 @@ size_t TcpConnection::Impl::inputRoom() const {
   if (queued > maxQueuedOutput_) return 0;
   return std::min(maxQueuedOutput_ - queued, ConnectionIo::kNoInputLimit - 1) + 1;
 }
+
 void TcpConnection::Impl::logIoError(const char* call, int err) const {
   // A peer that resets, vanishes or stops acknowledging is everyday traffic
   // for a server (a storm of resets logged ~190k ERROR lines); only errors
@@ -254,6 +280,7 @@ void TcpConnection::Impl::logIoError(const char* call, int err) const {
     LOG_ERROR << name_ << ": " << call << ": " << strerrorTl(err) << " (errno=" << err << ")";
   }
 }
+
 const char* TcpConnection::Impl::stateName(State state) {
   switch (state) {
     case State::kConnecting:

@@ -1,7 +1,8 @@
 // OutputQueue (net/OutputQueue.h): the order bytes and files leave in, the
 // byte counts, the in-flight buffer's hand-over, storage borrowed from the
-// pool, and sendfile(2) to a peer that is gone without a SIGPIPE reaching the
-// process.
+// pool, and sendfile(2) of a queued file (net/poller/SendFile.h, which the
+// strategies that send use) to a peer that is gone without a SIGPIPE
+// reaching the process.
 #include "net/OutputQueue.h"
 
 #include <gtest/gtest.h>
