@@ -28,6 +28,9 @@ PACKAGES=(
   cmake            # the CMake consumer test (tests/consumers/cmake_consumer_test.sh)
   pkgconf          # pkg-config, for the pkg-config consumer test
   dpkg-dev         # dpkg-shlibdeps, for tools/install.sh --deb (install_staging_test.sh)
+  libc-ares-dev    # c-ares 1.18, the DNS resolver of //net/dns
+  dnsmasq-base     # dnsmasq, the real DNS server of the resolver tests and benchmark
+  python3-dnslib   # dnslib, the scripted DNS servers of the resolver tests
 )
 
 missing=()
