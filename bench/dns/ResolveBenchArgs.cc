@@ -1,0 +1,140 @@
+#include "bench/dns/ResolveBenchArgs.h"
+
+#include <sys/resource.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "pingpong/CommandLine.h"
+
+namespace dnsbench {
+namespace {
+
+constexpr const char* kDefaultPattern = "host%d.bench.test";
+
+void printUsage(FILE* out, const ResolveBenchOptions& options) {
+  std::fprintf(out,
+               "usage: %.*s --count N --inflight K [--names FILE | --name-pattern P "
+               "--distinct D]%s%s\n"
+               "  Resolves N names, K at a time, and prints lookups= failed= seconds=\n"
+               "  lookups_per_s= cpu_s= threads=. Lookup i asks for line i %% lines of FILE, or\n"
+               "  for P with %%d replaced by i %% D (default %s, D = N).\n",
+               static_cast<int>(options.program.size()), options.program.data(),
+               options.threads ? " [--threads T]" : "",
+               options.server ? " [--server ADDR:PORT] [--backend B]" : "", kDefaultPattern);
+}
+
+[[noreturn]] void usageError(const ResolveBenchOptions& options, const std::string& message) {
+  std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(options.program.size()),
+               options.program.data(), message.c_str());
+  printUsage(stderr, options);
+  std::exit(2);
+}
+
+std::string expand(const std::string& pattern, uint64_t i) {
+  const size_t at = pattern.find("%d");
+  if (at == std::string::npos) return pattern;
+  return pattern.substr(0, at) + std::to_string(i) + pattern.substr(at + 2);
+}
+
+double processCpuSeconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+}  // namespace
+
+ResolveBenchArgs parseResolveBenchArgs(int argc, char** argv, const ResolveBenchOptions& options) {
+  std::string count, inflight, namesFile, pattern, distinct, threads, server, backend;
+  std::vector<cmdline::Option> known = {{"--count", &count},
+                                        {"--inflight", &inflight},
+                                        {"--names", &namesFile},
+                                        {"--name-pattern", &pattern},
+                                        {"--distinct", &distinct}};
+  if (options.threads) known.push_back({"--threads", &threads});
+  if (options.server) {
+    known.push_back({"--server", &server});
+    known.push_back({"--backend", &backend});
+  }
+  const cmdline::CommandLine line = cmdline::parseCommandLine(argc, argv, known);
+  if (line.help) {
+    printUsage(stdout, options);
+    std::exit(0);
+  }
+  if (!line.error.empty()) usageError(options, line.error);
+  if (!line.positional.empty()) usageError(options, "unexpected argument " + line.positional[0]);
+
+  ResolveBenchArgs args;
+  args.server = server;
+  args.backend = backend;
+  if (!count.empty()) {
+    const auto n = cmdline::parseNumber(count, 1, 100'000'000);
+    if (!n) usageError(options, "bad --count: " + count);
+    args.count = static_cast<uint64_t>(*n);
+  }
+  if (!inflight.empty()) {
+    const auto n = cmdline::parseNumber(inflight, 1, 100'000);
+    if (!n) usageError(options, "bad --inflight: " + inflight);
+    args.inflight = static_cast<int>(*n);
+  }
+  if (!threads.empty()) {
+    const auto n = cmdline::parseNumber(threads, 1, 1024);
+    if (!n) usageError(options, "bad --threads: " + threads);
+    args.threads = static_cast<int>(*n);
+  }
+  if (!namesFile.empty()) {
+    if (!pattern.empty() || !distinct.empty()) {
+      usageError(options, "--names excludes --name-pattern and --distinct");
+    }
+    std::ifstream in(namesFile);
+    if (!in) usageError(options, "cannot read --names file " + namesFile);
+    for (std::string name; std::getline(in, name);) {
+      if (!name.empty()) args.names.push_back(name);
+    }
+    if (args.names.empty()) usageError(options, "--names file " + namesFile + " has no names");
+    return args;
+  }
+  if (pattern.empty()) pattern = kDefaultPattern;
+  uint64_t d = args.count;
+  if (!distinct.empty()) {
+    const auto n = cmdline::parseNumber(distinct, 1, 100'000'000);
+    if (!n) usageError(options, "bad --distinct: " + distinct);
+    d = static_cast<uint64_t>(*n);
+  }
+  args.names.reserve(d);
+  for (uint64_t i = 0; i < d; ++i) args.names.push_back(expand(pattern, i));
+  return args;
+}
+
+void ProcessMeter::start() {
+  wallStart_ = std::chrono::steady_clock::now();
+  cpuStart_ = processCpuSeconds();
+}
+
+void ProcessMeter::finish(uint64_t lookups, uint64_t failed) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart_).count();
+  const double cpu = processCpuSeconds() - cpuStart_;
+  const int threads = processThreads();
+  std::printf("lookups=%" PRIu64 " failed=%" PRIu64
+              " seconds=%.3f lookups_per_s=%.0f cpu_s=%.3f threads=%d\n",
+              lookups, failed, seconds, seconds > 0 ? static_cast<double>(lookups) / seconds : 0.0,
+              cpu, threads);
+  std::fflush(stdout);
+}
+
+int processThreads() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  }
+  return -1;
+}
+
+}  // namespace dnsbench
