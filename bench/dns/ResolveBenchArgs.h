@@ -6,18 +6,13 @@
 //   PROGRAM --count N --inflight K [--names FILE | --name-pattern P --distinct D]
 //           [--threads T] [--server ADDR:PORT] [--backend B]
 //
-// and each prints one line when done:
+// and each prints one line when done (ProcessMeter.h):
 //
 //   lookups=N failed=F seconds=S lookups_per_s=X cpu_s=C threads=T
-//
-// cpu_s is the whole process's user+system time over the lookups (every
-// thread, the hidden ones included) and threads the process's thread count
-// at the end, before anything is torn down.
 //
 // Plain functions and aggregates; no state, callable from any thread.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -48,21 +43,5 @@ struct ResolveBenchOptions {
 // that every lookup asks for a name of its own and no cache can answer it.
 [[nodiscard]] ResolveBenchArgs parseResolveBenchArgs(int argc, char** argv,
                                                      const ResolveBenchOptions& options);
-
-// Measures the process between start() and finish(): wall time and the CPU
-// time of all its threads.
-class ProcessMeter {
- public:
-  void start();
-  // Prints the result line to stdout and flushes it.
-  void finish(uint64_t lookups, uint64_t failed);
-
- private:
-  std::chrono::steady_clock::time_point wallStart_;
-  double cpuStart_ = 0;
-};
-
-// The "Threads:" field of /proc/self/status, or -1.
-[[nodiscard]] int processThreads();
 
 }  // namespace dnsbench

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 
+#include "bench/dns/ProcessMeter.h"
 #include "bench/dns/ResolveBenchArgs.h"
 
 namespace {

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/dns/ProcessMeter.h"
 #include "bench/dns/ResolveBenchArgs.h"
 
 namespace {
