@@ -1,5 +1,6 @@
 #include "bench/dns/ResolveBenchArgs.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +11,9 @@ namespace dnsbench {
 namespace {
 
 constexpr const char* kDefaultPattern = "host%d.bench.test";
+// The names are made up front (a pending lookup refers to its name), so
+// their number is capped: a million distinct names defeat any cache.
+constexpr uint64_t kMaxDistinct = 1'000'000;
 
 void printUsage(FILE* out, const ResolveBenchOptions& options) {
   std::fprintf(out,
@@ -17,10 +21,11 @@ void printUsage(FILE* out, const ResolveBenchOptions& options) {
                "--distinct D]%s%s\n"
                "  Resolves N names, K at a time, and prints lookups= failed= seconds=\n"
                "  lookups_per_s= cpu_s= threads=. Lookup i asks for line i %% lines of FILE, or\n"
-               "  for P with %%d replaced by i %% D (default %s, D = N).\n",
+               "  for P with %%d replaced by i %% D (default %s, D = N, at most %llu).\n",
                static_cast<int>(options.program.size()), options.program.data(),
                options.threads ? " [--threads T]" : "",
-               options.server ? " [--server ADDR:PORT] [--backend B]" : "", kDefaultPattern);
+               options.server ? " [--server ADDR:PORT] [--backend B]" : "", kDefaultPattern,
+               static_cast<unsigned long long>(kMaxDistinct));
 }
 
 [[noreturn]] void usageError(const ResolveBenchOptions& options, const std::string& message) {
@@ -89,9 +94,9 @@ ResolveBenchArgs parseResolveBenchArgs(int argc, char** argv, const ResolveBench
     return args;
   }
   if (pattern.empty()) pattern = kDefaultPattern;
-  uint64_t d = args.count;
+  uint64_t d = std::min(args.count, kMaxDistinct);
   if (!distinct.empty()) {
-    const auto n = cmdline::parseNumber(distinct, 1, 100'000'000);
+    const auto n = cmdline::parseNumber(distinct, 1, static_cast<long>(kMaxDistinct));
     if (!n) usageError(options, "bad --distinct: " + distinct);
     d = static_cast<uint64_t>(*n);
   }

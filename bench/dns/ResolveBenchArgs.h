@@ -39,8 +39,9 @@ struct ResolveBenchOptions {
 
 // Exits 0 after printing usage for --help; exits 2 with a message for a bad
 // or missing option or an unreadable or empty --names file. Without --names
-// the pattern defaults to "host%d.bench.test" and --distinct to --count, so
-// that every lookup asks for a name of its own and no cache can answer it.
+// the pattern defaults to "host%d.bench.test" and --distinct to --count (at
+// most 1,000,000), so that every lookup asks for a name of its own and no
+// cache can answer it.
 [[nodiscard]] ResolveBenchArgs parseResolveBenchArgs(int argc, char** argv,
                                                      const ResolveBenchOptions& options);
 
