@@ -273,7 +273,9 @@ def run_once(args, paths, tmp, server, size, flows, mode):
         lost = int(result["lost"])
     return dict(
         rate=rate,
-        cpu_ns=cpu_s * 1e9 / received if received else float("nan"),
+        # No tick at all (a run far shorter than the default) is below
+        # /proc's 10 ms resolution, not free: shown as "-".
+        cpu_ns=cpu_s * 1e9 / received if received and cpu_s > 0 else float("nan"),
         cpu_s=cpu_s,
         loss_pct=100.0 * lost / sent if sent else float("nan"),
         sent=sent,
