@@ -116,7 +116,8 @@ TEST_P(SignalSetTest, BurstOfSignalsEachDeliveredOnce) {
     ++counts[signo];
     if (++total == wanted) loop.quit();
   });
-  for (const int signo : {SIGHUP, SIGUSR1, SIGUSR1, SIGUSR2, SIGWINCH}) ASSERT_EQ(::raise(signo), 0);
+  for (const int signo : {SIGHUP, SIGUSR1, SIGUSR1, SIGUSR2, SIGWINCH})
+    ASSERT_EQ(::raise(signo), 0);
   for (int i = 0; i < 3; ++i) ASSERT_EQ(::kill(::getpid(), SIGRTMIN), 0);
   loop.loop();
   ASSERT_FALSE(timedOut_);
@@ -376,13 +377,13 @@ TEST_P(SignalSetTest, WithTimeoutEndsTheWaitAndTheNextAwaitStillGetsTheSignal) {
   armWatchdog(loop);
   SignalSet set(&loop, {SIGUSR1});
   std::vector<SignalResult> results;
-  coro::spawn(&loop, [](EventLoop* loop, SignalSet* set,
-                        std::vector<SignalResult>* results) -> Task<> {
-    results->push_back(co_await coro::withTimeout(5ms, nextSignal(*set)));
-    ::raise(SIGUSR1);
-    results->push_back(co_await coro::withTimeout(1h, nextSignal(*set)));
-    loop->quit();
-  }(&loop, &set, &results));
+  coro::spawn(&loop,
+              [](EventLoop* loop, SignalSet* set, std::vector<SignalResult>* results) -> Task<> {
+                results->push_back(co_await coro::withTimeout(5ms, nextSignal(*set)));
+                ::raise(SIGUSR1);
+                results->push_back(co_await coro::withTimeout(1h, nextSignal(*set)));
+                loop->quit();
+              }(&loop, &set, &results));
   loop.loop();
   ASSERT_FALSE(timedOut_);
   ASSERT_EQ(results.size(), 2u);
