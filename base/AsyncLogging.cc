@@ -8,6 +8,7 @@
 #include "base/LogFile.h"
 #include "base/Logging.h"
 #include "base/Mutex.h"
+#include "base/SignalMask.h"
 #include "base/ThreadAnnotations.h"
 #include "base/Timestamp.h"
 
@@ -118,7 +119,11 @@ void AsyncLogging::start() {
   MutexLock lock(mutex_);
   if (state_ != State::kIdle) return;
   state_ = State::kRunning;
-  thread_ = std::thread([this] { threadFunc(); });
+  {
+    // The writer never takes a process signal (base/SignalMask.h).
+    BlockAsyncSignals blocked;
+    thread_ = std::thread([this] { threadFunc(); });
+  }
   backEndId_ = thread_.get_id();
 }
 

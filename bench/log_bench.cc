@@ -62,6 +62,9 @@
 #include "base/AsyncLogging.h"
 #include "base/LogFile.h"
 #include "base/Logging.h"
+#include "net/EventLoop.h"
+#include "net/EventLoopThread.h"
+#include "net/SignalSet.h"
 
 namespace {
 
@@ -476,11 +479,12 @@ class PublishedWorkDir {
   WorkDir dir_;
 };
 
-// SIGINT/SIGTERM: blocked before any thread starts, so every thread inherits
-// the mask, and taken by a thread of their own, which removes the run's
-// directory and ends the process with status 0; no half-written files stay
-// behind and nothing of the user's is touched.
-void handleStopSignals() {
+// SIGINT/SIGTERM: blocked here before any thread starts, so that every
+// thread inherits the mask, and taken by a SignalSet on a loop thread of
+// their own, which removes the run's directory and ends the process with
+// status 0; no half-written files stay behind and nothing of the user's is
+// touched. The thread lives until main() returns.
+std::unique_ptr<libnet::EventLoopThread> handleStopSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -488,17 +492,22 @@ void handleStopSignals() {
   if (const int err = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
     throw std::system_error(err, std::generic_category(), "pthread_sigmask");
   }
-  std::thread([set] {
-    int signal = 0;
-    if (::sigwait(&set, &signal) != 0) return;
-    std::fprintf(stderr, "log_bench: interrupted, removing its files\n");
-    // Held until the process ends: main() cannot free the directory object
-    // under us, nor start removing it a second time.
-    g_workDirMutex.lock();
-    if (g_workDir != nullptr) g_workDir->remove();
-    std::fflush(stdout);
-    std::_Exit(0);
-  }).detach();
+  auto thread = std::make_unique<libnet::EventLoopThread>(
+      [](libnet::EventLoop* loop) {
+        auto* stop = new libnet::SignalSet(loop, {SIGINT, SIGTERM}, [](int) {
+          std::fprintf(stderr, "log_bench: interrupted, removing its files\n");
+          // Held until the process ends: main() cannot free the directory
+          // object under us, nor start removing it a second time.
+          g_workDirMutex.lock();
+          if (g_workDir != nullptr) g_workDir->remove();
+          std::fflush(stdout);
+          std::_Exit(0);
+        });
+        loop->runOnDestroy([stop] { delete stop; });
+      },
+      "log_bench-stop");
+  thread->startLoop();
+  return thread;
 }
 
 struct Options {
@@ -680,9 +689,10 @@ int main(int argc, char* argv[]) {
     knowsLoggers = *knows;
   }
 
+  std::unique_ptr<libnet::EventLoopThread> stopSignals;
   std::optional<PublishedWorkDir> workDir;
   try {
-    handleStopSignals();
+    stopSignals = handleStopSignals();
     workDir.emplace(options.parent);
   } catch (const std::exception& e) {
     std::cerr << "log_bench: " << e.what() << "\n";

@@ -4,6 +4,7 @@
 
 #include "base/Logging.h"
 #include "base/Mutex.h"
+#include "base/SignalMask.h"
 #include "base/ThreadAnnotations.h"
 #include "net/EventLoop.h"
 
@@ -27,7 +28,11 @@ EventLoopThread::~EventLoopThread() {
 }
 
 EventLoop* EventLoopThread::startLoop() {
-  thread_ = std::thread([this] { threadFunc(); });
+  {
+    // The loop thread never takes a process signal (base/SignalMask.h).
+    BlockAsyncSignals blocked;
+    thread_ = std::thread([this] { threadFunc(); });
+  }
   MutexLock lock(mutex_);
   lock.wait(cond_, [this]() LIBNET_REQUIRES(mutex_) { return started_; });
   if (startError_) std::rethrow_exception(startError_);

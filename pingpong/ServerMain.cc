@@ -11,9 +11,9 @@
 #include "base/AsyncLogging.h"
 #include "base/LogFile.h"
 #include "base/Logging.h"
-#include "examples/common/QuitOnSignal.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/SignalSet.h"
 #include "net/TcpServer.h"
 #include "net/tls/TlsContext.h"
 #include "net/tls/TlsLayer.h"
@@ -70,6 +70,11 @@ int serve(const pingpong::Args& args, const ServerProgram& program, const InetAd
           int threads) {
   try {
     EventLoop loop(args.backend);
+    // First, so that a signal during the set-up stays pending for it.
+    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int signo) {
+      LOG_INFO << "signal " << signo << ", shutting down";
+      loop.quit();
+    });
     TcpServer::Options options{.threads = threads, .tcpNoDelay = true};
     if (!args.tlsCert.empty()) {
       tls::Context::ServerOptions serverTls;
@@ -80,7 +85,6 @@ int serve(const pingpong::Args& args, const ServerProgram& program, const InetAd
     TcpServer server(&loop, address, program.name, options);
     program.serve(server);
     server.start();
-    QuitOnSignal quitOnSignal(&loop);
     std::cout << "listening on " << server.listenAddress().toIpPort() << " ("
               << pollerKindName(loop.pollerKind()) << ")" << std::endl;
     loop.loop();
@@ -109,15 +113,6 @@ int serverMain(int argc, char* argv[], const ServerProgram& program) {
   if (!args.logDir.empty() && !std::filesystem::is_directory(args.logDir)) {
     std::cerr << program.name << ": log directory '" << args.logDir << "' is not a directory\n";
     return 2;
-  }
-  // Before any thread exists, the log writer's included: every thread
-  // inherits the mask, so SIGINT/SIGTERM stay pending for the signalfd (a
-  // clean stop, every line written) instead of killing the process.
-  try {
-    QuitOnSignal::blockStopSignals();
-  } catch (const std::system_error& e) {
-    std::cerr << program.name << ": " << e.what() << "\n";
-    return 1;
   }
   // Outlives the server so its shutdown lines reach the file; the destructor
   // drains and stops the back end.

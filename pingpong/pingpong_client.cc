@@ -39,11 +39,11 @@
 
 #include "base/CountDownLatch.h"
 #include "base/Logging.h"
-#include "examples/common/QuitOnSignal.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThreadPool.h"
 #include "net/InetAddress.h"
+#include "net/SignalSet.h"
 #include "net/TcpClient.h"
 #include "net/TcpConnection.h"
 #include "net/coro/Coro.h"
@@ -404,14 +404,17 @@ std::shared_ptr<const ConnectionLayer> clientTls(const pingpong::Args& args) {
 
 // Returns the exit status. Throws what setting up throws.
 int run(const pingpong::Args& args, const RunSpec& spec) {
-  // Before any thread exists: SIGINT/SIGTERM stay pending for the signalfd
-  // of the main loop, which ends the run cleanly (exit 0).
-  QuitOnSignal::blockStopSignals();
-  const std::shared_ptr<const ConnectionLayer> tls = clientTls(args);
   EventLoop loop(args.backend);
+  // Before the client's threads and connections: a SIGINT/SIGTERM from here
+  // on stays pending for the main loop, which ends the run cleanly (exit 0).
+  Client* running = nullptr;
+  SignalSet stop(&loop, {SIGINT, SIGTERM}, [&running](int) {
+    if (running != nullptr) running->interrupt();
+  });
+  const std::shared_ptr<const ConnectionLayer> tls = clientTls(args);
   Client client(&loop, spec.address, spec.threads, spec.blocksize, spec.sessions, spec.seconds,
                 args.coro, tls);
-  QuitOnSignal onStop(&loop, [&client] { client.interrupt(); });
+  running = &client;
   // Connecting many sessions can take a while; give up if it takes far too long.
   loop.runAfter(std::chrono::seconds(60), [&] {
     if (!client.connectedAll()) {

@@ -18,9 +18,9 @@
 
 #include "base/Logging.h"
 #include "examples/common/Flags.h"
-#include "examples/common/QuitOnSignal.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/SignalSet.h"
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
 #include "net/coro/Coro.h"
@@ -77,7 +77,6 @@ int main(int argc, char* argv[]) {
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
 
   try {
-    QuitOnSignal::blockStopSignals();
     EventLoop loop(backend);
     TcpServer server(&loop, *InetAddress::parse(address, port), "coro-echo", {.threads = threads});
     const Duration idleTimeout = std::chrono::seconds(idleSeconds);
@@ -85,7 +84,7 @@ int main(int argc, char* argv[]) {
       return echo(std::move(stream), idleTimeout);
     });
     server.start();
-    QuitOnSignal quitOnSignal(&loop);
+    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int) { loop.quit(); });
     std::cout << "coro_echo_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
   } catch (const std::system_error& e) {

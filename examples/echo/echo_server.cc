@@ -8,10 +8,10 @@
 // the client) until half of them have been written, so such a client costs
 // the server a bounded amount of memory, not everything it sends.
 //
-// SIGINT / SIGTERM stop it cleanly (exit 0). They are taken through a
-// signalfd read on the main loop rather than an async signal handler, so the
-// shutdown runs as an ordinary loop callback: quit() the loop, then tear the
-// server down on the loop thread by leaving main()'s scope.
+// SIGINT / SIGTERM stop it cleanly (exit 0). They are taken by a SignalSet
+// on the main loop rather than an async signal handler, so the shutdown runs
+// as an ordinary loop callback: quit() the loop, then tear the server down on
+// the loop thread by leaving main()'s scope.
 //
 // Exit status: 0 after a signal, 1 if the server cannot be set up (port in
 // use, permission denied), 2 for bad command-line arguments.
@@ -35,11 +35,11 @@
 #include "base/LogFile.h"
 #include "base/Logging.h"
 #include "examples/common/Flags.h"
-#include "examples/common/QuitOnSignal.h"
 #include "examples/common/ServerTls.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/SignalSet.h"
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
 #include "net/tls/TlsContext.h"
@@ -49,7 +49,7 @@ namespace {
 using libnet::Buffer;
 using libnet::EventLoop;
 using libnet::InetAddress;
-using libnet::QuitOnSignal;
+using libnet::SignalSet;
 using libnet::TcpConnectionPtr;
 using libnet::TcpServer;
 using libnet::Timestamp;
@@ -136,16 +136,6 @@ int main(int argc, char* argv[]) {
   if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
   const std::optional<InetAddress> listenAddr = InetAddress::parse(options.address, options.port);
 
-  // Before any thread exists, the log writer's included: every thread
-  // inherits the mask, so SIGINT/SIGTERM stay pending for the signalfd (a
-  // clean stop, every line written) instead of killing the process.
-  try {
-    QuitOnSignal::blockStopSignals();
-  } catch (const std::system_error& e) {
-    std::cerr << "echo_server: " << e.what() << "\n";
-    return kExitSetupError;
-  }
-
   // Declared before the server so that it outlives it: lines logged while the
   // server shuts down still reach the file, and stop() drains them at exit.
   std::unique_ptr<libnet::AsyncLogging> asyncLog;
@@ -172,7 +162,10 @@ int main(int argc, char* argv[]) {
     server.setMessageCallback(onMessage);
     server.setIdleCallback(onIdle);
     server.start();
-    QuitOnSignal quitOnSignal(&loop);
+    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int signo) {
+      LOG_INFO << "signal " << signo << ", shutting down";
+      loop.quit();
+    });
     std::cout << "echo_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
     // Destroyed in reverse order, on this (the loop's) thread.

@@ -23,10 +23,10 @@
 
 #include "base/Logging.h"
 #include "examples/common/Flags.h"
-#include "examples/common/QuitOnSignal.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/SignalSet.h"
 #include "net/TcpServer.h"
 #include "net/coro/Coro.h"
 #include "net/http/HttpDate.h"
@@ -187,14 +187,14 @@ int main(int argc, char* argv[]) {
     if (!root.empty()) site.files = std::make_unique<http::StaticFiles>(root);
     site.headerTimeout = std::chrono::seconds(headerTimeout);
 
-    QuitOnSignal::blockStopSignals();  // before any thread exists
     EventLoop loop(backend);
+    // Before the server's threads: a signal from here on stops it cleanly.
+    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int) { loop.quit(); });
     TcpServer server(&loop, *InetAddress::parse(address, port), "coro-http",
                      {.threads = threads, .idleTimeout = std::chrono::seconds(idleTimeout)});
     coro::serve(server,
                 [&site](coro::Stream stream) { return serveConnection(std::move(stream), &site); });
     server.start();
-    QuitOnSignal quitOnSignal(&loop);
     std::cout << "coro_http_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
   } catch (const std::system_error& e) {

@@ -22,10 +22,10 @@
 
 #include "base/Logging.h"
 #include "examples/common/Flags.h"
-#include "examples/common/QuitOnSignal.h"
 #include "examples/common/ServerTls.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/SignalSet.h"
 #include "net/TcpServer.h"
 #include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
@@ -37,7 +37,7 @@ using libnet::EventLoop;
 using libnet::Flags;
 using libnet::InetAddress;
 using libnet::PollerKind;
-using libnet::QuitOnSignal;
+using libnet::SignalSet;
 using libnet::TcpServer;
 using libnet::http::HttpRequest;
 using libnet::http::HttpResponse;
@@ -184,15 +184,15 @@ void serve(const Settings& settings) {
   std::unique_ptr<StaticFiles> files;
   if (!settings.root.empty()) files = std::make_unique<StaticFiles>(settings.root);
 
-  QuitOnSignal::blockStopSignals();  // before any thread exists
   EventLoop loop(settings.backend);
+  // Before the server's threads: a signal from here on stops it cleanly.
+  SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int) { loop.quit(); });
   const InetAddress listenAddr = *InetAddress::parse(settings.address, settings.port);
   HttpServer server(&loop, listenAddr, "http", serverOptions(settings));
   server.setHandler([files = files.get()](const HttpRequest& request, HttpResponse* response) {
     handleRequest(files, request, response);
   });
   server.start();
-  QuitOnSignal quitOnSignal(&loop);
   if (settings.tls.enabled()) {
     std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
   }

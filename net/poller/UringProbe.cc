@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/Logging.h"
+#include "base/SignalMask.h"
 #include "base/UniqueFd.h"
 #include "net/poller/BufferRing.h"
 
@@ -219,13 +220,20 @@ const UringProbe::Result& UringProbe::result() {
     Result probed;
     std::exception_ptr failure;
     try {
-      std::thread([&probed, &failure] {
-        try {
-          probed = runProbe();
-        } catch (...) {
-          failure = std::current_exception();
-        }
-      }).join();
+      std::thread probe;
+      {
+        // Like every thread of the library's, it never takes a process
+        // signal (base/SignalMask.h).
+        BlockAsyncSignals blocked;
+        probe = std::thread([&probed, &failure] {
+          try {
+            probed = runProbe();
+          } catch (...) {
+            failure = std::current_exception();
+          }
+        });
+      }
+      probe.join();
     } catch (const std::system_error&) {
       return runProbe();  // no thread to be had: probe here
     }

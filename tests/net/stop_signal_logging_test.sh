@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# SIGTERM stops echo_server and pingpong_server with --log-dir cleanly: exit
-# status 0 and every connection's lines in the log; the checks are in
+# SIGTERM sent mid-load stops echo_server and pingpong_server with --log-dir
+# cleanly on both backends: exit status 0, every loaded connection closed,
+# every connection's lines in the log; the checks are in
 # stop_signal_logging_test.py.
 set -euo pipefail
 # shellcheck source=tests/net/test_lib.sh
