@@ -1,0 +1,163 @@
+// resolve_bench: lookups per second of dns::Resolver (c-ares on one
+// EventLoop, no thread) against a name server, keeping K lookups in flight.
+//
+//   resolve_bench --server ADDR:PORT [--backend B] --count N --inflight K
+//                 [--names FILE | --name-pattern host%d.bench.test --distinct D]
+//
+// Each lookup asks for both families (A and AAAA, as getaddrinfo() with
+// AF_UNSPEC does), with the resolver's defaults otherwise (/etc/hosts read
+// first, RFC 6724 order), so that the getaddrinfo-based peers of the
+// benchmark (bench/dns/) do the same work. The names are those of FILE (one
+// a line) or the pattern with %d replaced by 0..D-1, taken in turn.
+//
+// Prints one line: lookups=N failed=F seconds=S lookups_per_s=X cpu_s=C
+// (CPU: user + system time of the whole process during the run).
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "examples/common/Flags.h"
+#include "net/EventLoop.h"
+#include "net/NameResolver.h"
+#include "net/dns/Resolver.h"
+
+namespace {
+
+using libnet::NameResolver;
+using libnet::ResolveResult;
+
+constexpr std::string_view kUsage =
+    "usage: resolve_bench --server ADDR:PORT [--backend B] --count N --inflight K\n"
+    "                     [--names FILE | --name-pattern PATTERN --distinct D]\n"
+    "\n"
+    "Runs N lookups (A and AAAA) keeping K in flight, against the name server at\n"
+    "ADDR:PORT, and prints: lookups=N failed=F seconds=S lookups_per_s=X cpu_s=C\n"
+    "\n"
+    "  --names FILE          names to look up, one a line, taken in turn\n"
+    "  --name-pattern P      names made of P with %d replaced by 0..D-1\n"
+    "                        (default host%d.bench.test)\n"
+    "  --distinct D          how many names the pattern makes (default N)\n";
+
+struct Options {
+  std::optional<libnet::InetAddress> server;
+  libnet::PollerKind backend = libnet::PollerKind::kAuto;
+  int count = 0;
+  int inflight = 0;
+  std::string namesFile;
+  std::string pattern = "host%d.bench.test";
+  int distinct = 0;
+};
+
+std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
+  libnet::Flags flags("resolve_bench", std::string(kUsage));
+  flags.addAddressPort("--server", &options->server);
+  flags.addBackend("--backend", &options->backend);
+  flags.addInt("--count", &options->count, 1, 100'000'000);
+  flags.addInt("--inflight", &options->inflight, 1, 100'000);
+  flags.addFile("--names", &options->namesFile);
+  flags.addCustom("--name-pattern", [options](std::string_view value) {
+    if (value.find("%d") == std::string_view::npos) return std::string("no %d in the pattern");
+    options->pattern = std::string(value);
+    return std::string();
+  });
+  flags.addInt("--distinct", &options->distinct, 1, 100'000'000);
+  if (std::optional<int> exitStatus = flags.parse(argc, argv)) return exitStatus;
+  if (!options->server || options->count == 0 || options->inflight == 0) {
+    std::cerr << "resolve_bench: --server, --count and --inflight are needed\n" << kUsage;
+    return libnet::Flags::kExitUsage;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> makeNames(const Options& options) {
+  std::vector<std::string> names;
+  if (!options.namesFile.empty()) {
+    std::ifstream in(options.namesFile);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) names.push_back(line);
+    }
+    return names;
+  }
+  const int distinct = options.distinct > 0 ? options.distinct : options.count;
+  const size_t at = options.pattern.find("%d");
+  for (int i = 0; i < distinct; ++i) {
+    std::string name = options.pattern;
+    names.push_back(name.replace(at, 2, std::to_string(i)));
+  }
+  return names;
+}
+
+double cpuSeconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+// The run: K slots, each starting its next lookup when the last one ends.
+struct Run {
+  libnet::EventLoop* loop;
+  NameResolver* resolver;
+  const std::vector<std::string>& names;
+  int count;
+  int started = 0;
+  int done = 0;
+  int failed = 0;
+  std::vector<NameResolver::QueryPtr> slots;
+
+  void start(size_t slot) {
+    const std::string& name = names[static_cast<size_t>(started) % names.size()];
+    ++started;
+    slots[slot] = resolver->lookup(name, 0, NameResolver::Family::kAny,
+                                   [this, slot](ResolveResult result) { finished(slot, result); });
+  }
+
+  void finished(size_t slot, const ResolveResult& result) {
+    ++done;
+    if (!result.ok() && ++failed <= 3)
+      std::cerr << "resolve_bench: " << result.error.message << "\n";
+    if (started < count) {
+      start(slot);
+    } else if (done == count) {
+      loop->quit();
+    }
+  }
+};
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  Options options;
+  if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
+  const std::vector<std::string> names = makeNames(options);
+  if (names.empty()) {
+    std::cerr << "resolve_bench: no names\n";
+    return libnet::Flags::kExitUsage;
+  }
+  libnet::EventLoop loop(options.backend);
+  libnet::dns::Resolver::Options resolverOptions;
+  resolverOptions.servers = {*options.server};
+  libnet::dns::Resolver resolver(&loop, resolverOptions);
+  Run run{&loop, &resolver, names, options.count};
+  run.slots.resize(static_cast<size_t>(std::min(options.inflight, options.count)));
+
+  const double cpuStart = cpuSeconds();
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t slot = 0; slot < run.slots.size(); ++slot) run.start(slot);
+  loop.loop();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cpu = cpuSeconds() - cpuStart;
+  std::printf("lookups=%d failed=%d seconds=%.3f lookups_per_s=%.0f cpu_s=%.3f\n", run.done,
+              run.failed, seconds, run.done / seconds, cpu);
+  return run.failed == 0 ? 0 : 1;
+}
