@@ -3,6 +3,7 @@
 //
 //   resolve_bench --server ADDR:PORT [--backend B] --count N --inflight K
 //                 [--names FILE | --name-pattern host%d.bench.test --distinct D]
+//                 [--cache ENTRIES]
 //
 // Each lookup asks for both families (A and AAAA, as getaddrinfo() with
 // AF_UNSPEC does), with the resolver's defaults otherwise (/etc/hosts read
@@ -45,7 +46,9 @@ constexpr std::string_view kUsage =
     "  --names FILE          names to look up, one a line, taken in turn\n"
     "  --name-pattern P      names made of P with %d replaced by 0..D-1\n"
     "                        (default host%d.bench.test)\n"
-    "  --distinct D          how many names the pattern makes (default N)\n";
+    "  --distinct D          how many names the pattern makes (default N)\n"
+    "  --cache ENTRIES       the resolver's TTL cache, ENTRIES names (default 0: off;\n"
+    "                        the peers have none)\n";
 
 struct Options {
   std::optional<libnet::InetAddress> server;
@@ -55,6 +58,7 @@ struct Options {
   std::string namesFile;
   std::string pattern = "host%d.bench.test";
   int distinct = 0;
+  int cacheEntries = 0;
 };
 
 std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
@@ -70,6 +74,7 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
     return std::string();
   });
   flags.addInt("--distinct", &options->distinct, 1, 100'000'000);
+  flags.addInt("--cache", &options->cacheEntries, 0, 10'000'000);
   if (std::optional<int> exitStatus = flags.parse(argc, argv)) return exitStatus;
   if (!options->server || options->count == 0 || options->inflight == 0) {
     std::cerr << "resolve_bench: --server, --count and --inflight are needed\n" << kUsage;
@@ -146,6 +151,7 @@ int main(int argc, char* argv[]) {
   libnet::EventLoop loop(options.backend);
   libnet::dns::Resolver::Options resolverOptions;
   resolverOptions.servers = {*options.server};
+  resolverOptions.cacheEntries = static_cast<size_t>(options.cacheEntries);
   libnet::dns::Resolver resolver(&loop, resolverOptions);
   Run run{&loop, &resolver, names, options.count};
   run.slots.resize(static_cast<size_t>(std::min(options.inflight, options.count)));

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -21,6 +22,7 @@
 #include "net/Channel.h"
 #include "net/EventLoop.h"
 #include "net/TimerId.h"
+#include "net/dns/AddressCache.h"
 
 namespace libnet::dns {
 
@@ -38,6 +40,7 @@ constexpr size_t kMaxNameLength = 253;
 struct Lookup {
   std::string host;
   uint16_t port = 0;
+  NameResolver::Family family = NameResolver::Family::kAny;
   NameResolver::Callback cb;  // empty once cancelled or delivered
   ResolveResult result;
 };
@@ -118,6 +121,16 @@ ResolveResult fromAres(int status, const ares_addrinfo* info, const Lookup& look
   return result;
 }
 
+// The shortest TTL of the answer's addresses (zero for /etc/hosts).
+Duration ttlOf(const ares_addrinfo* info) {
+  int ttl = -1;
+  for (const ares_addrinfo_node* node = info ? info->nodes : nullptr; node != nullptr;
+       node = node->ai_next) {
+    if (ttl < 0 || node->ai_ttl < ttl) ttl = node->ai_ttl;
+  }
+  return std::chrono::seconds(std::max(ttl, 0));
+}
+
 // A numeric address needs no query: its result, or nullopt for a name.
 std::optional<ResolveResult> numericResult(std::string_view host, uint16_t port,
                                            NameResolver::Family family) {
@@ -164,6 +177,7 @@ class Resolver::Impl : public std::enable_shared_from_this<Impl> {
   void shutdown();
 
   [[nodiscard]] size_t queriesInFlight() const { return inFlight_; }
+  [[nodiscard]] uint64_t cacheHits() const { return cacheHits_; }
   [[nodiscard]] size_t openSockets() const;
 
  private:
@@ -207,6 +221,8 @@ class Resolver::Impl : public std::enable_shared_from_this<Impl> {
   bool closed_ = false;
   bool sortAddresses_ = true;
   int receiveBufferBytes_ = 0;
+  AddressCache cache_;
+  uint64_t cacheHits_ = 0;
   std::unordered_map<int, Socket> sockets_;
   size_t inFlight_ = 0;
   std::vector<std::shared_ptr<Lookup>> ready_;
@@ -219,7 +235,8 @@ class Resolver::Impl : public std::enable_shared_from_this<Impl> {
 Resolver::Impl::Impl(EventLoop* loop, const Options& options)
     : loop_(loop),
       sortAddresses_(options.sortAddresses),
-      receiveBufferBytes_(options.receiveBufferBytes) {
+      receiveBufferBytes_(options.receiveBufferBytes),
+      cache_(options.cacheEntries, options.cacheMaxTtl) {
   // ares_library_init() is not called: on Linux it does nothing the channel
   // needs, and in c-ares 1.18 its reference count is not thread-safe.
   configure(options);
@@ -311,10 +328,17 @@ NameResolver::QueryPtr Resolver::Impl::lookup(std::string_view host, uint16_t po
   auto lookup = std::make_shared<Lookup>();
   lookup->host.assign(host);
   lookup->port = port;
+  lookup->family = family;
   lookup->cb = std::move(cb);
   QueryPtr query = std::make_unique<QueryHandle>(lookup);
   if (std::optional<ResolveResult> numeric = numericResult(host, port, family)) {
     lookup->result = std::move(*numeric);
+    ready(std::move(lookup));
+    return query;
+  }
+  if (auto cached = cache_.find(host, family, port, MonoClock::now())) {
+    ++cacheHits_;
+    lookup->result.addresses = std::move(*cached);
     ready(std::move(lookup));
     return query;
   }
@@ -343,6 +367,10 @@ void Resolver::Impl::onAddrInfo(void* arg, int status, int /*timeouts*/, ares_ad
   Lookup& lookup = *pending->lookup;
   if (self->closed_ || !lookup.cb) return;  // destroyed, or cancelled: detached
   lookup.result = fromAres(status, info, lookup);
+  if (lookup.result.ok()) {
+    self->cache_.insert(lookup.host, lookup.family, lookup.result.addresses, ttlOf(info),
+                        MonoClock::now());
+  }
   self->ready(std::move(pending->lookup));
 }
 
@@ -584,5 +612,7 @@ NameResolver::QueryPtr Resolver::lookup(std::string_view host, uint16_t port, Fa
 size_t Resolver::queriesInFlight() const { return impl_->queriesInFlight(); }
 
 size_t Resolver::openSockets() const { return impl_->openSockets(); }
+
+uint64_t Resolver::cacheHits() const { return impl_->cacheHits(); }
 
 }  // namespace libnet::dns

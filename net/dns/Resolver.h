@@ -27,7 +27,9 @@
 // must be destroyed before its loop.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,6 +75,11 @@ class Resolver final : public NameResolver {
     // a burst of lookups all come to one socket, and those that do not fit
     // before the loop reads them are lost and asked again after a timeout.
     int receiveBufferBytes = 0;
+    // Names whose addresses are kept for their answer's TTL (at most
+    // cacheMaxTtl) and given again without a query; 0: no cache. Answers
+    // without addresses are not kept. See docs/dns.md for when it pays.
+    size_t cacheEntries = 0;
+    Duration cacheMaxTtl = std::chrono::minutes(5);
   };
 
   // Reads /etc/resolv.conf (unless every setting it could give is set).
@@ -91,6 +98,8 @@ class Resolver final : public NameResolver {
   [[nodiscard]] size_t queriesInFlight() const;
   // Sockets c-ares has open (0 once no query is in flight).
   [[nodiscard]] size_t openSockets() const;
+  // Lookups answered from the cache so far.
+  [[nodiscard]] uint64_t cacheHits() const;
 
   class Impl;  // Resolver.cc
 

@@ -35,8 +35,9 @@ class DnsServerProcess {
 
   // dnsmasq answering from its own records only: both.dns.test (A 10.0.0.1,
   // AAAA fd00::1), v4only.dns.test (A 10.0.0.2), any *.bench.test (A
-  // 10.9.9.9, AAAA fd00::9); other names under test. are NXDOMAIN, names
-  // elsewhere REFUSED (no upstream). False (with why()) if it did not start.
+  // 10.9.9.9, AAAA fd00::9), all with a TTL of 60 s; other names under test.
+  // are NXDOMAIN, names elsewhere REFUSED (no upstream). False (with why())
+  // if it did not start.
   bool startDnsmasq() {
     for (int attempt = 0; attempt < 20; ++attempt) {
       const std::optional<uint16_t> port = freeUdpPort();
@@ -57,6 +58,7 @@ class DnsServerProcess {
                                              "--host-record=v4only.dns.test,10.0.0.2",
                                              "--address=/bench.test/10.9.9.9",
                                              "--address=/bench.test/fd00::9",
+                                             "--local-ttl=60",
                                              "--cache-size=0"};
       if (!spawn(args)) return false;
       // dnsmasq logs "started" once its sockets are bound, or exits.

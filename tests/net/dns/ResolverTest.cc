@@ -365,6 +365,41 @@ TEST_P(ResolverTest, BadNames) {
   EXPECT_EQ(longLabel.error.errc, ResolveErrc::kBadName) << longLabel.error.message;
 }
 
+TEST_P(ResolverTest, CacheKeepsAnswersForTheirTtl) {
+  EventLoop loop(GetParam());
+  Resolver::Options options = optionsFor(dnsmasq());
+  options.cacheEntries = 2;
+  options.cacheMaxTtl = 300ms;  // below dnsmasq's 60 s
+  Resolver resolver(&loop, options);
+  ResolveResult first = resolveNow(loop, resolver, "both.dns.test", Family::kAny, 80);
+  ASSERT_TRUE(first.ok()) << first.error.message;
+  const MonoTime answered = MonoClock::now();
+  // Again, another case and port: from the cache, no query sent.
+  std::optional<ResolveResult> again;
+  auto q = resolver.lookup("BOTH.dns.test", 8080, Family::kAny,
+                           [&](ResolveResult r) { again = std::move(r); });
+  EXPECT_EQ(resolver.queriesInFlight(), 0u);
+  ASSERT_TRUE(runUntil(loop, [&] { return again.has_value(); }));
+  EXPECT_EQ(ips(*again), ips(first));
+  for (const InetAddress& a : again->addresses) EXPECT_EQ(a.port(), 8080);
+  EXPECT_EQ(resolver.cacheHits(), 1u);
+  // Another family is another entry; negative answers are not kept.
+  EXPECT_TRUE(resolveNow(loop, resolver, "both.dns.test", Family::kIPv4).ok());
+  EXPECT_FALSE(resolveNow(loop, resolver, "no.such.test").ok());
+  EXPECT_FALSE(resolveNow(loop, resolver, "no.such.test").ok());
+  EXPECT_EQ(resolver.cacheHits(), 1u);
+  // A third name evicts the least recently used (both.dns.test, kAny).
+  EXPECT_TRUE(resolveNow(loop, resolver, "v4only.dns.test", Family::kIPv4).ok());
+  EXPECT_TRUE(resolveNow(loop, resolver, "both.dns.test", Family::kIPv4).ok());
+  EXPECT_EQ(resolver.cacheHits(), 2u);
+  EXPECT_TRUE(resolveNow(loop, resolver, "both.dns.test", Family::kAny).ok());
+  EXPECT_EQ(resolver.cacheHits(), 2u);
+  // Past the TTL the server is asked again.
+  ASSERT_TRUE(runUntil(loop, [&] { return MonoClock::now() > answered + 350ms; }));
+  EXPECT_TRUE(resolveNow(loop, resolver, "v4only.dns.test", Family::kIPv4).ok());
+  EXPECT_EQ(resolver.cacheHits(), 2u);
+}
+
 TEST_P(ResolverTest, CoroutineLookupsAndTheirScopes) {
   DnsServerProcess silent;
   ASSERT_TRUE(silent.startScripted("silent")) << silent.why();
