@@ -198,6 +198,12 @@ TEST_P(ResolverTest, ServfailIsReportedAsServfail) {
   EXPECT_EQ(r.error.errc, ResolveErrc::kServerFailure) << r.error.message;
   EXPECT_EQ(r.error.message, "servfail.test: SERVFAIL");
   EXPECT_LT(MonoClock::now() - start, 2s);  // the answer, not a timeout
+  // c-ares's own way (nextServerOnFailure): the answer is skipped, every try
+  // gets one, and what is left is "no server reachable".
+  Resolver::Options retrying = optionsFor(server.address(), 5s);
+  retrying.nextServerOnFailure = true;
+  Resolver c(&loop, retrying);
+  EXPECT_EQ(resolveNow(loop, c, "servfail.test").error.errc, ResolveErrc::kNoServer);
 }
 
 TEST_P(ResolverTest, TruncatedAnswerIsFetchedOverTcp) {
