@@ -36,6 +36,30 @@ void Flags::addPort(std::string name, uint16_t* target) {
   });
 }
 
+void Flags::addAddressPort(std::string name, std::optional<InetAddress>* target) {
+  add(std::move(name), [target](std::string_view value) {
+    const size_t colon = value.rfind(':');
+    std::optional<InetAddress> address;
+    if (colon != std::string_view::npos) {
+      std::string_view host = value.substr(0, colon);
+      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+      } else if (host.find(':') != std::string_view::npos) {
+        host = {};  // an IPv6 address takes brackets before its port
+      }
+      if (const auto port = InetAddress::parsePort(value.substr(colon + 1))) {
+        address = InetAddress::parse(host, *port);
+      }
+    }
+    if (!address) {
+      return "invalid address '" + std::string(value) +
+             "' (expected ADDR:PORT, numeric: 127.0.0.1:53 or [::1]:53)";
+    }
+    *target = address;
+    return std::string();
+  });
+}
+
 void Flags::addInt(std::string name, int* target, int min, int max) {
   add(std::move(name), [target, min, max](std::string_view value) {
     int parsed = 0;
@@ -97,6 +121,10 @@ std::optional<int> Flags::parse(int argc, char* argv[]) {
     const Option* option = nullptr;
     for (const Option& candidate : options_) {
       if (candidate.name == name) option = &candidate;
+    }
+    if (option == nullptr && positional_ != nullptr && !arg.starts_with("-")) {
+      positional_->emplace_back(arg);
+      continue;
     }
     if (option == nullptr) {
       std::cerr << program_ << ": unknown option '" << arg << "'\n" << usage_;

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "net/InetAddress.h"
 #include "net/PollerKind.h"
 
 namespace libnet {
@@ -30,6 +31,8 @@ class Flags {
   // InetAddress::parse(*target, port) then always succeeds).
   void addAddress(std::string name, std::string* target);
   void addPort(std::string name, uint16_t* target);
+  // A numeric address with its port: "127.0.0.1:53", "[::1]:53".
+  void addAddressPort(std::string name, std::optional<InetAddress>* target);
   void addInt(std::string name, int* target, int min, int max);
   // An existing directory (an empty value is refused).
   void addDirectory(std::string name, std::string* target);
@@ -40,6 +43,9 @@ class Flags {
   // Any other check: `set` returns an error message, or "" when it took the value.
   using Setter = std::function<std::string(std::string_view)>;
   void addCustom(std::string name, Setter set) { add(std::move(name), std::move(set)); }
+  // Arguments that are not options ("NAME..."), in order; without this, one
+  // is reported as an unknown option.
+  void setPositional(std::vector<std::string>* target) { positional_ = target; }
 
   // nullopt: go on. Otherwise the exit status to return now (0 after --help,
   // kExitUsage after a bad option, with the reason printed to stderr).
@@ -56,6 +62,7 @@ class Flags {
   std::string program_;
   std::string usage_;
   std::vector<Option> options_;
+  std::vector<std::string>* positional_ = nullptr;
 };
 
 }  // namespace libnet
