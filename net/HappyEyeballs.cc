@@ -147,8 +147,6 @@ void HappyEyeballs::attemptDelayPassed() {
 }
 
 void HappyEyeballs::startNext(Trigger trigger) {
-  loop_->cancel(attemptTimer_);
-  attemptTimer_ = TimerId();
   // Attempts that fail inside connect() (no route, say) are followed at
   // once by the next address, in this loop rather than by recursion.
   while (running_) {
@@ -157,12 +155,16 @@ void HappyEyeballs::startNext(Trigger trigger) {
       failIfExhausted();
       return;
     }
+    // The next attempt's delay counts from this one.
+    loop_->cancel(attemptTimer_);
+    attemptTimer_ = TimerId();
     ++attemptsMade_;
     auto attempt = ConnectAttempt::start(
         loop_, *address, [weak = weak_from_this()](ConnectAttempt& done, int error) {
           if (auto self = weak.lock()) self->attemptDone(done, error);
         });
     emit({.kind = Event::Kind::kAttemptStarted, .address = *address, .trigger = trigger});
+    if (!running_) return;  // stopped from onEvent: the attempt closes here
     if (attempt->error() == 0) {
       pending_.push_back(std::move(attempt));
       attemptTimer_ = after(request_.attemptDelay, &HappyEyeballs::attemptDelayPassed);

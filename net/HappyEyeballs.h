@@ -59,10 +59,10 @@ class HappyEyeballs : public std::enable_shared_from_this<HappyEyeballs> {
     };
     enum class Trigger : uint8_t {
       kNone,
-      kAnswer,            // a lookup answered while no attempt was due
-      kResolutionDelay,   // the A answer waited long enough for AAAA
-      kAttemptDelay,      // the previous attempt is still pending after the delay
-      kPreviousFailed,    // the previous attempt failed
+      kAnswer,           // a lookup answered while no attempt was due
+      kResolutionDelay,  // the A answer waited long enough for AAAA
+      kAttemptDelay,     // the previous attempt is still pending after the delay
+      kPreviousFailed,   // the previous attempt failed
     };
     Kind kind;
     NameResolver::Family family = NameResolver::Family::kAny;
@@ -155,7 +155,7 @@ class HappyEyeballs : public std::enable_shared_from_this<HappyEyeballs> {
   Family ipv6_;
   Family ipv4_;
   bool started_ = false;
-  bool running_ = false;  // started, and neither finished nor stopped
+  bool running_ = false;        // started, and neither finished nor stopped
   bool attemptsBegun_ = false;  // the resolution delay is over
   bool lastWasIpv6_ = false;
   int attemptsMade_ = 0;

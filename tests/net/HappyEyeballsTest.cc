@@ -145,8 +145,8 @@ bool haveIpv6Loopback() {
   return fd && ::bind(fd.get(), loopback.sockAddr(), loopback.sockLen()) == 0;
 }
 
-#define SKIP_WITHOUT_IPV6()                                           \
-  do {                                                                \
+#define SKIP_WITHOUT_IPV6()                                            \
+  do {                                                                 \
     if (!haveIpv6Loopback()) GTEST_SKIP() << "no IPv6 loopback (::1)"; \
   } while (0)
 
@@ -237,7 +237,9 @@ class HappyEyeballsTest : public test::LoopTest {
   std::shared_ptr<FakeResolver> resolver_;
 };
 
-long long millis(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+long long millis(Duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
 
 TEST_P(HappyEyeballsTest, AnIpv6AddressThatHangsLosesToAWorkingIpv4OneAfterTheAttemptDelay) {
   SKIP_WITHOUT_IPV6();
@@ -302,16 +304,20 @@ TEST_P(HappyEyeballsTest, AnAAnswerStopsWaitingForAaaaAfterTheResolutionDelay) {
   // The AAAA lookup still out was cancelled with the race's end.
   EXPECT_EQ(resolver_->stats().started, 2);
   EXPECT_EQ(resolver_->stats().cancelled, 1);
-  EXPECT_EQ(resolver_->stats().hosts, (std::vector<std::string>{"slow-aaaa.test", "slow-aaaa.test"}));
+  EXPECT_EQ(resolver_->stats().hosts,
+            (std::vector<std::string>{"slow-aaaa.test", "slow-aaaa.test"}));
 }
 
 TEST_P(HappyEyeballsTest, AllRefusedReportsEveryAttemptInterleavedByFamily) {
   SKIP_WITHOUT_IPV6();
   Endpoint v6a(true, -1), v6b(true, -1), v4a(false, -1), v4b(false, -1);
-  resolver_->answer(Family::kIPv6, {v6a.address, v6b.address});
+  // Both answers are in before the first attempt: A waits for AAAA.
+  resolver_->answer(Family::kIPv6, {v6a.address, v6b.address}, 10ms);
   resolver_->answer(Family::kIPv4, {v4a.address, v4b.address});
+  HappyEyeballs::Request r = request("refused.test", 8080);
+  r.resolutionDelay = 20s;
   const int fdsBefore = test::openFdCount();
-  Outcome out = race(request("refused.test", 8080));
+  Outcome out = race(std::move(r));
   ASSERT_TRUE(out.failed);
   const auto started = out.of(Event::Kind::kAttemptStarted);
   ASSERT_EQ(started.size(), 4u);
@@ -417,8 +423,8 @@ TEST_P(HappyEyeballsTest, ANumericHostNeedsNoResolverAndNoLookup) {
   EXPECT_EQ(resolver_->stats().started, 0);
   if (haveIpv6Loopback()) {
     Endpoint ipv6(true, SOMAXCONN);
-    HappyEyeballs::Request r6 = HappyEyeballs::Request::parse(
-        "[::1]:" + std::to_string(ipv6.address.port()), nullptr);
+    HappyEyeballs::Request r6 =
+        HappyEyeballs::Request::parse("[::1]:" + std::to_string(ipv6.address.port()), nullptr);
     Outcome out6 = race(std::move(r6));
     ASSERT_TRUE(out6.connected) << out6.failure.message();
     EXPECT_EQ(out6.peer, ipv6.address);
