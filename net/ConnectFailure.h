@@ -23,13 +23,13 @@ struct AttemptError {
 };
 
 struct ConnectFailure {
-  std::string host;  // as given: a name or a numeric address
+  std::string host{};  // as given: a name or a numeric address
   uint16_t port = 0;
   // The lookups' errors; kOk for a family that answered (perhaps with no
   // address) or was not looked up (a numeric host).
-  ResolveError ipv6;
-  ResolveError ipv4;
-  std::vector<AttemptError> attempts;
+  ResolveError ipv6{};
+  ResolveError ipv4{};
+  std::vector<AttemptError> attempts{};
 
   // One line naming the host and every error: "example.com:80: [2001:db8::1]:80:
   // Connection timed out; 192.0.2.1:80: Connection refused", or

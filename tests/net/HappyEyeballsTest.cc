@@ -500,6 +500,31 @@ TEST_P(HappyEyeballsTest, ATcpClientByNameReportsTheWholeFailureThenTheErrno) {
   EXPECT_EQ(client->connectAttempts(), 1);
 }
 
+TEST_P(HappyEyeballsTest, ATcpClientByNameLooksTheNameUpAgainForEveryRound) {
+  Endpoint refusing(false, -1);
+  auto server = echoServer();
+  resolver_->fail(Family::kIPv6, ResolveErrc::kNoData, "moving.test: no AAAA");
+  resolver_->answer(Family::kIPv4, {refusing.address});
+  TcpClient client(loop_.get(), "moving.test:80", "client",
+                   TcpClient::Options{.initialRetryDelay = 10ms, .resolver = resolver_});
+  // The name moves to the server once the first round has failed.
+  client.setConnectFailureCallback([&](const ConnectFailure& f) {
+    EXPECT_EQ(f.attempts.at(0).address, refusing.address);
+    resolver_->answer(Family::kIPv4, {server->listenAddress()});
+  });
+  InetAddress peer;
+  client.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+    if (!conn->connected()) return;
+    peer = conn->peerAddress();
+    loop_->quit();
+  });
+  client.connect();
+  runLoop();
+  EXPECT_EQ(peer, server->listenAddress());
+  EXPECT_EQ(client.connectAttempts(), 2);
+  EXPECT_EQ(resolver_->stats().started, 4);
+}
+
 struct CoroOutcome {
   coro::Errc error = coro::Errc::kCancelled;
   int sysError = -1;
@@ -539,6 +564,27 @@ TEST_P(HappyEyeballsTest, CoroutineConnectByNameFailsWithEveryError) {
   EXPECT_EQ(out.sysError, ECONNREFUSED);
   EXPECT_NE(out.detail.find("coro.test: SERVFAIL"), std::string::npos) << out.detail;
   EXPECT_NE(out.detail.find(refusing.address.toIpPort()), std::string::npos) << out.detail;
+}
+
+TEST(ConnectFailureTest, TheErrnoThatSaysMostIsChosen) {
+  const InetAddress v6("::1", 80);
+  const InetAddress v4("127.0.0.1", 80);
+  ConnectFailure f{.host = "h.test", .port = 80};
+  EXPECT_EQ(f.error(), EHOSTUNREACH);  // nothing to try
+  f.ipv4 = {ResolveErrc::kTimedOut, "h.test: timeout"};
+  EXPECT_EQ(f.error(), ETIMEDOUT);
+  // No IPv6 route says less than a refusal, wherever it stands.
+  f.attempts = {{v6, ENETUNREACH}, {v4, ECONNREFUSED}, {v6, EHOSTUNREACH}};
+  EXPECT_EQ(f.error(), ECONNREFUSED);
+  f.attempts = {{v4, ECONNREFUSED}, {v4, ETIMEDOUT}};
+  EXPECT_EQ(f.error(), ETIMEDOUT);  // else the last one
+  f.attempts = {{v6, ENETUNREACH}, {v6, EADDRNOTAVAIL}};
+  EXPECT_EQ(f.error(), EADDRNOTAVAIL);
+  EXPECT_FALSE(f.permanent());
+  f.attempts = {{v6, EACCES, true}, {v4, EACCES, true}};
+  EXPECT_TRUE(f.permanent());
+  const ConnectFailure literal{.host = "::1", .port = 80};
+  EXPECT_EQ(literal.message(), "[::1]:80: no address");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, HappyEyeballsTest,
