@@ -10,7 +10,7 @@
 // round, every error of it in `detail`); or with kTimedOut when `timeout`
 // passes first (the client is then stopped). A scope around it (withStop())
 // cancels it the same way. It takes over the client's connection, message
-// and connect-error callbacks. The Stream is bounded by `options`.
+// and connect-error/-failure callbacks. The Stream is bounded by `options`.
 //
 // Loop thread of the client. The client must outlive the await and the
 // Stream: destroying the client closes its connection (pending operations
