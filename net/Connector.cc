@@ -1,14 +1,13 @@
 #include "net/Connector.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <stdexcept>
-#include <system_error>
+#include <utility>
 
 #include "base/Logging.h"
 #include "net/Channel.h"
+#include "net/ConnectAttempt.h"
 #include "net/EventLoop.h"
 #include "net/Socket.h"
 
@@ -29,11 +28,18 @@ Connector::Connector(EventLoop* loop, const InetAddress& serverAddr, Duration in
   }
 }
 
+Connector::Connector(EventLoop* loop, HappyEyeballs::Request byName, Duration initialRetryDelay,
+                     Duration maxRetryDelay)
+    : Connector(loop, InetAddress(), initialRetryDelay, maxRetryDelay) {
+  HappyEyeballs::check(byName);
+  byName_ = std::move(byName);
+}
+
 Connector::~Connector() {
   // stop() clears any channel on the loop thread; dying with one registered is
   // a lifetime bug in the owner.
   if (channel_) {
-    LOG_ERROR << "Connector to " << serverAddr_.toIpPort() << " destroyed mid-connect";
+    LOG_ERROR << "Connector to " << target() << " destroyed mid-connect";
   }
 }
 
@@ -68,6 +74,10 @@ void Connector::stopInLoop() {
   loop_->assertInLoopThread();
   loop_->cancel(retryTimer_);
   retryTimer_ = TimerId();
+  if (round_) {
+    state_ = State::kDisconnected;
+    std::exchange(round_, nullptr)->stop();
+  }
   if (state_ == State::kConnecting) {
     state_ = State::kDisconnected;
     removeAndResetChannel();  // the fd it returns closes here: attempt abandoned
@@ -80,43 +90,15 @@ void Connector::connect() {
   loop_->cancel(retryTimer_);
   retryTimer_ = TimerId();
   attempts_.fetch_add(1);
-  UniqueFd fd;
-  try {
-    fd = Socket::createNonblocking(serverAddr_.family()).releaseFd();
-  } catch (const std::system_error& e) {
-    const int err = e.code().value();
-    // Out of fds or memory may pass; a family the kernel lacks will not.
-    const bool transient = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
-    LOG_ERROR << "Connector to " << serverAddr_.toIpPort() << ": " << e.what()
-              << (transient ? "" : " (giving up)");
-    failed(UniqueFd(), err, !transient);
+  if (byName_) {
+    connectByName();
     return;
   }
-  const int rc = ::connect(fd.get(), serverAddr_.sockAddr(), serverAddr_.sockLen());
-  const int err = rc == 0 ? 0 : errno;
-  switch (err) {
-    case 0:
-    case EINPROGRESS:
-    case EINTR:
-    case EISCONN:
-      connecting(std::move(fd));
-      break;
-    case EAGAIN:
-    case EADDRINUSE:
-    case EADDRNOTAVAIL:
-    case ECONNREFUSED:
-    case ENETUNREACH:
-    case EHOSTUNREACH:
-    case ETIMEDOUT:
-      LOG_DEBUG << "connect to " << serverAddr_.toIpPort() << ": " << strerrorTl(err);
-      failed(std::move(fd), err, false);
-      break;
-    default:
-      // EACCES, EPERM, EINVAL, EAFNOSUPPORT, ...: retrying cannot help.
-      errno = err;
-      LOG_SYSERR << "connect to " << serverAddr_.toIpPort() << " failed for good";
-      failed(std::move(fd), err, true);
-      break;
+  ConnectAttempt::Begun begun = ConnectAttempt::begin(serverAddr_);
+  if (begun.error == 0) {
+    connecting(std::move(begun.fd));
+  } else {
+    failed(std::move(begun.fd), begun.error, begun.permanent);
   }
 }
 
@@ -144,16 +126,8 @@ UniqueFd Connector::removeAndResetChannel() {
 void Connector::handleWrite() {
   if (state_ != State::kConnecting) return;
   UniqueFd fd = removeAndResetChannel();
-  const int err = Socket::getSocketError(fd.get());
-  if (err != 0) {
-    LOG_DEBUG << "connect to " << serverAddr_.toIpPort() << ": " << strerrorTl(err);
+  if (const int err = ConnectAttempt::outcome(fd.get(), serverAddr_); err != 0) {
     failed(std::move(fd), err, false);
-  } else if (Socket::isSelfConnect(fd.get())) {
-    // Only possible when nothing listens on the port (a listener would hold
-    // it, and the kernel would not pick it as our ephemeral port): to the
-    // user that is a refusal.
-    LOG_WARN << "connect to " << serverAddr_.toIpPort() << " connected to itself; retrying";
-    failed(std::move(fd), ECONNREFUSED, false);
   } else {
     state_ = State::kConnected;
     if (connect_ && callback_) {
@@ -196,12 +170,40 @@ void Connector::failed(UniqueFd fd, int error, bool permanent) {
 
 void Connector::retry() {
   if (!connect_) return;
-  LOG_DEBUG << "retrying connect to " << serverAddr_.toIpPort() << " in "
+  LOG_DEBUG << "retrying connect to " << target() << " in "
             << std::chrono::duration_cast<std::chrono::milliseconds>(retryDelay_).count() << " ms";
   retryTimer_ = loop_->runAfter(retryDelay_, [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->startInLoop();
   });
   retryDelay_ = std::min(retryDelay_ * 2, maxRetryDelay_);
+}
+
+std::string Connector::target() const {
+  return byName_ ? InetAddress::joinHostPort(byName_->host, byName_->port) : serverAddr_.toIpPort();
+}
+
+void Connector::connectByName() {
+  state_ = State::kConnecting;
+  round_ = HappyEyeballs::create(loop_, *byName_);
+  std::weak_ptr<Connector> weak = weak_from_this();
+  round_->start(
+      [weak](UniqueFd fd, const InetAddress&) {
+        auto self = weak.lock();
+        if (!self) return;
+        self->round_.reset();
+        self->state_ = State::kConnected;
+        if (self->connect_ && self->callback_) self->callback_(std::move(fd));
+      },
+      [weak](const ConnectFailure& failure) {
+        if (auto self = weak.lock()) self->failedByName(failure);
+      });
+}
+
+void Connector::failedByName(const ConnectFailure& failure) {
+  round_.reset();
+  state_ = State::kDisconnected;
+  if (connect_ && failureCallback_) failureCallback_(failure);
+  failed(UniqueFd(), failure.error(), failure.permanent());
 }
 
 }  // namespace libnet

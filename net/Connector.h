@@ -7,6 +7,12 @@
 // cure (EACCES, EINVAL, EAFNOSUPPORT, ...) is reported the same way and ends
 // the attempts, as stop() would.
 //
+// Made with a HappyEyeballs::Request instead of an address, it connects by
+// name: each attempt is a Happy Eyeballs round (net/HappyEyeballs.h), the
+// name looked up again every time; a failed round is reported to the
+// connect-failure callback with all its errors, then to the connect-error
+// callback with ConnectFailure::error().
+//
 // Held by std::shared_ptr: retry timers hold only a weak_ptr to it.
 // start() and stop() may be called from any thread, restart() from the loop
 // thread; the callbacks run on the loop thread. Set the callbacks before
@@ -16,10 +22,14 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "base/Duration.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
+#include "net/ConnectFailure.h"
+#include "net/HappyEyeballs.h"
 #include "net/InetAddress.h"
 #include "net/TimerId.h"
 
@@ -40,6 +50,9 @@ class Connector : public std::enable_shared_from_this<Connector> {
   Connector(EventLoop* loop, const InetAddress& serverAddr,
             Duration initialRetryDelay = kInitialRetryDelay,
             Duration maxRetryDelay = kMaxRetryDelay);
+  // By name; also throws what HappyEyeballs::check() throws.
+  Connector(EventLoop* loop, HappyEyeballs::Request byName, Duration initialRetryDelay,
+            Duration maxRetryDelay);
   ~Connector();
   Connector(const Connector&) = delete;
   Connector& operator=(const Connector&) = delete;
@@ -50,12 +63,17 @@ class Connector : public std::enable_shared_from_this<Connector> {
   // taken effect on the loop thread. The callback may call stop() (no attempt
   // follows) or start() (the next attempt starts once it has returned).
   void setConnectErrorCallback(ConnectErrorCallback cb) { errorCallback_ = std::move(cb); }
+  // By name: called before the connect-error callback with every error of
+  // the round.
+  void setConnectFailureCallback(ConnectFailureCallback cb) { failureCallback_ = std::move(cb); }
 
   void start();    // any thread; the attempt starts from the loop's queue
   void restart();  // loop thread: start over with the initial delay
   void stop();     // any thread: no more attempts; abandons one in progress
 
   [[nodiscard]] const InetAddress& serverAddress() const { return serverAddr_; }
+  // "host:port" by name, else the server address.
+  [[nodiscard]] std::string target() const;
   // Attempts made so far (for tests and diagnostics).
   [[nodiscard]] int attempts() const { return attempts_.load(); }
 
@@ -71,6 +89,8 @@ class Connector : public std::enable_shared_from_this<Connector> {
   void failed(UniqueFd fd, int error, bool permanent);
   void retry();
   UniqueFd removeAndResetChannel();
+  void connectByName();
+  void failedByName(const ConnectFailure& failure);
 
   EventLoop* loop_;
   const InetAddress serverAddr_;
@@ -85,6 +105,10 @@ class Connector : public std::enable_shared_from_this<Connector> {
   Duration retryDelay_;
   TimerId retryTimer_;
   std::atomic<int> attempts_{0};
+  // By name: the request each round is made from, and the round under way.
+  std::optional<HappyEyeballs::Request> byName_;
+  std::shared_ptr<HappyEyeballs> round_;
+  ConnectFailureCallback failureCallback_;
 };
 
 }  // namespace libnet

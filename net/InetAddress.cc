@@ -70,7 +70,8 @@ std::optional<uint16_t> InetAddress::parsePort(std::string_view text) {
   return static_cast<uint16_t>(value);
 }
 
-std::optional<InetAddress> InetAddress::parseHostPort(std::string_view text) {
+std::optional<std::pair<std::string_view, uint16_t>> InetAddress::splitHostPort(
+    std::string_view text) {
   const size_t colon = text.rfind(':');
   if (colon == std::string_view::npos) return std::nullopt;
   std::string_view host = text.substr(0, colon);
@@ -78,8 +79,19 @@ std::optional<InetAddress> InetAddress::parseHostPort(std::string_view text) {
   if (!port) return std::nullopt;
   // An unbracketed IPv6 address has more colons: refuse it as ambiguous.
   if (host.find(':') != std::string_view::npos && host.front() != '[') return std::nullopt;
-  if (auto numeric = parse(host, *port)) return numeric;
-  return resolve(host, *port);
+  return std::pair(host, *port);
+}
+
+std::string InetAddress::joinHostPort(std::string_view host, uint16_t port) {
+  const bool bracket = host.find(':') != std::string_view::npos && host.front() != '[';
+  return (bracket ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
+}
+
+std::optional<InetAddress> InetAddress::parseHostPort(std::string_view text) {
+  const auto hostPort = splitHostPort(text);
+  if (!hostPort) return std::nullopt;
+  if (auto numeric = parse(hostPort->first, hostPort->second)) return numeric;
+  return resolve(hostPort->first, hostPort->second);
 }
 
 std::optional<InetAddress> InetAddress::resolve(std::string_view host, uint16_t port) {

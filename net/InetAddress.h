@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace libnet {
 
@@ -29,6 +30,12 @@ class InetAddress {
   [[nodiscard]] static std::optional<InetAddress> parse(std::string_view ip, uint16_t port);
   // "host:port", "1.2.3.4:80", "[::1]:80"; nullopt if malformed.
   [[nodiscard]] static std::optional<InetAddress> parseHostPort(std::string_view text);
+  // The host ("name", "1.2.3.4", "[::1]": brackets kept) and the port of
+  // "host:port", without looking anything up; nullopt if malformed.
+  [[nodiscard]] static std::optional<std::pair<std::string_view, uint16_t>> splitHostPort(
+      std::string_view text);
+  // The other way: "name:80", "[::1]:80" (brackets added where needed).
+  [[nodiscard]] static std::string joinHostPort(std::string_view host, uint16_t port);
   // Looks up a host name (or numeric address) with getaddrinfo. Blocking.
   [[nodiscard]] static std::optional<InetAddress> resolve(std::string_view host, uint16_t port);
   // A port number from text, nullopt unless it is 0..65535.

@@ -7,21 +7,44 @@
 #include "base/Logging.h"
 #include "net/Connector.h"
 #include "net/EventLoop.h"
+#include "net/HappyEyeballs.h"
 #include "net/Socket.h"
 #include "net/TcpConnection.h"
 
 namespace libnet {
 
+namespace {
+
+HappyEyeballs::Request byName(std::string_view hostPort, const TcpClient::Options& options) {
+  HappyEyeballs::Request request = HappyEyeballs::Request::parse(hostPort, options.resolver);
+  request.attemptDelay = options.attemptDelay;
+  request.resolutionDelay = options.resolutionDelay;
+  return request;
+}
+
+}  // namespace
+
 TcpClient::TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name)
     : TcpClient(loop, serverAddr, std::move(name), Options{}) {}
 
+// The connector checks the options (std::invalid_argument) before the
+// client takes them.
 TcpClient::TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name,
                      Options options)
+    : TcpClient(loop, std::move(name), options,
+                std::make_shared<Connector>(loop, serverAddr, options.initialRetryDelay,
+                                            options.maxRetryDelay)) {}
+
+TcpClient::TcpClient(EventLoop* loop, std::string_view hostPort, std::string name, Options options)
+    : TcpClient(loop, std::move(name), options,
+                std::make_shared<Connector>(loop, byName(hostPort, options),
+                                            options.initialRetryDelay, options.maxRetryDelay)) {}
+
+TcpClient::TcpClient(EventLoop* loop, std::string name, Options options,
+                     std::shared_ptr<Connector> connector)
     : loop_(loop),
       options_(std::move(options)),
-      // Checks the retry delays (std::invalid_argument).
-      connector_(std::make_shared<Connector>(loop, serverAddr, options_.initialRetryDelay,
-                                             options_.maxRetryDelay)),
+      connector_(std::move(connector)),
       name_(std::move(name)),
       connectionCallback_(defaultConnectionCallback),
       messageCallback_(defaultMessageCallback) {
@@ -48,7 +71,7 @@ TcpClient::~TcpClient() {
 }
 
 void TcpClient::connect() {
-  LOG_DEBUG << "TcpClient " << name_ << " connecting to " << connector_->serverAddress().toIpPort();
+  LOG_DEBUG << "TcpClient " << name_ << " connecting to " << connector_->target();
   connect_ = true;
   started_ = true;
   connector_->start();
@@ -92,6 +115,11 @@ void TcpClient::setConnectErrorCallback(ConnectErrorCallback cb) {
   connector_->setConnectErrorCallback(std::move(cb));
 }
 
+void TcpClient::setConnectFailureCallback(ConnectFailureCallback cb) {
+  checkNotStarted("setConnectFailureCallback");
+  connector_->setConnectFailureCallback(std::move(cb));
+}
+
 TcpConnectionPtr TcpClient::connection() const {
   MutexLock lock(mutex_);
   return connection_;
@@ -132,8 +160,7 @@ void TcpClient::removeConnection(const TcpConnectionPtr& conn) {
   // why), a failed connect for the application.
   if (!conn->announced() && connectErrorCallback_) connectErrorCallback_(EPROTO);
   if (options_.retry && connect_) {
-    LOG_INFO << "TcpClient " << name_ << " reconnecting to "
-             << connector_->serverAddress().toIpPort();
+    LOG_INFO << "TcpClient " << name_ << " reconnecting to " << connector_->target();
     connector_->restart();
   }
 }

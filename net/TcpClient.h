@@ -1,5 +1,8 @@
 // TcpClient: one outgoing connection to one server, made by a Connector
-// (non-blocking connect, retried with capped exponential backoff). With
+// (non-blocking connect, retried with capped exponential backoff). Given
+// "host:port", it connects by name: each attempt is a Happy Eyeballs round
+// (net/HappyEyeballs.h) through Options::resolver, the name looked up again
+// for every round, so a retry follows the name to new addresses. With
 // Options::retry, a connection that closes is re-established. A failed
 // connect attempt is reported to the connect-error callback, if one is set;
 // without one, failures are only logged and retried.
@@ -18,13 +21,16 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/Duration.h"
 #include "base/Mutex.h"
 #include "base/ThreadAnnotations.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
+#include "net/ConnectFailure.h"
 #include "net/InetAddress.h"
+#include "net/NameResolver.h"
 
 namespace libnet {
 
@@ -51,11 +57,22 @@ class TcpClient {
     // callback with EPROTO (the layer logs why) and, with retry on, made
     // again. Null: plain TCP.
     std::shared_ptr<const ConnectionLayer> layer{};
+    // By name ("host:port"): looks the host up (dns::Resolver,
+    // net/dns/Resolver.h); not needed for a numeric host. The Happy Eyeballs
+    // delays: a new attempt beside a pending one every attemptDelay (> 0);
+    // an A answer waits resolutionDelay (>= 0) for the AAAA one.
+    std::shared_ptr<NameResolver> resolver{};
+    Duration attemptDelay = std::chrono::milliseconds(250);
+    Duration resolutionDelay = std::chrono::milliseconds(50);
   };
 
   TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name);
   // Throws std::invalid_argument for a bad option.
   TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name, Options options);
+  // By name: "host:port", "192.0.2.1:80" or "[2001:db8::1]:80". Throws
+  // std::invalid_argument for malformed text, a bad option, or a host name
+  // without Options::resolver (the message names the host).
+  TcpClient(EventLoop* loop, std::string_view hostPort, std::string name, Options options);
   ~TcpClient();
   TcpClient(const TcpClient&) = delete;
   TcpClient& operator=(const TcpClient&) = delete;
@@ -89,8 +106,16 @@ class TcpClient {
   // from a queueInLoop() functor). Before connect() (std::logic_error after
   // it).
   void setConnectErrorCallback(ConnectErrorCallback cb);
+  // By name: called after every failed round, just before the connect-error
+  // callback (whose errno is ConnectFailure::error(), the one that says the
+  // most), with every error of it: both lookups' and each attempt's address
+  // and errno. A client made with an address does not call it. Before
+  // connect() (std::logic_error after it).
+  void setConnectFailureCallback(ConnectFailureCallback cb);
 
  private:
+  TcpClient(EventLoop* loop, std::string name, Options options,
+            std::shared_ptr<Connector> connector);
   void newConnection(UniqueFd sockfd);
   void removeConnection(const TcpConnectionPtr& conn);
   // Throws std::logic_error when `what` (a callback setter) comes after

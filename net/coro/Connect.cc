@@ -49,6 +49,10 @@ bool ConnectAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* cont
       if (pending->waiter != nullptr) pending->waiter->finish(Errc::kConnectFailed);
     });
   });
+  // By name, it comes just before the errno, which ends the await.
+  client_->setConnectFailureCallback([pending = pending_](const ConnectFailure& failure) {
+    if (pending->waiter != nullptr && pending->sysError == 0) pending->detail = failure.message();
+  });
   timer_ = context->loop()->runAfter(timeout_, [this] {
     timer_ = TimerId();
     finish(Errc::kTimedOut);
@@ -72,6 +76,7 @@ ConnectResult ConnectAwaiter::await_resume() {
   result.error = result_;
   if (pending_) {
     result.sysError = result_ == Errc::kConnectFailed ? pending_->sysError : 0;
+    if (result_ == Errc::kConnectFailed) result.detail = std::move(pending_->detail);
     if (result_ == Errc::kOk) {
       result.stream = Stream(std::move(pending_->conn), options_);
     } else if (pending_->conn) {

@@ -6,10 +6,11 @@
 //
 // Starts client.connect() and resumes with a Stream of the connection once
 // it is established; or with kConnectFailed and the errno of the first failed
-// attempt (ECONNREFUSED, ...: no retry); or with kTimedOut when `timeout`
+// attempt (ECONNREFUSED, ...: no retry; by name, the first Happy Eyeballs
+// round, every error of it in `detail`); or with kTimedOut when `timeout`
 // passes first (the client is then stopped). A scope around it (withStop())
 // cancels it the same way. It takes over the client's connection, message
-// and connect-error callbacks. The Stream is bounded by `options`.
+// and connect-error/-failure callbacks. The Stream is bounded by `options`.
 //
 // Loop thread of the client. The client must outlive the await and the
 // Stream: destroying the client closes its connection (pending operations
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 
 #include "base/Duration.h"
 #include "net/coro/Errc.h"
@@ -33,7 +35,8 @@ namespace libnet::coro {
 struct ConnectResult {
   Stream stream;
   Errc error = Errc::kOk;
-  int sysError = 0;  // kConnectFailed: the errno
+  int sysError = 0;    // kConnectFailed: the errno
+  std::string detail;  // kConnectFailed by name: ConnectFailure::message()
   [[nodiscard]] explicit operator bool() const { return error == Errc::kOk; }
 };
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <coroutine>
 #include <memory>
+#include <string>
 
 #include "base/Duration.h"
 #include "net/Callbacks.h"
@@ -37,6 +38,7 @@ class ConnectAwaiter : public detail::Operation {
     ConnectAwaiter* waiter = nullptr;  // null once the await is over
     TcpConnectionPtr conn;
     int sysError = 0;
+    std::string detail;
   };
 
  private:
