@@ -35,9 +35,9 @@ class DnsServerProcess {
 
   // dnsmasq answering from its own records only: both.dns.test (A 10.0.0.1,
   // AAAA fd00::1), v4only.dns.test (A 10.0.0.2), any *.bench.test (A
-  // 10.9.9.9, AAAA fd00::9), all with a TTL of 60 s; other names under test.
-  // are NXDOMAIN, names elsewhere REFUSED (no upstream). False (with why())
-  // if it did not start.
+  // 10.9.9.9, AAAA fd00::9), loopback.dns.test (127.0.0.1 and ::1), all with a TTL of 60 s; other
+  // names under test. are NXDOMAIN, names elsewhere REFUSED (no upstream). False (with why()) if it
+  // did not start.
   bool startDnsmasq() {
     for (int attempt = 0; attempt < 20; ++attempt) {
       const std::optional<uint16_t> port = freeUdpPort();
@@ -56,6 +56,7 @@ class DnsServerProcess {
                                              "--local=/test/",
                                              "--host-record=both.dns.test,10.0.0.1,fd00::1",
                                              "--host-record=v4only.dns.test,10.0.0.2",
+                                             "--host-record=loopback.dns.test,127.0.0.1,::1",
                                              "--address=/bench.test/10.9.9.9",
                                              "--address=/bench.test/fd00::9",
                                              "--local-ttl=60",
