@@ -14,7 +14,7 @@
 
 namespace libnet {
 
-Connector::Connector(EventLoop* loop, const InetAddress& serverAddr, Duration initialRetryDelay,
+Connector::Connector(EventLoop* loop, const SocketAddress& serverAddr, Duration initialRetryDelay,
                      Duration maxRetryDelay)
     : loop_(loop),
       serverAddr_(serverAddr),
@@ -101,10 +101,11 @@ void Connector::connect() {
     case EISCONN:
       connecting(std::move(fd));
       break;
-    case EAGAIN:
+    case EAGAIN:  // a Unix server's backlog is full
     case EADDRINUSE:
     case EADDRNOTAVAIL:
     case ECONNREFUSED:
+    case ENOENT:  // a Unix socket's path, before its server has made it
     case ENETUNREACH:
     case EHOSTUNREACH:
     case ETIMEDOUT:
@@ -148,7 +149,7 @@ void Connector::handleWrite() {
   if (err != 0) {
     LOG_DEBUG << "connect to " << serverAddr_.toIpPort() << ": " << strerrorTl(err);
     failed(std::move(fd), err, false);
-  } else if (Socket::isSelfConnect(fd.get())) {
+  } else if (!serverAddr_.isUnix() && Socket::isSelfConnect(fd.get())) {
     // Only possible when nothing listens on the port (a listener would hold
     // it, and the kernel would not pick it as our ephemeral port): to the
     // user that is a refusal.

@@ -1,4 +1,5 @@
-// Connector: makes a non-blocking connect() to one server address and hands
+// Connector: makes a non-blocking connect() to one server address (TCP, or
+// a Unix socket's path or abstract name) and hands
 // the connected fd to a callback; on failure it retries after a delay that
 // doubles from initialRetryDelay up to maxRetryDelay. Used by TcpClient.
 //
@@ -20,7 +21,7 @@
 #include "base/Duration.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
-#include "net/InetAddress.h"
+#include "net/SocketAddress.h"
 #include "net/TimerId.h"
 
 namespace libnet {
@@ -37,7 +38,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
 
   // Retries after `initialRetryDelay`, doubling up to `maxRetryDelay`; throws
   // std::invalid_argument unless 0 < initialRetryDelay <= maxRetryDelay.
-  Connector(EventLoop* loop, const InetAddress& serverAddr,
+  Connector(EventLoop* loop, const SocketAddress& serverAddr,
             Duration initialRetryDelay = kInitialRetryDelay,
             Duration maxRetryDelay = kMaxRetryDelay);
   ~Connector();
@@ -55,7 +56,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   void restart();  // loop thread: start over with the initial delay
   void stop();     // any thread: no more attempts; abandons one in progress
 
-  [[nodiscard]] const InetAddress& serverAddress() const { return serverAddr_; }
+  [[nodiscard]] const SocketAddress& serverAddress() const { return serverAddr_; }
   // Attempts made so far (for tests and diagnostics).
   [[nodiscard]] int attempts() const { return attempts_.load(); }
 
@@ -73,7 +74,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   UniqueFd removeAndResetChannel();
 
   EventLoop* loop_;
-  const InetAddress serverAddr_;
+  const SocketAddress serverAddr_;
   std::atomic<bool> connect_{false};
   State state_ = State::kDisconnected;
   UniqueFd connectingFd_;

@@ -1,5 +1,8 @@
 // TcpClient: one outgoing connection to one server, made by a Connector
-// (non-blocking connect, retried with capped exponential backoff). With
+// (non-blocking connect, retried with capped exponential backoff). Despite
+// the name, any stream socket: TCP to an IPv4 or IPv6 address, or a Unix
+// domain socket (SocketAddress::unixPath / unixAbstract); a Unix path that
+// does not exist yet is retried like a refused TCP connect. With
 // Options::retry, a connection that closes is re-established. A failed
 // connect attempt is reported to the connect-error callback, if one is set;
 // without one, failures are only logged and retried.
@@ -24,7 +27,7 @@
 #include "base/ThreadAnnotations.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
-#include "net/InetAddress.h"
+#include "net/SocketAddress.h"
 
 namespace libnet {
 
@@ -42,7 +45,7 @@ class TcpClient {
     // as long each time, up to maxRetryDelay. 0 < initial <= max.
     Duration initialRetryDelay = std::chrono::milliseconds(500);
     Duration maxRetryDelay = std::chrono::seconds(30);
-    // TCP_NODELAY on the connection.
+    // TCP_NODELAY on the connection (nothing on a Unix socket).
     bool tcpNoDelay = false;
     // A layer between the connection and its backend (TLS:
     // tls::newLayer(context, "host.name"), net/tls/TlsLayer.h). The
@@ -53,9 +56,9 @@ class TcpClient {
     std::shared_ptr<const ConnectionLayer> layer{};
   };
 
-  TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name);
+  TcpClient(EventLoop* loop, const SocketAddress& serverAddr, std::string name);
   // Throws std::invalid_argument for a bad option.
-  TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name, Options options);
+  TcpClient(EventLoop* loop, const SocketAddress& serverAddr, std::string name, Options options);
   ~TcpClient();
   TcpClient(const TcpClient&) = delete;
   TcpClient& operator=(const TcpClient&) = delete;
