@@ -3,6 +3,7 @@
 #include <charconv>
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
 #include <system_error>
 
 #include "net/InetAddress.h"
@@ -32,6 +33,17 @@ void Flags::addPort(std::string name, uint16_t* target) {
     const auto port = InetAddress::parsePort(value);
     if (!port) return "invalid port '" + std::string(value) + "' (expected 0..65535)";
     *target = *port;
+    return std::string();
+  });
+}
+
+void Flags::addUnixSocket(std::string name, std::optional<SocketAddress>* target) {
+  add(std::move(name), [target](std::string_view value) {
+    try {
+      *target = SocketAddress::unixAddress(value);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
     return std::string();
   });
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "net/PollerKind.h"
+#include "net/SocketAddress.h"
 
 namespace libnet {
 
@@ -30,6 +31,9 @@ class Flags {
   // InetAddress::parse(*target, port) then always succeeds).
   void addAddress(std::string name, std::string* target);
   void addPort(std::string name, uint16_t* target);
+  // A Unix domain socket: a path, or "@name" for an abstract name (checked:
+  // not empty, within sun_path's length).
+  void addUnixSocket(std::string name, std::optional<SocketAddress>* target);
   void addInt(std::string name, int* target, int min, int max);
   // An existing directory (an empty value is refused).
   void addDirectory(std::string name, std::string* target);
