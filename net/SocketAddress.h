@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>

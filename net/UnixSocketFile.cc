@@ -33,7 +33,7 @@ UnixSocketFile::UnixSocketFile(std::string path) : path_(std::move(path)) { clea
 UnixSocketFile::~UnixSocketFile() {
   if (!bound_) return;
   struct stat st {};
-  if (::lstat(path_.c_str(), &st) != 0 || st.st_dev != device_ || st.st_ino != inode_) return;
+  if (::lstat(path_.c_str(), &st) != 0 || !isSameFile(st)) return;
   if (::unlink(path_.c_str()) != 0 && errno != ENOENT) {
     LOG_SYSERR << "unlink " << path_;
   }
@@ -72,8 +72,17 @@ void UnixSocketFile::bound(std::optional<mode_t> mode) {
   if (::lstat(path_.c_str(), &st) != 0) fail(errno, "stat unix:" + path_);
   device_ = st.st_dev;
   inode_ = st.st_ino;
+  modified_ = st.st_mtim;
   bound_ = true;
   if (mode && ::chmod(path_.c_str(), *mode) != 0) fail(errno, "chmod unix:" + path_);
+}
+
+bool UnixSocketFile::isSameFile(const struct stat& st) const {
+  // The inode number alone could be one reused by a file made since (tmpfs
+  // reuses them at once); a socket's mtime is its creation time (chmod and
+  // traffic leave it alone).
+  return S_ISSOCK(st.st_mode) && st.st_dev == device_ && st.st_ino == inode_ &&
+         st.st_mtim.tv_sec == modified_.tv_sec && st.st_mtim.tv_nsec == modified_.tv_nsec;
 }
 
 }  // namespace libnet

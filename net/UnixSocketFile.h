@@ -13,15 +13,17 @@
 //   socket listens, so no client connects through wider permissions first;
 //   and its inode is noted.
 // - At destruction: the file is removed if it is still the one bound here
-//   (same device and inode): a file that another server has put at the path
-//   since is left alone.
+//   (a socket, with the same device, inode and creation time): a file that
+//   another server has put at the path since is left alone.
 //
 // A relative path is taken against the working directory at each of these
 // steps. Abstract names make no file and need none of this. Owned by an
 // Acceptor; used on the thread that owns it.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <optional>
 #include <string>
@@ -42,11 +44,13 @@ class UnixSocketFile {
 
  private:
   void clearStale() const;
+  [[nodiscard]] bool isSameFile(const struct stat& st) const;
 
   const std::string path_;
   bool bound_ = false;
   dev_t device_ = 0;
   ino_t inode_ = 0;
+  timespec modified_{};
 };
 
 }  // namespace libnet

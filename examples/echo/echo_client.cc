@@ -246,8 +246,9 @@ int main(int argc, char* argv[]) {
   Options options;
   if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
   const libnet::SocketAddress serverAddr =
-      options.unixSocket ? *options.unixSocket
-                         : libnet::SocketAddress(*InetAddress::parse(options.address, options.port));
+      options.unixSocket
+          ? *options.unixSocket
+          : libnet::SocketAddress(*InetAddress::parse(options.address, options.port));
 
   EventLoop loop;
   // Declared after the loop: the clients inside are destroyed first, on this

@@ -141,8 +141,9 @@ int main(int argc, char* argv[]) {
   Options options;
   if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
   const libnet::SocketAddress listenAddr =
-      options.unixSocket ? *options.unixSocket
-                         : libnet::SocketAddress(*InetAddress::parse(options.address, options.port));
+      options.unixSocket
+          ? *options.unixSocket
+          : libnet::SocketAddress(*InetAddress::parse(options.address, options.port));
 
   // Before any thread exists, the log writer's included: every thread
   // inherits the mask, so SIGINT/SIGTERM stay pending for the signalfd (a
