@@ -207,8 +207,7 @@ TEST_P(UnixSocketTest, RefusesALiveServersPathAndLeavesItServing) {
 TEST_P(UnixSocketTest, RefusesAPathThatIsNotASocketAndLeavesTheFileAlone) {
   const std::string file = path("precious.txt");
   std::ofstream(file) << "not a socket";
-  const std::optional<std::system_error> error =
-      constructionError(SocketAddress::unixPath(file));
+  const std::optional<std::system_error> error = constructionError(SocketAddress::unixPath(file));
   ASSERT_TRUE(error);
   EXPECT_NE(std::string(error->what()).find("not a socket"), std::string::npos) << error->what();
   EXPECT_EQ(readFile(file), "not a socket");
@@ -326,15 +325,16 @@ TEST_P(UnixSocketTest, TenThousandConnectionsHeldAtOnceEachEchoed) {
         });
       },
       {.threads = 2}, SocketAddress::unixPath(file));
-  const test::ChildResult child = test::runChild(
-      {helper, file, std::to_string(kConnections)}, test::currentEnvironment(), 4min);
+  const test::ChildResult child = test::runChild({helper, file, std::to_string(kConnections)},
+                                                 test::currentEnvironment(), 4min);
   ASSERT_EQ(child.exitCode, 0) << child.describe();
   EXPECT_EQ(child.out, "connected=10000 echoed=10000\n");
   ASSERT_TRUE(waitUntil([&] { return downs_.load() == kConnections; }, 60s)) << downs_.load();
   EXPECT_EQ(ups_.load(), kConnections);
   std::lock_guard lock(mutex);
   EXPECT_EQ(peakLive, kConnections);
-  const std::vector<TcpServer::LoopStats> stats = runSync(loop_, [&] { return server_->loopStats(); });
+  const std::vector<TcpServer::LoopStats> stats =
+      runSync(loop_, [&] { return server_->loopStats(); });
   ASSERT_EQ(stats.size(), 2u);
   EXPECT_GT(stats[0].accepted, 0u);
   EXPECT_GT(stats[1].accepted, 0u);

@@ -82,8 +82,8 @@ int main(int argc, char* argv[]) {
   }
   std::memcpy(sun.sun_path, address.data(), address.size());
   if (abstract) sun.sun_path[0] = '\0';
-  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + address.size() +
-                                          (abstract ? 0 : 1));
+  const auto len =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + address.size() + (abstract ? 0 : 1));
 
   std::vector<libnet::UniqueFd> held;
   held.reserve(static_cast<size_t>(count));
