@@ -93,10 +93,13 @@ SocketAddress SocketAddress::fromSockAddr(const sockaddr_storage& storage, sockl
   return address;
 }
 
+InetAddress SocketAddress::asInet() const {
+  return family() == AF_INET6 ? InetAddress(storage_.in6) : InetAddress(storage_.in);
+}
+
 std::optional<InetAddress> SocketAddress::inet() const {
-  if (family() == AF_INET) return InetAddress(storage_.in);
-  if (family() == AF_INET6) return InetAddress(storage_.in6);
-  return std::nullopt;
+  if (isUnix()) return std::nullopt;
+  return asInet();
 }
 
 std::string SocketAddress::path() const {
@@ -107,19 +110,19 @@ std::string SocketAddress::path() const {
 }
 
 std::string SocketAddress::toString() const {
-  if (!isUnix()) return inet()->toIpPort();
+  if (!isUnix()) return asInet().toIpPort();
   return std::string(kUnixPrefix) + (isAbstract() ? "@" : "") + path();
 }
 
-std::string SocketAddress::toIp() const { return isUnix() ? std::string() : inet()->toIp(); }
+std::string SocketAddress::toIp() const { return isUnix() ? std::string() : asInet().toIp(); }
 
-uint16_t SocketAddress::port() const { return isUnix() ? 0 : inet()->port(); }
+uint16_t SocketAddress::port() const { return isUnix() ? 0 : asInet().port(); }
 
-bool SocketAddress::isWildcard() const { return !isUnix() && inet()->isWildcard(); }
+bool SocketAddress::isWildcard() const { return !isUnix() && asInet().isWildcard(); }
 
 bool operator==(const SocketAddress& a, const SocketAddress& b) {
   if (a.family() != b.family()) return false;
-  if (!a.isUnix()) return *a.inet() == *b.inet();
+  if (!a.isUnix()) return a.asInet() == b.asInet();
   return a.isAbstract() == b.isAbstract() && a.path() == b.path();
 }
 

@@ -71,6 +71,9 @@ class SocketAddress {
  private:
   static constexpr socklen_t kPathOffset = offsetof(sockaddr_un, sun_path);
   [[nodiscard]] const char* un() const { return storage_.un.sun_path; }
+  // Any family but AF_UNIX read as IPv4 or IPv6 (an AF_UNSPEC one as IPv4,
+  // as InetAddress does).
+  [[nodiscard]] InetAddress asInet() const;
   static SocketAddress makeUnix(std::string_view name, bool abstract);
 
   union {
