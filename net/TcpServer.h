@@ -18,7 +18,9 @@
 // still the one the server made). docs/sockets.md has the details. The
 // TCP-only options (tcpNoDelay, deferAccept, reusePort) do nothing on a
 // Unix socket, and kPerLoop accepts as kHandOver does (a path or name can
-// be bound only once).
+// be bound only once). A Unix server listens from its constructor on
+// (clients that come before start() wait in the backlog), so that another
+// server's stale-file probe never takes it for a dead one.
 //
 // Destruction: the destructor first stops every acceptor on its own loop and
 // waits for that (bounded), so that no connection is made after it; sends
