@@ -15,6 +15,7 @@
 #include "net/EventLoop.h"
 #include "net/LoopInternals.h"
 #include "net/Poller.h"
+#include "net/UnixSocketFile.h"
 
 namespace libnet {
 
@@ -118,13 +119,31 @@ class SpareFd {
 
 }  // namespace
 
-Acceptor::Acceptor(EventLoop* loop, const InetAddress& listenAddr, bool reusePort)
-    : loop_(loop), socket_(Socket::createNonblocking(listenAddr.family())) {
-  socket_.setReuseAddr(true);
-  if (reusePort) socket_.setReusePort(true);
-  socket_.bindAddress(listenAddr);
+Acceptor::Acceptor(EventLoop* loop, const SocketAddress& listenAddr, bool reusePort,
+                   std::optional<mode_t> unixFileMode)
+    : loop_(loop),
+      unix_(listenAddr.isUnix()),
+      socket_(Socket::createNonblocking(listenAddr.family())) {
+  if (unix_) {
+    bindUnix(listenAddr, unixFileMode);
+  } else {
+    socket_.setReuseAddr(true);
+    if (reusePort) socket_.setReusePort(true);
+    socket_.bindAddress(listenAddr);
+  }
   io_ = LoopInternals::poller(*loop_).newAcceptorIo(this, socket_.fd());
   SpareFd::instance().attach();
+}
+
+void Acceptor::bindUnix(const SocketAddress& listenAddr, std::optional<mode_t> fileMode) {
+  if (!listenAddr.isAbstract()) file_ = std::make_unique<UnixSocketFile>(listenAddr.path());
+  socket_.bindAddress(listenAddr);
+  if (file_) file_->bound(fileMode);
+  // Listening at once: a socket bound but not yet listening refuses
+  // connections, so another server's stale-file check would take it for a
+  // dead one's and remove its file. Clients that come before listen() wait
+  // in the backlog.
+  socket_.listen();
 }
 
 Acceptor::~Acceptor() {
@@ -136,7 +155,7 @@ Acceptor::~Acceptor() {
 
 void Acceptor::listen() {
   if (listening_) return;
-  socket_.listen();
+  if (!unix_) socket_.listen();
   listening_ = true;
   // Queued (from another thread) ahead of anything that could destroy us on
   // the loop.
@@ -144,13 +163,14 @@ void Acceptor::listen() {
 }
 
 void Acceptor::setDeferAccept(int seconds) {
+  if (unix_) return;
   if (::setsockopt(socket_.fd(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof seconds) < 0) {
     throw std::system_error(errno, std::system_category(),
                             "setsockopt TCP_DEFER_ACCEPT " + localAddress().toIpPort());
   }
 }
 
-void Acceptor::onAccepted(UniqueFd fd, const std::optional<InetAddress>& peer) {
+void Acceptor::onAccepted(UniqueFd fd, const std::optional<SocketAddress>& peer) {
   // The fd may be the spare's, freed by another acceptor's drop a moment ago.
   if (SpareFd::instance().missing() && SpareFd::instance().refillWith(fd)) {
     ++droppedForFdLimit_;
@@ -169,7 +189,7 @@ bool Acceptor::acceptPending() {
       continueLater();
       return true;
     }
-    InetAddress peer;
+    SocketAddress peer;
     UniqueFd fd = socket_.accept(&peer);
     if (fd) {
       onAccepted(std::move(fd), peer);

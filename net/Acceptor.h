@@ -14,6 +14,11 @@
 // once (the peer sees a clean close instead of hanging), and the spare
 // reopened.
 //
+// A Unix listener bound to a path handles the socket file deliberately
+// (UnixSocketFile: a stale file removed before bind, a live server's or a
+// non-socket's path refused, the mode set, the file removed with the
+// acceptor), and listens from the constructor on.
+//
 // The spare is one for the whole process, shared by every Acceptor (and
 // open while any exists), because the fd table it stands in is: with
 // several acceptors on several threads (per-loop accept), the fd one of them
@@ -30,6 +35,8 @@
 // not spin.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,13 +45,14 @@
 #include "base/Timestamp.h"
 #include "base/UniqueFd.h"
 #include "net/AcceptorIo.h"
-#include "net/InetAddress.h"
 #include "net/Socket.h"
+#include "net/SocketAddress.h"
 #include "net/TimerId.h"
 
 namespace libnet {
 
 class EventLoop;
+class UnixSocketFile;
 
 class Acceptor : private AcceptorIo::Owner {
  public:
@@ -52,7 +60,7 @@ class Acceptor : private AcceptorIo::Owner {
   // accept4); io_uring's multishot accept reports none (nullopt), and the
   // connection looks it up if and when it is asked for.
   using NewConnectionCallback =
-      std::function<void(UniqueFd sockfd, const std::optional<InetAddress>& peer)>;
+      std::function<void(UniqueFd sockfd, const std::optional<SocketAddress>& peer)>;
 
   // Out of fds with the spare taken elsewhere, how long an acceptor waits
   // before it tries again.
@@ -60,7 +68,10 @@ class Acceptor : private AcceptorIo::Owner {
 
   // Creates and binds the socket: throws std::system_error (port in use,
   // permission denied, address not available) with the address in the message.
-  Acceptor(EventLoop* loop, const InetAddress& listenAddr, bool reusePort);
+  // On a Unix socket, `reusePort` is ignored (the kernel has no such thing
+  // for it) and `unixFileMode`, if any, is the mode of a path's socket file.
+  Acceptor(EventLoop* loop, const SocketAddress& listenAddr, bool reusePort,
+           std::optional<mode_t> unixFileMode = std::nullopt);
   ~Acceptor();
   Acceptor(const Acceptor&) = delete;
   Acceptor& operator=(const Acceptor&) = delete;
@@ -70,22 +81,24 @@ class Acceptor : private AcceptorIo::Owner {
   // socket listens at once, and taking connections starts on the loop.
   void listen();
   // Before listen(): TCP_DEFER_ACCEPT (see TcpServer::Options::deferAccept); throws
-  // std::system_error if the kernel refuses.
+  // std::system_error if the kernel refuses. Nothing on a Unix socket.
   void setDeferAccept(int seconds);
   // Before listen(): TCP_NODELAY on the listening socket, which Linux copies
   // to every socket accepted from it (one setsockopt instead of one per
-  // connection).
+  // connection). Nothing on a Unix socket.
   void setTcpNoDelay(bool on) { socket_.setTcpNoDelay(on); }
   // The bound address, with the real port when port 0 was asked for.
-  [[nodiscard]] InetAddress localAddress() const { return Socket::localAddress(socket_.fd()); }
+  [[nodiscard]] SocketAddress localAddress() const { return Socket::localAddress(socket_.fd()); }
 
  private:
   // AcceptorIo::Owner
-  void onAccepted(UniqueFd fd, const std::optional<InetAddress>& peer) override;
+  void onAccepted(UniqueFd fd, const std::optional<SocketAddress>& peer) override;
   bool acceptPending() override;
   bool dropOneForFdLimit() override;
-  [[nodiscard]] InetAddress listenAddress() const override { return localAddress(); }
+  [[nodiscard]] SocketAddress listenAddress() const override { return localAddress(); }
 
+  // The constructor's part for a Unix socket: the file, bind, mode, listen.
+  void bindUnix(const SocketAddress& listenAddr, std::optional<mode_t> fileMode);
   // Out of fds and no spare to drop connections with: try again later.
   void retryLater();
   // acceptPending() stopped at kMaxAcceptsPerCall: go on next turn.
@@ -98,7 +111,9 @@ class Acceptor : private AcceptorIo::Owner {
   static constexpr int kMaxAcceptsPerCall = 128;
 
   EventLoop* loop_;
+  const bool unix_;
   Socket socket_;
+  std::unique_ptr<UnixSocketFile> file_;  // bound to a path
   NewConnectionCallback callback_;
   bool listening_ = false;
   std::unique_ptr<AcceptorIo> io_;

@@ -14,7 +14,7 @@
 #include <optional>
 
 #include "base/UniqueFd.h"
-#include "net/InetAddress.h"
+#include "net/SocketAddress.h"
 
 namespace libnet {
 
@@ -24,7 +24,7 @@ class AcceptorIo {
    public:
     // A connection was accepted (non-blocking, close-on-exec), with its
     // peer's address where the accept reported it.
-    virtual void onAccepted(UniqueFd fd, const std::optional<InetAddress>& peer) = 0;
+    virtual void onAccepted(UniqueFd fd, const std::optional<SocketAddress>& peer) = 0;
     // accept4(2) until the backlog is empty (dropping connections through the
     // spare fd while out of fds), or a bounded batch with the rest taken
     // through resume() on the next turn; true if any connection was accepted.
@@ -35,7 +35,7 @@ class AcceptorIo {
     // later, until it has the spare back).
     virtual bool dropOneForFdLimit() = 0;
     // The listening address, for log lines.
-    [[nodiscard]] virtual InetAddress listenAddress() const = 0;
+    [[nodiscard]] virtual SocketAddress listenAddress() const = 0;
 
    protected:
     ~Owner() = default;

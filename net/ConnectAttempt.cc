@@ -12,7 +12,7 @@
 
 namespace libnet {
 
-ConnectAttempt::Begun ConnectAttempt::begin(const InetAddress& server) {
+ConnectAttempt::Begun ConnectAttempt::begin(const SocketAddress& server) {
   Begun begun;
   try {
     begun.fd = Socket::createNonblocking(server.family()).releaseFd();
@@ -33,10 +33,11 @@ ConnectAttempt::Begun ConnectAttempt::begin(const InetAddress& server) {
     case EINTR:
     case EISCONN:
       return begun;
-    case EAGAIN:
+    case EAGAIN:  // a Unix server's backlog is full
     case EADDRINUSE:
     case EADDRNOTAVAIL:
     case ECONNREFUSED:
+    case ENOENT:  // a Unix socket's path, before its server has made it
     case ENETUNREACH:
     case EHOSTUNREACH:
     case ETIMEDOUT:
@@ -54,13 +55,13 @@ ConnectAttempt::Begun ConnectAttempt::begin(const InetAddress& server) {
   return begun;
 }
 
-int ConnectAttempt::outcome(int fd, const InetAddress& server) {
+int ConnectAttempt::outcome(int fd, const SocketAddress& server) {
   const int err = Socket::getSocketError(fd);
   if (err != 0) {
     LOG_DEBUG << "connect to " << server.toIpPort() << ": " << strerrorTl(err);
     return err;
   }
-  if (Socket::isSelfConnect(fd)) {
+  if (!server.isUnix() && Socket::isSelfConnect(fd)) {
     // Only possible when nothing listens on the port (a listener would hold
     // it, and the kernel would not pick it as our ephemeral port): to the
     // user that is a refusal.

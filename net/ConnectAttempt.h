@@ -14,6 +14,7 @@
 
 #include "base/UniqueFd.h"
 #include "net/InetAddress.h"
+#include "net/SocketAddress.h"
 
 namespace libnet {
 
@@ -30,12 +31,13 @@ class ConnectAttempt : public std::enable_shared_from_this<ConnectAttempt> {
     int error = 0;
     bool permanent = false;
   };
-  // socket() and a non-blocking connect() to `server`. Logs what failed.
-  [[nodiscard]] static Begun begin(const InetAddress& server);
+  // socket() and a non-blocking connect() to `server` (TCP or Unix). Logs
+  // what failed.
+  [[nodiscard]] static Begun begin(const SocketAddress& server);
   // The result of a connect the poller reported writable or in error: 0
-  // (connected) or its errno. A socket connected to itself (possible only
-  // when nothing listens on the port) counts as ECONNREFUSED.
-  [[nodiscard]] static int outcome(int fd, const InetAddress& server);
+  // (connected) or its errno. A TCP socket connected to itself (possible
+  // only when nothing listens on the port) counts as ECONNREFUSED.
+  [[nodiscard]] static int outcome(int fd, const SocketAddress& server);
 
   // Runs once, on the loop, with 0 (the socket is connected: takeFd()) or
   // the errno; never after cancel() or from inside start().

@@ -13,7 +13,7 @@
 
 namespace libnet {
 
-Connector::Connector(EventLoop* loop, const InetAddress& serverAddr, Duration initialRetryDelay,
+Connector::Connector(EventLoop* loop, const SocketAddress& serverAddr, Duration initialRetryDelay,
                      Duration maxRetryDelay)
     : loop_(loop),
       serverAddr_(serverAddr),

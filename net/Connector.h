@@ -1,4 +1,5 @@
-// Connector: makes a non-blocking connect() to one server address and hands
+// Connector: makes a non-blocking connect() to one server address (TCP, or
+// a Unix socket's path or abstract name) and hands
 // the connected fd to a callback; on failure it retries after a delay that
 // doubles from initialRetryDelay up to maxRetryDelay. Used by TcpClient.
 //
@@ -30,7 +31,7 @@
 #include "net/Callbacks.h"
 #include "net/ConnectFailure.h"
 #include "net/HappyEyeballs.h"
-#include "net/InetAddress.h"
+#include "net/SocketAddress.h"
 #include "net/TimerId.h"
 
 namespace libnet {
@@ -47,7 +48,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
 
   // Retries after `initialRetryDelay`, doubling up to `maxRetryDelay`; throws
   // std::invalid_argument unless 0 < initialRetryDelay <= maxRetryDelay.
-  Connector(EventLoop* loop, const InetAddress& serverAddr,
+  Connector(EventLoop* loop, const SocketAddress& serverAddr,
             Duration initialRetryDelay = kInitialRetryDelay,
             Duration maxRetryDelay = kMaxRetryDelay);
   // By name; also throws what HappyEyeballs::check() throws.
@@ -71,7 +72,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   void restart();  // loop thread: start over with the initial delay
   void stop();     // any thread: no more attempts; abandons one in progress
 
-  [[nodiscard]] const InetAddress& serverAddress() const { return serverAddr_; }
+  [[nodiscard]] const SocketAddress& serverAddress() const { return serverAddr_; }
   // "host:port" by name, else the server address.
   [[nodiscard]] std::string target() const;
   // Attempts made so far (for tests and diagnostics).
@@ -93,7 +94,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   void failedByName(const ConnectFailure& failure);
 
   EventLoop* loop_;
-  const InetAddress serverAddr_;
+  const SocketAddress serverAddr_;
   std::atomic<bool> connect_{false};
   State state_ = State::kDisconnected;
   UniqueFd connectingFd_;

@@ -22,12 +22,13 @@ void setBoolOption(int fd, int level, int name, bool on, const char* what) {
 }  // namespace
 
 Socket Socket::createNonblocking(sa_family_t family) {
-  const int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+  // Protocol 0: TCP for AF_INET/AF_INET6, the only one for AF_UNIX.
+  const int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::system_error(errno, std::system_category(), "socket");
   return Socket(UniqueFd(fd));
 }
 
-void Socket::bindAddress(const InetAddress& local) {
+void Socket::bindAddress(const SocketAddress& local) {
   if (::bind(fd_.get(), local.sockAddr(), local.sockLen()) < 0) {
     throw std::system_error(errno, std::system_category(), "bind " + local.toIpPort());
   }
@@ -40,12 +41,12 @@ void Socket::listen(int backlog) {
   }
 }
 
-UniqueFd Socket::accept(InetAddress* peer) {
+UniqueFd Socket::accept(SocketAddress* peer) {
   sockaddr_storage storage{};
   socklen_t len = sizeof storage;
   const int fd = ::accept4(fd_.get(), reinterpret_cast<sockaddr*>(&storage), &len,
                            SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd >= 0 && peer) peer->setSockAddr(storage);
+  if (fd >= 0 && peer) *peer = SocketAddress::fromSockAddr(storage, len);
   return UniqueFd(fd);
 }
 
@@ -56,7 +57,12 @@ void Socket::shutdownWrite() {
 }
 
 void Socket::setTcpNoDelay(bool on) {
-  setBoolOption(fd_.get(), IPPROTO_TCP, TCP_NODELAY, on, "TCP_NODELAY");
+  const int value = on ? 1 : 0;
+  // EOPNOTSUPP: a Unix socket (no TCP options to set).
+  if (::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &value, sizeof value) < 0 &&
+      errno != EOPNOTSUPP) {
+    LOG_SYSERR << "setsockopt TCP_NODELAY fd=" << fd_.get();
+  }
 }
 
 void Socket::setReuseAddr(bool on) {
@@ -81,14 +87,14 @@ int Socket::getSocketError(int fd) {
   return value;
 }
 
-InetAddress Socket::localAddress(int fd) {
-  if (std::optional<InetAddress> address = tryAddress(fd, false)) return *address;
+SocketAddress Socket::localAddress(int fd) {
+  if (std::optional<SocketAddress> address = tryAddress(fd, false)) return *address;
   LOG_SYSERR << "getsockname fd=" << fd;
   return InetAddress();
 }
 
-InetAddress Socket::peerAddress(int fd) {
-  if (std::optional<InetAddress> address = tryAddress(fd, true)) return *address;
+SocketAddress Socket::peerAddress(int fd) {
+  if (std::optional<SocketAddress> address = tryAddress(fd, true)) return *address;
   if (errno == ENOTCONN) {
     LOG_DEBUG << "getpeername fd=" << fd << ": the peer is gone";
   } else {
@@ -97,14 +103,19 @@ InetAddress Socket::peerAddress(int fd) {
   return InetAddress();
 }
 
-std::optional<InetAddress> Socket::tryAddress(int fd, bool peer) {
+std::optional<SocketAddress> Socket::tryAddress(int fd, bool peer) {
   sockaddr_storage storage{};
   socklen_t len = sizeof storage;
   auto* sa = reinterpret_cast<sockaddr*>(&storage);
   if ((peer ? ::getpeername(fd, sa, &len) : ::getsockname(fd, sa, &len)) != 0) return std::nullopt;
-  InetAddress address;
-  address.setSockAddr(storage);
-  return address;
+  return SocketAddress::fromSockAddr(storage, len);
+}
+
+std::optional<ucred> Socket::peerCredentials(int fd) {
+  ucred credentials{};
+  socklen_t len = sizeof credentials;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &len) != 0) return std::nullopt;
+  return credentials;
 }
 
 bool Socket::isPeerError(int err) {

@@ -24,12 +24,12 @@ HappyEyeballs::Request byName(std::string_view hostPort, const TcpClient::Option
 
 }  // namespace
 
-TcpClient::TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name)
+TcpClient::TcpClient(EventLoop* loop, const SocketAddress& serverAddr, std::string name)
     : TcpClient(loop, serverAddr, std::move(name), Options{}) {}
 
 // The connector checks the options (std::invalid_argument) before the
 // client takes them.
-TcpClient::TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name,
+TcpClient::TcpClient(EventLoop* loop, const SocketAddress& serverAddr, std::string name,
                      Options options)
     : TcpClient(loop, std::move(name), options,
                 std::make_shared<Connector>(loop, serverAddr, options.initialRetryDelay,
@@ -129,12 +129,12 @@ int TcpClient::connectAttempts() const { return connector_->attempts(); }
 
 void TcpClient::newConnection(UniqueFd sockfd) {
   loop_->assertInLoopThread();
-  const InetAddress peerAddr = Socket::peerAddress(sockfd.get());
-  const InetAddress localAddr = Socket::localAddress(sockfd.get());
+  const SocketAddress peerAddr = Socket::peerAddress(sockfd.get());
+  const SocketAddress localAddr = Socket::localAddress(sockfd.get());
   std::string connName = name_ + ":" + peerAddr.toIpPort() + "#" + std::to_string(nextConnId_++);
   TcpConnectionPtr conn =
       TcpConnection::create(loop_, std::move(connName), std::move(sockfd), localAddr, peerAddr,
-                            InetAddress(), options_.layer.get());
+                            SocketAddress(), options_.layer.get());
   if (options_.tcpNoDelay) conn->setTcpNoDelay(true);
   conn->setConnectionCallback(connectionCallback_);
   conn->setMessageCallback(messageCallback_);

@@ -1,5 +1,8 @@
 // TcpClient: one outgoing connection to one server, made by a Connector
-// (non-blocking connect, retried with capped exponential backoff). Given
+// (non-blocking connect, retried with capped exponential backoff). Despite
+// the name, any stream socket: TCP to an IPv4 or IPv6 address, or a Unix
+// domain socket (SocketAddress::unixPath / unixAbstract); a Unix path that
+// does not exist yet is retried like a refused TCP connect. Given
 // "host:port", it connects by name: each attempt is a Happy Eyeballs round
 // (net/HappyEyeballs.h) through Options::resolver, the name looked up again
 // for every round, so a retry follows the name to new addresses. With
@@ -29,8 +32,8 @@
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
 #include "net/ConnectFailure.h"
-#include "net/InetAddress.h"
 #include "net/NameResolver.h"
+#include "net/SocketAddress.h"
 
 namespace libnet {
 
@@ -48,7 +51,7 @@ class TcpClient {
     // as long each time, up to maxRetryDelay. 0 < initial <= max.
     Duration initialRetryDelay = std::chrono::milliseconds(500);
     Duration maxRetryDelay = std::chrono::seconds(30);
-    // TCP_NODELAY on the connection.
+    // TCP_NODELAY on the connection (nothing on a Unix socket).
     bool tcpNoDelay = false;
     // A layer between the connection and its backend (TLS:
     // tls::newLayer(context, "host.name"), net/tls/TlsLayer.h). The
@@ -66,9 +69,9 @@ class TcpClient {
     Duration resolutionDelay = std::chrono::milliseconds(50);
   };
 
-  TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name);
+  TcpClient(EventLoop* loop, const SocketAddress& serverAddr, std::string name);
   // Throws std::invalid_argument for a bad option.
-  TcpClient(EventLoop* loop, const InetAddress& serverAddr, std::string name, Options options);
+  TcpClient(EventLoop* loop, const SocketAddress& serverAddr, std::string name, Options options);
   // By name: "host:port", "192.0.2.1:80" or "[2001:db8::1]:80". Throws
   // std::invalid_argument for malformed text, a bad option, or a host name
   // without Options::resolver (the message names the host).

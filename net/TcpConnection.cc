@@ -11,9 +11,9 @@
 namespace libnet {
 
 TcpConnectionPtr TcpConnection::create(EventLoop* loop, std::string name, UniqueFd sockfd,
-                                       std::optional<InetAddress> localAddr,
-                                       std::optional<InetAddress> peerAddr,
-                                       const InetAddress& localFallback,
+                                       std::optional<SocketAddress> localAddr,
+                                       std::optional<SocketAddress> peerAddr,
+                                       const SocketAddress& localFallback,
                                        const ConnectionLayer* layer) {
   return std::make_shared<Impl>(loop, std::move(name), std::move(sockfd), std::move(localAddr),
                                 std::move(peerAddr), localFallback, layer);
@@ -39,12 +39,16 @@ TcpConnection::TcpConnection(EventLoop* loop, std::string name)
 
 TcpConnection::~TcpConnection() = default;
 
-InetAddress TcpConnection::localAddress() const {
+SocketAddress TcpConnection::localAddress() const {
   return impl().socket_.address(ConnectionSocket::kLocal);
 }
 
-InetAddress TcpConnection::peerAddress() const {
+SocketAddress TcpConnection::peerAddress() const {
   return impl().socket_.address(ConnectionSocket::kPeer);
+}
+
+std::optional<ucred> TcpConnection::peerCredentials() const {
+  return impl().socket_.peerCredentials();
 }
 
 int TcpConnection::fd() const { return impl().socket_.fd(); }

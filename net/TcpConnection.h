@@ -1,11 +1,13 @@
-// TcpConnection: one established TCP connection, on one loop. Always held by
+// TcpConnection: one established stream connection, TCP or Unix domain
+// socket (the name is TCP's, the class serves both), on one loop. Always held by
 // std::shared_ptr (TcpConnectionPtr); its I/O keeps it alive while an event
 // handler or an operation in flight needs it. TcpServer / TcpClient create
 // it, own the map entry, and tear it down, through private entry points that
 // only they (friends) reach.
 //
 // Thread safety: send(), shutdown(), forceClose(), connected(),
-// disconnected(), loop(), name(), localAddress() and peerAddress() may be
+// disconnected(), loop(), name(), localAddress(), peerAddress() and
+// peerCredentials() may be
 // called from any thread; sends from one thread go out in the order they
 // were made. Everything else (the other getters included), and every
 // callback, runs on loop()'s thread.
@@ -39,7 +41,7 @@
 #include <string_view>
 
 #include "net/Callbacks.h"
-#include "net/InetAddress.h"
+#include "net/SocketAddress.h"
 
 namespace libnet {
 
@@ -67,9 +69,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   [[nodiscard]] const std::string& name() const { return name_; }
   // Any thread. Looked up once when first asked; after the fd is closed or
   // the peer reset the connection, the lookup fails (local: the listening
-  // address; peer: 0.0.0.0:0). Ask in the connection callback to be sure.
-  [[nodiscard]] InetAddress localAddress() const;
-  [[nodiscard]] InetAddress peerAddress() const;
+  // address; peer: 0.0.0.0:0, or "unix:"). Ask in the connection callback to
+  // be sure. A Unix client's own end is usually unnamed ("unix:").
+  [[nodiscard]] SocketAddress localAddress() const;
+  [[nodiscard]] SocketAddress peerAddress() const;
+  // A Unix socket's peer: the pid, uid and gid of the process that connected
+  // (SO_PEERCRED, as they were at connect()), for access checks. nullopt on
+  // TCP. Any thread; looked up once when first asked, which must be before
+  // the connection is closed (the connection callback is the place).
+  [[nodiscard]] std::optional<ucred> peerCredentials() const;
   [[nodiscard]] bool connected() const { return state_.load() == State::kConnected; }
   [[nodiscard]] bool disconnected() const { return state_.load() == State::kDisconnected; }
   // -1 once the connection has handed its fd back to be closed. Loop thread.
@@ -102,6 +110,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // the close into a reset (use shutdown() then). Later sends are dropped.
   // Loop thread.
   void closeAfterOutput();
+  // TCP_NODELAY; nothing on a Unix socket.
   void setTcpNoDelay(bool on);
 
   // Pause / resume reading (e.g. while a slow consumer drains). Loop thread.
@@ -167,9 +176,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // no longer be (see ConnectionSocket). `layer` (optional) makes the
   // connection's I/O strategy instead of the loop's backend (TLS).
   [[nodiscard]] static TcpConnectionPtr create(EventLoop* loop, std::string name, UniqueFd sockfd,
-                                               std::optional<InetAddress> localAddr,
-                                               std::optional<InetAddress> peerAddr,
-                                               const InetAddress& localFallback = InetAddress(),
+                                               std::optional<SocketAddress> localAddr,
+                                               std::optional<SocketAddress> peerAddr,
+                                               const SocketAddress& localFallback = {},
                                                const ConnectionLayer* layer = nullptr);
   void setCloseCallback(CloseCallback cb) { closeCallback_ = std::move(cb); }
   // Before connectEstablished(): track idleness in `wheel`, a wheel of this

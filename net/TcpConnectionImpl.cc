@@ -15,8 +15,9 @@
 namespace libnet {
 
 TcpConnection::Impl::Impl(EventLoop* loop, std::string name, UniqueFd sockfd,
-                          std::optional<InetAddress> localAddr, std::optional<InetAddress> peerAddr,
-                          const InetAddress& localFallback, const ConnectionLayer* layer)
+                          std::optional<SocketAddress> localAddr,
+                          std::optional<SocketAddress> peerAddr, const SocketAddress& localFallback,
+                          const ConnectionLayer* layer)
     : TcpConnection(loop, std::move(name)),
       socket_(std::move(sockfd), std::move(localAddr), std::move(peerAddr), localFallback),
       input_(&LoopInternals::bufferPool(*loop)),

@@ -31,8 +31,8 @@ class ConnectionLayer;
 // strategy has taken by then).
 class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Owner {
  public:
-  Impl(EventLoop* loop, std::string name, UniqueFd sockfd, std::optional<InetAddress> localAddr,
-       std::optional<InetAddress> peerAddr, const InetAddress& localFallback,
+  Impl(EventLoop* loop, std::string name, UniqueFd sockfd, std::optional<SocketAddress> localAddr,
+       std::optional<SocketAddress> peerAddr, const SocketAddress& localFallback,
        const ConnectionLayer* layer);
   ~Impl();
 

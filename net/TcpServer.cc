@@ -74,7 +74,7 @@ struct TcpServer::ConnectionFactory {
   WriteCompleteCallback writeCompleteCallback;
   std::shared_ptr<const ConnectionLayer> layer;  // null: plain TCP
   size_t maxQueuedOutput = 0;
-  InetAddress listenAddr;                       // as bound (the real port)
+  SocketAddress listenAddr;                     // as bound (the real port)
   mutable std::atomic<uint64_t> nextConnId{1};  // the only part that changes
 };
 
@@ -117,15 +117,16 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   }
 };
 
-TcpServer::TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name)
+TcpServer::TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name)
     : TcpServer(loop, listenAddr, std::move(name), Options{}) {}
 
-TcpServer::TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
+TcpServer::TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name,
                      Options options)
     : loop_(loop),
       name_(std::move(name)),
       options_(checked(options)),
-      acceptor_(std::make_unique<Acceptor>(loop, listenAddr, options_.reusePort)),
+      acceptor_(
+          std::make_unique<Acceptor>(loop, listenAddr, options_.reusePort, options_.unixFileMode)),
       threadPool_(std::make_unique<EventLoopThreadPool>(loop, name_, options_.threads)),
       connectionCallback_(defaultConnectionCallback),
       messageCallback_(defaultMessageCallback),
@@ -217,7 +218,7 @@ void TcpServer::tearDown(LoopState* state) {
   });
 }
 
-InetAddress TcpServer::listenAddress() const { return listenAddr_; }
+SocketAddress TcpServer::listenAddress() const { return listenAddr_; }
 
 void TcpServer::checkNotStarted(const char* what) const {
   if (started_) {
@@ -256,7 +257,9 @@ void TcpServer::start() {
   if (started_) return;
   threadPool_->start(threadInitCallback_);
   withIoThreads_ = threadPool_->allLoops().front() != loop_;
-  const bool perLoop = options_.acceptMode == AcceptMode::kPerLoop && withIoThreads_;
+  // A Unix path or name can be bound by one socket only: no socket per loop.
+  const bool perLoop =
+      options_.acceptMode == AcceptMode::kPerLoop && withIoThreads_ && !listenAddr_.isUnix();
   const IdleCallback onIdle = idleCallback_ ? idleCallback_ : IdleCallback(closeIdle);
   for (EventLoop* ioLoop : threadPool_->allLoops()) {
     auto state = std::make_shared<LoopState>(ioLoop);
@@ -290,7 +293,7 @@ void TcpServer::start() {
     // The acceptor is on this loop and destroyed first by ~TcpServer, so it
     // may use the server.
     acceptor_->setNewConnectionCallback(
-        [this](UniqueFd fd, const std::optional<InetAddress>& peer) {
+        [this](UniqueFd fd, const std::optional<SocketAddress>& peer) {
           LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
           if (state->loop == loop_) {
             newConnection(state, std::move(fd), peer);
@@ -320,7 +323,7 @@ void TcpServer::startPerLoopAcceptors() {
     // Nothing of the server itself: the acceptor runs on its loop until
     // ~TcpServer has it destroyed there. The state owns the acceptor.
     acceptor->setNewConnectionCallback(
-        [s = state.get()](UniqueFd fd, const std::optional<InetAddress>& peer) {
+        [s = state.get()](UniqueFd fd, const std::optional<SocketAddress>& peer) {
           newConnection(s, std::move(fd), peer);
         });
     state->acceptor = std::move(acceptor);
@@ -381,7 +384,7 @@ void TcpServer::startReceiving(LoopState* state) {
 }
 
 void TcpServer::handOver(LoopState* state, UniqueFd sockfd,
-                         const std::optional<InetAddress>& peerAddr) {
+                         const std::optional<SocketAddress>& peerAddr) {
   // The connection (and its I/O strategy, from that loop's backend) is made
   // on the loop that owns it: nothing of one loop is built from another's
   // thread. Ring to ring, the socket leaves with this loop's next
@@ -400,14 +403,14 @@ void TcpServer::handOver(LoopState* state, UniqueFd sockfd,
 }
 
 void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
-                              const std::optional<InetAddress>& peerAddr) {
+                              const std::optional<SocketAddress>& peerAddr) {
   const ConnectionFactory& f = *state->factory;
   EventLoop* ioLoop = state->loop;
   ioLoop->assertInLoopThread();
   // Bound to one address, every accepted socket's local address is that one;
   // bound to a wildcard, a connection looks its own up when asked. Either
   // way, no getsockname() per connection.
-  std::optional<InetAddress> localAddr;
+  std::optional<SocketAddress> localAddr;
   if (!f.listenAddr.isWildcard()) localAddr = f.listenAddr;
   std::string connName =
       f.name + "#" + std::to_string(f.nextConnId.fetch_add(1, std::memory_order_relaxed));

@@ -8,6 +8,20 @@
 // hop between threads to add or remove one); they are torn down when the
 // server is destroyed.
 //
+// Despite the name, any stream socket: TCP on an IPv4 or IPv6 address, or a
+// Unix domain socket on a path or an abstract name (SocketAddress::unixPath,
+// unixAbstract). For a path, the socket file is handled deliberately: a
+// stale one (nothing answers on it) is removed before bind, a live server's
+// path or a file that is not a socket is refused (std::system_error, the
+// file left untouched), Options::unixFileMode is applied before anyone can
+// connect, and the file is removed when the server is destroyed (if it is
+// still the one the server made). docs/sockets.md has the details. The
+// TCP-only options (tcpNoDelay, deferAccept, reusePort) do nothing on a
+// Unix socket, and kPerLoop accepts as kHandOver does (a path or name can
+// be bound only once). A Unix server listens from its constructor on
+// (clients that come before start() wait in the backlog), so that another
+// server's stale-file probe never takes it for a dead one.
+//
 // Destruction: the destructor first stops every acceptor on its own loop and
 // waits for that (bounded), so that no connection is made after it; sends
 // off the sockets it has handed over ring to ring but not yet submitted;
@@ -39,6 +53,8 @@
 // is not idle, and a reader that has stopped reading is.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -50,7 +66,7 @@
 #include "base/Duration.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
-#include "net/InetAddress.h"
+#include "net/SocketAddress.h"
 
 namespace libnet {
 
@@ -130,6 +146,10 @@ class TcpServer {
     // times shorter than idleTimeout.
     Duration idleTimeout = Duration::zero();
     Duration idleTick = std::chrono::seconds(1);
+    // A Unix socket bound to a path: the socket file's mode (say 0660, to
+    // let one group in), set after bind and before listen. Unset: what the
+    // umask leaves. Ignored for TCP and abstract names (which have no file).
+    std::optional<mode_t> unixFileMode{};
   };
 
   // One I/O loop's share of the work (loopStats()).
@@ -141,8 +161,8 @@ class TcpServer {
 
   // Binds (std::system_error, with the call's name, when it cannot);
   // throws std::invalid_argument for a bad option.
-  TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name);
-  TcpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name, Options options);
+  TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name);
+  TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name, Options options);
   ~TcpServer();
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
@@ -150,7 +170,7 @@ class TcpServer {
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] EventLoop* loop() const { return loop_; }
   // The bound address (the real port when port 0 was asked for).
-  [[nodiscard]] InetAddress listenAddress() const;
+  [[nodiscard]] SocketAddress listenAddress() const;
 
   [[nodiscard]] const Options& options() const { return options_; }
 
@@ -200,10 +220,10 @@ class TcpServer {
   void stopPerLoopAcceptors();
   // On state's loop: makes the connection and establishes it.
   static void newConnection(LoopState* state, UniqueFd sockfd,
-                            const std::optional<InetAddress>& peerAddr);
+                            const std::optional<SocketAddress>& peerAddr);
   // On the accepting loop (kHandOver): has state's loop make the connection,
   // ring to ring where it can, else through the loop's queue.
-  void handOver(LoopState* state, UniqueFd sockfd, const std::optional<InetAddress>& peerAddr);
+  void handOver(LoopState* state, UniqueFd sockfd, const std::optional<SocketAddress>& peerAddr);
   // start(), kHandOver: has each I/O loop that the accepting loop can post
   // to receive sockets ring to ring, and waits (bounded) until they do.
   void startRingHandOver();
@@ -226,7 +246,7 @@ class TcpServer {
   MessageCallback messageCallback_;
   WriteCompleteCallback writeCompleteCallback_;
   ThreadInitCallback threadInitCallback_;
-  InetAddress listenAddr_;  // as bound (the real port)
+  SocketAddress listenAddr_;  // as bound (the real port)
   IdleCallback idleCallback_;
   bool started_ = false;
   bool withIoThreads_ = false;                  // from start(): connections made on I/O loops

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
 #include <system_error>
 
 #include "net/InetAddress.h"
@@ -56,6 +57,17 @@ void Flags::addAddressPort(std::string name, std::optional<InetAddress>* target)
              "' (expected ADDR:PORT, numeric: 127.0.0.1:53 or [::1]:53)";
     }
     *target = address;
+    return std::string();
+  });
+}
+
+void Flags::addUnixSocket(std::string name, std::optional<SocketAddress>* target) {
+  add(std::move(name), [target](std::string_view value) {
+    try {
+      *target = SocketAddress::unixAddress(value);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
     return std::string();
   });
 }

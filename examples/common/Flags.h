@@ -16,6 +16,7 @@
 
 #include "net/InetAddress.h"
 #include "net/PollerKind.h"
+#include "net/SocketAddress.h"
 
 namespace libnet {
 
@@ -33,6 +34,9 @@ class Flags {
   void addPort(std::string name, uint16_t* target);
   // A numeric address with its port: "127.0.0.1:53", "[::1]:53".
   void addAddressPort(std::string name, std::optional<InetAddress>* target);
+  // A Unix domain socket: a path, or "@name" for an abstract name (checked:
+  // not empty, within sun_path's length).
+  void addUnixSocket(std::string name, std::optional<SocketAddress>* target);
   void addInt(std::string name, int* target, int min, int max);
   // An existing directory (an empty value is refused).
   void addDirectory(std::string name, std::string* target);

@@ -32,17 +32,20 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view kUsage =
     "usage: coro_echo_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
-    "                        [--idle-timeout SECONDS]\n"
+    "                        [--idle-timeout SECONDS] [--unix PATH]\n"
     "\n"
     "  --address ADDR  numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N        TCP port, 0..65535; 0 picks a free one (default 2007)\n"
+    "  --unix PATH     listen on a Unix domain socket at PATH instead (\"@NAME\": the\n"
+    "                  abstract name NAME); a stale socket file there is replaced\n"
     "  --threads N     I/O loop threads; 0 serves everything on the main thread (default 0)\n"
     "  --backend B     epoll, uring or auto (default auto)\n"
     "  --idle-timeout SECONDS\n"
     "                  disconnect a client that sends nothing for SECONDS; 0: never (default)\n"
     "  --help          print this help and exit\n"
     "\n"
-    "Prints \"coro_echo_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it.\n";
+    "Prints \"coro_echo_server listening on IP:PORT\" (or unix:PATH) once ready. SIGINT or\n"
+    "SIGTERM stops it.\n";
 
 // One connection, start to end.
 coro::Task<> echo(coro::Stream stream, Duration idleTimeout) {
@@ -65,12 +68,14 @@ coro::Task<> echo(coro::Stream stream, Duration idleTimeout) {
 int main(int argc, char* argv[]) {
   std::string address = "0.0.0.0";
   uint16_t port = 2007;
+  std::optional<SocketAddress> unixSocket;
   int threads = 0;
   int idleSeconds = 0;
   PollerKind backend = PollerKind::kAuto;
   Flags flags("coro_echo_server", std::string(kUsage));
   flags.addAddress("--address", &address);
   flags.addPort("--port", &port);
+  flags.addUnixSocket("--unix", &unixSocket);
   flags.addInt("--threads", &threads, 0, 1024);
   flags.addBackend("--backend", &backend);
   flags.addInt("--idle-timeout", &idleSeconds, 0, 86400);
@@ -78,13 +83,15 @@ int main(int argc, char* argv[]) {
 
   try {
     EventLoop loop(backend);
-    TcpServer server(&loop, *InetAddress::parse(address, port), "coro-echo", {.threads = threads});
+    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int) { loop.quit(); });
+    const SocketAddress listenAddr =
+        unixSocket ? *unixSocket : SocketAddress(*InetAddress::parse(address, port));
+    TcpServer server(&loop, listenAddr, "coro-echo", {.threads = threads});
     const Duration idleTimeout = std::chrono::seconds(idleSeconds);
     coro::serve(server, [idleTimeout](coro::Stream stream) {
       return echo(std::move(stream), idleTimeout);
     });
     server.start();
-    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int) { loop.quit(); });
     std::cout << "coro_echo_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
   } catch (const std::system_error& e) {

@@ -47,11 +47,13 @@ constexpr int kExitFailure = 1;
 constexpr int kMaxConnections = 10000;
 
 constexpr std::string_view kUsage =
-    "usage: echo_client [--address ADDR] [--port N] [--message TEXT] [--count N]\n"
-    "                   [--connections N] [--timeout SECONDS]\n"
+    "usage: echo_client [--address ADDR] [--port N] [--unix PATH] [--message TEXT]\n"
+    "                   [--count N] [--connections N] [--timeout SECONDS]\n"
     "\n"
     "  --address ADDR      numeric IPv4 or IPv6 address of the server (default 127.0.0.1)\n"
     "  --port N            server port, 1..65535 (default 2007)\n"
+    "  --unix PATH         connect to the Unix domain socket at PATH instead\n"
+    "                      (\"@NAME\": the abstract name NAME)\n"
     "  --message TEXT      bytes to send, non-empty (default \"hello libnet\")\n"
     "  --count N           round trips per connection, one after the other (default 1)\n"
     "  --connections N     concurrent connections (default 1)\n"
@@ -67,6 +69,7 @@ constexpr std::string_view kUsage =
 struct Options {
   std::string address = "127.0.0.1";
   uint16_t port = 2007;
+  std::optional<libnet::SocketAddress> unixSocket;  // --unix: instead of address:port
   std::string message = "hello libnet";
   int count = 1;
   int connections = 1;
@@ -95,6 +98,7 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
     options->port = *port;
     return std::string();
   });
+  flags.addUnixSocket("--unix", &options->unixSocket);
   flags.addCustom("--message", [options](std::string_view text) {
     // An empty message would have nothing to echo and nothing to verify.
     if (text.empty()) return std::string("must not be empty");
@@ -241,7 +245,10 @@ void onMessage(Run* run, Session* session, const TcpConnectionPtr& conn, Buffer*
 int main(int argc, char* argv[]) {
   Options options;
   if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
-  const std::optional<InetAddress> serverAddr = InetAddress::parse(options.address, options.port);
+  const libnet::SocketAddress serverAddr =
+      options.unixSocket
+          ? *options.unixSocket
+          : libnet::SocketAddress(*InetAddress::parse(options.address, options.port));
 
   EventLoop loop;
   // Declared after the loop: the clients inside are destroyed first, on this
@@ -252,7 +259,7 @@ int main(int argc, char* argv[]) {
     Session* session = &run.sessions[i];
     session->index = static_cast<int>(i + 1);
     session->client =
-        std::make_unique<TcpClient>(&loop, *serverAddr, "echo_client#" + std::to_string(i + 1));
+        std::make_unique<TcpClient>(&loop, serverAddr, "echo_client#" + std::to_string(i + 1));
     session->client->setConnectionCallback(
         [&run, session](const TcpConnectionPtr& conn) { onConnection(&run, session, conn); });
     session->client->setMessageCallback(
@@ -261,7 +268,7 @@ int main(int argc, char* argv[]) {
         });
     // fail() stops every client, this one included, from inside its own
     // callback; TcpClient then schedules no retry.
-    session->client->setConnectErrorCallback([&run, address = *serverAddr](int error) {
+    session->client->setConnectErrorCallback([&run, address = serverAddr](int error) {
       fail(&run,
            "connect to " + address.toIpPort() + ": " + std::generic_category().message(error));
     });

@@ -1,4 +1,5 @@
-// echo_server: a TCP echo server on libnet. Every byte a client sends comes
+// echo_server: a TCP (or, with --unix, Unix domain socket) echo server on
+// libnet. Every byte a client sends comes
 // back to it unchanged. Connections are accepted on the main thread's loop
 // and served there (--threads 0) or spread round-robin over I/O loop threads.
 // With --idle-timeout, a client that sends nothing for that long is
@@ -64,10 +65,12 @@ constexpr int kDefaultMaxQueuedOutput = 1024 * 1024;
 constexpr std::string_view kUsage =
     "usage: echo_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
     "                   [--idle-timeout SECONDS] [--max-queued-output BYTES] [--log-dir DIR]\n"
-    "                   [--tls-cert FILE --tls-key FILE]\n"
+    "                   [--tls-cert FILE --tls-key FILE] [--unix PATH]\n"
     "\n"
     "  --address ADDR  numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N        TCP port, 0..65535; 0 picks a free one (default 2007)\n"
+    "  --unix PATH     listen on a Unix domain socket at PATH instead (\"@NAME\": the\n"
+    "                  abstract name NAME); a stale socket file there is replaced\n"
     "  --threads N     I/O loop threads; 0 serves everything on the main thread (default 0)\n"
     "  --backend B     epoll, uring or auto (default auto: io_uring if it works here);\n"
     "                  the LIBNET_POLLER environment variable overrides it\n"
@@ -83,11 +86,13 @@ constexpr std::string_view kUsage =
     "  --tls-key FILE  ... and this PEM private key (both or neither)\n"
     "  --help          print this help and exit\n"
     "\n"
-    "Prints \"echo_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it.\n";
+    "Prints \"echo_server listening on IP:PORT\" (or unix:PATH) once ready. SIGINT or\n"
+    "SIGTERM stops it.\n";
 
 struct Options {
   std::string address = "0.0.0.0";
   uint16_t port = 2007;
+  std::optional<libnet::SocketAddress> unixSocket;  // --unix: instead of address:port
   int threads = 0;
   int idleTimeoutSeconds = 0;                     // 0: off
   int maxQueuedOutput = kDefaultMaxQueuedOutput;  // 0: off
@@ -101,6 +106,7 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
   libnet::Flags flags("echo_server", std::string(kUsage));
   flags.addAddress("--address", &options->address);
   flags.addPort("--port", &options->port);
+  flags.addUnixSocket("--unix", &options->unixSocket);
   flags.addInt("--threads", &options->threads, 0, kMaxThreads);
   flags.addBackend("--backend", &options->backend);
   flags.addInt("--idle-timeout", &options->idleTimeoutSeconds, 0, kMaxIdleTimeoutSeconds);
@@ -134,7 +140,10 @@ void onIdle(const TcpConnectionPtr& conn) {
 int main(int argc, char* argv[]) {
   Options options;
   if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
-  const std::optional<InetAddress> listenAddr = InetAddress::parse(options.address, options.port);
+  const libnet::SocketAddress listenAddr =
+      options.unixSocket
+          ? *options.unixSocket
+          : libnet::SocketAddress(*InetAddress::parse(options.address, options.port));
 
   // Declared before the server so that it outlives it: lines logged while the
   // server shuts down still reach the file, and stop() drains them at exit.
@@ -153,7 +162,13 @@ int main(int argc, char* argv[]) {
 
   try {
     EventLoop loop(options.backend);
-    TcpServer server(&loop, *listenAddr, "echo",
+    // Before the server starts its threads, so that a signal that comes
+    // while it starts already stops it cleanly.
+    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int signo) {
+      LOG_INFO << "signal " << signo << ", shutting down";
+      loop.quit();
+    });
+    TcpServer server(&loop, listenAddr, "echo",
                      {.threads = options.threads,
                       .layer = options.tls.layer(),
                       .maxQueuedOutput = static_cast<size_t>(options.maxQueuedOutput),
@@ -162,10 +177,6 @@ int main(int argc, char* argv[]) {
     server.setMessageCallback(onMessage);
     server.setIdleCallback(onIdle);
     server.start();
-    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int signo) {
-      LOG_INFO << "signal " << signo << ", shutting down";
-      loop.quit();
-    });
     std::cout << "echo_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
     // Destroyed in reverse order, on this (the loop's) thread.

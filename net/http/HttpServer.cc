@@ -167,10 +167,10 @@ TcpServer::Options tcpOptions(const HttpServer::Options& options) {
 
 }  // namespace
 
-HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name)
+HttpServer::HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name)
     : HttpServer(loop, listenAddr, std::move(name), Options{}) {}
 
-HttpServer::HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name,
+HttpServer::HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name,
                        Options options)
     : options_(checked(options)),
       bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),

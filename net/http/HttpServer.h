@@ -51,7 +51,7 @@
 
 #include "base/Timestamp.h"
 #include "net/Callbacks.h"
-#include "net/InetAddress.h"
+#include "net/SocketAddress.h"
 #include "net/TcpServer.h"
 #include "net/http/BodyBudget.h"
 #include "net/http/HttpParser.h"
@@ -122,8 +122,8 @@ class HttpServer {
 
   // Binds (throws std::system_error like TcpServer); throws
   // std::invalid_argument for a bad option.
-  HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name);
-  HttpServer(EventLoop* loop, const InetAddress& listenAddr, std::string name, Options options);
+  HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name);
+  HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name, Options options);
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
@@ -132,7 +132,7 @@ class HttpServer {
   void start();
 
   [[nodiscard]] const Options& options() const { return options_; }
-  [[nodiscard]] InetAddress listenAddress() const { return server_.listenAddress(); }
+  [[nodiscard]] SocketAddress listenAddress() const { return server_.listenAddress(); }
   // For its statistics, and for callbacks of the application's own (a
   // write-complete callback, a thread-init callback) set before start(): the
   // server sets the connection and message callbacks itself.

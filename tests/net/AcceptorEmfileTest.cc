@@ -67,7 +67,7 @@ TEST_P(AcceptorEmfileTest, DropsTheConnectionWithoutSpinningAndRecovers) {
         [](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) { conn->send(buf); });
     server->start();
   });
-  const InetAddress address = runSync(loop, [&] { return server->listenAddress(); });
+  const SocketAddress address = runSync(loop, [&] { return server->listenAddress(); });
 
   // Use up every fd but one, which the client socket takes.
   std::vector<UniqueFd> filler = everyFreeFd();
@@ -213,7 +213,7 @@ TEST_P(AcceptorEmfileTest, PerLoopAcceptorsServeOrCloseEveryConnectionAndKeepThe
         [](const TcpConnectionPtr& conn, Buffer* buf, Timestamp) { conn->send(buf); });
     server->start();
   });
-  const InetAddress address = runSync(loop, [&] { return server->listenAddress(); });
+  const SocketAddress address = runSync(loop, [&] { return server->listenAddress(); });
   {
     std::lock_guard lock(mutex);
     ASSERT_EQ(ioLoops.size(), 2u);

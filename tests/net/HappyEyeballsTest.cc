@@ -125,7 +125,7 @@ struct Endpoint {
   Endpoint(bool ipv6, int backlog) : socket(Socket::createNonblocking(ipv6 ? AF_INET6 : AF_INET)) {
     socket.bindAddress(InetAddress(0, true, ipv6));
     if (backlog >= 0) socket.listen(backlog);
-    address = Socket::localAddress(socket.fd());
+    address = *Socket::localAddress(socket.fd()).inet();
   }
   Socket socket;
   InetAddress address;
@@ -454,13 +454,13 @@ TEST_P(HappyEyeballsTest, AHostNameWithoutAResolverOrMalformedTextIsRefusedUpFro
 
 TEST_P(HappyEyeballsTest, ATcpClientByNameEchoes) {
   auto server = echoServer();
-  auto client = clientOf("echo.test", server->listenAddress());
+  auto client = clientOf("echo.test", *server->listenAddress().inet());
   const std::string message = "hello by name";
   std::string echoed;
   InetAddress peer;
   client->setConnectionCallback([&](const TcpConnectionPtr& conn) {
     if (!conn->connected()) return;
-    peer = conn->peerAddress();
+    peer = *conn->peerAddress().inet();
     conn->send(message);
   });
   client->setMessageCallback([&](const TcpConnectionPtr&, Buffer* buf, Timestamp) {
@@ -470,7 +470,7 @@ TEST_P(HappyEyeballsTest, ATcpClientByNameEchoes) {
   client->connect();
   runLoop();
   EXPECT_EQ(echoed, message);
-  EXPECT_EQ(peer, server->listenAddress());
+  EXPECT_EQ(peer, *server->listenAddress().inet());
   EXPECT_EQ(client->connectAttempts(), 1);
   EXPECT_EQ(resolver_->stats().hosts, (std::vector<std::string>{"echo.test", "echo.test"}));
 }
@@ -510,17 +510,17 @@ TEST_P(HappyEyeballsTest, ATcpClientByNameLooksTheNameUpAgainForEveryRound) {
   // The name moves to the server once the first round has failed.
   client.setConnectFailureCallback([&](const ConnectFailure& f) {
     EXPECT_EQ(f.attempts.at(0).address, refusing.address);
-    resolver_->answer(Family::kIPv4, {server->listenAddress()});
+    resolver_->answer(Family::kIPv4, {*server->listenAddress().inet()});
   });
   InetAddress peer;
   client.setConnectionCallback([&](const TcpConnectionPtr& conn) {
     if (!conn->connected()) return;
-    peer = conn->peerAddress();
+    peer = *conn->peerAddress().inet();
     loop_->quit();
   });
   client.connect();
   runLoop();
-  EXPECT_EQ(peer, server->listenAddress());
+  EXPECT_EQ(peer, *server->listenAddress().inet());
   EXPECT_EQ(client.connectAttempts(), 2);
   EXPECT_EQ(resolver_->stats().started, 4);
 }
@@ -546,7 +546,7 @@ coro::Task<> connectByName(EventLoop* loop, TcpClient* client, CoroOutcome* out)
 
 TEST_P(HappyEyeballsTest, CoroutineConnectByNameSucceeds) {
   auto server = echoServer();
-  auto client = clientOf("coro.test", server->listenAddress());
+  auto client = clientOf("coro.test", *server->listenAddress().inet());
   CoroOutcome out;
   coro::spawn(loop_.get(), connectByName(loop_.get(), client.get(), &out));
   runLoop();

@@ -143,7 +143,7 @@ class InputBackPressureTest : public ::testing::TestWithParam<Backend> {
   std::unique_ptr<EventLoopThread> thread_;
   EventLoop* loop_ = nullptr;
   std::unique_ptr<TcpServer> server_;
-  InetAddress address_;
+  SocketAddress address_;
   // Loop thread only.
   TcpConnectionPtr conn_;
   std::vector<size_t> deliveries_;  // bytes handed to each callback

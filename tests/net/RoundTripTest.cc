@@ -98,7 +98,7 @@ class RoundTripTest : public ::testing::TestWithParam<PollerKind> {
   std::unique_ptr<EventLoopThread> thread_;
   EventLoop* loop_ = nullptr;
   std::unique_ptr<TcpServer> server_;
-  InetAddress address_;
+  SocketAddress address_;
 };
 
 TEST_P(RoundTripTest, AReplyToARequestAcrossReceiveBuffersLeavesWhole) {

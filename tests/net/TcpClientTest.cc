@@ -45,7 +45,7 @@ struct RefusingPort {
     address = Socket::localAddress(holder.fd());
   }
   Socket holder;
-  InetAddress address;
+  SocketAddress address;
 };
 
 // Waits for `period` through `loop`'s own timers (no sleep), bounded by kWait.
@@ -72,7 +72,7 @@ class TcpClientTest : public ::testing::TestWithParam<PollerKind> {
     thread_.reset();
   }
 
-  void startServer(const InetAddress& address) {
+  void startServer(const SocketAddress& address) {
     runSync(loop_, [&] {
       server_ = std::make_unique<TcpServer>(loop_, address, "echo");
       server_->setMessageCallback(
@@ -88,7 +88,7 @@ class TcpClientTest : public ::testing::TestWithParam<PollerKind> {
     runSync(loop_, [&] { server_.reset(); });
   }
 
-  void makeClient(const InetAddress& address, bool retry) {
+  void makeClient(const SocketAddress& address, bool retry) {
     runSync(loop_, [&] {
       client_ = std::make_unique<TcpClient>(
           loop_, address, "client",
@@ -155,7 +155,7 @@ class TcpClientTest : public ::testing::TestWithParam<PollerKind> {
 
 TEST_P(TcpClientTest, ConnectsEchoesAndDisconnects) {
   startServer(InetAddress(0, true));
-  const InetAddress address = runSync(loop_, [&] { return server_->listenAddress(); });
+  const SocketAddress address = runSync(loop_, [&] { return server_->listenAddress(); });
   makeClient(address, false);
   client_->connect();
   ASSERT_TRUE(waitUntil([&] { return received() == "hello"; })) << received();
@@ -205,7 +205,7 @@ TEST_P(TcpClientTest, RetriesUntilTheServerAppears) {
 
 TEST_P(TcpClientTest, ReconnectsAfterTheServerRestarts) {
   startServer(InetAddress(0, true));
-  const InetAddress address = runSync(loop_, [&] { return server_->listenAddress(); });
+  const SocketAddress address = runSync(loop_, [&] { return server_->listenAddress(); });
   makeClient(address, true);
   client_->connect();
   ASSERT_TRUE(waitUntil([&] { return received() == "hello"; }));
@@ -236,7 +236,7 @@ TEST_P(TcpClientTest, StopEndsRetrying) {
 
 TEST_P(TcpClientTest, DestroyingAConnectedClientClosesItsConnection) {
   startServer(InetAddress(0, true));
-  const InetAddress address = runSync(loop_, [&] { return server_->listenAddress(); });
+  const SocketAddress address = runSync(loop_, [&] { return server_->listenAddress(); });
   makeClient(address, true);
   client_->connect();
   ASSERT_TRUE(waitUntil([&] { return received() == "hello"; }));
@@ -247,7 +247,7 @@ TEST_P(TcpClientTest, DestroyingAConnectedClientClosesItsConnection) {
 
 TEST_P(TcpClientTest, DestroyedAfterItsLoopStoppedWithTheConnectionOpen) {
   startServer(InetAddress(0, true));
-  const InetAddress address = runSync(loop_, [&] { return server_->listenAddress(); });
+  const SocketAddress address = runSync(loop_, [&] { return server_->listenAddress(); });
   {
     EventLoop loop(GetParam());  // on the test thread
     auto client = std::make_unique<TcpClient>(&loop, address, "stopped-loop");
@@ -271,7 +271,7 @@ TEST_P(TcpClientTest, DestroyedAfterItsLoopStoppedWithTheConnectionOpen) {
 
 TEST_P(TcpClientTest, ReportsEveryRefusedAttemptAndKeepsRetrying) {
   auto refusing = std::make_unique<RefusingPort>();
-  const InetAddress address = refusing->address;
+  const SocketAddress address = refusing->address;
   makeClient(address, false);
   recordConnectErrors(false);
   client_->connect();

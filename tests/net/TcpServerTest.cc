@@ -80,7 +80,7 @@ TEST_P(TcpServerTest, EchoesOneConnectionByteExact) {
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
 }
 
-void echoManyConcurrent(TcpServerTest* self, const InetAddress& address, int connections,
+void echoManyConcurrent(TcpServerTest* self, const SocketAddress& address, int connections,
                         const std::function<size_t()>& serverCount) {
   std::vector<std::unique_ptr<BlockingClient>> clients;
   std::vector<std::string> payloads;
@@ -551,7 +551,7 @@ TEST_P(TcpServerTest, SendsFromAnotherThreadArriveInOrder) {
 // {errno, what()}, or {0, ""} if it bound. The exception is caught on the loop
 // thread; carrying it across threads in a future trips a ThreadSanitizer false
 // positive in libstdc++'s reference-counted exception strings.
-std::pair<int, std::string> tryBind(EventLoop* loop, const InetAddress& address) {
+std::pair<int, std::string> tryBind(EventLoop* loop, const SocketAddress& address) {
   return runSync(loop, [&]() -> std::pair<int, std::string> {
     try {
       TcpServer server(loop, address, "probe");
@@ -861,7 +861,7 @@ TEST_P(TcpServerTest, DestroyingServerClosesLiveConnections) {
 
 // Connects to `address` and resets each connection at once, as fast as it
 // can, until destroyed (test::ConnectStorm).
-std::unique_ptr<test::ConnectStorm> connectResetStorm(const InetAddress& address) {
+std::unique_ptr<test::ConnectStorm> connectResetStorm(const SocketAddress& address) {
   return std::make_unique<test::ConnectStorm>(
       address, [](int, UniqueFd fd) { test::ConnectStorm::resetOnClose(fd); }, 200000);
 }
@@ -913,7 +913,7 @@ void destroyServerDuringConnectStorm(EventLoop* serverLoop, PollerKind kind, boo
     auto destroyed = std::make_shared<std::atomic<bool>>(false);
     auto callsAfterDestruction = std::make_shared<std::atomic<int>>(0);
     std::unique_ptr<TcpServer> server;
-    const InetAddress address = onServerThread([&] {
+    const SocketAddress address = onServerThread([&] {
       server = std::make_unique<TcpServer>(
           serverLoop, InetAddress(0, true), "storm",
           TcpServer::Options{

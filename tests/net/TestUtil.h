@@ -164,7 +164,7 @@ inline std::string pollerName(const ::testing::TestParamInfo<PollerKind>& info) 
 // work the kernel queues for the thread interrupts its blocking calls.
 class BlockingClient {
  public:
-  explicit BlockingClient(const InetAddress& server, int rcvbuf = 0) {
+  explicit BlockingClient(const SocketAddress& server, int rcvbuf = 0) {
     fd_.reset(::socket(server.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd_) throw std::runtime_error("socket failed");
     timeval tv{5, 0};
@@ -262,7 +262,7 @@ class EchoServerTest : public ::testing::TestWithParam<PollerKind> {
   // loop thread before start().
   void startServer(const std::function<void(TcpServer&)>& configure = {},
                    const TcpServer::Options& options = {},
-                   const InetAddress& listen = InetAddress(0, true)) {
+                   const SocketAddress& listen = InetAddress(0, true)) {
     ups_ = 0;
     downs_ = 0;
     runSync(loop_, [&] {
@@ -289,7 +289,7 @@ class EchoServerTest : public ::testing::TestWithParam<PollerKind> {
   std::unique_ptr<EventLoopThread> thread_;
   EventLoop* loop_ = nullptr;
   std::unique_ptr<TcpServer> server_;
-  InetAddress address_;
+  SocketAddress address_;
   std::atomic<int> ups_{0};
   std::atomic<int> downs_{0};
 };
@@ -304,7 +304,7 @@ class ConnectStorm {
  public:
   using OnConnected = std::function<void(int index, UniqueFd fd)>;
 
-  ConnectStorm(const InetAddress& address, OnConnected onConnected, int maxAttempts = 100000)
+  ConnectStorm(const SocketAddress& address, OnConnected onConnected, int maxAttempts = 100000)
       : onConnected_(std::move(onConnected)),
         thread_([this, address, maxAttempts] { run(address, maxAttempts); }) {}
   ~ConnectStorm() {
@@ -325,7 +325,7 @@ class ConnectStorm {
   }
 
  private:
-  void run(const InetAddress& address, int maxAttempts) {
+  void run(const SocketAddress& address, int maxAttempts) {
     for (int i = 0; i < maxAttempts && !stop_.load(); ++i) {
       UniqueFd fd(::socket(address.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
       if (!fd) continue;

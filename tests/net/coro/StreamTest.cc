@@ -118,7 +118,7 @@ class StreamTest : public ::testing::TestWithParam<PollerKind> {
   std::unique_ptr<EventLoopThread> thread_;
   EventLoop* loop_ = nullptr;
   std::unique_ptr<TcpServer> server_;
-  InetAddress address_;
+  SocketAddress address_;
 };
 
 Task<> echo(Stream stream) {
@@ -676,7 +676,7 @@ TEST_P(ConnectTest, AConnectThatHangsTimesOut) {
 // line and keep the connection open for a while (its coroutine stays
 // suspended in a read); send whole lines and close without reading the
 // answers; send half a line and reset.
-std::unique_ptr<test::ConnectStorm> lineStorm(const InetAddress& address) {
+std::unique_ptr<test::ConnectStorm> lineStorm(const SocketAddress& address) {
   constexpr size_t kKeptOpen = 16;
   // A ring of connections with half a line, on the storm's thread.
   auto kept = std::make_shared<std::vector<UniqueFd>>(kKeptOpen);

@@ -236,7 +236,7 @@ class HttpServerTest : public ::testing::TestWithParam<PollerKind> {
   std::unique_ptr<EventLoopThread> thread_;
   EventLoop* loop_ = nullptr;
   std::unique_ptr<HttpServer> server_;
-  InetAddress address_;
+  SocketAddress address_;
 };
 
 TEST_P(HttpServerTest, KeepAliveServesManyRequestsOnOneConnection) {
@@ -742,7 +742,7 @@ std::string chunk(std::string_view data) {
 
 // The start of a request, then silence: the header deadline alone must end
 // it, with no idle timeout to fall back on.
-void expect408AtTheDeadline(const InetAddress& server, const std::string& partial,
+void expect408AtTheDeadline(const SocketAddress& server, const std::string& partial,
                             std::chrono::milliseconds headerTimeout) {
   BlockingClient client(server);  // recv gives up after 5 s: a missing 408 fails
   const auto start = std::chrono::steady_clock::now();
@@ -974,7 +974,7 @@ TEST_P(HttpServerTest, AChunkedBodyBeyondTheBudgetIs503) {
 // part of its body) on a connection kept open for a while; send a full
 // pipelined batch and close without reading the answers; send part of a
 // request and reset. The answers are never read.
-std::unique_ptr<test::ConnectStorm> httpRequestStorm(const InetAddress& address) {
+std::unique_ptr<test::ConnectStorm> httpRequestStorm(const SocketAddress& address) {
   constexpr size_t kKeptOpen = 16;  // unfinished requests held at once
   const std::string pipelined = get("/a") + get("/b") +
                                 "POST /c HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello" +
@@ -1036,7 +1036,7 @@ TEST_P(HttpServerTest, DestroyingAServerWithIoThreadsDuringARequestStormUsesNoth
     g_stormCallsAfterHandlerGone.store(0);
     auto answered = std::make_shared<std::atomic<int>>(0);
     std::unique_ptr<HttpServer> server;
-    const InetAddress address = runSync(loop_, [&] {
+    const SocketAddress address = runSync(loop_, [&] {
       HttpServer::Options options;
       options.headerTimeout = std::chrono::milliseconds(20);
       // A few answers pause a connection. Not 1: the connection's limit also

@@ -68,7 +68,7 @@ constexpr double kMaxPerConnection = 4.0;
 class ShortConnectionAllocationsTest : public ::testing::TestWithParam<PollerKind> {};
 
 // One short connection: the whole response, then the server's close.
-void oneShortConnection(const InetAddress& address) {
+void oneShortConnection(const SocketAddress& address) {
   BlockingClient client(address);
   ASSERT_TRUE(
       client.sendAll("GET /hello HTTP/1.1\r\nHost: test\r\nUser-Agent: t\r\n"
@@ -98,7 +98,7 @@ TEST_P(ShortConnectionAllocationsTest, AtMostFourPerShortConnection) {
     });
     server->start();
   });
-  const InetAddress address = runSync(loop, [&] { return server->listenAddress(); });
+  const SocketAddress address = runSync(loop, [&] { return server->listenAddress(); });
   // Pools and tables grow to their working size first.
   for (int i = 0; i < kWarmUp; ++i) oneShortConnection(address);
   ASSERT_TRUE(waitUntil([&] { return server->tcpServer().connectionCount() == 0; }));

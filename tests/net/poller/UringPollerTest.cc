@@ -112,7 +112,7 @@ class UringEchoServer {
   UringEchoServer& operator=(const UringEchoServer&) = delete;
 
   EventLoop* loop() const { return loop_; }
-  const InetAddress& address() const { return address_; }
+  const SocketAddress& address() const { return address_; }
   size_t connectionCount() {
     return runSync(loop_, [&] { return server_->connectionCount(); });
   }
@@ -138,7 +138,7 @@ class UringEchoServer {
   std::unique_ptr<EventLoopThread> thread_;
   EventLoop* loop_ = nullptr;
   std::unique_ptr<TcpServer> server_;
-  InetAddress address_;
+  SocketAddress address_;
 };
 
 class UringPollerTest : public ::testing::Test, protected UringTestBase {
@@ -152,7 +152,7 @@ class UringPollerTest : public ::testing::Test, protected UringTestBase {
 
 // `clients` clients, each on its own thread, send `bytes` random bytes at once
 // and read the echo; returns per client what went wrong ("" if nothing).
-std::vector<std::string> echoFromThreads(const InetAddress& server, int clients, size_t bytes) {
+std::vector<std::string> echoFromThreads(const SocketAddress& server, int clients, size_t bytes) {
   std::vector<std::string> failures(static_cast<size_t>(clients));
   std::vector<std::thread> threads;
   for (int i = 0; i < clients; ++i) {

@@ -43,6 +43,7 @@ namespace {
 using libnet::EventLoop;
 using libnet::InetAddress;
 using libnet::PollerKind;
+using libnet::SocketAddress;
 using libnet::UniqueFd;
 
 constexpr size_t kMessageSize = 64 * 1024;
@@ -58,7 +59,7 @@ std::string messageFor(int index) {
 }
 
 // One blocking round trip; every call bounded by socket timeouts.
-bool echoOnce(const InetAddress& server, int index) {
+bool echoOnce(const SocketAddress& server, int index) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) return false;
   timeval tv{10, 0};
@@ -115,7 +116,7 @@ int main(int argc, char* argv[]) {
                                  libnet::Timestamp) { conn->send(buf); });
     server.start();  // with 0 threads, the init callback gets this loop
     if (threads > 0) kinds.push_back(loop.pollerKind());
-    const InetAddress address = server.listenAddress();
+    const SocketAddress address = server.listenAddress();
     const int connections = 2 * std::max(threads, 1);
     std::thread clients([&] {
       for (int i = 0; i < connections; ++i) {

@@ -206,7 +206,7 @@ class HttpsTest : public ::testing::TestWithParam<PollerKind> {
   std::unique_ptr<HttpServer> server_;
   std::unique_ptr<TcpClient> client_;
   std::shared_ptr<ClientSide> side_;
-  InetAddress address_;
+  SocketAddress address_;
   std::atomic<int> handled_{0};
 };
 

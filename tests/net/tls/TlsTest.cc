@@ -65,7 +65,7 @@ struct ClientRecord {
 // it sends is under the test's control (split byte by byte, cut short).
 class RawTlsClient : private tls::Session::Output {
  public:
-  RawTlsClient(const InetAddress& server, std::shared_ptr<const tls::Context> context)
+  RawTlsClient(const SocketAddress& server, std::shared_ptr<const tls::Context> context)
       : socket_(server), session_(std::move(context), "127.0.0.1", this) {}
 
   // The client's first flight, not yet sent.
@@ -264,7 +264,7 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
   std::unique_ptr<TcpServer> server_;
   std::vector<std::unique_ptr<TcpClient>> clients_;
   std::vector<std::shared_ptr<ClientRecord>> records_;  // test thread only
-  InetAddress address_;
+  SocketAddress address_;
   std::atomic<int> serverUps_{0};
   // Written by server callbacks, which may run until TearDown() destroys the
   // server: members, not locals of a test body.
