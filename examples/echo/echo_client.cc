@@ -32,6 +32,7 @@
 #include "net/InetAddress.h"
 #include "net/TcpClient.h"
 #include "net/TcpConnection.h"
+#include "net/dns/Resolver.h"
 
 namespace {
 
@@ -47,10 +48,13 @@ constexpr int kExitFailure = 1;
 constexpr int kMaxConnections = 10000;
 
 constexpr std::string_view kUsage =
-    "usage: echo_client [--address ADDR] [--port N] [--unix PATH] [--message TEXT]\n"
-    "                   [--count N] [--connections N] [--timeout SECONDS]\n"
+    "usage: echo_client [--address ADDR | --host NAME] [--port N] [--unix PATH]\n"
+    "                   [--message TEXT] [--count N] [--connections N] [--timeout SECONDS]\n"
     "\n"
     "  --address ADDR      numeric IPv4 or IPv6 address of the server (default 127.0.0.1)\n"
+    "  --host NAME         the server's host name instead, looked up through the\n"
+    "                      system's name servers and /etc/hosts; IPv6 and IPv4 raced\n"
+    "                      (Happy Eyeballs)\n"
     "  --port N            server port, 1..65535 (default 2007)\n"
     "  --unix PATH         connect to the Unix domain socket at PATH instead\n"
     "                      (\"@NAME\": the abstract name NAME)\n"
@@ -68,6 +72,7 @@ constexpr std::string_view kUsage =
 
 struct Options {
   std::string address = "127.0.0.1";
+  std::string host;  // --host: by name instead of address
   uint16_t port = 2007;
   std::optional<libnet::SocketAddress> unixSocket;  // --unix: instead of address:port
   std::string message = "hello libnet";
@@ -96,6 +101,11 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
     const auto port = InetAddress::parsePort(text);
     if (!port || *port == 0) return "invalid port '" + std::string(text) + "' (expected 1..65535)";
     options->port = *port;
+    return std::string();
+  });
+  flags.addCustom("--host", [options](std::string_view text) {
+    if (text.empty()) return std::string("--host needs a name");
+    options->host = std::string(text);
     return std::string();
   });
   flags.addUnixSocket("--unix", &options->unixSocket);
@@ -251,6 +261,11 @@ int main(int argc, char* argv[]) {
           : libnet::SocketAddress(*InetAddress::parse(options.address, options.port));
 
   EventLoop loop;
+  // Only a client by name looks anything up (c-ares on this loop).
+  std::shared_ptr<libnet::dns::Resolver> resolver;
+  if (!options.host.empty() && !options.unixSocket) {
+    resolver = std::make_shared<libnet::dns::Resolver>(&loop);
+  }
   // Declared after the loop: the clients inside are destroyed first, on this
   // (the loop's) thread, after loop() has returned.
   Run run{options, loop, {}};
@@ -258,8 +273,16 @@ int main(int argc, char* argv[]) {
   for (size_t i = 0; i < run.sessions.size(); ++i) {
     Session* session = &run.sessions[i];
     session->index = static_cast<int>(i + 1);
-    session->client =
-        std::make_unique<TcpClient>(&loop, serverAddr, "echo_client#" + std::to_string(i + 1));
+    const std::string name = "echo_client#" + std::to_string(i + 1);
+    session->client = resolver ? std::make_unique<TcpClient>(
+                                     &loop, InetAddress::joinHostPort(options.host, options.port),
+                                     name, TcpClient::Options{.resolver = resolver})
+                               : std::make_unique<TcpClient>(&loop, serverAddr, name);
+    if (resolver) {
+      // By name, every lookup's and every attempt's error in one line.
+      session->client->setConnectFailureCallback(
+          [&run](const libnet::ConnectFailure& failure) { fail(&run, failure.message()); });
+    }
     session->client->setConnectionCallback(
         [&run, session](const TcpConnectionPtr& conn) { onConnection(&run, session, conn); });
     session->client->setMessageCallback(

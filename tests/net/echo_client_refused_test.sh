@@ -3,7 +3,8 @@
 # connections, on each backend and with one and several connections: it must
 # exit 1 at once with "connect to 127.0.0.1:PORT: Connection refused" on
 # stderr, not wait out its --timeout. The port is held bound but not
-# listening by refusing_port_main for the whole run.
+# listening by refusing_port_main for the whole run. Last, the same by host
+# name (--host localhost through dns::Resolver and Happy Eyeballs).
 set -euo pipefail
 
 # The client's own timeout, far above BOUND: a client that waits for it
@@ -54,4 +55,21 @@ check() {
 for backend in epoll uring; do
   check "$backend" 1
   check "$backend" 20
+done
+
+# By name (--host localhost, from /etc/hosts): every address the name has is
+# tried (Happy Eyeballs) and every refusal is in the one message.
+for backend in epoll uring; do
+  status=0
+  LIBNET_POLLER=$backend timeout -k 5 "$BOUND" "$REFUSING" "$CLIENT" --host localhost \
+    --port '{port}' --connections 3 --timeout "$CLIENT_TIMEOUT" \
+    >"$WORK/name.$backend.out" 2>"$WORK/name.$backend.err" || status=$?
+  port=$(sed -n '1s/^port \([0-9][0-9]*\)$/\1/p' "$WORK/name.$backend.out")
+  [[ $status -eq 1 ]] || { cat "$WORK/name.$backend.err" >&2; fail "by name ($backend): exit status $status, wanted 1"; }
+  grep -q "^echo_client: localhost:$port: .*127\.0\.0\.1:$port: Connection refused" \
+    "$WORK/name.$backend.err" || {
+    cat "$WORK/name.$backend.err" >&2
+    fail "by name ($backend): the refusal of 127.0.0.1:$port is not reported"
+  }
+  echo "ok: by name ($backend): $(grep "^echo_client: " "$WORK/name.$backend.err")"
 done
