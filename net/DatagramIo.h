@@ -53,9 +53,9 @@ class DatagramIo {
   // What a strategy works on; the owner outlives the strategy's calls to it.
   struct Params {
     Owner* owner;
-    UniqueFd fd;            // the bound socket, non-blocking; the strategy's from now on
-    size_t maxDatagramSize; // receive storage per datagram
-    size_t maxQueuedBytes;  // send queue bound (bytes held for the kernel)
+    UniqueFd fd;             // the bound socket, non-blocking; the strategy's from now on
+    size_t maxDatagramSize;  // receive storage per datagram
+    size_t maxQueuedBytes;   // send queue bound (bytes held for the kernel)
   };
 
   // What became of a datagram given to send().

@@ -20,7 +20,8 @@ bool DatagramQueue::push(const InetAddress* to, std::string_view data) {
   const size_t offset = arena_.size();
   arena_.resize(offset + data.size());
   if (!data.empty()) std::memcpy(arena_.data() + offset, data.data(), data.size());
-  entries_.push_back(Entry{to != nullptr ? *to : InetAddress(), to != nullptr, offset, data.size()});
+  entries_.push_back(
+      Entry{to != nullptr ? *to : InetAddress(), to != nullptr, offset, data.size()});
   bytes_ += data.size();
   return true;
 }

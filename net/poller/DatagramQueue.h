@@ -37,7 +37,9 @@ class DatagramQueue {
   [[nodiscard]] size_t bytes() const { return bytes_; }
   // The i-th datagram still queued, and its bytes (stable until pop or push).
   [[nodiscard]] const Entry& at(size_t i) const { return entries_[head_ + i]; }
-  [[nodiscard]] std::string_view data(const Entry& e) const { return {arena_.data() + e.offset, e.length}; }
+  [[nodiscard]] std::string_view data(const Entry& e) const {
+    return {arena_.data() + e.offset, e.length};
+  }
   [[nodiscard]] char* mutableData(const Entry& e) { return arena_.data() + e.offset; }
   // Drops the first `n` datagrams (sent, or failed).
   void pop(size_t n);

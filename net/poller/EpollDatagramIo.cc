@@ -129,8 +129,8 @@ void EpollDatagramIo::onReadable() {
       ReceiveArea& area = receiveArea(maxDatagram_);
       for (size_t i = 0; i < area.slots; ++i) {
         area.iov[i] = iovec{area.storage.get() + i * area.slotSize, maxDatagram_};
-        area.msgs[i].msg_hdr = msghdr{&area.addrs[i], sizeof(sockaddr_storage), &area.iov[i], 1,
-                                      nullptr, 0, 0};
+        area.msgs[i].msg_hdr =
+            msghdr{&area.addrs[i], sizeof(sockaddr_storage), &area.iov[i], 1, nullptr, 0, 0};
       }
       // MSG_TRUNC: each msg_len is the datagram's real size, even when it
       // was cut to fit.
@@ -150,8 +150,8 @@ void EpollDatagramIo::onReadable() {
       InetAddress from;
       from.setSockAddr(area.addrs[i]);
       const size_t size = area.msgs[i].msg_len;
-      owner_->onDatagram(from, {area.storage.get() + i * area.slotSize, std::min(size, maxDatagram_)},
-                         size);
+      owner_->onDatagram(
+          from, {area.storage.get() + i * area.slotSize, std::min(size, maxDatagram_)}, size);
     }
     if (!queue_.empty() && !waitingWritable_) flushSome();
     if (static_cast<size_t>(got) < area.slots) break;  // a short batch: drained
@@ -166,9 +166,13 @@ void EpollDatagramIo::flushSome() {
     for (size_t i = 0; i < n; ++i) {
       const DatagramQueue::Entry& e = queue_.at(i);
       sendIov_[i] = iovec{queue_.mutableData(e), e.length};
-      sendMsgs_[i].msg_hdr =
-          msghdr{e.hasTo ? const_cast<sockaddr*>(e.to.sockAddr()) : nullptr,
-                 e.hasTo ? e.to.sockLen() : 0, &sendIov_[i], 1, nullptr, 0, 0};
+      sendMsgs_[i].msg_hdr = msghdr{e.hasTo ? const_cast<sockaddr*>(e.to.sockAddr()) : nullptr,
+                                    e.hasTo ? e.to.sockLen() : 0,
+                                    &sendIov_[i],
+                                    1,
+                                    nullptr,
+                                    0,
+                                    0};
     }
     const int sent = ::sendmmsg(fd_.get(), sendMsgs_.data(), static_cast<unsigned>(n),
                                 MSG_DONTWAIT | MSG_NOSIGNAL);

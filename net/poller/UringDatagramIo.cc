@@ -190,7 +190,8 @@ void UringDatagramIo::Core::deliver(std::string_view bytes, int32_t res) {
     return;
   }
   sockaddr_storage name{};
-  std::memcpy(&name, io_uring_recvmsg_name(out), std::min<size_t>(out->namelen, recvMsg_.msg_namelen));
+  std::memcpy(&name, io_uring_recvmsg_name(out),
+              std::min<size_t>(out->namelen, recvMsg_.msg_namelen));
   InetAddress from;
   from.setSockAddr(name);
   const auto* payload = static_cast<const char*>(io_uring_recvmsg_payload(out, &recvMsg_));
@@ -252,7 +253,12 @@ void UringDatagramIo::Core::submitBatch() {
     const DatagramQueue::Entry& e = inFlight_.at(i);
     sendIov_[i] = iovec{inFlight_.mutableData(e), e.length};
     sendMsgs_[i] = msghdr{e.hasTo ? const_cast<sockaddr*>(e.to.sockAddr()) : nullptr,
-                          e.hasTo ? e.to.sockLen() : 0, &sendIov_[i], 1, nullptr, 0, 0};
+                          e.hasTo ? e.to.sockLen() : 0,
+                          &sendIov_[i],
+                          1,
+                          nullptr,
+                          0,
+                          0};
     io_uring_sqe* sqe = context_->getSqe();
     io_uring_prep_sendmsg(sqe, fd_.get(), &sendMsgs_[i], MSG_NOSIGNAL);
     io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kSend, token_));

@@ -169,7 +169,7 @@ class UdpSocket {
   EventLoop* loop_;
   Options options_;
   int fd_ = -1;
-  UniqueFd unstartedFd_;  // the socket until start() hands it to the strategy
+  UniqueFd unstartedFd_;          // the socket until start() hands it to the strategy
   std::unique_ptr<Owner> owner_;  // what the strategy reports to
   std::unique_ptr<DatagramIo> io_;
   ReceiveCallback receiveCallback_;

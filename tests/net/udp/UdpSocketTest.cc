@@ -63,8 +63,7 @@ void echoTest(PollerKind kind, bool v6, test::LoopTest* fixture) {
   size_t sent = 1;
   loop.runEvery(std::chrono::milliseconds(1), [&] {
     if (sent == got && sent < sizes.size()) {
-      (void)client.sendTo(server.localAddress(),
-                          payload(static_cast<uint32_t>(sent), sizes[sent]));
+      (void)client.sendTo(server.localAddress(), payload(static_cast<uint32_t>(sent), sizes[sent]));
       ++sent;
     }
   });
@@ -142,10 +141,18 @@ TEST_P(UdpSocketTest, ABurstPastTheQueueBoundIsDroppedAndCounted) {
   loop.runInLoop([&] {
     for (int i = 0; i < kBurst; ++i) {
       switch (sender.sendTo(target, data)) {
-        case SendResult::kSent: ++sent; break;
-        case SendResult::kQueued: ++queued; break;
-        case SendResult::kDropped: ++dropped; break;
-        case SendResult::kError: ADD_FAILURE() << "send error " << sender.lastSendError(); break;
+        case SendResult::kSent:
+          ++sent;
+          break;
+        case SendResult::kQueued:
+          ++queued;
+          break;
+        case SendResult::kDropped:
+          ++dropped;
+          break;
+        case SendResult::kError:
+          ADD_FAILURE() << "send error " << sender.lastSendError();
+          break;
       }
       maxQueued = std::max(maxQueued, sender.queuedBytes());
     }
@@ -267,9 +274,10 @@ TEST_P(UdpSocketTest, MulticastOnLoopback) {
   const InetAddress group("239.255.42.99", 0);
   std::unique_ptr<UdpSocket> member;
   try {
-    member = std::make_unique<UdpSocket>(
-        &loop, UdpSocket::Options{.bind = InetAddress(0), .reuseAddr = true,
-                                  .multicastGroups = {group}, .multicastInterface = lo});
+    member = std::make_unique<UdpSocket>(&loop, UdpSocket::Options{.bind = InetAddress(0),
+                                                                   .reuseAddr = true,
+                                                                   .multicastGroups = {group},
+                                                                   .multicastInterface = lo});
   } catch (const std::system_error& e) {
     GTEST_SKIP() << "the kernel refuses the multicast join here: " << e.what();
   }
