@@ -250,8 +250,8 @@ Flow::Flow(Client* client, uint32_t id, EventLoop* loop, const InetAddress& serv
       socket_(loop, {.bind = InetAddress(0, false, server.family() == AF_INET6),
                      .receiveBufferSize = kSocketBuffer,
                      .sendBufferSize = kSocketBuffer}) {
-  socket_.setReceiveCallback(
-      [this](const InetAddress&, std::string_view data, DatagramFlags flags) { onEcho(data, flags); });
+  socket_.setReceiveCallback([this](const InetAddress&, std::string_view data,
+                                    DatagramFlags flags) { onEcho(data, flags); });
   socket_.setErrorCallback([this](std::string_view, int) { ++client_->counts().errors; });
   socket_.start();
   socket_.connect(server);
@@ -259,9 +259,8 @@ Flow::Flow(Client* client, uint32_t id, EventLoop* loop, const InetAddress& serv
 
 void Flow::send(size_t burst) {
   const bool echo = !client_->options().oneway;
-  for (size_t n = 0; echo ? inFlight_.size() < static_cast<size_t>(client_->options().window)
-                          : n < burst;
-       ++n) {
+  for (size_t n = 0;
+       echo ? inFlight_.size() < static_cast<size_t>(client_->options().window) : n < burst; ++n) {
     if (!client_->take()) return;
     const uint64_t seq = nextSeq_++;
     const size_t size = client_->sizeOf(seq);
@@ -307,7 +306,8 @@ void Flow::onEcho(std::string_view data, DatagramFlags flags) {
   // lost, or bytes this client never sent.
   uint64_t seq = 0;
   if (data.size() >= 8) {
-    for (int b = 0; b < 8; ++b) seq |= static_cast<uint64_t>(static_cast<uint8_t>(data[b])) << (8 * b);
+    for (int b = 0; b < 8; ++b)
+      seq |= static_cast<uint64_t>(static_cast<uint8_t>(data[b])) << (8 * b);
   }
   if (data.size() >= 8 && seq >= nextSeq_) {
     ++c.corrupt;

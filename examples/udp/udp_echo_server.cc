@@ -88,12 +88,12 @@ class EchoSocket {
                        .reusePort = reusePort,
                        .receiveBufferSize = kSocketBuffer,
                        .sendBufferSize = kSocketBuffer}) {
-    socket_.setReceiveCallback([this, sink](const InetAddress& from, std::string_view data,
-                                            DatagramFlags) {
-      if (sink) return;
-      const SendResult r = socket_.sendTo(from, data);
-      if (r == SendResult::kSent || r == SendResult::kQueued) ++echoed_;
-    });
+    socket_.setReceiveCallback(
+        [this, sink](const InetAddress& from, std::string_view data, DatagramFlags) {
+          if (sink) return;
+          const SendResult r = socket_.sendTo(from, data);
+          if (r == SendResult::kSent || r == SendResult::kQueued) ++echoed_;
+        });
     socket_.start();
   }
   [[nodiscard]] InetAddress localAddress() const { return socket_.localAddress(); }
