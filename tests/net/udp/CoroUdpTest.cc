@@ -34,7 +34,8 @@ Task<> echoServer(CoroUdpSocket* sock, int count) {
   }
 }
 
-Task<> client(EventLoop* loop, CoroUdpSocket* sock, InetAddress server, std::vector<std::string>* got) {
+Task<> client(EventLoop* loop, CoroUdpSocket* sock, InetAddress server,
+              std::vector<std::string>* got) {
   for (int i = 0; i < 100; ++i) {
     const std::string message = "datagram " + std::to_string(i) + std::string(i * 100, 'z');
     const Sent sent = co_await sock->sendTo(server, message);
@@ -129,7 +130,8 @@ TEST_P(CoroUdpTest, DestroyingTheSocketResumesWaitersWithClosed) {
 
 Task<> sendBurst(EventLoop* loop, CoroUdpSocket* sock, InetAddress to, int count,
                  std::vector<Sent>* results) {
-  for (int i = 0; i < count; ++i) results->push_back(co_await sock->sendTo(to, std::string(1000, 'b')));
+  for (int i = 0; i < count; ++i)
+    results->push_back(co_await sock->sendTo(to, std::string(1000, 'b')));
   loop->quit();
 }
 

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "net/EventLoop.h"
@@ -348,6 +349,35 @@ TEST_P(UdpSocketTest, ASocketDestroyedInsideItsCallbackGoesCleanly) {
     EXPECT_EQ(calls, 1);
   }
   EXPECT_EQ(test::openFdCount(), fdsBefore);
+}
+
+// UDP_SEGMENT: one send of 250 bytes with a 100-byte segment size leaves as
+// three datagrams (100, 100, 50), segmented by the kernel.
+TEST_P(UdpSocketTest, GsoSplitsOneSendIntoSegments) {
+  EventLoop loop(GetParam());
+  armWatchdog(loop);
+  std::unique_ptr<UdpSocket> sender;
+  try {
+    sender = std::make_unique<UdpSocket>(
+        &loop, UdpSocket::Options{.bind = loopback(false), .gsoSegmentSize = 100});
+  } catch (const std::system_error& e) {
+    GTEST_SKIP() << "no UDP_SEGMENT here: " << e.what();
+  }
+  UdpSocket receiver(&loop, {.bind = loopback(false)});
+  std::vector<std::string> got;
+  receiver.setReceiveCallback([&](const InetAddress&, std::string_view data, DatagramFlags) {
+    got.emplace_back(data);
+    if (got.size() == 3) loop.quit();
+  });
+  receiver.start();
+  sender->start();
+  const std::string data = payload(7, 250);
+  EXPECT_EQ(sender->sendTo(receiver.localAddress(), data), SendResult::kSent);
+  loop.loop();
+  ASSERT_FALSE(timedOut_);
+  EXPECT_EQ(got, (std::vector<std::string>{data.substr(0, 100), data.substr(100, 100),
+                                           data.substr(200)}));
+  EXPECT_EQ(sender->sentDatagrams(), 1u);
 }
 
 }  // namespace
