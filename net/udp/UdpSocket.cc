@@ -137,37 +137,52 @@ const char* sendResultName(SendResult result) {
   return "?";
 }
 
-// What the strategy reports to: the socket's callbacks and counters.
+struct UdpSocket::Callbacks {
+  ReceiveCallback receive;
+  ErrorCallback error;
+  DrainedCallback drained;
+};
+
+// What the strategy reports to: the socket's callbacks and counters. A
+// callback may destroy the socket; this object and the callbacks then live
+// on until it has returned (see ~UdpSocket), and nothing of the socket is
+// touched after a callback.
 class UdpSocket::Owner final : public DatagramIo::Owner {
  public:
-  explicit Owner(UdpSocket* socket) : s_(socket) {}
+  Owner(UdpSocket* socket, Callbacks* callbacks) : s_(socket), cb_(callbacks) {}
 
   void onDatagram(const InetAddress& from, std::string_view data, size_t fullSize) override {
     ++s_->received_;
     s_->receivedBytes_ += data.size();
     const DatagramFlags flags{fullSize > data.size(), fullSize};
     if (flags.truncated) ++s_->truncated_;
-    if (s_->receiveCallback_) {
-      (void)callGuarded("UDP receive callback", [&] { s_->receiveCallback_(from, data, flags); });
-    }
+    if (cb_->receive) call("UDP receive callback", [&] { cb_->receive(from, data, flags); });
   }
   void onIoError(const char* call, int err) override {
     ++s_->errors_;
-    if (s_->errorCallback_) {
-      (void)callGuarded("UDP error callback", [&] { s_->errorCallback_(call, err); });
+    if (cb_->error) {
+      this->call("UDP error callback", [&] { cb_->error(call, err); });
     } else {
-      LOG_DEBUG << "UDP " << call << " on " << s_->localAddress().toIpPort() << ": "
-                << strerrorTl(err);
+      LOG_DEBUG << "UDP " << call << " on fd " << s_->fd_ << ": " << strerrorTl(err);
     }
   }
   void onSendQueueDrained() override {
-    if (s_->drainedCallback_) {
-      (void)callGuarded("UDP drained callback", [&] { s_->drainedCallback_(); });
-    }
+    if (cb_->drained) call("UDP drained callback", [&] { cb_->drained(); });
   }
+  // Whether a callback is running (the socket is being destroyed from it).
+  [[nodiscard]] bool inCallback() const { return depth_ > 0; }
 
  private:
+  template <class F>
+  void call(const char* what, F&& f) {
+    ++depth_;
+    (void)callGuarded(what, std::forward<F>(f));
+    --depth_;
+  }
+
   UdpSocket* s_;
+  Callbacks* cb_;
+  int depth_ = 0;
 };
 
 UdpSocket::UdpSocket(EventLoop* loop, const Options& options) : loop_(loop), options_(options) {
@@ -175,17 +190,25 @@ UdpSocket::UdpSocket(EventLoop* loop, const Options& options) : loop_(loop), opt
   checkOptions(options_);
   unstartedFd_ = makeSocket(options_);
   fd_ = unstartedFd_.get();
-  owner_ = std::make_unique<Owner>(this);
+  callbacks_ = std::make_unique<Callbacks>();
+  owner_ = std::make_unique<Owner>(this, callbacks_.get());
 }
 
 UdpSocket::UdpSocket(EventLoop* loop) : UdpSocket(loop, Options{}) {}
 
 UdpSocket::~UdpSocket() {
   loop_->assertInLoopThread();
-  if (io_ != nullptr && !io_->close()) {
-    // Destroyed from inside its own callback: the strategy's handler is
-    // still on the stack, and goes once it has returned.
-    loop_->queueInLoop([io = std::move(io_)]() mutable { io.reset(); });
+  const bool strategyDone = io_ == nullptr || io_->close();
+  if (!strategyDone || owner_->inCallback()) {
+    // Destroyed from inside its own callback: that callback (its closure),
+    // the owner that called it and the strategy's handler are still on the
+    // stack, and go once they have returned.
+    loop_->queueInLoop([io = std::move(io_), owner = std::move(owner_),
+                        callbacks = std::move(callbacks_)]() mutable {
+      io.reset();
+      owner.reset();
+      callbacks.reset();
+    });
   }
 }
 
@@ -195,17 +218,17 @@ void UdpSocket::checkNotStarted(const char* what) const {
 
 void UdpSocket::setReceiveCallback(ReceiveCallback cb) {
   checkNotStarted("setReceiveCallback");
-  receiveCallback_ = std::move(cb);
+  callbacks_->receive = std::move(cb);
 }
 
 void UdpSocket::setErrorCallback(ErrorCallback cb) {
   checkNotStarted("setErrorCallback");
-  errorCallback_ = std::move(cb);
+  callbacks_->error = std::move(cb);
 }
 
 void UdpSocket::setDrainedCallback(DrainedCallback cb) {
   checkNotStarted("setDrainedCallback");
-  drainedCallback_ = std::move(cb);
+  callbacks_->drained = std::move(cb);
 }
 
 void UdpSocket::start() {

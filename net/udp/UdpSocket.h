@@ -162,6 +162,7 @@ class UdpSocket {
 
  private:
   class Owner;
+  struct Callbacks;
 
   SendResult sendImpl(const InetAddress* peer, std::string_view data);
   void checkNotStarted(const char* what) const;
@@ -170,11 +171,11 @@ class UdpSocket {
   Options options_;
   int fd_ = -1;
   UniqueFd unstartedFd_;          // the socket until start() hands it to the strategy
-  std::unique_ptr<Owner> owner_;  // what the strategy reports to
+  // What the strategy reports to, and the callbacks: both outlive the
+  // socket when it is destroyed from inside a callback (until that returns).
+  std::unique_ptr<Owner> owner_;
+  std::unique_ptr<Callbacks> callbacks_;
   std::unique_ptr<DatagramIo> io_;
-  ReceiveCallback receiveCallback_;
-  ErrorCallback errorCallback_;
-  DrainedCallback drainedCallback_;
   uint64_t received_ = 0;
   uint64_t receivedBytes_ = 0;
   uint64_t truncated_ = 0;
