@@ -56,6 +56,10 @@ class DatagramIo {
     UniqueFd fd;             // the bound socket, non-blocking; the strategy's from now on
     size_t maxDatagramSize;  // receive storage per datagram
     size_t maxQueuedBytes;   // send queue bound (bytes held for the kernel)
+    // UDP_GRO is on: a receive may hold several datagrams of one flow,
+    // coalesced by the kernel, with their size in a control message; the
+    // strategy hands each up on its own (handUpSegments()).
+    bool gro = false;
   };
 
   // What became of a datagram given to send().
@@ -86,6 +90,23 @@ class DatagramIo {
   [[nodiscard]] virtual size_t queuedDatagrams() const = 0;
   // The socket's fd (owned by the strategy).
   [[nodiscard]] virtual int fd() const = 0;
+
+ protected:
+  // Hands `data`, received from `from`, to `*owner` as one datagram, or,
+  // when `segment` is not 0 (UDP_GRO), as datagrams of `segment` bytes each
+  // (the last may be shorter). Stops when *owner becomes null (the owner
+  // closed the strategy from its callback).
+  static void handUpSegments(Owner* const* owner, const InetAddress& from, std::string_view data,
+                             size_t fullSize, size_t segment) {
+    if (segment == 0 || data.size() <= segment) {
+      (*owner)->onDatagram(from, data, fullSize);
+      return;
+    }
+    for (size_t at = 0; at < data.size() && *owner != nullptr; at += segment) {
+      const std::string_view one = data.substr(at, segment);
+      (*owner)->onDatagram(from, one, one.size());
+    }
+  }
 };
 
 }  // namespace libnet

@@ -1,10 +1,12 @@
 #include "net/poller/EpollDatagramIo.h"
 
+#include <netinet/udp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <memory>
 
 #include "net/EventLoopBase.h"
@@ -18,6 +20,10 @@ constexpr size_t kMaxBatch = 32;
 // The receive area of a thread is about this large (fewer datagrams per
 // batch when they are large); only the pages written into become resident.
 constexpr size_t kBatchBytes = 1024 * 1024;
+// Room for the one control message a receive may carry (UDP_GRO's segment
+// size).
+constexpr size_t kControlSpace = CMSG_SPACE(sizeof(int));
+
 // Failed receives in a row (each consuming a pending socket error, such as
 // an ICMP port unreachable) before a drain gives up on the socket.
 constexpr int kMaxErrorsInARow = 64;
@@ -32,6 +38,7 @@ struct ReceiveArea {
   std::vector<mmsghdr> msgs;
   std::vector<iovec> iov;
   std::vector<sockaddr_storage> addrs;
+  std::vector<char> control;
 
   void reserve(size_t datagram) {
     if (datagram <= slotSize) return;
@@ -42,8 +49,22 @@ struct ReceiveArea {
     msgs.resize(slots);
     iov.resize(slots);
     addrs.resize(slots);
+    control.resize(slots * kControlSpace);
   }
 };
+
+// UDP_GRO's segment size in a received message's control data; 0 if none.
+size_t groSegment(const msghdr& msg) {
+  for (const cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), const_cast<cmsghdr*>(c))) {
+    if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+      int size = 0;
+      std::memcpy(&size, CMSG_DATA(c), sizeof size);
+      return size > 0 ? static_cast<size_t>(size) : 0;
+    }
+  }
+  return 0;
+}
 
 ReceiveArea& receiveArea(size_t datagram) {
   thread_local ReceiveArea area;
@@ -58,6 +79,7 @@ EpollDatagramIo::EpollDatagramIo(EventLoopBase* loop, Params params)
       fd_(std::move(params.fd)),
       channel_(loop, fd_.get()),
       maxDatagram_(params.maxDatagramSize),
+      gro_(params.gro),
       queue_(params.maxQueuedBytes),
       sendMsgs_(kMaxBatch),
       sendIov_(kMaxBatch) {
@@ -129,8 +151,13 @@ void EpollDatagramIo::onReadable() {
       ReceiveArea& area = receiveArea(maxDatagram_);
       for (size_t i = 0; i < area.slots; ++i) {
         area.iov[i] = iovec{area.storage.get() + i * area.slotSize, maxDatagram_};
-        area.msgs[i].msg_hdr =
-            msghdr{&area.addrs[i], sizeof(sockaddr_storage), &area.iov[i], 1, nullptr, 0, 0};
+        area.msgs[i].msg_hdr = msghdr{&area.addrs[i],
+                                      sizeof(sockaddr_storage),
+                                      &area.iov[i],
+                                      1,
+                                      gro_ ? &area.control[i * kControlSpace] : nullptr,
+                                      gro_ ? kControlSpace : 0,
+                                      0};
       }
       // MSG_TRUNC: each msg_len is the datagram's real size, even when it
       // was cut to fit.
@@ -150,8 +177,9 @@ void EpollDatagramIo::onReadable() {
       InetAddress from;
       from.setSockAddr(area.addrs[i]);
       const size_t size = area.msgs[i].msg_len;
-      owner_->onDatagram(
-          from, {area.storage.get() + i * area.slotSize, std::min(size, maxDatagram_)}, size);
+      handUpSegments(&owner_, from,
+                     {area.storage.get() + i * area.slotSize, std::min(size, maxDatagram_)}, size,
+                     gro_ ? groSegment(area.msgs[i].msg_hdr) : 0);
     }
     if (!queue_.empty() && !waitingWritable_) flushSome();
     if (static_cast<size_t>(got) < area.slots) break;  // a short batch: drained

@@ -49,6 +49,7 @@ class EpollDatagramIo final : public DatagramIo {
   UniqueFd fd_;
   Channel channel_;
   size_t maxDatagram_;
+  bool gro_;
   DatagramQueue queue_;
   std::vector<mmsghdr> sendMsgs_;
   std::vector<iovec> sendIov_;

@@ -1,6 +1,7 @@
 #include "net/poller/UringDatagramIo.h"
 
 #include <liburing.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -29,6 +30,22 @@ constexpr uint32_t kMaxRingBytes = 8 * 1024 * 1024;
 constexpr uint32_t kMinBuffers = 16;
 constexpr uint32_t kMaxBuffers = 1024;
 constexpr uint32_t kInitialBuffers = 16;
+
+// Room for the one control message a receive may carry (UDP_GRO's segment
+// size).
+constexpr size_t kControlSpace = CMSG_SPACE(sizeof(int));
+
+// UDP_GRO's segment size among a message's control messages; 0 if none.
+size_t groSegment(cmsghdr* first, io_uring_recvmsg_out* out, msghdr* msg) {
+  for (cmsghdr* c = first; c != nullptr; c = io_uring_recvmsg_cmsg_nexthdr(out, msg, c)) {
+    if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+      int size = 0;
+      std::memcpy(&size, CMSG_DATA(c), sizeof size);
+      return size > 0 ? static_cast<size_t>(size) : 0;
+    }
+  }
+  return 0;
+}
 
 uint32_t bufferCountFor(size_t bufferSize) {
   uint32_t count = kMaxBuffers;
@@ -77,6 +94,7 @@ class UringDatagramIo::Core final : private CompletionHandler {
   UniqueFd fd_;
   size_t maxDatagram_;
   size_t maxQueued_;
+  bool gro_;
   uint64_t token_ = 0;
   const bool multishot_;
   uint16_t group_ = 0;
@@ -102,13 +120,16 @@ UringDatagramIo::Core::Core(UringContext* context, EventLoopBase* loop, Params p
       fd_(std::move(params.fd)),
       maxDatagram_(params.maxDatagramSize),
       maxQueued_(params.maxQueuedBytes),
+      gro_(params.gro),
       multishot_(UringProbe::result().multishotRecvmsg),
       channel_(loop, fd_.get()),
       pending_(SIZE_MAX),
       inFlight_(SIZE_MAX) {
   recvMsg_.msg_namelen = sizeof(sockaddr_in6);
+  recvMsg_.msg_controllen = gro_ ? kControlSpace : 0;
   if (multishot_) {
-    const size_t size = sizeof(io_uring_recvmsg_out) + recvMsg_.msg_namelen + maxDatagram_;
+    const size_t size = sizeof(io_uring_recvmsg_out) + recvMsg_.msg_namelen +
+                        recvMsg_.msg_controllen + maxDatagram_;
     group_ = context_->allocateBufferGroup();
     try {
       buffers_ = std::make_unique<BufferRing>(context_->ring().get(), group_, bufferCountFor(size),
@@ -196,7 +217,10 @@ void UringDatagramIo::Core::deliver(std::string_view bytes, int32_t res) {
   from.setSockAddr(name);
   const auto* payload = static_cast<const char*>(io_uring_recvmsg_payload(out, &recvMsg_));
   const size_t length = io_uring_recvmsg_payload_length(out, res, &recvMsg_);
-  owner_->onDatagram(from, {payload, length}, std::max<size_t>(out->payloadlen, length));
+  const size_t segment =
+      gro_ ? groSegment(io_uring_recvmsg_cmsg_firsthdr(out, &recvMsg_), out, &recvMsg_) : 0;
+  handUpSegments(&owner_, from, {payload, length}, std::max<size_t>(out->payloadlen, length),
+                 segment);
 }
 
 void UringDatagramIo::Core::onReadable() {
@@ -204,7 +228,8 @@ void UringDatagramIo::Core::onReadable() {
   while (owner_ != nullptr) {
     sockaddr_storage name{};
     iovec iov{readArea_.get(), maxDatagram_};
-    msghdr msg{&name, sizeof name, &iov, 1, nullptr, 0, 0};
+    alignas(cmsghdr) char control[kControlSpace];
+    msghdr msg{&name, sizeof name, &iov, 1, gro_ ? control : nullptr, gro_ ? kControlSpace : 0, 0};
     const ssize_t n = ::recvmsg(fd_.get(), &msg, MSG_DONTWAIT | MSG_TRUNC);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -215,7 +240,17 @@ void UringDatagramIo::Core::onReadable() {
     InetAddress from;
     from.setSockAddr(name);
     const auto size = static_cast<size_t>(n);
-    owner_->onDatagram(from, {readArea_.get(), std::min(size, maxDatagram_)}, size);
+    size_t segment = 0;
+    if (gro_) {
+      for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+          int value = 0;
+          std::memcpy(&value, CMSG_DATA(c), sizeof value);
+          segment = value > 0 ? static_cast<size_t>(value) : 0;
+        }
+      }
+    }
+    handUpSegments(&owner_, from, {readArea_.get(), std::min(size, maxDatagram_)}, size, segment);
   }
   dispatching_ = false;
 }

@@ -21,6 +21,9 @@
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
 namespace libnet::udp {
 
@@ -41,6 +44,10 @@ void setOption(int fd, int level, int name, int value, const char* what, const I
 void checkOptions(const UdpSocket::Options& o) {
   if (o.maxDatagramSize == 0 || o.maxDatagramSize > kMaxDatagramStorage) {
     throw std::invalid_argument("UdpSocket: Options::maxDatagramSize must be 1..65536 (is " +
+                                std::to_string(o.maxDatagramSize) + ")");
+  }
+  if (o.gro && o.maxDatagramSize != kMaxDatagramStorage) {
+    throw std::invalid_argument("UdpSocket: Options::gro needs maxDatagramSize 65536 (is " +
                                 std::to_string(o.maxDatagramSize) + ")");
   }
   if (o.receiveBufferSize < 0 || o.sendBufferSize < 0) {
@@ -107,6 +114,7 @@ UniqueFd makeSocket(const UdpSocket::Options& o) {
   if (o.gsoSegmentSize > 0) {
     setOption(s, SOL_UDP, UDP_SEGMENT, o.gsoSegmentSize, "UDP_SEGMENT (GSO)", o.bind);
   }
+  if (o.gro) setOption(s, SOL_UDP, UDP_GRO, 1, "UDP_GRO", o.bind);
   if (o.bind.family() == AF_INET6 && o.bind.isWildcard()) {
     // Both families on a wildcard IPv6 socket, as the kernel's default says;
     // set explicitly so that the system's bindv6only does not decide.
@@ -234,8 +242,9 @@ void UdpSocket::setDrainedCallback(DrainedCallback cb) {
 void UdpSocket::start() {
   loop_->assertInLoopThread();
   checkNotStarted("start");
-  io_ = LoopInternals::poller(*loop_).newDatagramIo(DatagramIo::Params{
-      owner_.get(), std::move(unstartedFd_), options_.maxDatagramSize, options_.maxQueuedBytes});
+  io_ = LoopInternals::poller(*loop_).newDatagramIo(
+      DatagramIo::Params{owner_.get(), std::move(unstartedFd_), options_.maxDatagramSize,
+                         options_.maxQueuedBytes, options_.gro});
   io_->start();
 }
 

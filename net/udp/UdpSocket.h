@@ -106,6 +106,11 @@ class UdpSocket {
     // leaves as datagrams of this size (the last one shorter), segmented by
     // the kernel or the NIC; one send, many datagrams. 0: off.
     uint16_t gsoSegmentSize = 0;
+    // UDP_GRO (Linux 5.0+): the kernel may coalesce datagrams of one flow
+    // into one receive (fewer, larger receives); they are still handed to
+    // the callback one by one. Needs maxDatagramSize 65,536 (the default),
+    // the size of a coalesced receive.
+    bool gro = false;
   };
 
   using ReceiveCallback =
@@ -170,7 +175,7 @@ class UdpSocket {
   EventLoop* loop_;
   Options options_;
   int fd_ = -1;
-  UniqueFd unstartedFd_;          // the socket until start() hands it to the strategy
+  UniqueFd unstartedFd_;  // the socket until start() hands it to the strategy
   // What the strategy reports to, and the callbacks: both outlive the
   // socket when it is destroyed from inside a callback (until that returns).
   std::unique_ptr<Owner> owner_;

@@ -33,7 +33,8 @@ TEST(UdpRecvmsgFallbackTest, EchoAndTruncationByReadiness) {
   ASSERT_EQ(loop.pollerKind(), PollerKind::kIoUring);
   UdpSocket server(&loop, {.bind = InetAddress(0, true), .maxDatagramSize = 1000});
   server.setReceiveCallback([&](const InetAddress& from, std::string_view data, DatagramFlags f) {
-    (void)server.sendTo(from, f.truncated ? "truncated " + std::to_string(f.size) : std::string(data));
+    (void)server.sendTo(from,
+                        f.truncated ? "truncated " + std::to_string(f.size) : std::string(data));
   });
   server.start();
   UdpSocket client(&loop, {.bind = InetAddress(0, true)});
@@ -57,7 +58,8 @@ TEST(UdpRecvmsgFallbackTest, DestroyedInsideItsCallback) {
   const int fdsBefore = test::openFdCount();
   {
     EventLoop loop(PollerKind::kIoUring);
-    auto receiver = std::make_unique<UdpSocket>(&loop, UdpSocket::Options{.bind = InetAddress(0, true)});
+    auto receiver =
+        std::make_unique<UdpSocket>(&loop, UdpSocket::Options{.bind = InetAddress(0, true)});
     int calls = 0;
     receiver->setReceiveCallback([&](const InetAddress&, std::string_view, DatagramFlags) {
       ++calls;
