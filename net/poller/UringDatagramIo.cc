@@ -125,11 +125,16 @@ UringDatagramIo::Core::Core(UringContext* context, EventLoopBase* loop, Params p
       channel_(loop, fd_.get()),
       pending_(SIZE_MAX),
       inFlight_(SIZE_MAX) {
-  recvMsg_.msg_namelen = sizeof(sockaddr_in6);
+  // The buffer holds the header, the name, the control messages and the
+  // payload, in that order: a name length that is a multiple of 8 (and
+  // buffers of a multiple of 64 bytes) keeps the control messages aligned
+  // for struct cmsghdr.
+  recvMsg_.msg_namelen = (sizeof(sockaddr_in6) + 7) / 8 * 8;
   recvMsg_.msg_controllen = gro_ ? kControlSpace : 0;
   if (multishot_) {
-    const size_t size = sizeof(io_uring_recvmsg_out) + recvMsg_.msg_namelen +
-                        recvMsg_.msg_controllen + maxDatagram_;
+    const size_t size = (sizeof(io_uring_recvmsg_out) + recvMsg_.msg_namelen +
+                         recvMsg_.msg_controllen + maxDatagram_ + 63) /
+                        64 * 64;
     group_ = context_->allocateBufferGroup();
     try {
       buffers_ = std::make_unique<BufferRing>(context_->ring().get(), group_, bufferCountFor(size),
@@ -216,7 +221,10 @@ void UringDatagramIo::Core::deliver(std::string_view bytes, int32_t res) {
   InetAddress from;
   from.setSockAddr(name);
   const auto* payload = static_cast<const char*>(io_uring_recvmsg_payload(out, &recvMsg_));
-  const size_t length = io_uring_recvmsg_payload_length(out, res, &recvMsg_);
+  // The buffer may hold a little more than maxDatagramSize (rounded up):
+  // what is beyond it counts as cut, as on epoll.
+  const size_t length =
+      std::min<size_t>(io_uring_recvmsg_payload_length(out, res, &recvMsg_), maxDatagram_);
   const size_t segment =
       gro_ ? groSegment(io_uring_recvmsg_cmsg_firsthdr(out, &recvMsg_), out, &recvMsg_) : 0;
   handUpSegments(&owner_, from, {payload, length}, std::max<size_t>(out->payloadlen, length),
