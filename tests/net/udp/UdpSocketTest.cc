@@ -243,6 +243,32 @@ TEST_P(UdpSocketTest, AConnectedSocketReportsIcmpPortUnreachable) {
   // The socket goes on: a peer that does listen now gets the next one.
 }
 
+TEST_P(UdpSocketTest, AnErrorCallbackThatThrowsIsContained) {
+  EventLoop loop(GetParam());
+  armWatchdog(loop);
+  InetAddress closedPort;
+  {
+    UdpSocket gone(&loop, {.bind = loopback(false)});
+    closedPort = gone.localAddress();
+  }
+  UdpSocket sock(&loop, {.bind = loopback(false)});
+  int calls = 0;
+  sock.setErrorCallback([&](std::string_view, int) {
+    if (++calls == 2) loop.quit();
+    throw std::runtime_error("error callback failed");
+  });
+  sock.start();
+  sock.connect(closedPort);
+  (void)sock.send("one");
+  // The second refusal comes only if the socket still works after the throw.
+  loop.runEvery(std::chrono::milliseconds(5), [&] {
+    if (calls == 1) (void)sock.send("two");
+  });
+  loop.loop();
+  ASSERT_FALSE(timedOut_);
+  EXPECT_EQ(calls, 2);
+}
+
 TEST_P(UdpSocketTest, SendOnAnUnconnectedSocketOrBeforeStartThrows) {
   EventLoop loop(GetParam());
   UdpSocket sock(&loop, {.bind = loopback(false)});
