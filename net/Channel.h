@@ -54,6 +54,11 @@ class Channel {
 
   void enableReading() { setInterest(events_ | kReadEvent); }
   void enableWriting() { setInterest(events_ | kWriteEvent); }
+  // For a socket that waits for room only now and then (a datagram socket
+  // whose buffer filled), where EPOLLOUT kept on would report every freed
+  // datagram.
+  void disableWriting() { setInterest(events_ & ~kWriteEvent); }
+  [[nodiscard]] bool isWriting() const { return (events_ & kWriteEvent) != 0; }
   // Both directions in one registration; with edge-triggered delivery this is
   // set once per connection and never toggled.
   void enableReadWrite() { setInterest(kReadEvent | kWriteEvent); }

@@ -93,8 +93,12 @@ void EventLoop::loop() {
     // Buffers freed in bulk go back to the system soon, also on a loop that
     // has gone quiet since.
     const bool trimDue = bufferPool_->trimDue();
-    const Duration timeout =
-        queuedByLoop_ ? Duration::zero() : (trimDue ? kTrimInterval : kPollTimeout);
+    // A quit() from the backend's end of turn (a callback run there: an
+    // io_uring datagram socket's receive by readiness) must not wait out the
+    // poll either.
+    const Duration timeout = queuedByLoop_ || quit_.load(std::memory_order_acquire)
+                                 ? Duration::zero()
+                                 : (trimDue ? kTrimInterval : kPollTimeout);
     pollReturnTime_ = poller_->poll(timeout, &activeChannels_);
     if (trimDue && pollReturnTime_ - lastHeapTrim_ >= kTrimInterval) {
       lastHeapTrim_ = pollReturnTime_;

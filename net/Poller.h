@@ -3,7 +3,7 @@
 // ready, and its handler drains it), and it hands out the I/O strategies
 // through which connections and acceptors of its loop move bytes
 // (newConnectionIo / newAcceptorIo), made by the IoFactory that came with
-// it. A backend is one Poller, one ConnectionIo and one AcceptorIo under
+// it. A backend is one Poller, one ConnectionIo, one AcceptorIo and one DatagramIo under
 // net/poller/; nothing else in net/ knows which one runs. Made, with its
 // IoFactory, by the factory in net/poller/PollerFactory.h, which is where a
 // backend's poller and strategies meet (neither knows the other); owned by
@@ -32,6 +32,7 @@
 #include "base/UniqueFd.h"
 #include "net/AcceptorIo.h"
 #include "net/ConnectionIo.h"
+#include "net/DatagramIo.h"
 #include "net/PollerKind.h"
 
 namespace libnet {
@@ -62,6 +63,7 @@ class Poller {
     [[nodiscard]] virtual ConnectionIo::Ptr newConnectionIo(const ConnectionIo::Parts& parts) = 0;
     [[nodiscard]] virtual std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner,
                                                                     int listenFd) = 0;
+    [[nodiscard]] virtual std::unique_ptr<DatagramIo> newDatagramIo(DatagramIo::Params params) = 0;
   };
 
   explicit Poller(EventLoopBase* loop) : ownerLoop_(loop) {}
@@ -97,6 +99,11 @@ class Poller {
   // The strategy of a listening socket on this loop (see AcceptorIo).
   [[nodiscard]] std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) {
     return ioFactory_->newAcceptorIo(owner, listenFd);
+  }
+  // The strategy of a datagram socket on this loop (see DatagramIo); loop
+  // thread.
+  [[nodiscard]] std::unique_ptr<DatagramIo> newDatagramIo(DatagramIo::Params params) {
+    return ioFactory_->newDatagramIo(std::move(params));
   }
   // The backend's factory (net/poller/PollerFactory.cc) gives the poller its
   // strategies' factory once, on the loop's thread, before the loop is

@@ -117,6 +117,15 @@ void Flags::addBackend(std::string name, PollerKind* target) {
   });
 }
 
+void Flags::addSwitch(std::string name, bool* target) {
+  add(std::move(name), [target](std::string_view value) {
+    if (!value.empty()) return std::string("takes no value");
+    *target = true;
+    return std::string();
+  });
+  options_.back().isSwitch = true;
+}
+
 std::optional<int> Flags::parse(int argc, char* argv[]) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -142,6 +151,7 @@ std::optional<int> Flags::parse(int argc, char* argv[]) {
       std::cerr << program_ << ": unknown option '" << arg << "'\n" << usage_;
       return kExitUsage;
     }
+    if (!value && option->isSwitch) value = std::string_view();
     if (!value) {
       if (i + 1 >= argc) {
         std::cerr << program_ << ": option " << name << " needs a value (see --help)\n";

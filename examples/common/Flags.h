@@ -44,6 +44,8 @@ class Flags {
   void addFile(std::string name, std::string* target);
   // epoll | uring | auto.
   void addBackend(std::string name, PollerKind* target);
+  // A switch: "--name" alone sets *target (no value follows it).
+  void addSwitch(std::string name, bool* target);
   // Any other check: `set` returns an error message, or "" when it took the value.
   using Setter = std::function<std::string(std::string_view)>;
   void addCustom(std::string name, Setter set) { add(std::move(name), std::move(set)); }
@@ -59,6 +61,7 @@ class Flags {
   struct Option {
     std::string name;
     Setter set;
+    bool isSwitch = false;
   };
 
   void add(std::string name, Setter set);

@@ -11,11 +11,13 @@
 #include "net/PollerKind.h"
 #include "net/poller/EpollAcceptorIo.h"
 #include "net/poller/EpollConnectionIo.h"
+#include "net/poller/EpollDatagramIo.h"
 #include "net/poller/EpollPoller.h"
 #include "net/poller/PollerEnvironment.h"
 #include "net/poller/UringAcceptorIo.h"
 #include "net/poller/UringConnectionIo.h"
 #include "net/poller/UringContext.h"
+#include "net/poller/UringDatagramIo.h"
 #include "net/poller/UringPoller.h"
 #include "net/poller/UringProbe.h"
 
@@ -46,6 +48,9 @@ class EpollIoFactory final : public Poller::IoFactory {
   std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) override {
     return std::make_unique<EpollAcceptorIo>(loop_, owner, listenFd);
   }
+  std::unique_ptr<DatagramIo> newDatagramIo(DatagramIo::Params params) override {
+    return std::make_unique<EpollDatagramIo>(loop_, std::move(params));
+  }
 
  private:
   EventLoopBase* const loop_;
@@ -62,6 +67,9 @@ class UringIoFactory final : public Poller::IoFactory {
   }
   std::unique_ptr<AcceptorIo> newAcceptorIo(AcceptorIo::Owner* owner, int listenFd) override {
     return std::make_unique<UringAcceptorIo>(context_, loop_, owner, listenFd);
+  }
+  std::unique_ptr<DatagramIo> newDatagramIo(DatagramIo::Params params) override {
+    return std::make_unique<UringDatagramIo>(context_, loop_, std::move(params));
   }
 
  private:

@@ -80,6 +80,17 @@ class UringContext {
     grewInTurn_ = turn_;
     buffers_->grow();
   }
+  // A buffer group id (other than the loop's own ring's) for a ring of
+  // buffers that one owner registers for itself (a datagram socket, whose
+  // buffers are sized for its largest datagram), and back when that ring is
+  // unregistered.
+  [[nodiscard]] uint16_t allocateBufferGroup() {
+    if (freeGroups_.empty()) return nextGroup_++;
+    const uint16_t group = freeGroups_.back();
+    freeGroups_.pop_back();
+    return group;
+  }
+  void releaseBufferGroup(uint16_t group) { freeGroups_.push_back(group); }
   // What one arming of a backlogged connection's recv may take
   // (UringConnectionIo::armRecv), counting it: the backlogged armings of a
   // turn share the ring's initial buffers (1 MiB by default), each getting
@@ -184,6 +195,8 @@ class UringContext {
   uint64_t grewInTurn_ = 0;
   size_t backloggedArms_[2] = {0, 0};  // by turn parity: backloggedShare()
   const bool boundedMultishotRecv_;
+  uint16_t nextGroup_ = 1;  // 0 is buffers_'
+  std::vector<uint16_t> freeGroups_;
 };
 
 }  // namespace libnet

@@ -98,6 +98,55 @@ bool checkBoundedMultishotRecv(io_uring* ring) {
   return bounded;
 }
 
+// Whether a multishot recvmsg into a buffer ring (buffer group 1, its own)
+// receives a datagram, name and payload laid out as liburing's
+// io_uring_recvmsg_* helpers read them.
+bool checkMultishotRecvmsg(io_uring* ring) {
+  if (simulated(UringProbe::Stage::kMultishotRecvmsg, "multishot recvmsg")) return false;
+  constexpr uint16_t kGroup = 1;
+  std::optional<BufferRing> buffers;
+  try {
+    buffers.emplace(ring, kGroup, 2, 4096, 2, false);
+  } catch (const std::system_error&) {
+    return false;
+  }
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) return false;
+  const UniqueFd ours(pair[0]);
+  const UniqueFd theirs(pair[1]);
+  if (::write(theirs.get(), "xyz", 3) != 3) return false;
+  msghdr msg{};
+  msg.msg_namelen = sizeof(sockaddr_storage);
+  io_uring_sqe* sqe = io_uring_get_sqe(ring);
+  if (sqe == nullptr) return false;
+  io_uring_prep_recvmsg_multishot(sqe, ours.get(), &msg, MSG_TRUNC);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = kGroup;
+  io_uring_sqe_set_data64(sqe, 3);
+  __kernel_timespec timeout{};
+  timeout.tv_sec = 1;
+  io_uring_cqe* cqe = nullptr;
+  if (io_uring_submit_and_wait_timeout(ring, &cqe, 1, &timeout, nullptr) < 0 || cqe == nullptr) {
+    return false;
+  }
+  bool ok = cqe->user_data == 3 && cqe->res > 0 && (cqe->flags & IORING_CQE_F_BUFFER);
+  if (ok) {
+    const BufferRing::Received r = buffers->received(cqe->flags, cqe->res);
+    auto* out = io_uring_recvmsg_validate(const_cast<char*>(r.bytes.data()), cqe->res, &msg);
+    ok = out != nullptr && io_uring_recvmsg_payload_length(out, cqe->res, &msg) == 3;
+  }
+  io_uring_cqe_seen(ring, cqe);
+  // Cancel it before its buffer ring goes (ours closes the socket, but the
+  // request holds the file).
+  sqe = io_uring_get_sqe(ring);
+  if (sqe != nullptr) {
+    io_uring_prep_cancel64(sqe, 3, 0);
+    io_uring_sqe_set_data64(sqe, 4);
+    io_uring_submit(ring);
+  }
+  return ok;
+}
+
 // What the completion path needs beyond opcodes: a buffer ring, and a
 // multishot recv selecting from it (6.0+; older kernels answer EINVAL), seen
 // to deliver a byte written into a socketpair.
@@ -187,6 +236,7 @@ UringProbe::Result runProbe() {
   std::optional<ProbeFailure> failure = checkOpcodes(&ring, &msgRing);
   bool bounded = false;
   if (!failure) failure = checkMultishotRecv(&ring, &bounded);
+  const bool recvmsg = !failure && checkMultishotRecvmsg(&ring);
   io_uring_queue_exit(&ring);
   if (failure) {
     result.error = failure->error;
@@ -197,6 +247,7 @@ UringProbe::Result runProbe() {
   result.setupFlags = flags;
   result.msgRing = msgRing;
   result.boundedMultishotRecv = bounded;
+  result.multishotRecvmsg = recvmsg;
   result.detail = (flags & IORING_SETUP_DEFER_TASKRUN)   ? "SINGLE_ISSUER|DEFER_TASKRUN"
                   : (flags & IORING_SETUP_SINGLE_ISSUER) ? "SINGLE_ISSUER|COOP_TASKRUN"
                   : flags                                ? "COOP_TASKRUN"

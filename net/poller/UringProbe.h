@@ -38,9 +38,13 @@ class UringProbe {
     // ending after exactly that many. Not needed to run; without it a
     // connection near its output limit receives single-shot instead.
     bool boundedMultishotRecv = false;
+    // Multishot recvmsg into a buffer ring (IORING_RECV_MULTISHOT on
+    // IORING_OP_RECVMSG) works on a datagram socket: the io_uring datagram
+    // strategy receives with it; without it, by readiness and recvmsg(2).
+    bool multishotRecvmsg = false;
   };
   // The probe's stages, for simulating a kernel that fails one of them.
-  enum class Stage { kNone, kSetup, kOpcodes, kBufferRing, kMultishotRecv };
+  enum class Stage { kNone, kSetup, kOpcodes, kBufferRing, kMultishotRecv, kMultishotRecvmsg };
 
   // Probes on the first call; the same result after.
   static const Result& result();

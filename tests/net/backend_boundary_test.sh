@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The backend boundary: io_uring and epoll live in net/poller/ alone. No file
-# of net/ outside it (net/*, net/http/*) includes liburing or a net/poller/
+# of net/ outside it (net/*, net/http/*, net/udp/*) includes liburing or a net/poller/
 # header, names UringPoller or EpollPoller, or calls liburing (io_uring_*);
 # the one exception is EventLoop.cc including the factory's header
 # (net/poller/PollerFactory.h), which itself names no backend. TcpConnection,
@@ -21,7 +21,8 @@ done
 [[ -n $root ]] || fail "net/ sources not found in the runfiles"
 
 shopt -s nullglob
-outside=("$root"/net/*.h "$root"/net/*.cc "$root"/net/http/*.h "$root"/net/http/*.cc)
+outside=("$root"/net/*.h "$root"/net/*.cc "$root"/net/http/*.h "$root"/net/http/*.cc
+  "$root"/net/udp/*.h "$root"/net/udp/*.cc)
 inside=("$root"/net/poller/*.h "$root"/net/poller/*.cc)
 ((${#outside[@]} > 20)) || fail "only ${#outside[@]} files found under net/"
 ((${#inside[@]} > 5)) || fail "only ${#inside[@]} files found under net/poller/"
@@ -38,7 +39,8 @@ if found=$(grep -nE 'liburing\.h|UringPoller|EpollPoller|\bio_uring_[a-z_]+\(' "
   fail "the factory's header names a backend:
 $found"
 fi
-for f in Acceptor.cc Acceptor.h EventLoop.cc EventLoop.h TcpConnection.cc TcpConnection.h; do
+for f in Acceptor.cc Acceptor.h EventLoop.cc EventLoop.h TcpConnection.cc TcpConnection.h \
+  udp/UdpSocket.cc udp/UdpSocket.h; do
   if found=$(grep -nE '\buring_\b|uring\(\)|\bepoll_|EPOLL[A-Z]+' "$root/net/$f"); then
     fail "a backend branch in net/$f:
 $found"

@@ -9,8 +9,8 @@ set -euo pipefail
 cd "${TEST_SRCDIR}/libnet"
 
 public=(net/TcpConnection.h net/TcpServer.h net/TcpClient.h net/EventLoop.h
-  net/coro/Coro.h net/http/HttpServer.h)
-machinery='^(net/(ConnectionIo|OutputQueue|Poller|BufferPool|TimingWheel|AcceptorIo|Acceptor|ConnectionInput|ConnectionSocket|TcpConnectionImpl)\.h|net/poller/.*|net/coro/(StreamState|TaskContext)\.h)$'
+  net/coro/Coro.h net/http/HttpServer.h net/udp/UdpSocket.h net/udp/CoroUdp.h)
+machinery='^(net/(DatagramIo|ConnectionIo|OutputQueue|Poller|BufferPool|TimingWheel|AcceptorIo|Acceptor|ConnectionInput|ConnectionSocket|TcpConnectionImpl)\.h|net/poller/.*|net/coro/(StreamState|TaskContext)\.h)$'
 
 status=0
 for header in "${public[@]}"; do
