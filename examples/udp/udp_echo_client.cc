@@ -57,6 +57,7 @@ constexpr std::string_view kUsage =
     "usage: udp_echo_client --server ADDR:PORT [--backend B] [--flows N]\n"
     "                       [--size S | --sizes mixed] [--mode echo|oneway]\n"
     "                       [--count N | --seconds S] [--window W] [--timeout-ms T] [--verify]\n"
+    "                       [--gso N]\n"
     "\n"
     "  --server ADDR:PORT  the echo server (numeric IPv4 or [IPv6])\n"
     "  --backend B         epoll, uring or auto (default auto)\n"
@@ -69,7 +70,9 @@ constexpr std::string_view kUsage =
     "  --window W          datagrams in flight per flow in echo mode (default 8); datagrams\n"
     "                      per flow per loop turn in oneway mode\n"
     "  --timeout-ms T      an echo not back after T ms is lost (default 1000)\n"
-    "  --verify            check every echoed byte; any loss fails the run\n";
+    "  --verify            check every echoed byte; any loss fails the run\n"
+    "  --gso N             oneway with one --size: N datagrams per send, segmented by the\n"
+    "                      kernel (UDP_SEGMENT); 1..64, default 1 (off)\n";
 
 struct Options {
   std::string server;
@@ -83,6 +86,7 @@ struct Options {
   int window = 8;
   int timeoutMs = 1000;
   bool verify = false;
+  int gso = 1;  // datagrams per send (UDP_SEGMENT) when > 1
 };
 
 std::optional<int> parseArgs(int argc, char* argv[], Options* o) {
@@ -119,6 +123,7 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* o) {
   flags.addInt("--window", &o->window, 1, 65536);
   flags.addInt("--timeout-ms", &o->timeoutMs, 1, 600000);
   flags.addSwitch("--verify", &o->verify);
+  flags.addInt("--gso", &o->gso, 1, 64);
   if (auto status = flags.parse(argc, argv)) return status;
   if (o->server.empty()) {
     std::cerr << "udp_echo_client: --server is required\n" << kUsage;
@@ -199,6 +204,8 @@ class Flow {
     Clock::time_point sent;
   };
   void onEcho(std::string_view data, DatagramFlags flags);
+  // oneway with --gso: `burst` datagrams in sends of --gso each.
+  void sendSegmented(size_t burst);
 
   Client* client_;
   uint32_t id_;
@@ -206,6 +213,7 @@ class Flow {
   uint64_t nextSeq_ = 0;
   std::vector<InFlight> inFlight_;
   std::string scratch_;
+  std::string batch_;  // --gso: the datagrams of one send, back to back
 };
 
 class Client {
@@ -249,7 +257,9 @@ Flow::Flow(Client* client, uint32_t id, EventLoop* loop, const InetAddress& serv
       id_(id),
       socket_(loop, {.bind = InetAddress(0, false, server.family() == AF_INET6),
                      .receiveBufferSize = kSocketBuffer,
-                     .sendBufferSize = kSocketBuffer}) {
+                     .sendBufferSize = kSocketBuffer,
+                     .gsoSegmentSize = static_cast<uint16_t>(
+                         client->options().gso > 1 ? client->options().size : 0)}) {
   socket_.setReceiveCallback([this](const InetAddress&, std::string_view data,
                                     DatagramFlags flags) { onEcho(data, flags); });
   socket_.setErrorCallback([this](std::string_view, int) { ++client_->counts().errors; });
@@ -258,6 +268,7 @@ Flow::Flow(Client* client, uint32_t id, EventLoop* loop, const InetAddress& serv
 }
 
 void Flow::send(size_t burst) {
+  if (client_->options().gso > 1) return sendSegmented(burst);
   const bool echo = !client_->options().oneway;
   for (size_t n = 0;
        echo ? inFlight_.size() < static_cast<size_t>(client_->options().window) : n < burst; ++n) {
@@ -274,6 +285,28 @@ void Flow::send(size_t burst) {
     }
     ++client_->counts().sent;
     if (echo) inFlight_.push_back({seq, size, Clock::now()});
+  }
+}
+
+void Flow::sendSegmented(size_t burst) {
+  const auto perSend = static_cast<size_t>(client_->options().gso);
+  const auto size = static_cast<size_t>(client_->options().size);
+  for (size_t n = 0; n < burst; n += perSend) {
+    size_t taken = 0;
+    while (taken < perSend && client_->take()) ++taken;
+    if (taken == 0) return;
+    batch_.clear();
+    for (size_t i = 0; i < taken; ++i) {
+      fill(&scratch_, id_, nextSeq_ + i, size);
+      batch_ += scratch_;
+    }
+    const SendResult r = socket_.send(batch_);
+    if (r == SendResult::kDropped || r == SendResult::kError) {
+      client_->counts().errors += r == SendResult::kError;
+      return;
+    }
+    nextSeq_ += taken;
+    client_->counts().sent += taken;
   }
 }
 
@@ -408,6 +441,13 @@ int Client::exitStatus() const {
 int main(int argc, char* argv[]) {
   Options options;
   if (const std::optional<int> exitStatus = parseArgs(argc, argv, &options)) return *exitStatus;
+  if (options.gso > 1 &&
+      (!options.oneway || options.mixed ||
+       static_cast<size_t>(options.gso) * static_cast<size_t>(options.size) > kMaxDatagram)) {
+    std::cerr << "udp_echo_client: --gso needs --mode oneway, one --size, and N x size <= "
+              << kMaxDatagram << "\n";
+    return libnet::Flags::kExitUsage;
+  }
   const InetAddress server = *InetAddress::parseHostPort(options.server);
   try {
     EventLoop loop(options.backend);

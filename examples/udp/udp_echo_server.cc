@@ -44,6 +44,7 @@ constexpr int kSocketBuffer = 4 * 1024 * 1024;
 
 constexpr std::string_view kUsage =
     "usage: udp_echo_server [--address ADDR] [--port N] [--threads N] [--backend B] [--sink]\n"
+    "                       [--gro]\n"
     "\n"
     "  --address ADDR  numeric IPv4 or IPv6 address to bind (default 0.0.0.0)\n"
     "  --port N        UDP port, 0..65535; 0 picks a free one (default 2007)\n"
@@ -51,6 +52,8 @@ constexpr std::string_view kUsage =
     "                  thread (default 0)\n"
     "  --backend B     epoll, uring or auto (default auto); LIBNET_POLLER overrides it\n"
     "  --sink          count datagrams, do not echo them\n"
+    "  --gro           receive with UDP_GRO: a flow's datagrams may come coalesced (each\n"
+    "                  still counted and echoed on its own)\n"
     "  --help          print this help and exit\n"
     "\n"
     "Prints \"udp_echo_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it\n"
@@ -61,6 +64,7 @@ struct Options {
   uint16_t port = 2007;
   int threads = 0;
   bool sink = false;
+  bool gro = false;
   libnet::PollerKind backend = libnet::PollerKind::kAuto;
 };
 
@@ -71,6 +75,7 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
   flags.addInt("--threads", &options->threads, 0, kMaxThreads);
   flags.addBackend("--backend", &options->backend);
   flags.addSwitch("--sink", &options->sink);
+  flags.addSwitch("--gro", &options->gro);
   return flags.parse(argc, argv);
 }
 
@@ -84,11 +89,12 @@ struct Totals {
 // One socket and its counts, living on one loop.
 class EchoSocket {
  public:
-  EchoSocket(EventLoop* loop, const InetAddress& addr, bool reusePort, bool sink)
+  EchoSocket(EventLoop* loop, const InetAddress& addr, bool reusePort, bool sink, bool gro)
       : socket_(loop, {.bind = addr,
                        .reusePort = reusePort,
                        .receiveBufferSize = kSocketBuffer,
-                       .sendBufferSize = kSocketBuffer}) {
+                       .sendBufferSize = kSocketBuffer,
+                       .gro = gro}) {
     socket_.setReceiveCallback(
         [this, sink](const InetAddress& from, std::string_view data, DatagramFlags) {
           if (sink) return;
@@ -138,7 +144,8 @@ int serve(const Options& options, const InetAddress& addr) {
   for (size_t i = 0; i < loops.size(); ++i) {
     // The first socket picks the port (port 0), the others share it.
     runOn(loops[i], [&] {
-      sockets[i] = std::make_unique<EchoSocket>(loops[i], bound, options.threads > 0, options.sink);
+      sockets[i] = std::make_unique<EchoSocket>(loops[i], bound, options.threads > 0, options.sink,
+                                                options.gro);
     });
     bound = sockets[0]->localAddress();
   }
