@@ -78,7 +78,8 @@ grep -q "(SONAME).*\[libnet_dns\.so\.$soversion\]" <<<"$dns_dynamic" ||
 grep -q "(NEEDED).*\[libcares\.so\.2\]" <<<"$dns_dynamic" || fail "libnet_dns.so does not need libcares.so.2"
 grep -q "(NEEDED).*\[libnet\.so\.$soversion\]" <<<"$dns_dynamic" ||
   fail "libnet_dns.so does not need libnet.so.$soversion"
-nm -DC --defined-only "$root/lib/libnet_dns.so.$version" | grep -qF 'libnet::dns::Resolver::lookup(' ||
+dns_symbols=$(nm -DC --defined-only "$root/lib/libnet_dns.so.$version")
+grep -qF 'libnet::dns::Resolver::lookup(' <<<"$dns_symbols" ||
   fail "libnet_dns.so does not define libnet::dns::Resolver::lookup"
 needs_library "$root/lib/libnet.so.$version" 'libcares\.so.*' && fail "libnet.so needs c-ares"
 grep -q '^Requires.private: libcares' "$root/lib/pkgconfig/libnet_dns.pc" ||
