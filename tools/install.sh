@@ -7,17 +7,21 @@
 #   tools/install.sh --deb OUTDIR                      build libnet-dev_VERSION_ARCH.deb
 #
 # What lands under PREFIX (default /usr/local):
-#   include/{base,net,net/coro,net/http,net/tls}/*.h  the public headers (the hdrs of the
-#                                     libraries in dist/BUILD and below them;
-#                                     nothing of net/poller/, no liburing)
+#   include/{base,net,net/coro,net/http,net/tls,net/dns}/*.h  the public headers (the
+#                                     hdrs of the libraries in dist/BUILD and
+#                                     below them; nothing of net/poller/, no
+#                                     liburing)
 #   lib/libnet.a                      every libnet archive merged into one
 #   lib/libnet.so.VERSION (+ .so.MAJOR, .so links), soname libnet.so.MAJOR
 #   lib/libnet_tls.a, lib/libnet_tls.so.VERSION (+ links)  the TLS layer
 #                                     alone (it needs libnet and OpenSSL)
-#   lib/pkgconfig/libnet.pc, libnet_tls.pc
+#   lib/libnet_dns.a, lib/libnet_dns.so.VERSION (+ links)  the resolver
+#                                     alone (it needs libnet and c-ares)
+#   lib/pkgconfig/libnet.pc, libnet_tls.pc, libnet_dns.pc
 #   lib/cmake/libnet/libnetConfig.cmake, libnetConfigVersion.cmake
 #                                     (libnet::libnet, libnet::libnet_shared;
-#                                     COMPONENTS tls: libnet::tls, libnet::tls_shared)
+#                                     COMPONENTS tls: libnet::tls, libnet::tls_shared;
+#                                     COMPONENTS dns: libnet::dns, libnet::dns_shared)
 #   share/licenses/libnet/LICENSE     the MIT licence, whose notice goes with
 #                                     every copy of the libraries
 #   share/libnet/install_manifest.txt what --uninstall removes
@@ -111,7 +115,7 @@ trap 'rm -rf "$work"' EXIT
 public_headers() {
   local labels
   labels=$(bazel query --noimplicit_deps \
-    'labels(hdrs, kind("cc_library", deps(//dist:static) + deps(//dist:tls_static)) - //net/poller:all)' \
+    'labels(hdrs, kind("cc_library", deps(//dist:static) + deps(//dist:tls_static) + deps(//dist:dns_static)) - //net/poller:all)' \
     2>"$work/query.log") || {
     cat "$work/query.log" >&2
     die "bazel query for the public headers failed"
@@ -150,7 +154,7 @@ build_tree() {
   echo "install.sh: building libnet $version (bazel build --config=opt)" >&2
   # --symlink_prefix=/ leaves the bazel-* links of the checkout as they were.
   bazel build --config=opt --symlink_prefix=/ //dist:static //dist:shared //dist:tls_static \
-    //dist:tls_shared >&2 ||
+    //dist:tls_shared //dist:dns_static //dist:dns_shared >&2 ||
     die "the Bazel build failed"
   bin=$(bazel info --config=opt bazel-bin 2>/dev/null) || die "bazel info bazel-bin failed"
 
@@ -170,16 +174,25 @@ build_tree() {
     die "libnet.so has soname '$soname', expected libnet.so.$soversion"
   ln -s "libnet.so.$version" "$root/lib/libnet.so.$soversion"
   ln -s "libnet.so.$soversion" "$root/lib/libnet.so"
-  install -D -m 0644 "$bin/dist/libnet_tls.a" "$root/lib/libnet_tls.a"
-  install -D -m 0644 "$bin/dist/libnet_tls.so" "$root/lib/libnet_tls.so.$version"
-  ln -s "libnet_tls.so.$version" "$root/lib/libnet_tls.so.$soversion"
-  ln -s "libnet_tls.so.$soversion" "$root/lib/libnet_tls.so"
+  # The components: each a library of its own on top of libnet.
+  local component
+  for component in tls dns; do
+    install -D -m 0644 "$bin/dist/libnet_$component.a" "$root/lib/libnet_$component.a"
+    install -D -m 0644 "$bin/dist/libnet_$component.so" "$root/lib/libnet_$component.so.$version"
+    soname=$(readelf -d "$root/lib/libnet_$component.so.$version" |
+      sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    [[ $soname == "libnet_$component.so.$soversion" ]] ||
+      die "libnet_$component.so has soname '$soname', expected libnet_$component.so.$soversion"
+    ln -s "libnet_$component.so.$version" "$root/lib/libnet_$component.so.$soversion"
+    ln -s "libnet_$component.so.$soversion" "$root/lib/libnet_$component.so"
+  done
 
   local substitute=(-e "s|@PREFIX@|$tree_prefix|g" -e "s|@VERSION@|$version|g"
     -e "s|@SOVERSION@|$soversion|g")
   mkdir -p "$root/lib/pkgconfig" "$root/lib/cmake/libnet"
   sed "${substitute[@]}" dist/libnet.pc.in >"$root/lib/pkgconfig/libnet.pc"
   sed "${substitute[@]}" dist/libnet_tls.pc.in >"$root/lib/pkgconfig/libnet_tls.pc"
+  sed "${substitute[@]}" dist/libnet_dns.pc.in >"$root/lib/pkgconfig/libnet_dns.pc"
   sed "${substitute[@]}" dist/libnetConfig.cmake.in >"$root/lib/cmake/libnet/libnetConfig.cmake"
   sed "${substitute[@]}" dist/libnetConfigVersion.cmake.in \
     >"$root/lib/cmake/libnet/libnetConfigVersion.cmake"
@@ -349,13 +362,22 @@ do_deb() {
   find "$root" -type d -exec chmod 0755 {} +
   arch=$(dpkg --print-architecture)
 
-  # The shared library's runtime dependencies, as dpkg-shlibdeps finds them
-  # (it wants a debian/control to read, and says nothing useful without one).
+  # The shared libraries' runtime dependencies (liburing, and OpenSSL and
+  # c-ares for the components), as dpkg-shlibdeps finds them. It wants a
+  # debian/control to read, and says nothing useful without one; the
+  # components need libnet.so.MAJOR, which is this package's own, so
+  # shlibs.local names it and -x leaves the package's dependency on itself out.
   mkdir -p "$work/shlibs/debian"
   printf 'Source: libnet\n\nPackage: libnet-dev\nArchitecture: any\n' >"$work/shlibs/debian/control"
-  shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$root/usr/lib/libnet.so.$version" 2>/dev/null |
+  echo "libnet $soversion libnet-dev" >"$work/shlibs/debian/shlibs.local"
+  shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O -xlibnet-dev -l"$root/usr/lib" \
+    "$root/usr/lib/libnet.so.$version" "$root/usr/lib/libnet_tls.so.$version" \
+    "$root/usr/lib/libnet_dns.so.$version" 2>"$work/shlibdeps.log" |
     sed -n 's/^shlibs:Depends=//p') || true
-  [[ -n $shlibs ]] || die "dpkg-shlibdeps found no dependencies of libnet.so"
+  [[ -n $shlibs ]] || {
+    cat "$work/shlibdeps.log" >&2
+    die "dpkg-shlibdeps found no dependencies of the shared libraries"
+  }
 
   # Whoever builds the package maintains it: DEBFULLNAME/DEBEMAIL as the
   # Debian tools use them, else the author of the checked-out commit.
@@ -366,7 +388,10 @@ do_deb() {
     maintainer=$(git log -1 --format='%an <%ae>') || die "set DEBEMAIL (and DEBFULLNAME) for the package's Maintainer"
   fi
 
-  # One package with both libraries, as a -dev package for building programs.
+  # One package with all the libraries, as a -dev package for building
+  # programs. The components' archives and their CMake and pkg-config files
+  # want OpenSSL's and c-ares's development files, recommended rather than
+  # required, since a program without TLS or the resolver needs neither.
   # Debian's libnet1-dev (the packet construction library) also ships
   # libnet.so and libnet.a, and provides the name libnet-dev: the two cannot
   # share a system, which the Conflicts says.
@@ -378,14 +403,17 @@ Maintainer: $maintainer
 Section: libdevel
 Priority: optional
 Depends: liburing-dev (>= 2.3), $shlibs
+Recommends: libssl-dev (>= 3.0), libc-ares-dev (>= 1.18)
 Conflicts: libnet1-dev
 Description: one-loop-per-thread C++20 network library for Linux
  libnet runs non-blocking TCP servers and clients (and an HTTP/1.1 server)
  on an event loop per thread, over epoll or io_uring, chosen at run time.
  .
- This package has the headers, the static and the shared library, and the
+ This package has the headers, the static and the shared libraries, and the
  files that let CMake (find_package(libnet), target libnet::libnet) and
- pkg-config (libnet) find them.
+ pkg-config (libnet) find them. TLS (OpenSSL) and the DNS resolver (c-ares)
+ are libraries of their own: CMake components tls and dns, pkg-config
+ libnet_tls and libnet_dns.
 EOF
   mkdir -p "$deb_dir"
   deb=$deb_dir/libnet-dev_${version}_${arch}.deb

@@ -8,7 +8,8 @@
 # downloads disabled, checks that Bazel set up only local repositories, and
 # runs the program (it must print OK and exit 0). The same for
 # tls_roundtrip.cc on @libnet//:libnet_tls, with certificates made by
-# tools/make_test_certs.py.
+# tools/make_test_certs.py, and for dns_roundtrip.cc on @libnet//:libnet_dns
+# and @libnet//net/dns:coro (c-ares from the system, as -lcares).
 #
 # The workspace and its Bazel output base live in one temporary directory,
 # with a Bazel server of their own; both are removed at the end, whatever
@@ -53,7 +54,8 @@ case "$tmp/" in
 esac
 
 mkdir "$workspace"
-cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" "$workspace/"
+cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" \
+  "$repo/tests/consumers/dns_roundtrip.cc" "$workspace/"
 cat >"$workspace/WORKSPACE" <<EOF
 local_repository(
     name = "libnet",
@@ -83,6 +85,17 @@ cc_binary(
     srcs = ["tls_roundtrip.cc"],
     deps = ["@libnet//:libnet", "@libnet//:libnet_tls"],
 )
+
+cc_binary(
+    name = "dns_roundtrip",
+    srcs = ["dns_roundtrip.cc"],
+    deps = [
+        "@libnet//:libnet",
+        "@libnet//:libnet_coro",
+        "@libnet//:libnet_dns",
+        "@libnet//net/dns:coro",
+    ],
+)
 EOF
 
 # --experimental_repository_disable_download makes any download fail, network
@@ -92,10 +105,10 @@ cd "$workspace"
 if ! timeout 900 bazel "${startup[@]}" build \
   --experimental_repository_disable_download \
   --repository_cache="$tmp/repository_cache" \
-  //:echo_roundtrip //:tls_roundtrip >"$log" 2>&1; then
+  //:echo_roundtrip //:tls_roundtrip //:dns_roundtrip >"$log" 2>&1; then
   grep -m 20 -E '^ERROR|error:' "$log" >&2 || true
   tail -n 5 "$log" >&2
-  fail "bazel build //:echo_roundtrip failed in a workspace that depends on @libnet (log above)"
+  fail "bazel build //:echo_roundtrip //:tls_roundtrip //:dns_roundtrip failed in a workspace that depends on @libnet (log above)"
 fi
 
 # What Bazel set up under external/: the built-in tools, the auto-configured
@@ -131,4 +144,11 @@ if ((status != 0)) || [[ "$output" != *"tls_roundtrip: OK"* ]]; then
   fail "tls_roundtrip built in the consumer workspace exited $status without printing OK"
 fi
 
-echo "ok: a workspace outside the repository built and ran echo_roundtrip and tls_roundtrip against @libnet with downloads disabled ($((SECONDS - started)) s)"
+status=0
+output=$(timeout 30 "$workspace/bazel-bin/dns_roundtrip" 2>&1) || status=$?
+if ((status != 0)) || [[ "$output" != *"dns_roundtrip: OK"* ]]; then
+  printf '%s\n' "$output" >&2
+  fail "dns_roundtrip built in the consumer workspace exited $status without printing OK"
+fi
+
+echo "ok: a workspace outside the repository built and ran echo_roundtrip, tls_roundtrip and dns_roundtrip against @libnet with downloads disabled ($((SECONDS - started)) s)"

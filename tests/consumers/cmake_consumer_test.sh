@@ -8,7 +8,10 @@
 # find_package version requests the installed version satisfies. The TLS
 # component: tls_roundtrip.cc with find_package(... COMPONENTS tls), linked
 # with libnet::tls and libnet::tls_shared, echoes over TLS; echo_roundtrip,
-# without TLS, does not need OpenSSL. The package sets libnet_LICENSE (MIT).
+# without TLS, does not need OpenSSL. The resolver component: dns_roundtrip.cc
+# with COMPONENTS dns, linked with libnet::dns and libnet::dns_shared, looks
+# up localhost and echoes; echo_roundtrip does not need c-ares. The package
+# sets libnet_LICENSE (MIT).
 #
 # Needs cmake and g++; prints "ok: ..." and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
@@ -20,11 +23,12 @@ install_libnet --prefix "$tmp/prefix"
 
 # A copy, so that no header can come from the checkout next to the source.
 mkdir project
-cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" project/
+cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" \
+  "$repo/tests/consumers/dns_roundtrip.cc" project/
 cat >project/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(libnet_consumer CXX)
-find_package(libnet 0.1 REQUIRED COMPONENTS tls)
+find_package(libnet 0.1 REQUIRED COMPONENTS tls dns)
 if(NOT libnet_LICENSE STREQUAL "MIT")
   message(FATAL_ERROR "libnet_LICENSE is '${libnet_LICENSE}', expected MIT")
 endif()
@@ -36,6 +40,10 @@ add_executable(tls_roundtrip tls_roundtrip.cc)
 target_link_libraries(tls_roundtrip PRIVATE libnet::tls)
 add_executable(tls_roundtrip_shared tls_roundtrip.cc)
 target_link_libraries(tls_roundtrip_shared PRIVATE libnet::tls_shared)
+add_executable(dns_roundtrip dns_roundtrip.cc)
+target_link_libraries(dns_roundtrip PRIVATE libnet::dns)
+add_executable(dns_roundtrip_shared dns_roundtrip.cc)
+target_link_libraries(dns_roundtrip_shared PRIVATE libnet::dns_shared)
 EOF
 make_certs "$tmp/certs"
 
@@ -56,6 +64,16 @@ needs_library build/tls_roundtrip_shared "libnet_tls\.so\.${version%%.*}" ||
   fail "tls_roundtrip_shared (libnet::tls_shared) does not need libnet_tls.so.${version%%.*}"
 needs_library build/echo_roundtrip_shared 'libssl\.so.*' &&
   fail "echo_roundtrip_shared links OpenSSL without using TLS"
+run_dns build/dns_roundtrip
+run_dns build/dns_roundtrip_shared
+needs_library build/dns_roundtrip_shared "libnet_dns\.so\.${version%%.*}" ||
+  fail "dns_roundtrip_shared (libnet::dns_shared) does not need libnet_dns.so.${version%%.*}"
+needs_library build/dns_roundtrip 'libnet\(_dns\)\?\.so.*' &&
+  fail "dns_roundtrip (libnet::dns) needs a libnet shared library; the archives were expected"
+needs_library build/dns_roundtrip 'libcares\.so.*' ||
+  fail "dns_roundtrip (libnet::dns) does not need libcares.so"
+needs_library build/echo_roundtrip_shared 'libcares\.so.*' &&
+  fail "echo_roundtrip_shared links c-ares without using the resolver"
 needs_library build/echo_roundtrip 'libnet\.so.*' &&
   fail "echo_roundtrip (libnet::libnet) needs libnet.so; the static library was expected"
 needs_library build/echo_roundtrip_shared "libnet\.so\.${version%%.*}" ||
@@ -90,6 +108,6 @@ bounded 120 "find_package version requests" cmake -S versions -B build-versions 
   "-DACCEPT=0;0.1;0.1.0;0.0.9;0.1...<1;0...0.1.0" \
   "-DREJECT=0.1.1;0.2;1;1.0;0.2...<1;1...<2;0.0.1...<0.1"
 
-echo "ok: cmake consumer: find_package(libnet 0.1 COMPONENTS tls), libnet::libnet," \
-  "libnet::libnet_shared, libnet::tls and libnet::tls_shared built and echoed, also from a" \
-  "moved prefix; version checks hold ($(elapsed) s)"
+echo "ok: cmake consumer: find_package(libnet 0.1 COMPONENTS tls dns), libnet::libnet," \
+  "libnet::libnet_shared, libnet::tls, libnet::tls_shared, libnet::dns and libnet::dns_shared" \
+  "built and echoed, also from a moved prefix; version checks hold ($(elapsed) s)"

@@ -75,3 +75,9 @@ run_tls() {
   bounded 30 "running $1" "$1" "$2/server.pem" "$2/server.key" "$2/ca.pem"
   grep -q '^tls_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'tls_roundtrip: OK'"
 }
+
+# run_dns PROGRAM: a dns_roundtrip build resolved localhost and echoed.
+run_dns() {
+  bounded 30 "running $1" "$1"
+  grep -q '^dns_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'dns_roundtrip: OK'"
+}

@@ -25,8 +25,13 @@ root=$stage/usr
 # --- the tree ---
 for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClient.h \
   include/net/http/HttpServer.h include/net/coro/Coro.h include/base/Timestamp.h \
-  include/base/Logging.h \
+  include/base/Logging.h include/net/SocketAddress.h include/net/SignalSet.h \
+  include/net/HappyEyeballs.h include/net/NameResolver.h include/net/ConnectFailure.h \
+  include/net/ConnectAttempt.h include/net/coro/Signal.h include/net/tls/TlsLayer.h \
+  include/net/dns/Resolver.h include/net/dns/CoroResolve.h \
   lib/libnet.a "lib/libnet.so.$version" lib/pkgconfig/libnet.pc \
+  lib/libnet_tls.a "lib/libnet_tls.so.$version" lib/pkgconfig/libnet_tls.pc \
+  lib/libnet_dns.a "lib/libnet_dns.so.$version" lib/pkgconfig/libnet_dns.pc \
   lib/cmake/libnet/libnetConfig.cmake lib/cmake/libnet/libnetConfigVersion.cmake \
   share/licenses/libnet/LICENSE share/libnet/install_manifest.txt; do
   [[ -f $root/$file ]] || fail "$file was not installed"
@@ -38,6 +43,18 @@ cmp -s "$repo/LICENSE" "$root/share/licenses/libnet/LICENSE" ||
 [[ $(readlink "$root/lib/libnet.so") == "libnet.so.$soversion" ]] ||
   fail "lib/libnet.so is not a link to libnet.so.$soversion"
 [[ ! -e $root/include/net/poller ]] || fail "net/poller/ headers were installed"
+# Headers that are sources of their library (its inside), never public.
+for file in net/dns/AddressCache.h net/UnixSocketFile.h net/ConnectionInput.h \
+  net/ConnectionSocket.h net/TcpConnectionImpl.h net/coro/TaskContext.h net/coro/StreamState.h; do
+  [[ -f $repo/$file ]] || fail "$file is not in the checkout: update this list"
+  [[ ! -e $root/include/$file ]] || fail "the private header $file was installed"
+done
+for component in tls dns; do
+  [[ $(readlink "$root/lib/libnet_$component.so.$soversion") == "libnet_$component.so.$version" ]] ||
+    fail "lib/libnet_$component.so.$soversion is not a link to libnet_$component.so.$version"
+  [[ $(readlink "$root/lib/libnet_$component.so") == "libnet_$component.so.$soversion" ]] ||
+    fail "lib/libnet_$component.so is not a link to libnet_$component.so.$soversion"
+done
 unexpected=$(find "$root/include" -type f ! -name '*.h' ! -path "$root/include/other.h")
 [[ -z $unexpected ]] || fail "not headers: $unexpected"
 if grep -rlE '#[[:space:]]*include[[:space:]]*[<"](net/poller/|liburing)' "$root/include"; then
@@ -50,6 +67,23 @@ for member in Timestamp.o EventLoop.o PollerFactory.o UringPoller.o TcpServer.o 
 done
 soname=$(readelf -d "$root/lib/libnet.so.$version")
 grep -q "(SONAME).*\[libnet\.so\.$soversion\]" <<<"$soname" || fail "libnet.so's soname is not libnet.so.$soversion"
+# The resolver is in libnet_dns alone, with c-ares: libnet stays without it.
+dns_members=$(ar t "$root/lib/libnet_dns.a")
+[[ $(sort <<<"$dns_members" | tr '\n' ' ') == "AddressCache.o CoroResolve.o Resolver.o " ]] ||
+  fail "libnet_dns.a holds: $(tr '\n' ' ' <<<"$dns_members")"
+grep -qx 'Resolver.o' <<<"$members" && fail "libnet.a holds the resolver"
+dns_dynamic=$(readelf -d "$root/lib/libnet_dns.so.$version")
+grep -q "(SONAME).*\[libnet_dns\.so\.$soversion\]" <<<"$dns_dynamic" ||
+  fail "libnet_dns.so's soname is not libnet_dns.so.$soversion"
+grep -q "(NEEDED).*\[libcares\.so\.2\]" <<<"$dns_dynamic" || fail "libnet_dns.so does not need libcares.so.2"
+grep -q "(NEEDED).*\[libnet\.so\.$soversion\]" <<<"$dns_dynamic" ||
+  fail "libnet_dns.so does not need libnet.so.$soversion"
+dns_symbols=$(nm -DC --defined-only "$root/lib/libnet_dns.so.$version")
+grep -qF 'libnet::dns::Resolver::lookup(' <<<"$dns_symbols" ||
+  fail "libnet_dns.so does not define libnet::dns::Resolver::lookup"
+needs_library "$root/lib/libnet.so.$version" 'libcares\.so.*' && fail "libnet.so needs c-ares"
+grep -q '^Requires.private: libcares' "$root/lib/pkgconfig/libnet_dns.pc" ||
+  fail "libnet_dns.pc does not require libcares"
 symbols=$(nm -DC --defined-only "$root/lib/libnet.so.$version")
 for symbol in 'libnet::TcpServer::start()' 'libnet::http::HttpServer::HttpServer(' 'libnet::newPoller('; do
   grep -qF "$symbol" <<<"$symbols" || fail "libnet.so does not define $symbol"
@@ -90,9 +124,14 @@ info=$(dpkg-deb --field "$deb" Package Version Depends)
 grep -qx 'Package: libnet-dev' <<<"$info" || fail "package name: $info"
 grep -qx "Version: $version" <<<"$info" || fail "package version: $info"
 grep -q '^Depends: .*liburing-dev (>= 2.3).*liburing2' <<<"$info" || fail "package dependencies: $info"
+for runtime in libc-ares2 libssl3; do
+  grep -q "^Depends: .*$runtime" <<<"$info" || fail "the package does not depend on $runtime: $info"
+done
 contents=$(dpkg-deb --contents "$deb" | awk '{ print $6 }')
 for file in ./usr/include/net/EventLoop.h ./usr/lib/libnet.a "./usr/lib/libnet.so.$version" \
   ./usr/lib/pkgconfig/libnet.pc ./usr/lib/cmake/libnet/libnetConfig.cmake \
+  ./usr/include/net/dns/Resolver.h ./usr/lib/libnet_dns.a "./usr/lib/libnet_dns.so.$version" \
+  ./usr/lib/pkgconfig/libnet_dns.pc \
   ./usr/share/licenses/libnet/LICENSE; do
   grep -qx "$file" <<<"$contents" || fail "the package lacks $file"
 done

@@ -10,7 +10,9 @@
 #                                                   the archive named, system
 #                                                   libraries shared (no pkg-config)
 # and runs each; the .pc files state the licence (License: MIT) and pass
-# pkg-config --validate. Needs pkg-config (pkgconf) and g++; prints "ok: ..."
+# pkg-config --validate. The components the same way: tls_roundtrip.cc with
+# libnet_tls, dns_roundtrip.cc with libnet_dns (shared, and from the archives
+# with -lcares). Needs pkg-config (pkgconf) and g++; prints "ok: ..."
 # and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
 
@@ -27,7 +29,7 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 installed=$(pkg-config --modversion libnet) || fail "pkg-config does not find libnet in $PKG_CONFIG_PATH"
 [[ $installed == "$version" ]] || fail "pkg-config says libnet $installed, VERSION says $version"
 # pkgconf before 1.9 has no License field: it must skip it, not reject the file.
-for pc in libnet libnet_tls; do
+for pc in libnet libnet_tls libnet_dns; do
   grep -qx 'License: MIT' "$prefix/lib/pkgconfig/$pc.pc" || fail "$pc.pc has no 'License: MIT'"
   bounded 30 "pkg-config --validate $pc" pkg-config --validate "$pc"
 done
@@ -69,6 +71,24 @@ bounded 300 "g++ with libnet_tls.a and libnet.a named" \
 run_tls ./tls_archive "$tmp/certs"
 needs_library echo_shared 'libssl\.so.*' && fail "echo_shared links OpenSSL without using TLS"
 
+# The resolver: libnet_dns.pc brings libnet and c-ares.
+cp "$repo/tests/consumers/dns_roundtrip.cc" .
+read -r -a dns_flags <<<"$(pkg-config --cflags --libs libnet_dns)" ||
+  fail "pkg-config does not find libnet_dns"
+bounded 300 "g++ with pkg-config --libs libnet_dns" \
+  g++ dns_roundtrip.cc "${dns_flags[@]}" -Wl,-rpath,"$prefix/lib" -o dns_shared
+needs_library dns_shared "libnet_dns\.so\.${version%%.*}" || fail "dns_shared does not need libnet_dns.so"
+run_dns ./dns_shared
+read -r -a dns_static_flags <<<"$(pkg-config --libs --static libnet_dns)"
+[[ " ${dns_static_flags[*]} " == *" -lcares "* ]] ||
+  fail "pkg-config --libs --static libnet_dns does not give -lcares: ${dns_static_flags[*]}"
+bounded 300 "g++ with libnet_dns.a and libnet.a named" \
+  g++ -std=c++20 -I"$prefix/include" dns_roundtrip.cc "$prefix/lib/libnet_dns.a" \
+  "$prefix/lib/libnet.a" -lcares -luring -pthread -o dns_archive
+needs_library dns_archive 'libnet\(_dns\)\?\.so.*' && fail "dns_archive needs a libnet shared library"
+run_dns ./dns_archive
+needs_library echo_shared 'libcares\.so.*' && fail "echo_shared links c-ares without using the resolver"
+
 echo "ok: pkg-config consumer: libnet $version linked shared (-lnet), fully static (--static)" \
   "and from libnet.a, each echoed; libnet_tls shared and from the archives, echoed over" \
-  "TLS ($(elapsed) s)"
+  "TLS; libnet_dns shared and from the archives, resolved and echoed ($(elapsed) s)"
