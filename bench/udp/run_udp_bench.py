@@ -104,6 +104,9 @@ def parse_args():
     p.add_argument("--flows", default="1,64")
     p.add_argument("--modes", default="oneway,echo")
     p.add_argument("--window", type=int, default=1, help="datagrams in flight per flow (echo)")
+    p.add_argument("--gso", type=int, default=1,
+                   help="oneway with --client libnet: datagrams per send (UDP_SEGMENT), so "
+                        "that one client thread offers more than any server here takes")
     p.add_argument("--seconds", type=float, default=5)
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="1 s x 1 run")
@@ -118,6 +121,8 @@ def parse_args():
     args.flows = [int(x) for x in args.flows.split(",")]
     if args.runs < 1 or args.seconds <= 0 or args.window < 1:
         p.error("--runs, --seconds and --window must be positive")
+    if args.gso > 1 and (args.client != "libnet" or args.modes != ["oneway"]):
+        p.error("--gso needs --client libnet and --modes oneway")
     return args
 
 
@@ -235,6 +240,8 @@ def run_once(args, paths, tmp, server, size, flows, mode):
         client_argv += ["--window", str(args.window)]
     if args.client == "libnet":
         client_argv += ["--backend", args.client_backend]
+    if args.gso > 1:
+        client_argv += ["--gso", str(args.gso), "--window", "256"]
     err_path = os.path.join(tmp, "server.err")
     proc, _ = start_server(server_argv, err_path)
     try:
@@ -395,12 +402,13 @@ def main():
             print(markdown(args, cells, mode))
         print("Client: %s%s, %g s per run, median of %d runs (min–max), servers side by side; "
               "server on CPU %d, client on CPU %d%s. Echo: %d datagram(s) in flight per "
-              "flow. CPU: server utime+stime per datagram it received. Loss: oneway, sent "
+              "flow.%s CPU: server utime+stime per datagram it received. Loss: oneway, sent "
               "but not received by the server; echo, the client's lost count.\n" % (
                   args.client, " (--backend %s)" % args.client_backend
                   if args.client == "libnet" else "", args.seconds, args.runs, SERVER_CPU,
                   CLIENT_CPU, ", private network namespace" if in_netns else "",
-                  args.window))
+                  args.window, " Client sends: %d datagrams per sendmsg (GSO)." % args.gso
+                  if args.gso > 1 else ""))
         if args.csv and rows:
             with open(args.csv, "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=list(rows[0]))
