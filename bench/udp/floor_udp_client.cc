@@ -41,13 +41,13 @@
 
 #include "bench/udp/Payload.h"
 #include "bench/udp/ServerArgs.h"
-#include "bench/udp/UniqueFd.h"
 #include "pingpong/CommandLine.h"
+#include "pingpong/floor/UniqueFd.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using udpbench::UniqueFd;
+using pingpong::UniqueFd;
 
 constexpr const char* kProgram = "floor_udp_client";
 constexpr size_t kBufferBytes = 65536;

@@ -20,13 +20,15 @@
 #include <vector>
 
 #include "bench/udp/ServerArgs.h"
-#include "bench/udp/UniqueFd.h"
+#include "pingpong/floor/FloorSetup.h"
+#include "pingpong/floor/UniqueFd.h"
 
 namespace {
 
+using pingpong::blockTerminationSignals;
+using pingpong::UniqueFd;
 using udpbench::ServerArgs;
 using udpbench::ServerCounters;
-using udpbench::UniqueFd;
 
 constexpr const char* kProgram = "floor_udp_echo_server";
 // Large enough for any UDP payload, so that nothing is ever truncated.
@@ -170,19 +172,6 @@ class FloorServer {
   std::vector<mmsghdr> sendHeaders_;
   ServerCounters counters_;
 };
-
-UniqueFd blockTerminationSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  if (const int err = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); err != 0) {
-    throw std::system_error(err, std::generic_category(), "pthread_sigmask");
-  }
-  UniqueFd fd(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
-  if (!fd.valid()) throwErrno("signalfd");
-  return fd;
-}
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // Owns one file descriptor and closes it on destruction. Move-only. Used by
-// the floor servers, which deliberately avoid libnet, for listeners, epoll
-// instances, signalfds and connections. Not thread-safe; the owner decides.
+// the floor programs (these and bench/udp's), which deliberately avoid
+// libnet, for sockets, epoll instances and signalfds. Not thread-safe; the
+// owner decides.
 #pragma once
 
 #include <unistd.h>
