@@ -72,7 +72,6 @@ class Connector : public std::enable_shared_from_this<Connector> {
   void restart();  // loop thread: start over with the initial delay
   void stop();     // any thread: no more attempts; abandons one in progress
 
-  [[nodiscard]] const SocketAddress& serverAddress() const { return serverAddr_; }
   // "host:port" by name, else the server address.
   [[nodiscard]] std::string target() const;
   // Attempts made so far (for tests and diagnostics).

@@ -1,5 +1,6 @@
 #include "examples/common/Flags.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <iostream>
@@ -127,6 +128,7 @@ void Flags::addSwitch(std::string name, bool* target) {
 }
 
 std::optional<int> Flags::parse(int argc, char* argv[]) {
+  std::vector<std::string_view> given;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -161,6 +163,17 @@ std::optional<int> Flags::parse(int argc, char* argv[]) {
     }
     if (const std::string error = option->set(*value); !error.empty()) {
       std::cerr << program_ << ": " << name << ": " << error << " (see --help)\n";
+      return kExitUsage;
+    }
+    given.push_back(option->name);
+  }
+  const auto wasGiven = [&given](const std::string& n) {
+    return std::find(given.begin(), given.end(), n) != given.end();
+  };
+  for (const auto& [a, b] : exclusive_) {
+    if (wasGiven(a) && wasGiven(b)) {
+      std::cerr << program_ << ": " << a << " and " << b
+                << " cannot be given together (see --help)\n";
       return kExitUsage;
     }
   }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "net/InetAddress.h"
@@ -52,6 +53,11 @@ class Flags {
   // Arguments that are not options ("NAME..."), in order; without this, one
   // is reported as an unknown option.
   void setPositional(std::vector<std::string>* target) { positional_ = target; }
+  // Options that cannot be given together ("--unix" names the server instead
+  // of "--address"): both given is a usage error naming them.
+  void exclude(std::string a, std::string b) {
+    exclusive_.emplace_back(std::move(a), std::move(b));
+  }
 
   // nullopt: go on. Otherwise the exit status to return now (0 after --help,
   // kExitUsage after a bad option, with the reason printed to stderr).
@@ -70,6 +76,7 @@ class Flags {
   std::string usage_;
   std::vector<Option> options_;
   std::vector<std::string>* positional_ = nullptr;
+  std::vector<std::pair<std::string, std::string>> exclusive_;
 };
 
 }  // namespace libnet

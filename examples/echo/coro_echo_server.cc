@@ -76,6 +76,8 @@ int main(int argc, char* argv[]) {
   flags.addAddress("--address", &address);
   flags.addPort("--port", &port);
   flags.addUnixSocket("--unix", &unixSocket);
+  flags.exclude("--unix", "--address");
+  flags.exclude("--unix", "--port");
   flags.addInt("--threads", &threads, 0, 1024);
   flags.addBackend("--backend", &backend);
   flags.addInt("--idle-timeout", &idleSeconds, 0, 86400);

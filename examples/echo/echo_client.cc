@@ -109,6 +109,10 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
     return std::string();
   });
   flags.addUnixSocket("--unix", &options->unixSocket);
+  flags.exclude("--unix", "--address");
+  flags.exclude("--unix", "--port");
+  flags.exclude("--unix", "--host");
+  flags.exclude("--host", "--address");
   flags.addCustom("--message", [options](std::string_view text) {
     // An empty message would have nothing to echo and nothing to verify.
     if (text.empty()) return std::string("must not be empty");

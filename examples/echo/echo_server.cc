@@ -107,6 +107,8 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
   flags.addAddress("--address", &options->address);
   flags.addPort("--port", &options->port);
   flags.addUnixSocket("--unix", &options->unixSocket);
+  flags.exclude("--unix", "--address");
+  flags.exclude("--unix", "--port");
   flags.addInt("--threads", &options->threads, 0, kMaxThreads);
   flags.addBackend("--backend", &options->backend);
   flags.addInt("--idle-timeout", &options->idleTimeoutSeconds, 0, kMaxIdleTimeoutSeconds);

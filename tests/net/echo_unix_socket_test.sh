@@ -119,4 +119,14 @@ status=0
 "$ECHO_SERVER" --unix "/tmp/$(printf 'a%.0s' {1..200})" >/dev/null 2>"$WORK/long.err" || status=$?
 [[ $status -eq 2 ]] || fail "a 205-byte path: exit $status, wanted 2"
 grep -q "the limit is 107" "$WORK/long.err" || fail "a 205-byte path: $(cat "$WORK/long.err")"
+
+# A Unix socket and a TCP address at once: a usage error, not one of them
+# chosen silently.
+for program in "$ECHO_SERVER" "$CORO_SERVER" "$CLIENT"; do
+  status=0
+  "$program" --unix "@never-used" --port 7 >/dev/null 2>"$WORK/both.err" || status=$?
+  [[ $status -eq 2 ]] || fail "$program --unix with --port: exit $status, wanted 2"
+  grep -q -- "--unix and --port cannot be given together" "$WORK/both.err" ||
+    fail "$program --unix with --port: $(cat "$WORK/both.err")"
+done
 echo "ok: refusals"
