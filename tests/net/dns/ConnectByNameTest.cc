@@ -24,23 +24,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class ConnectByNameTest : public LoopTest {
+class ConnectByNameTest : public DnsmasqSuite {
  protected:
-  static void SetUpTestSuite() {
-    dnsmasq_ = new DnsServerProcess;
-    started_ = dnsmasq_->startDnsmasq();
-  }
-  static void TearDownTestSuite() {
-    delete dnsmasq_;
-    dnsmasq_ = nullptr;
-  }
   void SetUp() override {
-    LoopTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(started_) << dnsmasq_->why();
+    DnsmasqSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     loop_ = std::make_unique<EventLoop>(GetParam());
     dns::Resolver::Options options;
-    options.servers = {dnsmasq_->address()};
+    options.servers = {dnsmasq()};
     options.useHostsFile = false;
     options.searchDomains = std::vector<std::string>{};
     resolver_ = std::make_shared<dns::Resolver>(loop_.get(), options);
@@ -61,15 +52,10 @@ class ConnectByNameTest : public LoopTest {
     return std::string(host) + ":" + std::to_string(server_->listenAddress().port());
   }
 
-  static DnsServerProcess* dnsmasq_;
-  static bool started_;
   std::unique_ptr<EventLoop> loop_;
   std::shared_ptr<dns::Resolver> resolver_;
   std::unique_ptr<TcpServer> server_;
 };
-
-DnsServerProcess* ConnectByNameTest::dnsmasq_ = nullptr;
-bool ConnectByNameTest::started_ = false;
 
 TEST_P(ConnectByNameTest, TcpClientConnectsOverTheFamilyThatAnswers) {
   TcpClient client(loop_.get(), target("loopback.dns.test"), "client",

@@ -23,6 +23,7 @@
 #include "base/UniqueFd.h"
 #include "net/InetAddress.h"
 #include "tests/net/ChildProcess.h"
+#include "tests/net/TestUtil.h"
 
 namespace libnet::test {
 
@@ -180,6 +181,32 @@ class DnsServerProcess {
   std::string output_;
   std::string why_;
   InetAddress address_;
+};
+
+// A suite of tests on both backends sharing one dnsmasq, started before its
+// first test and stopped after its last; each test fails at once if it did
+// not start.
+class DnsmasqSuite : public LoopTest {
+ protected:
+  static void SetUpTestSuite() {
+    dnsmasq_ = new DnsServerProcess;
+    started_ = dnsmasq_->startDnsmasq();
+  }
+  static void TearDownTestSuite() {
+    delete dnsmasq_;
+    dnsmasq_ = nullptr;
+  }
+  void SetUp() override {
+    LoopTest::SetUp();
+    if (IsSkipped()) return;
+    ASSERT_TRUE(started_) << dnsmasq_->why();
+  }
+
+  static InetAddress dnsmasq() { return dnsmasq_->address(); }
+
+ private:
+  inline static DnsServerProcess* dnsmasq_ = nullptr;
+  inline static bool started_ = false;
 };
 
 }  // namespace libnet::test

@@ -80,32 +80,11 @@ ResolveResult resolveNow(EventLoop& loop, NameResolver& resolver, const std::str
   return *got;
 }
 
-class ResolverTest : public LoopTest {
+class ResolverTest : public DnsmasqSuite {
  protected:
-  static void SetUpTestSuite() {
-    dnsmasq_ = new DnsServerProcess;
-    started_ = dnsmasq_->startDnsmasq();
-  }
-  static void TearDownTestSuite() {
-    delete dnsmasq_;
-    dnsmasq_ = nullptr;
-  }
-  void SetUp() override {
-    LoopTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(started_) << dnsmasq_->why();
-  }
-
-  static InetAddress dnsmasq() { return dnsmasq_->address(); }
   // A port of 127.0.0.1 where no name server listens.
   static InetAddress nobody() { return InetAddress("127.0.0.1", *DnsServerProcess::freeUdpPort()); }
-
-  static DnsServerProcess* dnsmasq_;
-  static bool started_;
 };
-
-DnsServerProcess* ResolverTest::dnsmasq_ = nullptr;
-bool ResolverTest::started_ = false;
 
 TEST_P(ResolverTest, NumericAddressesNeedNoServer) {
   EventLoop loop(GetParam());
