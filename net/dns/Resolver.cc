@@ -11,6 +11,7 @@
 #include <cerrno>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -143,6 +144,27 @@ std::optional<ResolveResult> numericResult(std::string_view host, uint16_t port,
   }
   ResolveResult result;
   result.addresses.push_back(*address);
+  return result;
+}
+
+// "localhost" and names under it (any case, a trailing dot allowed) are the
+// loopback addresses without a query or the hosts file, as RFC 6761 (6.3)
+// asks of resolver libraries. c-ares 1.18 does the same only as a fallback
+// when /etc/hosts lacks the family asked for, and that path leaks the name
+// (ares__readaddrinfo's copy is overwritten by ares__addrinfo_localhost's).
+std::optional<ResolveResult> localhostResult(std::string_view host, uint16_t port,
+                                             NameResolver::Family family) {
+  std::string name(host);
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  constexpr std::string_view kLocal = "localhost";
+  const bool local = name == kLocal || (name.size() > kLocal.size() + 1 && name.ends_with(kLocal) &&
+                                        name[name.size() - kLocal.size() - 1] == '.');
+  if (!local) return std::nullopt;
+  ResolveResult result;
+  if (family != NameResolver::Family::kIPv4) result.addresses.emplace_back("::1", port);
+  if (family != NameResolver::Family::kIPv6) result.addresses.emplace_back("127.0.0.1", port);
   return result;
 }
 
@@ -331,8 +353,10 @@ NameResolver::QueryPtr Resolver::Impl::lookup(std::string_view host, uint16_t po
   lookup->family = family;
   lookup->cb = std::move(cb);
   QueryPtr query = std::make_unique<QueryHandle>(lookup);
-  if (std::optional<ResolveResult> numeric = numericResult(host, port, family)) {
-    lookup->result = std::move(*numeric);
+  std::optional<ResolveResult> local = numericResult(host, port, family);
+  if (!local) local = localhostResult(host, port, family);
+  if (local) {
+    lookup->result = std::move(*local);
     ready(std::move(lookup));
     return query;
   }

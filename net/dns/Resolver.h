@@ -58,7 +58,8 @@ class Resolver final : public NameResolver {
     // Tries per server; zero: resolv.conf's "attempts" (c-ares: 4).
     int tries = 0;
     // Look in /etc/hosts before asking DNS (c-ares's "lookups"; with false,
-    // only DNS is asked).
+    // only DNS is asked). "localhost" and names under it are the loopback
+    // addresses either way, without a query (RFC 6761).
     bool useHostsFile = true;
     // Search domains appended to names with fewer dots than ndots; nullopt:
     // resolv.conf's. An empty list makes every name absolute.

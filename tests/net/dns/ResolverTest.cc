@@ -340,6 +340,23 @@ TEST_P(ResolverTest, HostsFileAnswersLocalhostWithoutAServer) {
   EXPECT_EQ(resolver.queriesInFlight(), 0u);
 }
 
+// RFC 6761: localhost names are the loopback addresses, without a server or
+// the hosts file, in every family.
+TEST_P(ResolverTest, LocalhostNamesAreLoopbackWithoutAQuery) {
+  EventLoop loop(GetParam());
+  Resolver resolver(&loop, optionsFor(nobody()));  // no hosts file, no server
+  EXPECT_EQ(ips(resolveNow(loop, resolver, "localhost", Family::kIPv6)),
+            std::vector<std::string>{"::1"});
+  EXPECT_EQ(ips(resolveNow(loop, resolver, "LocalHost.", Family::kIPv4)),
+            std::vector<std::string>{"127.0.0.1"});
+  EXPECT_EQ(ips(resolveNow(loop, resolver, "db.localhost", Family::kAny)),
+            (std::vector<std::string>{"127.0.0.1", "::1"}));
+  // Only under "localhost": a name that merely ends with it is asked for.
+  EXPECT_EQ(resolveNow(loop, resolver, "notlocalhost", Family::kIPv4).error.errc,
+            ResolveErrc::kNoServer);
+  EXPECT_EQ(resolver.queriesInFlight(), 0u);
+}
+
 TEST_P(ResolverTest, BadNames) {
   EventLoop loop(GetParam());
   Resolver resolver(&loop, optionsFor(dnsmasq()));
