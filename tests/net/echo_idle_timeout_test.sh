@@ -36,7 +36,11 @@ check_backend() {
   local err="$WORK/server.$backend.err"
   rm -f "$fifo"
   mkfifo "$fifo"
-  LIBNET_LOG_LEVEL=INFO LIBNET_POLLER=$backend timeout -k "$EXIT_TIMEOUT" 120 \
+  # --foreground: our SIGTERM goes to the server alone. Without it timeout
+  # also sends SIGTERM and SIGCONT to its process group, and a SIGCONT that
+  # lands while LeakSanitizer stops the exiting server to scan it cancels
+  # the ptrace stop LeakSanitizer waits for: the ASan run hangs.
+  LIBNET_LOG_LEVEL=INFO LIBNET_POLLER=$backend timeout --foreground -k "$EXIT_TIMEOUT" 120 \
     "$SERVER" --address 127.0.0.1 --port 0 --idle-timeout "$IDLE_TIMEOUT" >"$fifo" 2>"$err" &
   local server=$!
   exec 3<"$fifo"

@@ -32,7 +32,11 @@ start_server() {
   local fifo="$WORK/$name.fifo"
   rm -f "$fifo"
   mkfifo "$fifo"
-  LIBNET_POLLER=$backend timeout -k "$EXIT_TIMEOUT" 120 "$binary" --unix "$where" \
+  # --foreground: our SIGTERM goes to the server alone. Without it timeout
+  # also sends SIGTERM and SIGCONT to its process group, and a SIGCONT that
+  # lands while LeakSanitizer stops the exiting server to scan it cancels
+  # the ptrace stop LeakSanitizer waits for: the ASan run hangs.
+  LIBNET_POLLER=$backend timeout --foreground -k "$EXIT_TIMEOUT" 120 "$binary" --unix "$where" \
     >"$fifo" 2>"$WORK/$name.err" &
   SERVER_PID=$!
   exec 3<"$fifo"
