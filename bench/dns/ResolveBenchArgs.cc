@@ -41,6 +41,18 @@ std::string expand(const std::string& pattern, uint64_t i) {
   return pattern.substr(0, at) + std::to_string(i) + pattern.substr(at + 2);
 }
 
+// The names of a --names file, one a line; a usage error if there are none.
+std::vector<std::string> readNames(const ResolveBenchOptions& options, const std::string& file) {
+  std::ifstream in(file);
+  if (!in) usageError(options, "cannot read --names file " + file);
+  std::vector<std::string> names;
+  for (std::string name; std::getline(in, name);) {
+    if (!name.empty()) names.push_back(name);
+  }
+  if (names.empty()) usageError(options, "--names file " + file + " has no names");
+  return names;
+}
+
 }  // namespace
 
 ResolveBenchArgs parseResolveBenchArgs(int argc, char** argv, const ResolveBenchOptions& options) {
@@ -85,12 +97,7 @@ ResolveBenchArgs parseResolveBenchArgs(int argc, char** argv, const ResolveBench
     if (!pattern.empty() || !distinct.empty()) {
       usageError(options, "--names excludes --name-pattern and --distinct");
     }
-    std::ifstream in(namesFile);
-    if (!in) usageError(options, "cannot read --names file " + namesFile);
-    for (std::string name; std::getline(in, name);) {
-      if (!name.empty()) args.names.push_back(name);
-    }
-    if (args.names.empty()) usageError(options, "--names file " + namesFile + " has no names");
+    args.names = readNames(options, namesFile);
     return args;
   }
   if (pattern.empty()) pattern = kDefaultPattern;

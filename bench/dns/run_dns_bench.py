@@ -348,6 +348,54 @@ def markdown(args, cells):
     return "\n".join(lines) + "\n"
 
 
+def run_all(args, paths, dnsmasq_pid):
+    """Every peer at every in-flight level, --runs times, the peers' order rotating."""
+    cells = {}
+    rows = []
+    total = len(args.peers) * len(args.inflight) * args.runs
+    done = 0
+    started = time.time()
+    for rep in range(args.runs):
+        for inflight in args.inflight:
+            k = rep % len(args.peers)
+            for peer in args.peers[k:] + args.peers[:k]:
+                done += 1
+                label = "run %d %s, %d in flight" % (rep + 1, peer, inflight)
+                try:
+                    r = run_once(args, paths, dnsmasq_pid, peer, inflight)
+                except RunError as e:
+                    log("[%d/%d] %s: FAILED: %s" % (done, total, label, e))
+                    continue
+                cells.setdefault((peer, inflight), []).append(r)
+                rows.append(dict(run=rep + 1, peer=peer, inflight=inflight, **r))
+                eta = (time.time() - started) / done * (total - done)
+                log("[%d/%d] %s: %.0f lookups/s, %.1f µs CPU/lookup, %d threads, %d failed"
+                    "%s (eta %s)" % (done, total, label, r["rate"], r["cpu_us"],
+                                     r["threads"], r["failed"],
+                                     " (%s)" % r["first_error"] if r["first_error"] else "",
+                                     benchlib.fmt_dur(eta)))
+    return cells, rows
+
+
+def report(args, cells):
+    """The markdown table and how it was made, on stdout."""
+    print("## Resolver: libnet vs Boost.Asio's resolver vs a getaddrinfo pool\n")
+    print("%s, %s, kernel %s, %d CPUs, %s; %s UTC\n" % (
+        platform.node(), benchlib.cpu_model(), platform.release(), os.cpu_count() or 1,
+        benchlib.first_line([benchlib.find_tool("dnsmasq"), "--version"]),
+        datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")))
+    print("Command: `%s`\n" % " ".join(shlex.quote(a) for a in
+                                       ["bench/dns/run_dns_bench.py"] + sys.argv[1:]))
+    print(markdown(args, cells))
+    print("%d lookups of distinct names per run, median of %d runs (min–max), peers side "
+          "by side; dnsmasq on CPU %d (%s:53, *.%s -> %s%s), peer on CPU %d%s. CPU: the "
+          "peer process's utime+stime over its lookups, every thread. threads: the "
+          "peer's thread count at the end. getaddrinfo-pool: %d threads.\n" % (
+              args.count, args.runs, DNSMASQ_CPU, args.dns_address, DOMAIN, ANSWER_V4,
+              " and " + ANSWER_V6 if args.aaaa else ", AAAA empty", CLIENT_CPU,
+              "" if args.no_netns else ", private network namespace", args.threads))
+
+
 def main():
     args = parse_args()
     if os.environ.get(NAMESPACE_ENV) is None:
@@ -366,45 +414,8 @@ def main():
         point_resolver_at(args, tmp)
         dnsmasq = start_dnsmasq(args, benchlib.find_tool("dnsmasq"), tmp)
         log("dnsmasq answers *.%s on %s:53" % (DOMAIN, args.dns_address))
-        cells = {}
-        rows = []
-        total = len(args.peers) * len(args.inflight) * args.runs
-        done = 0
-        started = time.time()
-        for rep in range(args.runs):
-            for inflight in args.inflight:
-                k = rep % len(args.peers)
-                for peer in args.peers[k:] + args.peers[:k]:
-                    done += 1
-                    label = "run %d %s, %d in flight" % (rep + 1, peer, inflight)
-                    try:
-                        r = run_once(args, paths, dnsmasq.pid, peer, inflight)
-                    except RunError as e:
-                        log("[%d/%d] %s: FAILED: %s" % (done, total, label, e))
-                        continue
-                    cells.setdefault((peer, inflight), []).append(r)
-                    rows.append(dict(run=rep + 1, peer=peer, inflight=inflight, **r))
-                    eta = (time.time() - started) / done * (total - done)
-                    log("[%d/%d] %s: %.0f lookups/s, %.1f µs CPU/lookup, %d threads, %d failed"
-                        "%s (eta %s)" % (done, total, label, r["rate"], r["cpu_us"],
-                                         r["threads"], r["failed"],
-                                         " (%s)" % r["first_error"] if r["first_error"] else "",
-                                         benchlib.fmt_dur(eta)))
-        print("## Resolver: libnet vs Boost.Asio's resolver vs a getaddrinfo pool\n")
-        print("%s, %s, kernel %s, %d CPUs, %s; %s UTC\n" % (
-            platform.node(), benchlib.cpu_model(), platform.release(), os.cpu_count() or 1,
-            benchlib.first_line([benchlib.find_tool("dnsmasq"), "--version"]),
-            datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")))
-        print("Command: `%s`\n" % " ".join(shlex.quote(a) for a in
-                                           ["bench/dns/run_dns_bench.py"] + sys.argv[1:]))
-        print(markdown(args, cells))
-        print("%d lookups of distinct names per run, median of %d runs (min–max), peers side "
-              "by side; dnsmasq on CPU %d (%s:53, *.%s -> %s%s), peer on CPU %d%s. CPU: the "
-              "peer process's utime+stime over its lookups, every thread. threads: the "
-              "peer's thread count at the end. getaddrinfo-pool: %d threads.\n" % (
-                  args.count, args.runs, DNSMASQ_CPU, args.dns_address, DOMAIN, ANSWER_V4,
-                  " and " + ANSWER_V6 if args.aaaa else ", AAAA empty", CLIENT_CPU,
-                  "" if args.no_netns else ", private network namespace", args.threads))
+        cells, rows = run_all(args, paths, dnsmasq.pid)
+        report(args, cells)
         if args.csv and rows:
             with open(args.csv, "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -95,6 +95,13 @@ bool parseServer(const std::string& text, ClientArgs* args) {
                                       &args->serverLength);
 }
 
+// The number `text` of option `name`, within [lo, hi]; a usage error if not.
+long numberOf(const char* name, const std::string& text, long lo, long hi) {
+  const auto n = cmdline::parseNumber(text, lo, hi);
+  if (!n) usageError(std::string("bad ") + name + ": " + text);
+  return *n;
+}
+
 ClientArgs parseArgs(int argc, char** argv) {
   std::string server, backend, flows, size, sizes, mode, count, seconds, window, batch, loss;
   bool verify = false;
@@ -116,11 +123,7 @@ ClientArgs parseArgs(int argc, char** argv) {
   args.verify = verify;
   if (server.empty()) usageError("missing --server");
   if (!parseServer(server, &args)) usageError("bad --server (want ADDR:PORT): " + server);
-  if (!flows.empty()) {
-    const auto n = cmdline::parseNumber(flows, 1, 10000);
-    if (!n) usageError("bad --flows: " + flows);
-    args.flows = static_cast<int>(*n);
-  }
+  if (!flows.empty()) args.flows = static_cast<int>(numberOf("--flows", flows, 1, 10000));
   if (!size.empty() && !sizes.empty()) usageError("--size and --sizes exclude each other");
   if (!size.empty()) {
     const auto n = cmdline::parseNumber(size, udpbench::kHeaderBytes, udpbench::kMaxDatagram);
@@ -136,11 +139,7 @@ ClientArgs parseArgs(int argc, char** argv) {
     args.oneway = mode == "oneway";
   }
   if (!count.empty() && !seconds.empty()) usageError("--count and --seconds exclude each other");
-  if (!count.empty()) {
-    const auto n = cmdline::parseNumber(count, 1, 1L << 50);
-    if (!n) usageError("bad --count: " + count);
-    args.count = static_cast<uint64_t>(*n);
-  }
+  if (!count.empty()) args.count = static_cast<uint64_t>(numberOf("--count", count, 1, 1L << 50));
   if (!seconds.empty()) {
     char* end = nullptr;
     args.seconds = std::strtod(seconds.c_str(), &end);
@@ -148,20 +147,10 @@ ClientArgs parseArgs(int argc, char** argv) {
       usageError("bad --seconds: " + seconds);
     }
   }
-  if (!window.empty()) {
-    const auto n = cmdline::parseNumber(window, 1, 1 << 16);
-    if (!n) usageError("bad --window: " + window);
-    args.window = static_cast<int>(*n);
-  }
-  if (!batch.empty()) {
-    const auto n = cmdline::parseNumber(batch, 1, 1024);
-    if (!n) usageError("bad --batch: " + batch);
-    args.batch = static_cast<int>(*n);
-  }
+  if (!window.empty()) args.window = static_cast<int>(numberOf("--window", window, 1, 1 << 16));
+  if (!batch.empty()) args.batch = static_cast<int>(numberOf("--batch", batch, 1, 1024));
   if (!loss.empty()) {
-    const auto n = cmdline::parseNumber(loss, 1, 600000);
-    if (!n) usageError("bad --loss-timeout-ms: " + loss);
-    args.lossTimeout = std::chrono::milliseconds(*n);
+    args.lossTimeout = std::chrono::milliseconds(numberOf("--loss-timeout-ms", loss, 1, 600000));
   }
   return args;
 }

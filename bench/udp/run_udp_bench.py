@@ -227,21 +227,27 @@ def stop_server(proc, err_path):
                                                                   tail(err_path)))
 
 
+def client_command(args, paths, port, size, flows, mode):
+    """The load client's argv for one cell."""
+    argv = [paths["%s_client" % args.client], "--server", "127.0.0.1:%d" % port,
+            "--flows", str(flows), "--size", str(size), "--mode", mode,
+            "--seconds", "%g" % args.seconds]
+    if mode == "echo":
+        argv += ["--window", str(args.window)]
+    if args.client == "libnet":
+        argv += ["--backend", args.client_backend]
+    if args.gso > 1:
+        argv += ["--gso", str(args.gso), "--window", "256"]
+    return argv
+
+
 def run_once(args, paths, tmp, server, size, flows, mode):
     binary, extra = SERVERS[server]
     port = free_udp_port()
     server_argv = [paths[binary], "--port", str(port)] + extra
     if mode == "oneway":
         server_argv.append("--sink")
-    client_argv = [paths["%s_client" % args.client], "--server", "127.0.0.1:%d" % port,
-                   "--flows", str(flows), "--size", str(size), "--mode", mode,
-                   "--seconds", "%g" % args.seconds]
-    if mode == "echo":
-        client_argv += ["--window", str(args.window)]
-    if args.client == "libnet":
-        client_argv += ["--backend", args.client_backend]
-    if args.gso > 1:
-        client_argv += ["--gso", str(args.gso), "--window", "256"]
+    client_argv = client_command(args, paths, port, size, flows, mode)
     err_path = os.path.join(tmp, "server.err")
     proc, _ = start_server(server_argv, err_path)
     try:
@@ -350,6 +356,57 @@ def markdown(args, cells, mode):
     return "\n".join(lines)
 
 
+def run_all(args, paths, tmp):
+    """Every cell, every server, --runs times, the servers' order rotating."""
+    cells = {}
+    rows = []
+    combos = [(size, flows, mode) for mode in args.modes for size in args.sizes
+              for flows in args.flows]
+    total = len(combos) * len(args.servers) * args.runs
+    started = time.time()
+    done = 0
+    for rep in range(args.runs):
+        for size, flows, mode in combos:
+            k = rep % len(args.servers)
+            for server in args.servers[k:] + args.servers[:k]:
+                done += 1
+                label = "%s %s %dB %d flows" % (server, mode, size, flows)
+                try:
+                    r = run_once(args, paths, tmp, server, size, flows, mode)
+                except RunError as e:
+                    log("[%d/%d] run %d %s: FAILED: %s" % (done, total, rep + 1, label, e))
+                    continue
+                cells.setdefault((server, size, flows, mode), []).append(r)
+                rows.append(dict(run=rep + 1, server=server, size=size, flows=flows,
+                                 mode=mode, **r))
+                eta = (time.time() - started) / done * (total - done)
+                log("[%d/%d] run %d %s: %.0f/s, %.0f ns CPU/datagram, loss %.2f%% "
+                    "(eta %s)" % (done, total, rep + 1, label, r["rate"], r["cpu_ns"],
+                                  r["loss_pct"], benchlib.fmt_dur(eta)))
+    return cells, rows
+
+
+def report(args, cells, in_netns):
+    """The markdown tables and how they were made, on stdout."""
+    print("## UDP echo: libnet vs Boost.Asio vs the recvmmsg/sendmmsg floor\n")
+    print("%s, %s, kernel %s, %d CPUs; %s UTC\n" % (
+        platform.node(), benchlib.cpu_model(), platform.release(), os.cpu_count() or 1,
+        datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")))
+    print("Command: `%s`\n" % " ".join(shlex.quote(a) for a in
+                                       ["bench/udp/run_udp_bench.py"] + sys.argv[1:]))
+    for mode in args.modes:
+        print(markdown(args, cells, mode))
+    print("Client: %s%s, %g s per run, median of %d runs (min–max), servers side by side; "
+          "server on CPU %d, client on CPU %d%s. Echo: %d datagram(s) in flight per "
+          "flow.%s CPU: server utime+stime per datagram it received. Loss: oneway, sent "
+          "but not received by the server; echo, the client's lost count.\n" % (
+              args.client, " (--backend %s)" % args.client_backend
+              if args.client == "libnet" else "", args.seconds, args.runs, SERVER_CPU,
+              CLIENT_CPU, ", private network namespace" if in_netns else "",
+              args.window, " Client sends: %d datagrams per sendmsg (GSO)." % args.gso
+              if args.gso > 1 else ""))
+
+
 def main():
     args = parse_args()
     if (not args.no_netns and os.environ.get(NETNS_ENV) is None
@@ -367,48 +424,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="libnet-udp-bench-")
     try:
         paths = copy_binaries(args, tmp)
-        cells = {}
-        rows = []
-        combos = [(size, flows, mode) for mode in args.modes for size in args.sizes
-                  for flows in args.flows]
-        total = len(combos) * len(args.servers) * args.runs
-        started = time.time()
-        done = 0
-        for rep in range(args.runs):
-            for size, flows, mode in combos:
-                k = rep % len(args.servers)
-                for server in args.servers[k:] + args.servers[:k]:
-                    done += 1
-                    label = "%s %s %dB %d flows" % (server, mode, size, flows)
-                    try:
-                        r = run_once(args, paths, tmp, server, size, flows, mode)
-                    except RunError as e:
-                        log("[%d/%d] run %d %s: FAILED: %s" % (done, total, rep + 1, label, e))
-                        continue
-                    cells.setdefault((server, size, flows, mode), []).append(r)
-                    rows.append(dict(run=rep + 1, server=server, size=size, flows=flows,
-                                     mode=mode, **r))
-                    eta = (time.time() - started) / done * (total - done)
-                    log("[%d/%d] run %d %s: %.0f/s, %.0f ns CPU/datagram, loss %.2f%% "
-                        "(eta %s)" % (done, total, rep + 1, label, r["rate"], r["cpu_ns"],
-                                      r["loss_pct"], benchlib.fmt_dur(eta)))
-        print("## UDP echo: libnet vs Boost.Asio vs the recvmmsg/sendmmsg floor\n")
-        print("%s, %s, kernel %s, %d CPUs; %s UTC\n" % (
-            platform.node(), benchlib.cpu_model(), platform.release(), os.cpu_count() or 1,
-            datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")))
-        print("Command: `%s`\n" % " ".join(shlex.quote(a) for a in
-                                           ["bench/udp/run_udp_bench.py"] + sys.argv[1:]))
-        for mode in args.modes:
-            print(markdown(args, cells, mode))
-        print("Client: %s%s, %g s per run, median of %d runs (min–max), servers side by side; "
-              "server on CPU %d, client on CPU %d%s. Echo: %d datagram(s) in flight per "
-              "flow.%s CPU: server utime+stime per datagram it received. Loss: oneway, sent "
-              "but not received by the server; echo, the client's lost count.\n" % (
-                  args.client, " (--backend %s)" % args.client_backend
-                  if args.client == "libnet" else "", args.seconds, args.runs, SERVER_CPU,
-                  CLIENT_CPU, ", private network namespace" if in_netns else "",
-                  args.window, " Client sends: %d datagrams per sendmsg (GSO)." % args.gso
-                  if args.gso > 1 else ""))
+        cells, rows = run_all(args, paths, tmp)
+        report(args, cells, in_netns)
         if args.csv and rows:
             with open(args.csv, "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -416,7 +433,6 @@ def main():
                 writer.writerows(rows)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
 
 if __name__ == "__main__":
     main()
