@@ -74,6 +74,30 @@ make_stale_socket() {
   [[ -S "$1" ]] || fail "could not make a stale socket at $1"
 }
 
+# python_echo NAME UNIX: an independent client (Python's socket module) sends
+# 1 MiB in pieces, reading as it goes, and compares the echo byte for byte.
+python_echo() {
+  timeout -k 5 60 python3 - "$2" <<'PY' || fail "$1: the Python client failed"
+import os, socket, sys
+where = sys.argv[1]
+address = "\0" + where[1:] if where.startswith("@") else where
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+s.connect(address)
+data = os.urandom(1 << 20)
+got = bytearray()
+for i in range(0, len(data), 65536):
+    s.sendall(data[i:i + 65536])
+    while len(got) < i + 65536:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            sys.exit("closed after %d bytes" % len(got))
+        got += chunk
+if bytes(got) != data:
+    sys.exit("the echo differs")
+PY
+}
+
 check() {
   local label=$1 binary=$2 backend=$3
   local name="$label.$backend"
@@ -98,6 +122,7 @@ check() {
   local abstract="@libnet-echo-unix-$$-$name"
   start_server "$name.abstract" "$binary" "$backend" "$abstract"
   echo_through "$name.abstract" "$abstract"
+  python_echo "$name.abstract" "$abstract"
   stop_server "$name.abstract"
   echo "ok: $name"
 }

@@ -111,5 +111,30 @@ for backend in epoll uring; do
   [[ $(field received "$summary") -le $sent && $(field received "$summary") -gt 0 &&
      $(field echoed "$summary") -eq 0 ]] || fail "$name: server counts: $summary"
   echo "$name: server $summary"
+
+  # An independent peer: Python's socket module, IPv4 and IPv6, sizes up to
+  # the largest datagram, each echo compared byte for byte.
+  for family in 4 6; do
+    name="python$family.$backend"
+    addr=127.0.0.1
+    [[ $family == 6 ]] && addr=::1
+    start_server "$name" --backend "$backend" --address "$addr"
+    timeout -k 5 60 python3 - "$addr" "$port" <<'PY' || fail "$name: the Python client failed"
+import os, socket, sys
+addr, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+for size in (1, 64, 1200, 9000, 65507):
+    for _ in range(20):
+        data = os.urandom(size)
+        s.sendto(data, (addr, port))
+        echo, peer = s.recvfrom(65536)
+        if echo != data or peer[1] != port:
+            sys.exit("size %d: echo differs or comes from %r" % (size, peer))
+PY
+    stop_server "$name"
+    [[ $(field received "$summary") -eq 100 ]] || fail "$name: server counts: $summary"
+  done
 done
 echo PASS
