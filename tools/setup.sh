@@ -31,6 +31,8 @@ PACKAGES=(
   libc-ares-dev    # c-ares 1.18, the DNS resolver of //net/dns
   dnsmasq-base     # dnsmasq, the real DNS server of the resolver tests and benchmark
   python3-dnslib   # dnslib, the scripted DNS servers of the resolver tests
+  zlib1g-dev       # zlib, permessage-deflate of //net/websocket
+  python3-websockets  # websockets 10.4, the independent WebSocket peer of the tests
 )
 
 missing=()
