@@ -5,7 +5,8 @@ bench/tls/half_open_rss.py, bench/roundtrip/run_roundtrip.py and
 pingpong/run_tables.py): progress lines, the machine's description, CPU
 pinning, /proc sampling (CPU time, RSS, TCP counters), ports, starting and
 stopping servers, the order of interleaved runs, and the private network
-namespace.
+namespace; bench/websocket/run_ws_bench.py and bench/http/run_loadgen_bench.py
+also use the build, copy and report helpers at the end.
 
 Each script puts this directory on sys.path (they are run as plain files,
 `python3 bench/http/run_http_bench.py ...`, not as a package):
@@ -14,6 +15,7 @@ Each script puts this directory on sys.path (they are run as plain files,
     import benchlib
 """
 
+import datetime
 import fcntl
 import os
 import platform
@@ -21,6 +23,7 @@ import random
 import re
 import resource
 import select
+import shlex
 import shutil
 import signal
 import socket
@@ -372,3 +375,81 @@ def loopback_up():
         ifreq = fcntl.ioctl(s, siocgifflags, struct.pack("16sH22x", b"lo", 0))
         flags = struct.unpack("16sH22x", ifreq)[1]
         fcntl.ioctl(s, siocsifflags, struct.pack("16sH22x", b"lo", flags | iff_up))
+
+
+# ----------------------------------------------------- script scaffolding
+#
+# What bench/websocket/run_ws_bench.py and bench/http/run_loadgen_bench.py
+# share: descriptors for 1000 connections, the re-run inside a private
+# network namespace, the Bazel build and the copy of its binaries, the
+# report's machine line and median cells.
+
+
+def raise_nofile():
+    """Raises this process's RLIMIT_NOFILE to its hard limit; children
+    (servers, load clients) inherit it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def reexec_in_netns(script, env_name, wanted):
+    """Runs script again, with the same arguments, in a new network namespace
+    (its own loopback) when wanted and possible, and returns its exit
+    status; None when this process should do the work itself (already inside
+    one, not wanted, or unshare refused). Inside, the loopback is brought up."""
+    if os.environ.get(env_name) is not None:
+        loopback_up()
+        return None
+    if not wanted or not netns_available():
+        return None
+    env = dict(os.environ, **{env_name: "1"})
+    child = subprocess.Popen(["unshare", "--net", "--", sys.executable, script] + sys.argv[1:],
+                             env=env)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
+    return child.wait()
+
+
+def bazel_build_opt(root, targets):
+    """bazel build --config=opt TARGETS in root; returns bazel-bin of that
+    configuration, or None if the build failed."""
+    log("building: bazel build --config=opt " + " ".join(targets))
+    if subprocess.run(["bazel", "build", "--config=opt"] + targets, cwd=root).returncode != 0:
+        return None
+    return subprocess.run(["bazel", "info", "--config=opt", "bazel-bin"], cwd=root, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def copy_binaries(bindir, relpaths, tmp):
+    """Copies bindir/REL for every REL in relpaths (name -> REL) into tmp, so
+    that a build elsewhere cannot swap them mid-run; returns name -> copied
+    path for those that exist."""
+    paths = {}
+    for name, rel in relpaths.items():
+        src = os.path.join(bindir, rel)
+        if os.access(src, os.X_OK):
+            paths[name] = os.path.join(tmp, name)
+            shutil.copy2(src, paths[name])
+    return paths
+
+
+def machine_lines(script):
+    """The report's header lines: CPU model, kernel, date, command."""
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return ["- Machine: %s, nproc %d" % (cpu_model(), len(os.sched_getaffinity(0))),
+            "- Kernel: %s" % platform.release(),
+            "- Date: %s" % date,
+            "- Command: `%s`" % " ".join(shlex.quote(a) for a in [script] + sys.argv[1:])]
+
+
+def median_cell(values, fmt="%.0f"):
+    """"median (min–max)" of the values, the median alone for one, "-" for none."""
+    values = sorted(v for v in values if v == v)
+    if not values:
+        return "-"
+    n = len(values)
+    med = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+    if n == 1:
+        return fmt % med
+    return "%s (%s–%s)" % (fmt % med, fmt % values[0], fmt % values[-1])
