@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The run scripts of the WebSocket and HTTP-client benchmarks work end to
+# end on short runs: run_ws_bench.py with the Beast peer and ws_load (every
+# cell measured, none failed, its CSV complete), and run_loadgen_bench.py
+# with wrk and a stand-in loadgen that fetches /hello once from the nginx the
+# script started and prints loadgen's result lines (both tables filled in,
+# the ratio to wrk computed). Timings are never looked at. The HTTP half
+# needs nginx and wrk, and bench/http's scripts with nginx.conf.in and
+# tools/make_test_certs.py in the runfiles (bench/http has no BUILD file of
+# its own yet to export them); without them it is skipped, saying so.
+set -euo pipefail
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+root=""
+for path in "${TEST_SRCDIR:-}/libnet" "${RUNFILES_DIR:-}/libnet"; do
+  [[ -f "$path/bench/websocket/run_ws_bench.py" ]] && root=$path && break
+done
+[[ -n "$root" ]] || fail "the run scripts are not in the runfiles"
+python=/usr/bin/python3
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+"$python" "$root/bench/websocket/run_ws_bench.py" --no-build --bindir "$root" --servers beast \
+  --conns 1,3 --sizes 32,2000 --deflate off,on --seconds 0.3 --warmup 0.1 --runs 1 --no-netns \
+  --csv "$scratch/ws.csv" >"$scratch/ws.md" 2>"$scratch/ws.err" ||
+  fail "run_ws_bench.py exited $?: $(tail -5 "$scratch/ws.err")"
+grep -q "^- Machine: " "$scratch/ws.md" || fail "no machine line: $(cat "$scratch/ws.md")"
+rows=$(grep -Ec '^\| beast \| [13] \| (32|2000) \| (off|on) \| [0-9]+ \| [0-9.]+ \|' \
+  "$scratch/ws.md") || true
+[[ $rows -eq 8 ]] || fail "expected 8 measured rows, got $rows: $(cat "$scratch/ws.md")"
+[[ $(($(wc -l <"$scratch/ws.csv") - 1)) -eq 8 ]] || fail "expected 8 CSV rows"
+! grep -q FAILED "$scratch/ws.err" || fail "a run failed: $(grep FAILED "$scratch/ws.err")"
+grep -q "libnet-epoll left out" "$scratch/ws.err" &&
+  fail "libnet-epoll was not asked for but was looked for"
+
+skip=""
+for file in bench/http/run_loadgen_bench.py bench/http/run_http_bench.py \
+  bench/http/nginx.conf.in tools/make_test_certs.py; do
+  [[ -f "$root/$file" ]] || skip="$file is not in the runfiles"
+done
+if ! command -v wrk >/dev/null || { ! command -v nginx >/dev/null && [[ ! -x /usr/sbin/nginx ]]; }; then
+  skip="no nginx or wrk"
+fi
+if [[ -n "$skip" ]]; then
+  echo "SKIP HTTP half: $skip"
+  echo PASS
+  exit 0
+fi
+mkdir -p "$scratch/bin/bench/http"
+cat >"$scratch/bin/bench/http/loadgen" <<'STANDIN'
+#!/usr/bin/python3
+import sys, urllib.request
+body = urllib.request.urlopen(sys.argv[-1], timeout=5).read()
+assert body == b"hello world\n", body
+print("requests: 1000  seconds: 1.000  requests/s: 1000")
+print("latency_us: p50 100  p90 200  p99 300  max 400")
+print("errors: 0  connections_opened: 10  reused: 990")
+STANDIN
+chmod +x "$scratch/bin/bench/http/loadgen"
+"$python" "$root/bench/http/run_loadgen_bench.py" --no-build --bindir "$scratch/bin" \
+  --seconds 1 --runs 1 --no-netns >"$scratch/http.md" 2>"$scratch/http.err" ||
+  fail "run_loadgen_bench.py exited $?: $(tail -5 "$scratch/http.err")"
+grep -Eq '^\| wrk \| [0-9]+ \| [0-9.]+ \| [0-9.]+ \| 0 \| - \| - \|$' "$scratch/http.md" ||
+  fail "no wrk row: $(cat "$scratch/http.md")"
+for backend in epoll uring; do
+  grep -Eq "^\| loadgen-$backend \| 1000 \| [0-9.]+ \| 0.30 \| 0 \| [0-9.]+ \| [0-9.]+ \|$" \
+    "$scratch/http.md" || fail "no loadgen-$backend row: $(cat "$scratch/http.md")"
+  grep -q "^| loadgen-$backend | 1000 | 10 | 990 | 0 |$" "$scratch/http.md" ||
+    fail "no pool row for $backend: $(cat "$scratch/http.md")"
+done
+echo PASS
