@@ -69,10 +69,13 @@ TARGETS = {
     "beast": "//bench/websocket:beast_ws_echo_server",
     "ws_load": "//bench/websocket:ws_load",
 }
+# --threads 0: libnet serves everything on its main thread, as Beast does on
+# its one io_context.
+LIBNET_ARGS = ["--address", "127.0.0.1", "--threads", "0", "--backend"]
 # server name -> (binary, extra arguments)
 SERVERS = {
-    "libnet-epoll": ("libnet", ["--backend", "epoll"]),
-    "libnet-uring": ("libnet", ["--backend", "uring"]),
+    "libnet-epoll": ("libnet", LIBNET_ARGS + ["epoll"]),
+    "libnet-uring": ("libnet", LIBNET_ARGS + ["uring"]),
     "beast": ("beast", ["--threads", "1"]),
 }
 DEFLATE = {"off": False, "on": True}

@@ -43,9 +43,8 @@ for file in bench/http/run_loadgen_bench.py bench/http/run_http_bench.py \
   bench/http/nginx.conf.in tools/make_test_certs.py; do
   [[ -f "$root/$file" ]] || skip="$file is not in the runfiles"
 done
-if ! command -v wrk >/dev/null || { ! command -v nginx >/dev/null && [[ ! -x /usr/sbin/nginx ]]; }; then
-  skip="no nginx or wrk"
-fi
+command -v wrk >/dev/null || skip="no wrk"
+command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || skip="no nginx"
 if [[ -n "$skip" ]]; then
   echo "SKIP HTTP half: $skip"
   echo PASS
