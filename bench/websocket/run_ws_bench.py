@@ -10,8 +10,10 @@ measured window on stdout; the server's CPU time (utime+stime of
 /proc/PID/stat, every thread) is read at both marks.
 
 Reported per cell, median of --runs (min-max): messages/s (ws_load's count
-over the window), the server's CPU µs per message, ws_load's p99 latency, and
-the ratios to Beast of messages/s and of CPU per message.
+over the window), the server's CPU µs per message, ws_load's p99 latency,
+the ratios to Beast of messages/s and of CPU per message, and ws_load's own
+CPU µs per message (read the same way: it should stay well under the
+server's, or the client is what is measured).
 
 Servers (--servers): libnet-epoll, libnet-uring
 (examples/websocket:ws_echo_server --backend epoll|uring) and beast
@@ -204,9 +206,15 @@ def parse_load(out):
                 p50_us=float(lat.group(1)), p99_us=float(lat.group(2)), errors=int(err.group(1)))
 
 
+def cpu_ticks(pid):
+    st = benchlib.read_stat(pid)
+    return st[1] if st else None
+
+
 def measure(argv, pid, limit, err_path):
-    """Runs ws_load; samples the server's CPU ticks at its window marks.
-    Returns (ws_load's stdout, CPU seconds within the window)."""
+    """Runs ws_load; samples the server's and ws_load's CPU ticks at its
+    window marks. Returns (ws_load's stdout, server CPU seconds within the
+    window, ws_load's)."""
     ticks = {}
     with open(err_path, "w") as err:
         client = subprocess.Popen(benchlib.pinned_if_possible(CLIENT_CPU, argv),
@@ -220,8 +228,8 @@ def measure(argv, pid, limit, err_path):
             out.append(line)
             mark = line.strip()
             if mark in ("window: start", "window: end"):
-                st = benchlib.read_stat(pid)
-                ticks[mark] = st[1] if st else None
+                # taskset execs ws_load: the client's pid is ws_load's.
+                ticks[mark] = (cpu_ticks(pid), cpu_ticks(client.pid))
         client.wait()
     finally:
         killer.cancel()
@@ -230,16 +238,17 @@ def measure(argv, pid, limit, err_path):
         problems = f.read().strip()
     if client.returncode != 0:
         raise RunError("ws_load exited %d: %s" % (client.returncode, (problems or text)[-400:]))
-    if None in ticks.values() or len(ticks) != 2:
+    if len(ticks) != 2 or None in ticks["window: start"] + ticks["window: end"]:
         raise RunError("server gone, or no window marks from ws_load")
-    return text, (ticks["window: end"] - ticks["window: start"]) / benchlib.CLK_TCK
+    (s0, c0), (s1, c1) = ticks["window: start"], ticks["window: end"]
+    return text, (s1 - s0) / benchlib.CLK_TCK, (c1 - c0) / benchlib.CLK_TCK
 
 
 def run_once(args, paths, tmp, server, conns, size, mode):
     proc, port = start(paths, server, DEFLATE[mode])
     try:
         argv = load_argv(paths, port, conns, size, DEFLATE[mode], args.seconds, args.warmup)
-        text, cpu_s = measure(argv, proc.pid, args.warmup + args.seconds + 60,
+        text, cpu_s, client_s = measure(argv, proc.pid, args.warmup + args.seconds + 60,
                               os.path.join(tmp, "ws_load.err"))
     finally:
         stop(proc)
@@ -247,6 +256,8 @@ def run_once(args, paths, tmp, server, conns, size, mode):
     # No tick at all in the window is below /proc's resolution, not free.
     r["cpu_us"] = cpu_s * 1e6 / r["messages"] if r["messages"] and cpu_s > 0 else float("nan")
     r["cpu_s"] = cpu_s
+    # What the client needs per message: it must stay well below the server.
+    r["client_us"] = client_s * 1e6 / r["messages"] if r["messages"] else float("nan")
     return r
 
 
@@ -271,9 +282,9 @@ def run_all(args, paths, tmp):
                 rows.append(dict(run=rep + 1, server=server, conns=conns, size=size,
                                  deflate=mode, **r))
                 eta = (time.time() - started) / done * (total - done)
-                log("[%d/%d] run %d %s: %.0f msg/s, %.2f µs CPU/msg, p99 %.0f µs (eta %s)" %
-                    (done, total, rep + 1, label, r["rate"], r["cpu_us"], r["p99_us"],
-                     benchlib.fmt_dur(eta)))
+                log("[%d/%d] run %d %s: %.0f msg/s, %.2f µs CPU/msg (ws_load %.2f), p99 %.0f µs "
+                    "(eta %s)" % (done, total, rep + 1, label, r["rate"], r["cpu_us"],
+                                  r["client_us"], r["p99_us"], benchlib.fmt_dur(eta)))
     return cells, rows
 
 
@@ -291,7 +302,7 @@ def ratio(a, b):
 
 def table(args, cells):
     header = ["server", "conns", "size", "deflate", "messages/s", "server CPU µs/msg",
-              "p99 µs", "msgs/s vs Beast", "CPU/msg vs Beast"]
+              "p99 µs", "msgs/s vs Beast", "CPU/msg vs Beast", "ws_load CPU µs/msg"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for mode in args.deflate:
         for size in args.sizes:
@@ -308,7 +319,8 @@ def table(args, cells):
                            benchlib.median_cell([r["cpu_us"] for r in runs], "%.2f"),
                            benchlib.median_cell([r["p99_us"] for r in runs]),
                            ratio(rate, b_rate) if server != "beast" else "1",
-                           ratio(cpu, b_cpu) if server != "beast" else "1"]
+                           ratio(cpu, b_cpu) if server != "beast" else "1",
+                           benchlib.median_cell([r["client_us"] for r in runs], "%.2f")]
                     lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -321,7 +333,8 @@ def report(args, cells, skipped, in_netns):
     print("- Method: %g s window after %g s warm-up per run, median of %d runs (min–max), "
           "servers side by side, a fresh server per run with one thread on CPU %d, ws_load "
           "on CPU %d%s; one message in flight per connection. Server CPU = utime+stime of "
-          "/proc/PID/stat over ws_load's window, per message echoed in it. Deflate: "
+          "/proc/PID/stat over ws_load's window, per message echoed in it (ws_load's "
+          "own the same way). Deflate: "
           "permessage-deflate, no context takeover either way, compressible text; libnet "
           "sends messages under 64 bytes uncompressed, Beast compresses all.\n" %
           (args.seconds, args.warmup, args.runs, SERVER_CPU, CLIENT_CPU,
