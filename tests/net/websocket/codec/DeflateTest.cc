@@ -10,8 +10,8 @@ namespace libnet::ws {
 namespace {
 
 std::string sampleText(size_t length, unsigned seed) {
-  static const char* const kWords[] = {"socket ", "frame ", "deflate ", "window ", "message ",
-                                       "context ", "takeover ", "\xc3\xa9t\xc3\xa9 "};
+  static const char* const kWords[] = {"socket ",  "frame ",   "deflate ",  "window ",
+                                       "message ", "context ", "takeover ", "\xc3\xa9t\xc3\xa9 "};
   std::mt19937 rng(seed);
   std::string s;
   while (s.size() < length) s += kWords[rng() % 8];
@@ -212,9 +212,9 @@ TEST(DeflateNegotiationTest, ServerOptionsShapeTheResponse) {
   options.clientMaxWindowBits = 10;
   options.clientNoContextTakeover = true;
   std::string response;
-  auto agreed = negotiateOffer(
-      "permessage-deflate; server_max_window_bits=\"14\"; client_max_window_bits", options,
-      &response);
+  auto agreed =
+      negotiateOffer("permessage-deflate; server_max_window_bits=\"14\"; client_max_window_bits",
+                     options, &response);
   ASSERT_TRUE(agreed);
   EXPECT_EQ(agreed->serverMaxWindowBits, 12);
   EXPECT_EQ(agreed->clientMaxWindowBits, 10);
@@ -226,8 +226,7 @@ TEST(DeflateNegotiationTest, ServerOptionsShapeTheResponse) {
   agreed = negotiateOffer("permessage-deflate", options, &response);
   ASSERT_TRUE(agreed);
   EXPECT_EQ(agreed->clientMaxWindowBits, 15);
-  EXPECT_EQ(response,
-            "permessage-deflate; client_no_context_takeover; server_max_window_bits=12");
+  EXPECT_EQ(response, "permessage-deflate; client_no_context_takeover; server_max_window_bits=12");
 }
 
 TEST(DeflateNegotiationTest, ClientOffer) {
@@ -247,9 +246,10 @@ TEST(DeflateNegotiationTest, ClientChecksTheResponse) {
   std::string error;
   EXPECT_FALSE(acceptResponse("", enabled(), &error));
   EXPECT_EQ(error, "");
-  auto agreed = acceptResponse("permessage-deflate; server_no_context_takeover; "
-                               "client_max_window_bits=11",
-                               enabled(), &error);
+  auto agreed = acceptResponse(
+      "permessage-deflate; server_no_context_takeover; "
+      "client_max_window_bits=11",
+      enabled(), &error);
   ASSERT_TRUE(agreed) << error;
   EXPECT_TRUE(agreed->serverNoContextTakeover);
   EXPECT_EQ(agreed->clientMaxWindowBits, 11);

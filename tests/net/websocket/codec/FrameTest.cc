@@ -17,8 +17,7 @@ std::vector<uint8_t> bytesOf(const Buffer& buf) {
 
 // Byte-at-a-time reference masking.
 std::string maskedReference(std::string data, uint32_t key, size_t offset) {
-  const uint8_t wire[4] = {uint8_t(key >> 24), uint8_t(key >> 16), uint8_t(key >> 8),
-                           uint8_t(key)};
+  const uint8_t wire[4] = {uint8_t(key >> 24), uint8_t(key >> 16), uint8_t(key >> 8), uint8_t(key)};
   for (size_t i = 0; i < data.size(); ++i) data[i] = char(data[i] ^ wire[(offset + i) % 4]);
   return data;
 }
@@ -94,8 +93,8 @@ TEST(FrameTest, MaskingInPiecesEqualsMaskingWhole) {
 }
 
 TEST(FrameTest, SendableCloseCodes) {
-  for (uint16_t code : {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014,
-                        3000, 4000, 4999}) {
+  for (uint16_t code :
+       {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, 3000, 4000, 4999}) {
     EXPECT_TRUE(isSendableCloseCode(code)) << code;
   }
   for (uint16_t code : {0, 1, 999, 1004, 1005, 1006, 1015, 1016, 2000, 2999, 5000, 65535}) {

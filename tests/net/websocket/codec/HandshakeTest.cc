@@ -20,8 +20,9 @@ http::HttpRequest parse(const std::string& head) {
 }
 
 std::string sampleRequest(std::string requestLine = "GET /chat HTTP/1.1",
-                          std::string extra = "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                                              "Sec-WebSocket-Version: 13\r\n",
+                          std::string extra =
+                              "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                              "Sec-WebSocket-Version: 13\r\n",
                           std::string key = "dGhlIHNhbXBsZSBub25jZQ==") {
   return requestLine + "\r\nHost: server.example.com\r\n" + extra + "Sec-WebSocket-Key: " + key +
          "\r\nOrigin: http://example.com\r\n\r\n";
@@ -38,9 +39,10 @@ TEST(HandshakeTest, NewClientKeysAreValidAndDistinct) {
   const std::string b = newClientKey();
   EXPECT_EQ(a.size(), 24u);
   EXPECT_NE(a, b);
-  EXPECT_EQ(checkUpgradeRequest(parse(sampleRequest("GET / HTTP/1.1", "Upgrade: websocket\r\n"
-                                                                      "Connection: Upgrade\r\n"
-                                                                      "Sec-WebSocket-Version: 13\r\n",
+  EXPECT_EQ(checkUpgradeRequest(parse(sampleRequest("GET / HTTP/1.1",
+                                                    "Upgrade: websocket\r\n"
+                                                    "Connection: Upgrade\r\n"
+                                                    "Sec-WebSocket-Version: 13\r\n",
                                                     a)))
                 .status,
             0);
@@ -48,10 +50,10 @@ TEST(HandshakeTest, NewClientKeysAreValidAndDistinct) {
 
 TEST(HandshakeTest, AcceptsTheRfcRequestAndVariants) {
   EXPECT_EQ(checkUpgradeRequest(parse(sampleRequest())).status, 0);
-  const http::HttpRequest mixed = parse(
-      sampleRequest("GET /chat HTTP/1.1",
-                    "Upgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n"
-                    "Sec-WebSocket-Version: 13\r\n"));
+  const http::HttpRequest mixed =
+      parse(sampleRequest("GET /chat HTTP/1.1",
+                          "Upgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n"
+                          "Sec-WebSocket-Version: 13\r\n"));
   EXPECT_EQ(checkUpgradeRequest(mixed).status, 0);
   EXPECT_TRUE(isUpgradeRequest(mixed));
 }
@@ -67,8 +69,9 @@ TEST(HandshakeTest, RejectsBadRequests) {
       {sampleRequest("GET /chat HTTP/1.0"), 400},
       {sampleRequest("GET /chat HTTP/1.1", "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"),
        400},
-      {sampleRequest("GET /chat HTTP/1.1",
-                     "Upgrade: websocket\r\nConnection: keep-alive\r\nSec-WebSocket-Version: 13\r\n"),
+      {sampleRequest(
+           "GET /chat HTTP/1.1",
+           "Upgrade: websocket\r\nConnection: keep-alive\r\nSec-WebSocket-Version: 13\r\n"),
        400},
       {sampleRequest("GET /chat HTTP/1.1", headers + "Sec-WebSocket-Version: 8\r\n"), 426},
       {sampleRequest("GET /chat HTTP/1.1", headers), 426},
@@ -114,8 +117,8 @@ TEST(HandshakeTest, UpgradeResponseHead) {
 
 TEST(HandshakeTest, ClientRequestPassesTheServerCheck) {
   const std::string key = newClientKey();
-  const http::HttpRequest request = parse(
-      makeUpgradeRequest("example.com:8080", "/ws?x=1", key, "permessage-deflate", "chat"));
+  const http::HttpRequest request =
+      parse(makeUpgradeRequest("example.com:8080", "/ws?x=1", key, "permessage-deflate", "chat"));
   EXPECT_EQ(checkUpgradeRequest(request).status, 0);
   EXPECT_EQ(request.target(), "/ws?x=1");
   EXPECT_EQ(request.header("Host"), "example.com:8080");

@@ -129,8 +129,8 @@ TEST(ReceiverTest, ReservedOpcodesAndBits) {
   expectError(frame(0xc1, "x"), close_code::kProtocolError);  // RSV1 without deflate
   DeflateParams deflate;
   expectError(frame(0xc9, ""), close_code::kProtocolError, Role::kServer, deflate);
-  expectError(frame(0x41, std::string("\xf2\x48", 2)) + frame(0xc0, ""),
-              close_code::kProtocolError, Role::kServer, deflate);  // RSV1 on a continuation
+  expectError(frame(0x41, std::string("\xf2\x48", 2)) + frame(0xc0, ""), close_code::kProtocolError,
+              Role::kServer, deflate);  // RSV1 on a continuation
 }
 
 TEST(ReceiverTest, ControlFrameRules) {
@@ -185,8 +185,8 @@ TEST(ReceiverTest, OversizedFrameIsRefusedFromItsHeader) {
 TEST(ReceiverTest, OversizedMessageAcrossFragments) {
   ReceiverLimits limits;
   limits.maxMessageBytes = 1000;
-  Fed fed = serverFeed(frame(0x02, std::string(600, 'x')) + frame(0x80, std::string(401, 'y')),
-                       limits);
+  Fed fed =
+      serverFeed(frame(0x02, std::string(600, 'x')) + frame(0x80, std::string(401, 'y')), limits);
   ASSERT_EQ(fed.events, std::vector<Event>{Event::kError});
   EXPECT_EQ(fed.code, close_code::kMessageTooBig);
 }

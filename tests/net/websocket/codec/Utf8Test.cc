@@ -83,21 +83,21 @@ TEST(Utf8Test, CodePointSplitAtEveryByteIsValid) {
 
 TEST(Utf8Test, InvalidClasses) {
   const std::vector<std::string> invalid = {
-      "\xc0\x80",              // overlong NUL
-      "\xc1\xbf",              // overlong 2-byte
-      "\xe0\x80\x80",          // overlong 3-byte
-      "\xe0\x9f\xbf",          // overlong 3-byte, top
-      "\xf0\x80\x80\x80",      // overlong 4-byte
-      "\xf0\x8f\xbf\xbf",      // overlong 4-byte, top
-      "\xed\xa0\x80",          // U+D800
-      "\xed\xbf\xbf",          // U+DFFF
-      "\xf4\x90\x80\x80",      // U+110000
-      "\xf5\x80\x80\x80",      // lead past F4
-      "\xff",                  // never valid
-      "\x80",                  // stray continuation
-      "\xc3\x28",              // lead without continuation
-      "\xe2\x82\x28",          // broken 3-byte
-      "abc\xce\xba\xe1\xbd",   // truncated at the end
+      "\xc0\x80",             // overlong NUL
+      "\xc1\xbf",             // overlong 2-byte
+      "\xe0\x80\x80",         // overlong 3-byte
+      "\xe0\x9f\xbf",         // overlong 3-byte, top
+      "\xf0\x80\x80\x80",     // overlong 4-byte
+      "\xf0\x8f\xbf\xbf",     // overlong 4-byte, top
+      "\xed\xa0\x80",         // U+D800
+      "\xed\xbf\xbf",         // U+DFFF
+      "\xf4\x90\x80\x80",     // U+110000
+      "\xf5\x80\x80\x80",     // lead past F4
+      "\xff",                 // never valid
+      "\x80",                 // stray continuation
+      "\xc3\x28",             // lead without continuation
+      "\xe2\x82\x28",         // broken 3-byte
+      "abc\xce\xba\xe1\xbd",  // truncated at the end
   };
   for (const std::string& s : invalid) EXPECT_FALSE(Utf8Validator::isValid(s)) << s;
 }
