@@ -137,6 +137,8 @@ TEST(ReceiverTest, ControlFrameRules) {
   expectError(frame(0x89, std::string(126, 'p')), close_code::kProtocolError);
   expectError(frame(0x09, "p"), close_code::kProtocolError);  // fragmented ping
   expectError(frame(0x88, "x"), close_code::kProtocolError);  // 1-byte close body
+  // ... refused from the header, before the byte arrives.
+  expectError(frame(0x88, "x").substr(0, 6), close_code::kProtocolError);
   Fed fed = serverFeed(frame(0x89, std::string(125, 'p')));
   EXPECT_EQ(fed.events, std::vector<Event>{Event::kPing});
 }
@@ -180,6 +182,12 @@ TEST(ReceiverTest, OversizedFrameIsRefusedFromItsHeader) {
   EXPECT_EQ(fed.code, close_code::kMessageTooBig);
   fed = serverFeed(frame(0x82, std::string(1000, 'x')), limits);
   EXPECT_EQ(fed.events, std::vector<Event>{Event::kMessage});
+  // A 64-bit length past 4 GiB, under the default 16 MiB limit.
+  Buffer huge;
+  appendFrameHeader(&huge, true, false, Opcode::kBinary, uint64_t{5} << 30, kKey);
+  fed = serverFeed(std::string(huge.view()));
+  ASSERT_EQ(fed.events, std::vector<Event>{Event::kError});
+  EXPECT_EQ(fed.code, close_code::kMessageTooBig);
 }
 
 TEST(ReceiverTest, OversizedMessageAcrossFragments) {
@@ -223,6 +231,16 @@ TEST(ReceiverTest, DoneAfterErrorOrClose) {
   EXPECT_EQ(failed.next(&bad), Event::kError);
   EXPECT_EQ(failed.next(&bad), Event::kError);
   EXPECT_EQ(failed.closeCode(), close_code::kProtocolError);
+}
+
+TEST(ReceiverTest, OneFrameIsOneAllocationSizedFromItsHeader) {
+  const std::string payload(100000, 'm');
+  Receiver receiver(Role::kServer);
+  Fed fed = feed(receiver, frame(0x82, payload), 1000);
+  ASSERT_EQ(fed.events, std::vector<Event>{Event::kMessage});
+  // Grown piece by piece, the string would have doubled past the size.
+  EXPECT_EQ(receiver.payload().capacity(), payload.size());
+  EXPECT_EQ(receiver.payload(), payload);
 }
 
 TEST(ReceiverTest, PayloadCapacityIsReusedWhenLeftInPlace) {
