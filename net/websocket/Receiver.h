@@ -50,6 +50,7 @@ struct ReceiverLimits {
 class Receiver {
  public:
   enum class Event { kNeedMore, kMessage, kPing, kPong, kClose, kError };
+  using Limits = ReceiverLimits;
 
   // `self` is the side that receives: a server requires masked frames, a
   // client unmasked ones. `deflate`: the negotiated permessage-deflate

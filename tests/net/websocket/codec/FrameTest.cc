@@ -77,6 +77,16 @@ TEST(FrameTest, MaskMatchesReferenceForEveryLengthAndOffset) {
   }
 }
 
+TEST(FrameTest, MaskCopyMatchesMaskInPlace) {
+  std::string data;
+  for (int i = 0; i < 45; ++i) data.push_back(char(i * 13 + 5));
+  for (size_t offset = 0; offset < 5; ++offset) {
+    std::string copy(data.size(), '\0');
+    maskCopy(copy.data(), data.data(), data.size(), 0x0badf00du, offset);
+    EXPECT_EQ(copy, maskedReference(data, 0x0badf00du, offset)) << offset;
+  }
+}
+
 TEST(FrameTest, MaskingInPiecesEqualsMaskingWhole) {
   std::string data(1000, 'x');
   for (size_t i = 0; i < data.size(); ++i) data[i] = char(i);
