@@ -279,6 +279,23 @@ TEST(DeflateNegotiationTest, ClientChecksTheResponse) {
   EXPECT_EQ(agreed->clientMaxWindowBits, 12);  // what the client offered to use
 }
 
+// What the Python websockets library (10.4) offers and answers.
+TEST(DeflateNegotiationTest, PythonWebsocketsValues) {
+  std::string response;
+  auto agreed =
+      negotiateOffer("permessage-deflate; server_max_window_bits=10; client_max_window_bits",
+                     enabled(), &response);
+  ASSERT_TRUE(agreed);
+  EXPECT_EQ(response, "permessage-deflate; server_max_window_bits=10");
+  std::string error;
+  agreed =
+      acceptResponse("permessage-deflate; server_no_context_takeover; client_max_window_bits=12",
+                     enabled(), &error);
+  ASSERT_TRUE(agreed) << error;
+  EXPECT_TRUE(agreed->serverNoContextTakeover);
+  EXPECT_EQ(agreed->clientMaxWindowBits, 12);
+}
+
 TEST(DeflateNegotiationTest, BothEndsAgree) {
   for (int mask = 0; mask < 16; ++mask) {
     DeflateOptions client = enabled();
