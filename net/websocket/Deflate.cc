@@ -13,6 +13,8 @@ namespace {
 
 constexpr std::string_view kExtensionName = "permessage-deflate";
 constexpr char kTail[] = {'\x00', '\x00', '\xff', '\xff'};
+// zlib counts bytes in 32-bit uInt: longer input goes in slices.
+constexpr size_t kMaxSlice = size_t{1} << 30;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -245,18 +247,26 @@ void Deflater::compress(std::string_view message, std::string* out) {
   z_stream& z = stream_->z;
   out->resize(deflateBound(&z, message.size()) + 16);
   size_t produced = 0;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(message.data()));
-  z.avail_in = static_cast<uInt>(message.size());
+  size_t fed = 0;
   for (;;) {
+    if (z.avail_in == 0 && fed < message.size()) {
+      const size_t slice = std::min(message.size() - fed, kMaxSlice);
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(message.data() + fed));
+      z.avail_in = static_cast<uInt>(slice);
+      fed += slice;
+    }
+    const bool last = fed == message.size();
     if (produced == out->size()) out->resize(out->size() * 2);
+    const size_t room = std::min(out->size() - produced, kMaxSlice);
     z.next_out = reinterpret_cast<Bytef*>(out->data() + produced);
-    z.avail_out = static_cast<uInt>(out->size() - produced);
-    int rc = deflate(&z, Z_SYNC_FLUSH);
-    produced = out->size() - z.avail_out;
+    z.avail_out = static_cast<uInt>(room);
+    int rc = deflate(&z, last ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+    produced += room - z.avail_out;
     assert(rc == Z_OK || rc == Z_BUF_ERROR);
     (void)rc;
-    // Done once a call left output space: all input taken, flush complete.
-    if (z.avail_out != 0 && z.avail_in == 0) break;
+    // Done once a flushing call left output space: all input taken, flush
+    // complete.
+    if (last && z.avail_out != 0 && z.avail_in == 0) break;
   }
   out->resize(produced);
   if (out->size() >= 4 && std::memcmp(out->data() + out->size() - 4, kTail, 4) == 0) {
@@ -299,7 +309,13 @@ void growBounded(std::string* out, size_t size, size_t cap) {
 }  // namespace
 
 Inflater::Result Inflater::feed(std::string_view compressed, std::string* out, size_t limit) {
-  return run(compressed.data(), compressed.size(), out, limit);
+  do {
+    const std::string_view slice = compressed.substr(0, kMaxSlice);
+    compressed.remove_prefix(slice.size());
+    const Result result = run(slice.data(), slice.size(), out, limit);
+    if (result != Result::kOk) return result;
+  } while (!compressed.empty());
+  return Result::kOk;
 }
 
 Inflater::Result Inflater::finish(std::string* out, size_t limit) {
