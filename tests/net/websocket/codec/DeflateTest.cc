@@ -32,6 +32,19 @@ TEST(DeflateTest, Rfc7692HelloExample) {
   EXPECT_EQ(inflateAll(inflater, std::string("\xf2\x00\x11\x00\x00", 5)), "Hello");
 }
 
+// RFC 7692 7.2.3.3-7.2.3.5: a stored block, a final block (BFINAL set, so
+// the appended 00 00 ff ff starts a new stream), two blocks.
+TEST(DeflateTest, Rfc7692OtherBlockExamples) {
+  const std::string stored("\x00\x05\x00\xfa\xff\x48\x65\x6c\x6c\x6f\x00", 11);
+  const std::string final("\xf3\x48\xcd\xc9\xc9\x07\x00\x00", 8);
+  const std::string twoBlocks("\xf2\x48\x05\x00\x00\x00\xff\xff\xca\xc9\xc9\x07\x00", 13);
+  for (const std::string& message : {stored, final, twoBlocks}) {
+    Inflater inflater(Role::kClient, DeflateParams{});
+    EXPECT_EQ(inflateAll(inflater, message), "Hello");
+    EXPECT_EQ(inflateAll(inflater, message), "Hello");  // and the stream goes on
+  }
+}
+
 TEST(DeflateTest, CompressesTheRfcExample) {
   Deflater deflater(Role::kServer, DeflateParams{});
   std::string out;
