@@ -272,6 +272,11 @@ void Deflater::compress(std::string_view message, std::string* out) {
   if (out->size() >= 4 && std::memcmp(out->data() + out->size() - 4, kTail, 4) == 0) {
     out->resize(out->size() - 4);
   }
+  // An empty message right after another emits nothing (the stream is
+  // already flushed); its payload is then the one byte of an empty stored
+  // block's header, which the receiver's 00 00 ff ff completes (RFC 7692
+  // 7.2.3.6). An empty payload would not decode.
+  if (out->empty()) out->push_back('\0');
   if (noContextTakeover_) deflateReset(&z);
 }
 
@@ -279,6 +284,8 @@ void Deflater::compress(std::string_view message, std::string* out) {
 
 struct Inflater::Stream {
   z_stream z{};
+  // A final block ended the stream and nothing came after it yet.
+  bool ended = false;
 };
 
 Inflater::Inflater(Role self, const DeflateParams& params)
@@ -320,7 +327,16 @@ Inflater::Result Inflater::feed(std::string_view compressed, std::string* out, s
 
 Inflater::Result Inflater::finish(std::string* out, size_t limit) {
   Result result = run(kTail, sizeof kTail, out, limit);
-  if (result == Result::kOk && noContextTakeover_) inflateReset(&stream_->z);
+  if (result != Result::kOk) return result;
+  // The tail completes an empty stored block, so a well-formed message ends
+  // between blocks (zlib's data_type bit 128: waiting for a block header).
+  // Anything else, an empty payload for one, would leave the next message
+  // to be read from the middle of a block.
+  if (!(stream_->z.data_type & 128) && !stream_->ended) return Result::kCorrupt;
+  if (noContextTakeover_) {
+    inflateReset(&stream_->z);
+    stream_->ended = false;
+  }
   return result;
 }
 
@@ -343,9 +359,11 @@ Inflater::Result Inflater::run(const char* data, size_t length, std::string* out
     } else if (z.avail_out == 0) {
       return Result::kTooBig;  // the limit is reached and more output came
     }
+    if (z.avail_in != inBefore) stream_->ended = false;
     if (rc == Z_STREAM_END) {
       // A final block (BFINAL) ends the stream; what follows starts anew.
       inflateReset(&z);
+      stream_->ended = true;
     } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
       return Result::kCorrupt;
     }

@@ -111,6 +111,30 @@ TEST(DeflateTest, EmptyAndFragmentedInput) {
   EXPECT_EQ(out, message);
 }
 
+// An empty message after another: zlib emits nothing, and the payload must
+// still be the single 00 of RFC 7692 7.2.3.6.
+TEST(DeflateTest, EmptyMessagesBetweenOthers) {
+  Deflater deflater(Role::kServer, DeflateParams{});
+  Inflater inflater(Role::kClient, DeflateParams{});
+  for (const char* message : {"Hello", "", "", "Hello", ""}) {
+    std::string compressed;
+    deflater.compress(message, &compressed);
+    EXPECT_FALSE(compressed.empty());
+    EXPECT_EQ(inflateAll(inflater, compressed), message);
+  }
+}
+
+// A message that does not end between blocks would leave the next one to
+// be read from the middle of a block: an empty payload, or one cut short.
+TEST(DeflateTest, MessageEndingInsideABlockIsCorrupt) {
+  for (const std::string& payload : {std::string(), std::string("\xf2\x48\xcd", 3)}) {
+    Inflater inflater(Role::kServer, DeflateParams{});
+    std::string out;
+    ASSERT_EQ(inflater.feed(payload, &out, 1 << 20), Inflater::Result::kOk);
+    EXPECT_EQ(inflater.finish(&out, 1 << 20), Inflater::Result::kCorrupt) << payload.size();
+  }
+}
+
 TEST(DeflateTest, BombIsTooBigWithBoundedMemory) {
   DeflateParams params;
   Deflater deflater(Role::kClient, params, 9);
