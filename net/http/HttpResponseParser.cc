@@ -25,11 +25,6 @@ constexpr size_t kMaxBodyReserve = 64 * 1024;
 
 HttpResponseParser::HttpResponseParser(Limits limits) : limits_(limits) {}
 
-void HttpResponseParser::setBodyMode(BodyMode mode, BodySink sink) {
-  mode_ = mode;
-  sink_ = std::move(sink);
-}
-
 void HttpResponseParser::start(bool headRequest) {
   state_ = State::kStatusLine;
   error_ = Error::kNone;

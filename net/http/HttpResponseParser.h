@@ -38,6 +38,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "net/Buffer.h"
@@ -84,8 +85,9 @@ class HttpResponseParser {
   // and sink, and the capacity of its strings. Also how to go on after a
   // 1xx that is not the final answer.
   void start(bool headRequest);
-  // Until changed; kStream needs a sink.
-  void setBodyMode(BodyMode mode, BodySink sink = {});
+  // Until changed. kStream hands the body to the sink (setBodySink()).
+  void setBodyMode(BodyMode mode) { mode_ = mode; }
+  void setBodySink(BodySink sink) { sink_ = std::move(sink); }
 
   // Consumes bytes from `buf`. kComplete: a whole response (or 1xx header
   // section) was read and nothing after it consumed; later calls return

@@ -286,7 +286,8 @@ TEST(HttpResponseParserTest, StreamedAndDiscardedBodies) {
   HttpResponseParser parser(limits);
   std::string streamed;
   int pieces = 0;
-  parser.setBodyMode(HttpResponseParser::BodyMode::kStream, [&](std::string_view piece) {
+  parser.setBodyMode(HttpResponseParser::BodyMode::kStream);
+  parser.setBodySink([&](std::string_view piece) {
     streamed.append(piece);
     ++pieces;
   });
