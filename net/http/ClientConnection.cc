@@ -124,7 +124,7 @@ void ClientConnection::writeRequest() {
   const PreparedRequest& prepared = *exchange_->request;
   const RequestOptions& options = prepared.request.options;
   parser_.start(prepared.head);
-  parser_.setBodyMode(options.bodySink     ? HttpResponseParser::BodyMode::kStream
+  parser_.setBodyMode(options.bodySink      ? HttpResponseParser::BodyMode::kStream
                       : options.discardBody ? HttpResponseParser::BodyMode::kDiscard
                                             : HttpResponseParser::BodyMode::kStore);
   reusedRequest_ = sent_ > 0;
@@ -172,11 +172,10 @@ void ClientConnection::onIdleCheck() {
     armIdleTimer(idle - quiet);
     return;
   }
-  fail({Kind::kIdleTimeout, "no byte of the response from " + hostPort_ + " for " +
-                                std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                   idle)
-                                                   .count()) +
-                                " ms"},
+  fail({Kind::kIdleTimeout,
+        "no byte of the response from " + hostPort_ + " for " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(idle).count()) +
+            " ms"},
        false);
 }
 
@@ -258,9 +257,8 @@ void ClientConnection::onClosed() {
 }
 
 ClientError ClientConnection::connectError(int error) const {
-  const std::string detail = failureText_.empty()
-                                 ? hostPort_ + ": " + std::strerror(error)
-                                 : failureText_;
+  const std::string detail =
+      failureText_.empty() ? hostPort_ + ": " + std::strerror(error) : failureText_;
   if (dnsFailure_ && !failureText_.empty()) return {Kind::kDns, "name lookup failed: " + detail};
   switch (error) {
     case ECONNREFUSED:

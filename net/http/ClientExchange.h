@@ -43,7 +43,7 @@ struct Exchange {
   bool retried = false;    // sent again once under the retry rule
   bool freshOnly = false;  // must go to a new connection (the retry)
   bool done = false;
-  bool bodyHanded = false;                // a piece went to the body sink
+  bool bodyHanded = false;                 // a piece went to the body sink
   ClientConnection* connection = nullptr;  // while a connection carries it
   TimerId requestTimer;
 };

@@ -79,21 +79,21 @@ struct Response {
 
 struct ClientError {
   enum class Kind : uint8_t {
-    kBadRequest,       // an invalid URL or request (nothing was sent)
-    kDns,              // the name did not resolve
-    kConnectRefused,   // every address refused
-    kConnectFailed,    // another connect error (unreachable, ...)
-    kConnectTimeout,   // connect (lookup, TCP, TLS) took longer than allowed
-    kTls,              // TLS handshake failed: certificate or name not verified, or protocol
-    kRequestTimeout,   // the whole request took longer than allowed
-    kIdleTimeout,      // no byte of the response for idleTimeout
+    kBadRequest,            // an invalid URL or request (nothing was sent)
+    kDns,                   // the name did not resolve
+    kConnectRefused,        // every address refused
+    kConnectFailed,         // another connect error (unreachable, ...)
+    kConnectTimeout,        // connect (lookup, TCP, TLS) took longer than allowed
+    kTls,                   // TLS handshake failed: certificate or name not verified, or protocol
+    kRequestTimeout,        // the whole request took longer than allowed
+    kIdleTimeout,           // no byte of the response for idleTimeout
     kClosedBeforeResponse,  // the connection ended before any byte of the response
-    kTruncated,        // the connection ended inside the response
-    kTooLarge,         // a response limit passed (headers, body)
-    kMalformed,        // not a valid HTTP/1.x response
+    kTruncated,             // the connection ended inside the response
+    kTooLarge,              // a response limit passed (headers, body)
+    kMalformed,             // not a valid HTTP/1.x response
     kTooManyRedirects,
-    kQueueFull,        // the origin's queue of waiting requests is full
-    kFile,             // the body file could not be opened
+    kQueueFull,  // the origin's queue of waiting requests is full
+    kFile,       // the body file could not be opened
     kCancelled,
   };
   Kind kind = Kind::kBadRequest;
@@ -106,7 +106,7 @@ struct ClientError {
 class FetchResult {
  public:
   FetchResult(Response response) : response_(std::move(response)) {}  // NOLINT
-  FetchResult(ClientError error) : error_(std::move(error)) {}         // NOLINT
+  FetchResult(ClientError error) : error_(std::move(error)) {}        // NOLINT
 
   [[nodiscard]] bool ok() const { return !error_.has_value(); }
   [[nodiscard]] const Response& response() const { return response_; }

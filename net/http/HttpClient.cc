@@ -22,7 +22,7 @@ using Kind = ClientError::Kind;
 
 struct HttpClient::Pool {
   std::vector<std::shared_ptr<ClientConnection>> connections;  // open or opening
-  std::vector<ClientConnection*> idle;                          // most recent last
+  std::vector<ClientConnection*> idle;                         // most recent last
   std::deque<std::shared_ptr<Exchange>> waiting;
   std::shared_ptr<const ConnectionLayer> layer;
 };
@@ -95,8 +95,8 @@ void HttpClient::armRequestTimer(const std::shared_ptr<Exchange>& exchange) {
     if (!e || e->done) return;
     e->requestTimer = TimerId();
     cancel(RequestHandle(e));
-    finish(e, ClientError{Kind::kRequestTimeout, "request to " + e->request->request.url +
-                                                     " timed out"});
+    finish(e, ClientError{Kind::kRequestTimeout,
+                          "request to " + e->request->request.url + " timed out"});
   });
 }
 
@@ -109,8 +109,8 @@ HttpClient::Pool& HttpClient::poolFor(const PreparedRequest& request) {
 void HttpClient::start(std::shared_ptr<Exchange> exchange) {
   Pool& pool = poolFor(*exchange->request);
   if (pool.waiting.size() >= options_.maxQueuedPerOrigin) {
-    finish(exchange, ClientError{Kind::kQueueFull, "too many requests waiting for " +
-                                                       exchange->request->originKey});
+    finish(exchange, ClientError{Kind::kQueueFull,
+                                 "too many requests waiting for " + exchange->request->originKey});
     return;
   }
   if (exchange->freshOnly) {
@@ -228,7 +228,8 @@ void HttpClient::onIdleClosed(ClientConnection* conn) {
 void HttpClient::release(Pool& pool, ClientConnection* conn) {
   pool.idle.push_back(conn);
   if (!sweepTimer_.valid() && options_.idleTimeout > Duration::zero()) {
-    const Duration period = std::max<Duration>(options_.idleTimeout / 4, std::chrono::milliseconds(10));
+    const Duration period =
+        std::max<Duration>(options_.idleTimeout / 4, std::chrono::milliseconds(10));
     sweepTimer_ = loop_->runEvery(period, [this] { sweepIdle(); });
   }
 }
@@ -301,7 +302,8 @@ Request redirected(const Request& original, const Url& from, const Url& next, in
   Request r = original;
   r.url = next.toString();
   auto drop = [&r](std::string_view name) {
-    std::erase_if(r.headers, [name](const auto& h) { return detail::equalsIgnoreCase(h.first, name); });
+    std::erase_if(r.headers,
+                  [name](const auto& h) { return detail::equalsIgnoreCase(h.first, name); });
   };
   if (status == 303 && r.method != Method::kHead) {
     r.method = Method::kGet;
@@ -331,10 +333,10 @@ bool HttpClient::redirect(const std::shared_ptr<Exchange>& exchange, const Respo
   const std::optional<std::string_view> location = response.header("location");
   if (!location) return false;
   if (exchange->redirectsLeft <= 0) {
-    finish(exchange, ClientError{Kind::kTooManyRedirects,
-                                 "too many redirects (more than " +
-                                     std::to_string(original.options.maxRedirects) +
-                                     "), last to " + std::string(*location)});
+    finish(exchange,
+           ClientError{Kind::kTooManyRedirects, "too many redirects (more than " +
+                                                    std::to_string(original.options.maxRedirects) +
+                                                    "), last to " + std::string(*location)});
     return true;
   }
   std::string why;

@@ -181,8 +181,7 @@ HttpResponseParser::Step HttpResponseParser::done() {
 // incomplete line as on a complete one, so the verdict does not depend on how
 // the bytes were split across reads.
 
-HttpResponseParser::Step HttpResponseParser::parseStatusLineState(const char*& p,
-                                                                  const char* end) {
+HttpResponseParser::Step HttpResponseParser::parseStatusLineState(const char*& p, const char* end) {
   const char* lf = findLineEnd(p, end);
   if (lf == nullptr) {
     if (static_cast<size_t>(end - p) + 1 > limits_.maxStatusLine) {
@@ -251,8 +250,8 @@ HttpResponseParser::Step HttpResponseParser::parseFieldsState(const char*& p, co
     p = lf + 1;
     if (line.empty()) return trailers ? done() : finishHeaders();
     if (++headerCount_ > limits_.maxHeaderCount) {
-      return fail(Error::kTooLarge, "too many header fields (limit " +
-                                        std::to_string(limits_.maxHeaderCount) + ")");
+      return fail(Error::kTooLarge,
+                  "too many header fields (limit " + std::to_string(limits_.maxHeaderCount) + ")");
     }
     if (!parseFieldLine(line, trailers)) return Step::kStop;
   }
@@ -318,9 +317,8 @@ bool HttpResponseParser::onFramingField(std::string_view name, std::string_view 
         hasTransferEncoding_ = true;
         // The last coding decides (RFC 9112 6.3): several fields make one list.
         chunked_ = false;
-        detail::forEachListElement(value, [this](std::string_view coding) {
-          chunked_ = equalsLower(coding, "chunked");
-        });
+        detail::forEachListElement(
+            value, [this](std::string_view coding) { chunked_ = equalsLower(coding, "chunked"); });
       }
       return true;
     default:
@@ -386,8 +384,7 @@ HttpResponseParser::Step HttpResponseParser::parseBodyState(const char*& p, cons
   return done();
 }
 
-HttpResponseParser::Step HttpResponseParser::parseUntilCloseState(const char*& p,
-                                                                  const char* end) {
+HttpResponseParser::Step HttpResponseParser::parseUntilCloseState(const char*& p, const char* end) {
   const auto n = static_cast<size_t>(end - p);
   p = end;
   if (!deliver(p - n, n)) return Step::kStop;

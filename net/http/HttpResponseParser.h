@@ -65,10 +65,10 @@ class HttpResponseParser {
   // Why parsing failed.
   enum class Error : uint8_t {
     kNone,
-    kMalformed,  // not HTTP/1.x, or broken framing
-    kTooLarge,   // a limit passed: status line, header bytes or count, body
-    kTruncated,  // the connection ended inside the response (finish())
-    kNoResponse, // the connection ended before any byte of it (finish())
+    kMalformed,   // not HTTP/1.x, or broken framing
+    kTooLarge,    // a limit passed: status line, header bytes or count, body
+    kTruncated,   // the connection ended inside the response (finish())
+    kNoResponse,  // the connection ended before any byte of it (finish())
   };
   enum class BodyMode : uint8_t { kStore, kStream, kDiscard };
   // Called with each piece of the body, straight from the caller's buffer

@@ -101,7 +101,8 @@ bool Url::parseAuthority(std::string_view authority, std::string* error) {
     host_ = address;
     ipv6_ = true;
     const std::string_view after = authority.substr(close + 1);
-    if (!after.empty() && after.front() != ':') return failWith(error, "garbage after IPv6 literal");
+    if (!after.empty() && after.front() != ':')
+      return failWith(error, "garbage after IPv6 literal");
     hasPort = !after.empty();
     if (hasPort) portText = after.substr(1);
   } else {

@@ -56,9 +56,9 @@ TEST(HttpResponseParserTest, ContentLengthBody) {
   HttpResponseParser parser;
   parser.start(false);
   Buffer buf;
-  ASSERT_EQ(feed(parser, buf,
-                 "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A:  b c \r\n\r\nhelloHTTP/1.1"),
-            Result::kComplete);
+  ASSERT_EQ(
+      feed(parser, buf, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A:  b c \r\n\r\nhelloHTTP/1.1"),
+      Result::kComplete);
   EXPECT_EQ(parser.status(), 200);
   EXPECT_EQ(parser.reason(), "OK");
   EXPECT_EQ(parser.versionMinor(), 1);
@@ -106,7 +106,8 @@ TEST(HttpResponseParserTest, NoBodyForHead1xx204And304) {
     HttpResponseParser parser;
     parser.start(false);
     Buffer buf;
-    const std::string response = std::string("HTTP/1.1 ") + status + "\r\nContent-Length: 10\r\n\r\n";
+    const std::string response =
+        std::string("HTTP/1.1 ") + status + "\r\nContent-Length: 10\r\n\r\n";
     ASSERT_EQ(feed(parser, buf, response + "HTTP/1.1 200 OK\r\n"), Result::kComplete) << status;
     EXPECT_EQ(parser.body(), "");
     EXPECT_TRUE(parser.keepAlive());
@@ -115,7 +116,8 @@ TEST(HttpResponseParserTest, NoBodyForHead1xx204And304) {
   HttpResponseParser parser;
   parser.start(true);
   Buffer buf;
-  ASSERT_EQ(feed(parser, buf, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"), Result::kComplete);
+  ASSERT_EQ(feed(parser, buf, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"),
+            Result::kComplete);
   EXPECT_EQ(parser.header("content-length"), "1000");
   EXPECT_TRUE(parser.keepAlive());
   parser.start(true);
@@ -209,21 +211,22 @@ TEST(HttpResponseParserTest, ContentLengthConflictsAreErrors) {
             Result::kError);
   EXPECT_EQ(feedEverySplit("HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\nabc", &body),
             Result::kComplete);
-  EXPECT_EQ(feedEverySplit("HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n", &body),
-            Result::kError);
-  EXPECT_EQ(feedEverySplit(
-                "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", &body),
-            Result::kError);
+  EXPECT_EQ(feedEverySplit("HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n", &body), Result::kError);
+  EXPECT_EQ(
+      feedEverySplit("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+                     &body),
+      Result::kError);
   EXPECT_EQ(feedEverySplit("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", &body),
             Result::kError);
 }
 
 TEST(HttpResponseParserTest, MalformedStatusLines) {
   std::string body;
-  for (const char* bad : {"HTTP/1.1 20 OK\r\n\r\n", "HTTP/2.0 200 OK\r\n\r\n", "ICY 200 OK\r\n\r\n",
-                          "HTTP/1.1 200OK\r\n\r\n", "HTTP/1.1 099 X\r\n\r\n",
-                          "HTTP/1.1 200 OK\r\n Folded: x\r\n\r\n", "HTTP/1.1 200 OK\r\nNo colon\r\n\r\n",
-                          "HTTP/1.1 200 OK\r\nBad\x01: x\r\n\r\n", "HTTP/1.1 200 OK\r\nA: \x7f\r\n\r\n"}) {
+  for (const char* bad :
+       {"HTTP/1.1 20 OK\r\n\r\n", "HTTP/2.0 200 OK\r\n\r\n", "ICY 200 OK\r\n\r\n",
+        "HTTP/1.1 200OK\r\n\r\n", "HTTP/1.1 099 X\r\n\r\n", "HTTP/1.1 200 OK\r\n Folded: x\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nNo colon\r\n\r\n", "HTTP/1.1 200 OK\r\nBad\x01: x\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nA: \x7f\r\n\r\n"}) {
     EXPECT_EQ(feedEverySplit(bad, &body), Result::kError) << bad;
   }
   EXPECT_EQ(feedEverySplit("HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", &body), Result::kComplete);
@@ -313,15 +316,14 @@ TEST(HttpResponseParserTest, ConnectionReuse) {
     const char* response;
     bool keepAlive;
   };
-  for (const Case& c : {Case{"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", true},
-                        Case{"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-                             false},
-                        Case{"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\n"
-                             "Content-Length: 0\r\n\r\n",
-                             false},
-                        Case{"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false},
-                        Case{"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
-                             false}}) {
+  for (const Case& c :
+       {Case{"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", true},
+        Case{"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", false},
+        Case{"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\n"
+             "Content-Length: 0\r\n\r\n",
+             false},
+        Case{"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false},
+        Case{"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", false}}) {
     HttpResponseParser parser;
     parser.start(false);
     Buffer buf;
