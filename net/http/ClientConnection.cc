@@ -56,7 +56,10 @@ ClientConnection::ClientConnection(HttpClient* client, const PreparedRequest& fi
   options.layer = std::move(layer);
   options.resolver = std::move(resolver);
   tcp_ = std::make_unique<TcpClient>(client->loop(), hostPort_, "http:" + originKey_, options);
+  // The sink may end the request (a coroutine reader that has read
+  // enough): later pieces of the same parse() then go nowhere.
   parser_.setBodySink([this](std::string_view piece) {
+    if (state_ != State::kBusy || !exchange_) return;
     exchange_->bodyHanded = true;
     exchange_->request->request.options.bodySink(piece);
   });
@@ -193,6 +196,10 @@ void ClientConnection::onMessage(const TcpConnectionPtr&, Buffer* buf) {
   if (idleTimer_.valid()) lastByte_ = MonoClock::now();
   while (true) {
     const HttpResponseParser::Result result = parser_.parse(buf);
+    if (state_ != State::kBusy) {
+      buf->retrieveAll();  // the body sink cancelled the request
+      return;
+    }
     if (result == HttpResponseParser::Result::kNeedMore) return;
     if (result == HttpResponseParser::Result::kError) {
       fail(parserError(parser_), false);

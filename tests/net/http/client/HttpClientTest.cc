@@ -11,9 +11,7 @@
 #include <vector>
 
 #include "net/EventLoop.h"
-#include "tests/net/ChildProcess.h"
-#include "tests/net/TestUtil.h"
-#include "tests/net/http/client/ServerProcess.h"
+#include "tests/net/http/client/ScriptedServerTest.h"
 
 namespace libnet::test {
 namespace {
@@ -26,74 +24,7 @@ using http::Method;
 using http::Request;
 using Kind = ClientError::Kind;
 
-class HttpClientTest : public LoopTest {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new ServerProcess;
-    const std::string script = testBinary("scripted_http_server.py", "tests/net/http/client");
-    started_ = !script.empty() && server_->start({"/usr/bin/python3", script}, "\n");
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-
-  void SetUp() override {
-    LoopTest::SetUp();
-    if (IsSkipped()) return;
-    ASSERT_TRUE(started_) << "scripted server did not start: " << server_->output();
-    loop_ = std::make_unique<EventLoop>(GetParam());
-    armWatchdog(*loop_);
-  }
-  void TearDown() override {
-    client_.reset();
-    loop_.reset();
-  }
-
-  HttpClient& client(HttpClient::Options options = {}) {
-    if (!client_) client_ = std::make_unique<HttpClient>(loop_.get(), std::move(options));
-    return *client_;
-  }
-
-  static std::string url(std::string_view path) {
-    return "http://127.0.0.1:" + std::to_string(server_->scriptedPort()) + std::string(path);
-  }
-
-  // Sends the requests one after the other (each once the previous one
-  // ended), running the loop until the last one ends; their results in order.
-  std::vector<FetchResult> fetchInTurn(std::vector<Request> requests) {
-    std::vector<FetchResult> results;
-    auto next = std::make_shared<std::function<void(size_t)>>();
-    *next = [&, next](size_t i) {
-      if (i == requests.size()) {
-        loop_->quit();
-        return;
-      }
-      client().request(requests[i], [&, next, i](FetchResult r) {
-        results.push_back(std::move(r));
-        (*next)(i + 1);
-      });
-    };
-    loop_->queueInLoop([next] { (*next)(0); });
-    loop_->loop();
-    EXPECT_FALSE(timedOut_) << "the loop's watchdog fired";
-    *next = nullptr;
-    return results;
-  }
-
-  FetchResult fetchOne(Request request) {
-    std::vector<FetchResult> results = fetchInTurn({std::move(request)});
-    if (results.empty()) return FetchResult(ClientError{Kind::kCancelled, "no result"});
-    return std::move(results.front());
-  }
-
-  static Request get(std::string_view path) { return Request{.url = url(path)}; }
-
-  static inline ServerProcess* server_ = nullptr;
-  static inline bool started_ = false;
-  std::unique_ptr<EventLoop> loop_;
-  std::unique_ptr<HttpClient> client_;
-};
+using HttpClientTest = ScriptedServerTest;
 
 TEST_P(HttpClientTest, KeepAliveReusesOneConnection) {
   std::vector<Request> requests(10, get("/ok"));
@@ -284,8 +215,7 @@ TEST_P(HttpClientTest, RequestsQueueBeyondTheConnectionLimit) {
 
 TEST_P(HttpClientTest, CancelClosesTheConnectionAndSkipsTheCallback) {
   bool called = false;
-  http::RequestHandle handle =
-      client().request(get("/stall"), [&](FetchResult) { called = true; });
+  http::RequestHandle handle = client().request(get("/stall"), [&](FetchResult) { called = true; });
   loop_->runAfter(100ms, [&] {
     EXPECT_TRUE(handle.pending());
     client().cancel(handle);
@@ -315,9 +245,8 @@ TEST_P(HttpClientTest, StreamedBodyGoesToTheSink) {
   EXPECT_GT(received, 4u * 1024 * 1024);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, HttpClientTest, ::testing::Values(PollerKind::kEpoll,
-                                                                     PollerKind::kIoUring),
-                         pollerName);
+INSTANTIATE_TEST_SUITE_P(Backends, HttpClientTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring), pollerName);
 
 }  // namespace
 }  // namespace libnet::test
