@@ -41,8 +41,8 @@ namespace libnet::http {
 
 struct BodyChunk {
   std::string data;
-  bool end = false;    // the body is complete (data is empty)
-  std::string error;   // non-empty: the response failed (see result())
+  bool end = false;   // the body is complete (data is empty)
+  std::string error;  // non-empty: the response failed (see result())
 };
 
 class BodyReader {

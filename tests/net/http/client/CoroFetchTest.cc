@@ -60,21 +60,22 @@ TEST_P(CoroFetchTest, BodyReaderReadsALargeBodyInPieces) {
   size_t received = 0;
   int pieces = 0;
   std::string error;
-  coro::spawn(loop_.get(), [](CoroFetchTest* t, size_t* received, int* pieces,
-                              std::string* error) -> coro::Task<> {
-    http::HttpClient& client = t->client();
-    http::BodyReader reader(client, get("/endless"));
-    while (*received < 8 * 1024 * 1024) {
-      http::BodyChunk chunk = co_await reader.next();
-      if (!chunk.error.empty() || chunk.end) {
-        *error = chunk.end ? "ended" : chunk.error;
-        break;
-      }
-      *received += chunk.data.size();
-      ++*pieces;
-    }
-    t->loop_->quit();
-  }(this, &received, &pieces, &error));
+  coro::spawn(
+      loop_.get(),
+      [](CoroFetchTest* t, size_t* received, int* pieces, std::string* error) -> coro::Task<> {
+        http::HttpClient& client = t->client();
+        http::BodyReader reader(client, get("/endless"));
+        while (*received < 8 * 1024 * 1024) {
+          http::BodyChunk chunk = co_await reader.next();
+          if (!chunk.error.empty() || chunk.end) {
+            *error = chunk.end ? "ended" : chunk.error;
+            break;
+          }
+          *received += chunk.data.size();
+          ++*pieces;
+        }
+        t->loop_->quit();
+      }(this, &received, &pieces, &error));
   loop_->loop();
   EXPECT_EQ(error, "");
   EXPECT_GE(received, 8u * 1024 * 1024);
@@ -86,18 +87,17 @@ TEST_P(CoroFetchTest, BodyReaderReadsALargeBodyInPieces) {
 TEST_P(CoroFetchTest, BodyReaderReportsATruncatedBodyAsAnError) {
   std::string error;
   bool ended = false;
-  coro::spawn(loop_.get(),
-              [](CoroFetchTest* t, std::string* error, bool* ended) -> coro::Task<> {
-                http::HttpClient& client = t->client();
-                http::BodyReader reader(client, get("/short"));
-                while (true) {
-                  http::BodyChunk chunk = co_await reader.next();
-                  if (chunk.end) *ended = true;
-                  if (!chunk.error.empty()) *error = chunk.error;
-                  if (chunk.end || !chunk.error.empty()) break;
-                }
-                t->loop_->quit();
-              }(this, &error, &ended));
+  coro::spawn(loop_.get(), [](CoroFetchTest* t, std::string* error, bool* ended) -> coro::Task<> {
+    http::HttpClient& client = t->client();
+    http::BodyReader reader(client, get("/short"));
+    while (true) {
+      http::BodyChunk chunk = co_await reader.next();
+      if (chunk.end) *ended = true;
+      if (!chunk.error.empty()) *error = chunk.error;
+      if (chunk.end || !chunk.error.empty()) break;
+    }
+    t->loop_->quit();
+  }(this, &error, &ended));
   loop_->loop();
   EXPECT_FALSE(ended);
   EXPECT_NE(error.find("5 of 100"), std::string::npos) << error;

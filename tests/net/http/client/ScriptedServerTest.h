@@ -82,7 +82,8 @@ class ScriptedServerTest : public LoopTest {
 
   FetchResult fetchOne(Request request) {
     std::vector<FetchResult> results = fetchInTurn({std::move(request)});
-    if (results.empty()) return FetchResult(ClientError{ClientError::Kind::kCancelled, "no result"});
+    if (results.empty())
+      return FetchResult(ClientError{ClientError::Kind::kCancelled, "no result"});
     return std::move(results.front());
   }
 

@@ -18,6 +18,7 @@ depends on its path:
   /close-delimited  no Content-Length: the body ends with the connection
   /301 ... /308     redirect to /echo
   /loop             redirect to /loop
+  /connections      200 with the number of connections accepted so far
   anything else     404
 A HEAD request gets the headers the GET would get, "Content-Length: 1000"
 for /ok, and no body.
@@ -25,7 +26,8 @@ for /ok, and no body.
 import socket
 import sys
 import threading
-import time
+
+ACCEPTED = [0]  # connections accepted (only the accepting thread writes it)
 
 
 def read_request(conn, buf):
@@ -97,6 +99,8 @@ def answer(conn, method, path, body):
         return False
     elif path in ("/301", "/302", "/303", "/307", "/308"):
         conn.sendall(response(path[1:] + " Moved", b"", extra="Location: /echo\r\n"))
+    elif path == "/connections":
+        conn.sendall(response("200 OK", str(ACCEPTED[0]).encode()))
     elif path == "/loop":
         conn.sendall(response("302 Found", b"", extra="Location: /loop\r\n"))
     else:
@@ -135,6 +139,7 @@ def main():
     print("port %d" % listener.getsockname()[1], flush=True)
     while True:
         conn, _ = listener.accept()
+        ACCEPTED[0] += 1
         threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
 
