@@ -64,23 +64,37 @@ HttpClient::~HttpClient() {
 }
 
 RequestHandle HttpClient::request(Request request, ResponseCallback callback) {
+  ClientError error;
+  PreparedRequestPtr prepared = prepare(std::move(request), &error);
+  if (prepared) return this->request(std::move(prepared), std::move(callback));
+  // Never inside request(): the caller may not expect its callback yet.
+  loop_->assertInLoopThread();
+  auto exchange = std::make_shared<Exchange>();
+  exchange->done = true;
+  ++stats_.errors;
+  loop_->queueInLoop(
+      [alive = std::weak_ptr<bool>(alive_), cb = std::move(callback), e = std::move(error)] {
+        if (alive.lock()) cb(FetchResult(e));
+      });
+  return RequestHandle(exchange);
+}
+
+PreparedRequestPtr HttpClient::prepare(Request request, ClientError* error) const {
+  std::shared_ptr<PreparedRequest> prepared;
+  if (std::optional<ClientError> e =
+          PreparedRequest::prepare(std::move(request), options_.userAgent, &prepared)) {
+    *error = std::move(*e);
+    return nullptr;
+  }
+  return prepared;
+}
+
+RequestHandle HttpClient::request(PreparedRequestPtr request, ResponseCallback callback) {
   loop_->assertInLoopThread();
   auto exchange = std::make_shared<Exchange>();
   exchange->callback = std::move(callback);
-  exchange->redirectsLeft = request.options.maxRedirects;
-  std::shared_ptr<PreparedRequest> prepared;
-  std::optional<ClientError> error =
-      PreparedRequest::prepare(std::move(request), options_.userAgent, &prepared);
-  if (error) {
-    // Never inside request(): the caller may not expect its callback yet.
-    exchange->done = true;
-    ++stats_.errors;
-    loop_->queueInLoop([alive = std::weak_ptr<bool>(alive_), exchange, e = std::move(*error)] {
-      if (alive.lock()) exchange->callback(FetchResult(e));
-    });
-    return RequestHandle(exchange);
-  }
-  exchange->request = std::move(prepared);
+  exchange->redirectsLeft = request->request.options.maxRedirects;
+  exchange->request = std::move(request);
   armRequestTimer(exchange);
   start(exchange);
   return RequestHandle(exchange);
