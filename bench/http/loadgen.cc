@@ -170,8 +170,8 @@ void report(std::vector<Totals>& all, double seconds) {
               static_cast<unsigned long long>(sum.errors),
               static_cast<unsigned long long>(sum.opened),
               static_cast<unsigned long long>(sum.reused));
-  if (!sum.firstError.empty()) std::fprintf(stderr, "loadgen: first error: %s\n",
-                                            sum.firstError.c_str());
+  if (!sum.firstError.empty())
+    std::fprintf(stderr, "loadgen: first error: %s\n", sum.firstError.c_str());
 }
 
 std::optional<int> parseArgs(int argc, char* argv[], Settings* settings) {
