@@ -123,8 +123,9 @@ HttpClient::Pool& HttpClient::poolFor(const PreparedRequest& request) {
 void HttpClient::start(std::shared_ptr<Exchange> exchange) {
   Pool& pool = poolFor(*exchange->request);
   if (pool.waiting.size() >= options_.maxQueuedPerOrigin) {
-    finish(exchange, ClientError{Kind::kQueueFull,
-                                 "too many requests waiting for " + exchange->request->originKey});
+    ClientError error{Kind::kQueueFull,
+                      "too many requests waiting for " + exchange->request->originKey};
+    failLater(std::move(exchange), std::move(error));
     return;
   }
   if (exchange->freshOnly) {
@@ -183,7 +184,8 @@ void HttpClient::openConnection(Pool& pool, std::shared_ptr<Exchange> exchange) 
   } catch (const std::exception& e) {
     // A CA file OpenSSL cannot load, a host TcpClient refuses.
     const Kind kind = exchange->request->url->secure() ? Kind::kTls : Kind::kBadRequest;
-    finish(exchange, ClientError{kind, e.what()});
+    ClientError error{kind, e.what()};
+    failLater(std::move(exchange), std::move(error));
     return;
   }
   pool.connections.push_back(conn);
@@ -290,6 +292,15 @@ void HttpClient::cancel(const RequestHandle& handle) {
     return;
   }
   std::erase(pool.waiting, exchange);
+}
+
+// For errors found while request() may still be on the stack: the callback
+// runs from the loop's queue instead.
+void HttpClient::failLater(std::shared_ptr<Exchange> exchange, ClientError error) {
+  loop_->queueInLoop([this, alive = std::weak_ptr<bool>(alive_), exchange = std::move(exchange),
+                      error = std::move(error)]() mutable {
+    if (alive.lock() && !exchange->done) finish(exchange, std::move(error));
+  });
 }
 
 void HttpClient::finish(const std::shared_ptr<Exchange>& exchange, FetchResult result) {

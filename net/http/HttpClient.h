@@ -152,6 +152,7 @@ class HttpClient {
   void onIdleClosed(detail::ClientConnection* conn);
 
   void finish(const std::shared_ptr<detail::Exchange>& exchange, FetchResult result);
+  void failLater(std::shared_ptr<detail::Exchange> exchange, ClientError error);
   bool redirect(const std::shared_ptr<detail::Exchange>& exchange, const Response& response);
   void retire(Pool& pool, detail::ClientConnection* conn);
   void release(Pool& pool, detail::ClientConnection* conn);

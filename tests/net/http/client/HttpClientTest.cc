@@ -231,6 +231,34 @@ TEST_P(HttpClientTest, RequestsQueueBeyondTheConnectionLimit) {
   EXPECT_EQ(client().stats().reusedRequests, 20u - client().stats().connectionsOpened);
 }
 
+TEST_P(HttpClientTest, TheQueueIsBounded) {
+  HttpClient::Options options;
+  options.maxConnectionsPerOrigin = 1;
+  options.maxQueuedPerOrigin = 2;
+  client(options);
+  std::vector<Kind> errors;
+  int ok = 0;
+  int done = 0;
+  bool inRequest = false;
+  for (int i = 0; i < 5; ++i) {
+    inRequest = true;
+    client().request(get("/ok"), [&](FetchResult r) {
+      EXPECT_FALSE(inRequest) << "a callback ran inside request()";
+      if (r.ok()) {
+        ++ok;
+      } else {
+        errors.push_back(r.error().kind);
+      }
+      if (++done == 5) loop_->quit();
+    });
+    inRequest = false;
+  }
+  loop_->loop();
+  // One on the connection, two queued, two refused.
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(errors, std::vector<Kind>(2, Kind::kQueueFull));
+}
+
 TEST_P(HttpClientTest, CancelClosesTheConnectionAndSkipsTheCallback) {
   bool called = false;
   http::RequestHandle handle = client().request(get("/stall"), [&](FetchResult) { called = true; });
