@@ -206,7 +206,11 @@ void HttpClient::onResponse(ClientConnection* conn, std::shared_ptr<Exchange> ex
     dispatch(pool);
     return;
   }
-  response.url = exchange->request->request.url;
+  // Only after a redirect: a copy of the URL per response would be the one
+  // allocation of a keep-alive request that nobody asked for.
+  if (exchange->redirectsLeft != exchange->request->request.options.maxRedirects) {
+    response.url = exchange->request->request.url;
+  }
   finish(exchange, FetchResult(std::move(response)));
   dispatch(pool);
 }
