@@ -78,7 +78,8 @@ TEST(ClientAllocationsTest, ParserAllocatesNothingPerResponse) {
       "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Fri, 27 Nov 2026 10:00:00 GMT\r\n"
       "Content-Type: text/plain\r\nContent-Length: 12\r\nConnection: keep-alive\r\n\r\n"
       "hello world\n"
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello \r\n6\r\nworld\n\r\n0\r\n\r\n";
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello "
+      "\r\n6\r\nworld\n\r\n0\r\n\r\n";
   http::HttpResponseParser parser;
   parser.setBodyMode(http::HttpResponseParser::BodyMode::kDiscard);
   Buffer buf(64 * 1024);
