@@ -104,14 +104,17 @@ void HttpClient::armRequestTimer(const std::shared_ptr<Exchange>& exchange) {
   const Duration timeout = exchange->request->request.options.requestTimeout;
   if (timeout <= Duration::zero()) return;
   std::weak_ptr<Exchange> weak = exchange;
-  exchange->requestTimer = loop_->runAfter(timeout, [this, weak] {
-    std::shared_ptr<Exchange> e = weak.lock();
-    if (!e || e->done) return;
-    e->requestTimer = TimerId();
-    cancel(RequestHandle(e));
-    finish(e, ClientError{Kind::kRequestTimeout,
-                          "request to " + e->request->request.url + " timed out"});
-  });
+  // The exchange may outlive the client (a queued error holds it): the
+  // timer checks that the client is still there before it reaches it.
+  exchange->requestTimer =
+      loop_->runAfter(timeout, [this, alive = std::weak_ptr<bool>(alive_), weak] {
+        std::shared_ptr<Exchange> e = weak.lock();
+        if (!alive.lock() || !e || e->done) return;
+        e->requestTimer = TimerId();
+        cancel(RequestHandle(e));
+        finish(e, ClientError{Kind::kRequestTimeout,
+                              "request to " + e->request->request.url + " timed out"});
+      });
 }
 
 HttpClient::Pool& HttpClient::poolFor(const PreparedRequest& request) {
@@ -200,7 +203,10 @@ void HttpClient::onResponse(ClientConnection* conn, std::shared_ptr<Exchange> ex
   } else {
     retire(pool, conn);
   }
-  if (exchange->done) return;
+  if (exchange->done) {
+    dispatch(pool);
+    return;
+  }
   ++stats_.responses;
   if (redirect(exchange, response)) {
     dispatch(pool);
