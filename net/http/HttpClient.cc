@@ -398,6 +398,16 @@ bool HttpClient::redirect(const std::shared_ptr<Exchange>& exchange, const Respo
   return true;
 }
 
+void HttpClient::pauseResponse(const RequestHandle& handle) {
+  const std::shared_ptr<Exchange> exchange = handle.exchange_.lock();
+  if (exchange && !exchange->done && exchange->connection) exchange->connection->pauseReading();
+}
+
+void HttpClient::resumeResponse(const RequestHandle& handle) {
+  const std::shared_ptr<Exchange> exchange = handle.exchange_.lock();
+  if (exchange && !exchange->done && exchange->connection) exchange->connection->resumeReading();
+}
+
 size_t HttpClient::connectionCount() const {
   size_t n = 0;
   for (const auto& [key, pool] : pools_) n += pool->connections.size();
