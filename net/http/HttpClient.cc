@@ -93,6 +93,10 @@ RequestHandle HttpClient::request(PreparedRequestPtr request, ResponseCallback c
   loop_->assertInLoopThread();
   auto exchange = std::make_shared<Exchange>();
   exchange->callback = std::move(callback);
+  if (!request) {
+    failLater(exchange, ClientError{Kind::kBadRequest, "no request (prepare() failed?)"});
+    return RequestHandle(exchange);
+  }
   exchange->redirectsLeft = request->request.options.maxRedirects;
   exchange->request = std::move(request);
   armRequestTimer(exchange);
