@@ -6,6 +6,7 @@
 #include <string>
 
 #include "net/http/HttpChars.h"
+#include "net/http/HttpSyntax.h"
 #include "net/http/RequestTarget.h"
 
 namespace libnet::http {
@@ -13,13 +14,11 @@ namespace libnet::http {
 using detail::allOf;
 using detail::equalsLower;
 using detail::hasClass;
+using detail::isDigit;
+using detail::kMaxChunkSizeLine;
+using detail::lineBefore;
 
 namespace {
-
-// A chunk-size line is a hex number plus extensions we ignore. It is not a
-// Limits field because no real client comes near this, but without a bound a
-// peer could make us hold an endless line.
-constexpr size_t kMaxChunkSizeLine = 4096;
 
 // Body capacity reserved up front from Content-Length, and the most that
 // reset() lets the body keep for the next request. Capped so that a client
@@ -27,13 +26,6 @@ constexpr size_t kMaxChunkSizeLine = 4096;
 // connection after one large upload, does not pin that much memory; beyond it
 // the string grows as bytes arrive.
 constexpr size_t kMaxBodyReserve = 64 * 1024;
-
-// The line from p to the '\n' at lf, without the line end (CRLF or bare LF).
-std::string_view lineBefore(const char* p, const char* lf) {
-  const char* e = lf;
-  if (e > p && e[-1] == '\r') --e;
-  return {p, static_cast<size_t>(e - p)};
-}
 
 struct MethodEntry {
   std::string_view name;
@@ -57,27 +49,6 @@ bool lookupMethod(std::string_view s, Method* method) {
     }
   }
   return false;
-}
-
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
-
-unsigned hexValue(char c) {
-  if (isDigit(c)) return static_cast<unsigned>(c - '0');
-  return static_cast<unsigned>(detail::toLowerAscii(c) - 'a' + 10);
-}
-
-// Decimal digits only (no sign, no spaces inside); saturates at SIZE_MAX,
-// which every body limit rejects.
-bool parseDecimal(std::string_view s, size_t* out) {
-  if (s.empty()) return false;
-  size_t v = 0;
-  for (char c : s) {
-    if (!isDigit(c)) return false;
-    const auto d = static_cast<size_t>(c - '0');
-    v = v > (SIZE_MAX - d) / 10 ? SIZE_MAX : v * 10 + d;
-  }
-  *out = v;
-  return true;
 }
 
 }  // namespace
@@ -159,19 +130,6 @@ HttpParser::Result HttpParser::parse(Buffer* buf) {
   return Result::kNeedMore;
 }
 
-const char* HttpParser::findLineEnd(const char* p, const char* end) {
-  const auto available = static_cast<size_t>(end - p);
-  // min() guards against a caller that dropped the partial line after all.
-  const char* from = p + std::min(scanned_, available);
-  const void* lf = std::memchr(from, '\n', static_cast<size_t>(end - from));
-  if (lf == nullptr) {
-    scanned_ = available;
-    return nullptr;
-  }
-  scanned_ = 0;
-  return static_cast<const char*>(lf);
-}
-
 HttpParser::Step HttpParser::fail(int status, std::string_view message) {
   state_ = State::kError;
   errorStatus_ = status;
@@ -192,7 +150,7 @@ HttpParser::Step HttpParser::complete() {
 HttpParser::Step HttpParser::parseRequestLineState(const char*& p, const char* end) {
   while (p != end) {
     seenBytes_ = true;
-    const char* lf = findLineEnd(p, end);
+    const char* lf = detail::findLineEnd(p, end, &scanned_);
     if (lf == nullptr) {
       if (static_cast<size_t>(end - p) + 1 > limits_.maxRequestLine) {
         return fail(414, "request line too long");
@@ -277,7 +235,7 @@ bool HttpParser::parseTarget() {
 
 HttpParser::Step HttpParser::parseHeadersState(const char*& p, const char* end) {
   while (true) {
-    const char* lf = findLineEnd(p, end);
+    const char* lf = detail::findLineEnd(p, end, &scanned_);
     if (lf == nullptr) {
       if (headerBytes_ + static_cast<size_t>(end - p) + 1 > limits_.maxHeaderBytes) {
         return fail(431, "header section too large");
@@ -296,7 +254,7 @@ HttpParser::Step HttpParser::parseHeadersState(const char*& p, const char* end) 
 
 HttpParser::Step HttpParser::parseTrailersState(const char*& p, const char* end) {
   while (true) {
-    const char* lf = findLineEnd(p, end);
+    const char* lf = detail::findLineEnd(p, end, &scanned_);
     if (lf == nullptr) {
       if (headerBytes_ + static_cast<size_t>(end - p) + 1 > limits_.maxHeaderBytes) {
         return fail(431, "trailer section too large");
@@ -394,16 +352,8 @@ bool HttpParser::onContentLength(std::string_view value) {
   }
   // A list of identical values ("42, 42", from a proxy joining duplicates) is
   // one length (RFC 9112 6.3); anything else is a framing error.
-  bool valid = true;
-  bool any = false;
   size_t length = 0;
-  detail::forEachListElement(value, [&](std::string_view element) {
-    size_t v = 0;
-    if (!parseDecimal(element, &v) || (any && v != length)) valid = false;
-    length = v;
-    any = true;
-  });
-  if (!valid || !any) {
+  if (!detail::parseContentLength(value, &length)) {
     fail(400, "invalid Content-Length");
     return false;
   }
@@ -494,7 +444,7 @@ HttpParser::Step HttpParser::parseBodyState(const char*& p, const char* end) {
 }
 
 HttpParser::Step HttpParser::parseChunkSizeState(const char*& p, const char* end) {
-  const char* lf = findLineEnd(p, end);
+  const char* lf = detail::findLineEnd(p, end, &scanned_);
   if (lf == nullptr) {
     if (static_cast<size_t>(end - p) + 1 > kMaxChunkSizeLine) {
       return fail(400, "chunk size line too long");
@@ -507,25 +457,9 @@ HttpParser::Step HttpParser::parseChunkSizeState(const char*& p, const char* end
   const std::string_view line = lineBefore(p, lf);
   p = lf + 1;
 
-  // chunk-size [ chunk-ext ]: the size is hex, extensions are ignored.
-  size_t i = 0;
   size_t size = 0;
-  bool overflow = false;
-  while (i < line.size() && hasClass(line[i], detail::kHexDigit)) {
-    if (size > (SIZE_MAX >> 4)) {
-      overflow = true;
-    } else {
-      size = (size << 4) | hexValue(line[i]);
-    }
-    ++i;
-  }
-  if (i == 0) return fail(400, "invalid chunk size");
-  std::string_view ext = line.substr(i);
-  while (!ext.empty() && detail::isOws(ext.front())) ext.remove_prefix(1);
-  if (!ext.empty() && (ext.front() != ';' || !allOf(ext, detail::kFieldChar))) {
-    return fail(400, "invalid chunk size");
-  }
-  if (overflow || size > limits_.maxBodyBytes - request_.body_.size()) {
+  if (!detail::parseChunkSize(line, &size)) return fail(400, "invalid chunk size");
+  if (size > limits_.maxBodyBytes - request_.body_.size()) {
     return fail(413, "body too large");
   }
   if (size == 0) {
@@ -548,18 +482,13 @@ HttpParser::Step HttpParser::parseChunkDataState(const char*& p, const char* end
 }
 
 HttpParser::Step HttpParser::parseChunkDataEndState(const char*& p, const char* end) {
-  // Looked at byte by byte rather than as a line, so that a peer that sends
-  // data where the CRLF belongs is refused at once instead of being buffered
-  // until a '\n' shows up.
-  if (p == end) return Step::kNeedMore;
-  if (*p == '\n') {
-    ++p;
-  } else if (*p != '\r') {
-    return fail(400, "missing line end after chunk data");
-  } else {
-    if (end - p < 2) return Step::kNeedMore;
-    if (p[1] != '\n') return fail(400, "missing line end after chunk data");
-    p += 2;
+  switch (detail::consumeChunkEnd(p, end)) {
+    case detail::ChunkEnd::kNeedMore:
+      return Step::kNeedMore;
+    case detail::ChunkEnd::kBad:
+      return fail(400, "missing line end after chunk data");
+    case detail::ChunkEnd::kDone:
+      break;
   }
   state_ = State::kChunkSize;
   return Step::kContinue;

@@ -1,0 +1,125 @@
+// Line and number syntax shared by the request parser (HttpParser) and the
+// response parser (HttpResponseParser): line ends, decimal lengths, chunk-size
+// lines. Private to //net/http (target :syntax, visible to this package only).
+// Pure functions: any thread.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "net/http/HttpChars.h"
+
+namespace libnet::http::detail {
+
+// A chunk-size line is a hex number plus extensions that are ignored. No
+// real peer comes near this bound, but without one a peer could make the
+// parser hold an endless line.
+inline constexpr size_t kMaxChunkSizeLine = 4096;
+
+// The line from p to the '\n' at lf, without the line end (CRLF or bare LF).
+[[nodiscard]] inline std::string_view lineBefore(const char* p, const char* lf) {
+  const char* e = lf;
+  if (e > p && e[-1] == '\r') --e;
+  return {p, static_cast<size_t>(e - p)};
+}
+
+// The '\n' ending the line that starts at p, or nullptr. *scanned remembers
+// how far an incomplete line was searched: the caller leaves the line at the
+// front of its next buffer, and a line arriving a byte at a time is not
+// searched again from its start.
+[[nodiscard]] inline const char* findLineEnd(const char* p, const char* end, size_t* scanned) {
+  const auto available = static_cast<size_t>(end - p);
+  // min() guards against a caller that dropped the partial line after all.
+  const char* from = p + std::min(*scanned, available);
+  const void* lf = std::memchr(from, '\n', static_cast<size_t>(end - from));
+  if (lf == nullptr) {
+    *scanned = available;
+    return nullptr;
+  }
+  *scanned = 0;
+  return static_cast<const char*>(lf);
+}
+
+// The line end after a chunk's data (CRLF, or a bare LF), looked at byte by
+// byte rather than as a line, so that a peer that sends data where the line
+// end belongs is refused at once instead of being buffered until a '\n'
+// shows up. kDone moves p past it.
+enum class ChunkEnd : uint8_t { kNeedMore, kDone, kBad };
+[[nodiscard]] inline ChunkEnd consumeChunkEnd(const char*& p, const char* end) {
+  if (p == end) return ChunkEnd::kNeedMore;
+  if (*p == '\n') {
+    ++p;
+    return ChunkEnd::kDone;
+  }
+  if (*p != '\r') return ChunkEnd::kBad;
+  if (end - p < 2) return ChunkEnd::kNeedMore;
+  if (p[1] != '\n') return ChunkEnd::kBad;
+  p += 2;
+  return ChunkEnd::kDone;
+}
+
+[[nodiscard]] inline bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+[[nodiscard]] inline unsigned hexValue(char c) {
+  if (isDigit(c)) return static_cast<unsigned>(c - '0');
+  return static_cast<unsigned>(toLowerAscii(c) - 'a' + 10);
+}
+
+// Decimal digits only (no sign, no spaces inside); saturates at SIZE_MAX,
+// which every body limit rejects.
+[[nodiscard]] inline bool parseDecimal(std::string_view s, size_t* out) {
+  if (s.empty()) return false;
+  size_t v = 0;
+  for (char c : s) {
+    if (!isDigit(c)) return false;
+    const auto d = static_cast<size_t>(c - '0');
+    v = v > (SIZE_MAX - d) / 10 ? SIZE_MAX : v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+// A Content-Length value: one length, or a list of identical ones ("42, 42",
+// from a proxy joining duplicates, RFC 9112 6.3). False for anything else.
+[[nodiscard]] inline bool parseContentLength(std::string_view value, size_t* out) {
+  bool valid = true;
+  bool any = false;
+  size_t length = 0;
+  forEachListElement(value, [&](std::string_view element) {
+    size_t v = 0;
+    if (!parseDecimal(element, &v) || (any && v != length)) valid = false;
+    length = v;
+    any = true;
+  });
+  if (!valid || !any) return false;
+  *out = length;
+  return true;
+}
+
+// chunk-size [ chunk-ext ] (the line without its end): the size is hex,
+// extensions are checked for legal bytes and ignored. False when malformed;
+// a size that overflows comes back as SIZE_MAX, which every limit rejects.
+[[nodiscard]] inline bool parseChunkSize(std::string_view line, size_t* out) {
+  size_t i = 0;
+  size_t size = 0;
+  bool overflow = false;
+  while (i < line.size() && hasClass(line[i], kHexDigit)) {
+    if (size > (SIZE_MAX >> 4)) {
+      overflow = true;
+    } else {
+      size = (size << 4) | hexValue(line[i]);
+    }
+    ++i;
+  }
+  if (i == 0) return false;
+  std::string_view ext = line.substr(i);
+  while (!ext.empty() && isOws(ext.front())) ext.remove_prefix(1);
+  if (!ext.empty() && (ext.front() != ';' || !allOf(ext, kFieldChar))) return false;
+  *out = overflow ? SIZE_MAX : size;
+  return true;
+}
+
+}  // namespace libnet::http::detail
