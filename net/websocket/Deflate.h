@@ -1,0 +1,133 @@
+// Deflate: the permessage-deflate extension (RFC 7692) on zlib: the
+// Sec-WebSocket-Extensions negotiation for both roles, the per-sender
+// Deflater and the per-receiver Inflater. One Deflater and one Inflater per
+// connection, used on its thread only (not thread-safe).
+//
+// Window bits map to zlib's negative windowBits (a raw deflate stream, no
+// zlib header). zlib refuses a raw deflate window of 8 bits, so a Deflater
+// asked for 8 uses 9: zlib never emits a match further back than the window
+// size minus 262 bytes (MIN_LOOKAHEAD), which for a 512-byte window is 250,
+// so the stream still decodes with the 256-byte window the peer agreed to
+// keep.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "net/websocket/Frame.h"
+
+namespace libnet::ws {
+
+// What this end is willing to use.
+struct DeflateOptions {
+  bool enabled = false;
+  // Server: ask/agree that the server resets its compressor after every
+  // message. Client: the offer requests it.
+  bool serverNoContextTakeover = false;
+  // Same for the client's compressor.
+  bool clientNoContextTakeover = false;
+  // 8..15. Server: the largest window it compresses with (a smaller client
+  // request is honoured). Client: a value under 15 is offered.
+  int serverMaxWindowBits = 15;
+  // 8..15. Server: the window it asks the client to compress with when the
+  // client offered client_max_window_bits. Client: offered when under 15
+  // (the offer always announces client_max_window_bits support).
+  int clientMaxWindowBits = 15;
+  // zlib compression level, 0..9 (1 is fastest; 6 zlib's default).
+  int level = 6;
+  // Messages shorter than this are sent uncompressed (RSV1 clear): the
+  // deflate block overhead would make them no shorter.
+  size_t minMessageSize = 64;
+};
+
+// What both ends agreed on (the four RFC 7692 parameters), as seen from the
+// wire: the server's and the client's compressor settings.
+struct DeflateParams {
+  bool serverNoContextTakeover = false;
+  bool clientNoContextTakeover = false;
+  int serverMaxWindowBits = 15;
+  int clientMaxWindowBits = 15;
+};
+
+// Server side: picks the first acceptable permessage-deflate offer in a
+// Sec-WebSocket-Extensions value (several fields joined with ", "). An
+// offer that is malformed (a duplicate or unknown parameter, window bits
+// outside 8..15, a value where none belongs) is declined and the next one
+// tried. Returns the agreed parameters and sets *responseHeaderValue to the
+// value for the response's Sec-WebSocket-Extensions; nullopt (and an empty
+// value) when deflate is disabled or no offer was acceptable.
+[[nodiscard]] std::optional<DeflateParams> negotiateOffer(std::string_view secWebSocketExtensions,
+                                                          const DeflateOptions& options,
+                                                          std::string* responseHeaderValue);
+
+// Client side: the Sec-WebSocket-Extensions value offering deflate as
+// `options` say ("" when disabled).
+[[nodiscard]] std::string makeOffer(const DeflateOptions& options);
+
+// Client side: checks the server's Sec-WebSocket-Extensions value against
+// the offer makeOffer(options) made. An empty value: nullopt, no error
+// (deflate declined). A valid permessage-deflate response: the agreed
+// parameters. Anything else (another extension, parameters not offered,
+// invalid or duplicate values): nullopt and *error says why; the handshake
+// has failed.
+[[nodiscard]] std::optional<DeflateParams> acceptResponse(std::string_view responseValue,
+                                                          const DeflateOptions& options,
+                                                          std::string* error);
+
+// Compresses whole messages for the side `self` sends, with that side's
+// agreed window and context takeover.
+class Deflater {
+ public:
+  Deflater(Role self, const DeflateParams& params, int level = 6);
+  ~Deflater();
+  Deflater(const Deflater&) = delete;
+  Deflater& operator=(const Deflater&) = delete;
+
+  // Replaces *out with the compressed message (raw deflate, flushed with
+  // Z_SYNC_FLUSH, the trailing 00 00 ff ff removed, RFC 7692 7.2.1).
+  void compress(std::string_view message, std::string* out);
+
+ private:
+  struct Stream;
+  std::unique_ptr<Stream> stream_;
+  bool noContextTakeover_;
+};
+
+// Decompresses the messages the peer of `self` sends.
+class Inflater {
+ public:
+  enum class Result {
+    kOk,
+    // The output would pass the limit; the message should be refused (1009).
+    kTooBig,
+    // Not a valid deflate stream (1007).
+    kCorrupt,
+  };
+
+  Inflater(Role self, const DeflateParams& params);
+  ~Inflater();
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+
+  // Inflates the next compressed bytes of the current message, appending to
+  // *out, which must never grow past `limit` bytes: kTooBig as soon as it
+  // would (the output grows a bounded chunk at a time, so a tiny input that
+  // inflates hugely costs at most limit plus one chunk of memory).
+  [[nodiscard]] Result feed(std::string_view compressed, std::string* out, size_t limit);
+  // Ends the message: inflates the 00 00 ff ff the sender removed and resets
+  // the window when the peer does not take context over. After kTooBig or
+  // kCorrupt the stream is unusable (the connection is to be closed).
+  [[nodiscard]] Result finish(std::string* out, size_t limit);
+
+ private:
+  Result run(const char* data, size_t length, std::string* out, size_t limit);
+
+  struct Stream;
+  std::unique_ptr<Stream> stream_;
+  bool noContextTakeover_;
+};
+
+}  // namespace libnet::ws

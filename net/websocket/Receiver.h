@@ -1,0 +1,126 @@
+// Receiver: the receiving half of a WebSocket connection (RFC 6455, with
+// permessage-deflate when negotiated). It consumes bytes from the caller's
+// Buffer and yields one event at a time; no I/O, one per connection, used on
+// that connection's thread only (not thread-safe).
+//
+//   for (;;) {
+//     switch (receiver.next(&input)) {
+//       case Receiver::Event::kNeedMore: return;            // wait for bytes
+//       case Receiver::Event::kMessage: onMessage(receiver.messageType(),
+//                                                 std::move(receiver.payload())); break;
+//       case Receiver::Event::kPing: sendPong(receiver.payload()); break;
+//       case Receiver::Event::kPong: break;
+//       case Receiver::Event::kClose: echo the close (closeCode(), closeReason()); return;
+//       case Receiver::Event::kError: send a close with closeCode(), error(); return;
+//     }
+//   }
+//
+// Bytes are consumed as they arrive: the header once complete, payload bytes
+// copied out (and unmasked) right away, so the caller's buffer never has to
+// hold a whole frame and may be a different Buffer on each call. A message
+// in one frame is copied once, straight into payload(). Every receive rule
+// of RFC 6455 is enforced; a violation is kError with the close code to send
+// (1002 protocol error, 1007 invalid UTF-8 or invalid deflate data, 1009
+// too big) and a reason. A frame whose header announces more than
+// maxFrameBytes is refused from the header alone. After kClose or kError the
+// receiver is done: next() consumes nothing and returns the same event.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "net/Buffer.h"
+#include "net/websocket/Deflate.h"
+#include "net/websocket/Frame.h"
+#include "net/websocket/Utf8.h"
+
+namespace libnet::ws {
+
+struct ReceiverLimits {
+  // One frame's payload as announced in its header (compressed size).
+  size_t maxFrameBytes = 16 * 1024 * 1024;
+  // A whole message: the sum of its fragments, after inflating when
+  // compressed.
+  size_t maxMessageBytes = 16 * 1024 * 1024;
+};
+
+class Receiver {
+ public:
+  enum class Event { kNeedMore, kMessage, kPing, kPong, kClose, kError };
+
+  // `self` is the side that receives: a server requires masked frames, a
+  // client unmasked ones. `deflate`: the negotiated permessage-deflate
+  // parameters (RSV1 is a protocol error without them).
+  explicit Receiver(Role self, ReceiverLimits limits = {},
+                    const std::optional<DeflateParams>& deflate = std::nullopt);
+  ~Receiver();
+  Receiver(const Receiver&) = delete;
+  Receiver& operator=(const Receiver&) = delete;
+
+  // Consumes what it can from `input` and returns the next event, or
+  // kNeedMore once every byte given is consumed without completing one.
+  [[nodiscard]] Event next(Buffer* input);
+
+  // kMessage: text or binary.
+  [[nodiscard]] MessageType messageType() const { return messageType_; }
+  // kMessage: the message; kPing/kPong: the control payload. Valid until the
+  // next call of next(); the caller may move the string out (the receiver
+  // then starts the next message in a fresh one) or leave it, in which case
+  // its capacity is reused.
+  [[nodiscard]] std::string& payload() { return payload_; }
+  // kClose: the peer's status code (1005 when the close frame had no body).
+  // kError: the code to send in our close frame.
+  [[nodiscard]] uint16_t closeCode() const { return closeCode_; }
+  // kClose: the peer's reason (valid UTF-8, possibly empty).
+  [[nodiscard]] const std::string& closeReason() const { return text_; }
+  // kError: what was wrong, for the close frame's reason and the log.
+  [[nodiscard]] const std::string& error() const { return text_; }
+  // Whether kClose or kError has been returned.
+  [[nodiscard]] bool done() const { return done_ != Event::kNeedMore; }
+
+ private:
+  enum class Phase { kHeader, kPayload };
+
+  Event parseHeader(Buffer* input);
+  Event checkHeader(bool fin, bool rsv1, uint8_t opcode);
+  Event startPayload();
+  Event readPayload(Buffer* input);
+  Event consumeData(const char* data, size_t length, bool lastPiece);
+  Event endFrame();
+  Event endControl();
+  Event endClose();
+  Event fail(uint16_t code, const char* reason);
+
+  Role self_;
+  ReceiverLimits limits_;
+  std::unique_ptr<Inflater> inflater_;
+  Phase phase_ = Phase::kHeader;
+  Event done_ = Event::kNeedMore;
+
+  // The frame being read.
+  Opcode opcode_ = Opcode::kContinuation;
+  bool fin_ = false;
+  bool masked_ = false;
+  uint32_t maskKey_ = 0;
+  uint64_t frameLength_ = 0;
+  uint64_t frameRead_ = 0;
+
+  // The data message being assembled.
+  bool inMessage_ = false;
+  bool compressed_ = false;
+  MessageType messageType_ = MessageType::kBinary;
+  Utf8Validator utf8_;
+  std::string payload_;
+  // A control frame's payload (it may arrive between a message's fragments).
+  std::string control_;
+  // Unmasked compressed bytes on their way to the inflater.
+  std::string scratch_;
+
+  uint16_t closeCode_ = 0;
+  std::string text_;
+};
+
+}  // namespace libnet::ws
