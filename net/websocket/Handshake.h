@@ -48,8 +48,7 @@ struct UpgradeCheck {
 // with `key` (from newClientKey()); Sec-WebSocket-Extensions and
 // Sec-WebSocket-Protocol are added when non-empty.
 [[nodiscard]] std::string makeUpgradeRequest(std::string_view host, std::string_view target,
-                                             std::string_view key,
-                                             std::string_view extensions = {},
+                                             std::string_view key, std::string_view extensions = {},
                                              std::string_view subprotocols = {});
 
 // Client side: whether a response's Sec-WebSocket-Accept value matches the

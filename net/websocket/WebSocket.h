@@ -23,9 +23,9 @@
 // with the same code, then the TCP connection closes once that answer is
 // written (a server closes TCP first, 7.1.1; a client waits for the server's
 // FIN up to closeTimeout). onClose runs exactly once, with the peer's code and
-// reason (1005 for a close frame without a code), the code we sent when the
-// peer never answered ours, or 1006 when the TCP connection ended without a
-// close frame.
+// reason (1005 for a close frame without a code), or 1006 when the TCP
+// connection ended without the peer's close frame (it dropped, it never
+// answered ours within closeTimeout, it failed a keep-alive ping).
 //
 // Back-pressure: the connection's output limit (TcpConnection::
 // setMaxQueuedOutput(); HttpServer::Options::maxQueuedOutput for a server).
@@ -76,7 +76,7 @@ struct Handlers {
   std::function<void(const WebSocketPtr&, MessageType, std::string_view payload)> onMessage;
   std::function<void(const WebSocketPtr&, uint16_t code, std::string_view reason)> onClose;
   std::function<void(const WebSocketPtr&, std::string_view payload)> onPong;
-  // The output went back below half the limit after a send returned kFull.
+  // Everything queued has been written, after a send returned kFull.
   std::function<void(const WebSocketPtr&)> onDrain;
 };
 
@@ -97,7 +97,9 @@ class WebSocket : public std::enable_shared_from_this<WebSocket> {
   WebSocket(const WebSocket&) = delete;
   WebSocket& operator=(const WebSocket&) = delete;
 
-  [[nodiscard]] SendResult sendText(std::string_view text) { return send(MessageType::kText, text); }
+  [[nodiscard]] SendResult sendText(std::string_view text) {
+    return send(MessageType::kText, text);
+  }
   [[nodiscard]] SendResult sendBinary(std::string_view data) {
     return send(MessageType::kBinary, data);
   }
@@ -135,17 +137,23 @@ class WebSocket : public std::enable_shared_from_this<WebSocket> {
             std::optional<DeflateParams> params, Handlers handlers);
 
   void onInput(Buffer* buf);
+  // Handles the events in `buf`; false when it stopped early for
+  // back-pressure (the rest stays in `buf`).
   bool handleEvents(Buffer* buf);
   void onConnectionDown();
   void onWriteComplete();
   void receivedClose(uint16_t code, std::string_view reason);
+  // Fails the connection (RFC 6455 7.1.7): a close frame with `code`, then
+  // a half-close.
   void failWith(uint16_t code, std::string_view reason);
   void sendCloseFrame(uint16_t code, std::string_view reason);
   void startCloseTimer();
   void startPingTimer();
   void onPingTimer();
-  void finish(uint16_t code, std::string_view reason);
+  // Hands the staged frames to the connection.
   SendResult flush();
+  // kFull when the output is past the connection's limit.
+  SendResult room();
   void cancelTimers();
   // Runs an application callback; a throw closes with 1011. False if it threw.
   template <class F>
@@ -162,7 +170,6 @@ class WebSocket : public std::enable_shared_from_this<WebSocket> {
   bool closeReceived_ = false;
   bool finished_ = false;  // onClose has run
   bool drainWanted_ = false;
-  uint16_t sentCode_ = 0;
   uint16_t finalCode_ = close_code::kAbnormal;
   std::string finalReason_;
   TimerId closeTimer_;
