@@ -72,12 +72,12 @@ enum class SendResult : uint8_t {
 // every WebSocket made. Every callback runs on the connection's loop thread
 // and may throw (1011, see the file comment).
 struct Handlers {
-  std::function<void(const WebSocketPtr&)> onOpen;
-  std::function<void(const WebSocketPtr&, MessageType, std::string_view payload)> onMessage;
-  std::function<void(const WebSocketPtr&, uint16_t code, std::string_view reason)> onClose;
-  std::function<void(const WebSocketPtr&, std::string_view payload)> onPong;
+  std::function<void(const WebSocketPtr&)> onOpen{};
+  std::function<void(const WebSocketPtr&, MessageType, std::string_view payload)> onMessage{};
+  std::function<void(const WebSocketPtr&, uint16_t code, std::string_view reason)> onClose{};
+  std::function<void(const WebSocketPtr&, std::string_view payload)> onPong{};
   // Everything queued has been written, after a send returned kFull.
-  std::function<void(const WebSocketPtr&)> onDrain;
+  std::function<void(const WebSocketPtr&)> onDrain{};
 };
 
 class WebSocket : public std::enable_shared_from_this<WebSocket> {
