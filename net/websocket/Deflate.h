@@ -106,6 +106,8 @@ class Inflater {
     // Not a valid deflate stream (1007).
     kCorrupt,
   };
+  // Output grows by at most this much per inflate() call.
+  static constexpr size_t kChunk = 16 * 1024;
 
   Inflater(Role self, const DeflateParams& params);
   ~Inflater();

@@ -70,7 +70,7 @@ class Receiver {
   // next call of next(); the caller may move the string out (the receiver
   // then starts the next message in a fresh one) or leave it, in which case
   // its capacity is reused.
-  [[nodiscard]] std::string& payload() { return payload_; }
+  [[nodiscard]] std::string& payload() { return *event_; }
   // kClose: the peer's status code (1005 when the close frame had no body).
   // kError: the code to send in our close frame.
   [[nodiscard]] uint16_t closeCode() const { return closeCode_; }
@@ -84,11 +84,14 @@ class Receiver {
  private:
   enum class Phase { kHeader, kPayload };
 
-  Event parseHeader(Buffer* input);
-  Event checkHeader(bool fin, bool rsv1, uint8_t opcode);
-  Event startPayload();
+  // false while the header is incomplete; else consumes it and sets *event
+  // (kNeedMore when the frame is acceptable).
+  bool readHeader(Buffer* input, Event* event);
+  Event checkHeader(uint8_t first, uint64_t length);
+  Event startPayload(bool rsv1);
   Event readPayload(Buffer* input);
-  Event consumeData(const char* data, size_t length, bool lastPiece);
+  Event consumeData(char* data, size_t length);
+  Event consumeCompressed(const char* data, size_t length);
   Event endFrame();
   Event endControl();
   Event endClose();
@@ -119,6 +122,8 @@ class Receiver {
   // Unmasked compressed bytes on their way to the inflater.
   std::string scratch_;
 
+  // payload_ or control_: what payload() shows.
+  std::string* event_ = &payload_;
   uint16_t closeCode_ = 0;
   std::string text_;
 };

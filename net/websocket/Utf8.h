@@ -27,8 +27,10 @@ class Utf8Validator {
   // One-shot check of a whole string.
   [[nodiscard]] static bool isValid(std::string_view bytes);
 
+  // DFA states (Hoehrmann's decoder): kAccept between code points, kReject
+  // for good; others are inside a sequence.
   static constexpr uint8_t kAccept = 0;
-  static constexpr uint8_t kReject = 1;
+  static constexpr uint8_t kReject = 12;
 
  private:
   uint8_t state_ = kAccept;
