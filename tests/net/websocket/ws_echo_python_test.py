@@ -8,6 +8,7 @@ usage: ws_echo_python_test.py WS_ECHO_SERVER BACKEND
 """
 
 import asyncio
+import atexit
 import base64
 import os
 import select
@@ -40,6 +41,7 @@ class Server:
         self.proc = subprocess.Popen(
             [binary, "--address", "127.0.0.1", "--port", "0", "--backend", backend, *args],
             stdout=subprocess.PIPE, text=True)
+        atexit.register(self.proc.kill)  # a failing check must not leave it running
         ready, _, _ = select.select([self.proc.stdout], [], [], WAIT)
         check(ready, "ws_echo_server did not start")
         line = self.proc.stdout.readline()
