@@ -6,6 +6,7 @@
 #include <string>
 
 #include "net/http/HttpChars.h"
+#include "net/http/HttpSyntax.h"
 #include "net/http/RequestTarget.h"
 
 namespace libnet::http {
@@ -13,13 +14,11 @@ namespace libnet::http {
 using detail::allOf;
 using detail::equalsLower;
 using detail::hasClass;
+using detail::isDigit;
+using detail::kMaxChunkSizeLine;
+using detail::lineBefore;
 
 namespace {
-
-// A chunk-size line is a hex number plus extensions we ignore. It is not a
-// Limits field because no real client comes near this, but without a bound a
-// peer could make us hold an endless line.
-constexpr size_t kMaxChunkSizeLine = 4096;
 
 // Body capacity reserved up front from Content-Length, and the most that
 // reset() lets the body keep for the next request. Capped so that a client
@@ -27,13 +26,6 @@ constexpr size_t kMaxChunkSizeLine = 4096;
 // connection after one large upload, does not pin that much memory; beyond it
 // the string grows as bytes arrive.
 constexpr size_t kMaxBodyReserve = 64 * 1024;
-
-// The line from p to the '\n' at lf, without the line end (CRLF or bare LF).
-std::string_view lineBefore(const char* p, const char* lf) {
-  const char* e = lf;
-  if (e > p && e[-1] == '\r') --e;
-  return {p, static_cast<size_t>(e - p)};
-}
 
 struct MethodEntry {
   std::string_view name;
@@ -57,27 +49,6 @@ bool lookupMethod(std::string_view s, Method* method) {
     }
   }
   return false;
-}
-
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
-
-unsigned hexValue(char c) {
-  if (isDigit(c)) return static_cast<unsigned>(c - '0');
-  return static_cast<unsigned>(detail::toLowerAscii(c) - 'a' + 10);
-}
-
-// Decimal digits only (no sign, no spaces inside); saturates at SIZE_MAX,
-// which every body limit rejects.
-bool parseDecimal(std::string_view s, size_t* out) {
-  if (s.empty()) return false;
-  size_t v = 0;
-  for (char c : s) {
-    if (!isDigit(c)) return false;
-    const auto d = static_cast<size_t>(c - '0');
-    v = v > (SIZE_MAX - d) / 10 ? SIZE_MAX : v * 10 + d;
-  }
-  *out = v;
-  return true;
 }
 
 }  // namespace
@@ -394,16 +365,8 @@ bool HttpParser::onContentLength(std::string_view value) {
   }
   // A list of identical values ("42, 42", from a proxy joining duplicates) is
   // one length (RFC 9112 6.3); anything else is a framing error.
-  bool valid = true;
-  bool any = false;
   size_t length = 0;
-  detail::forEachListElement(value, [&](std::string_view element) {
-    size_t v = 0;
-    if (!parseDecimal(element, &v) || (any && v != length)) valid = false;
-    length = v;
-    any = true;
-  });
-  if (!valid || !any) {
+  if (!detail::parseContentLength(value, &length)) {
     fail(400, "invalid Content-Length");
     return false;
   }
@@ -507,25 +470,9 @@ HttpParser::Step HttpParser::parseChunkSizeState(const char*& p, const char* end
   const std::string_view line = lineBefore(p, lf);
   p = lf + 1;
 
-  // chunk-size [ chunk-ext ]: the size is hex, extensions are ignored.
-  size_t i = 0;
   size_t size = 0;
-  bool overflow = false;
-  while (i < line.size() && hasClass(line[i], detail::kHexDigit)) {
-    if (size > (SIZE_MAX >> 4)) {
-      overflow = true;
-    } else {
-      size = (size << 4) | hexValue(line[i]);
-    }
-    ++i;
-  }
-  if (i == 0) return fail(400, "invalid chunk size");
-  std::string_view ext = line.substr(i);
-  while (!ext.empty() && detail::isOws(ext.front())) ext.remove_prefix(1);
-  if (!ext.empty() && (ext.front() != ';' || !allOf(ext, detail::kFieldChar))) {
-    return fail(400, "invalid chunk size");
-  }
-  if (overflow || size > limits_.maxBodyBytes - request_.body_.size()) {
+  if (!detail::parseChunkSize(line, &size)) return fail(400, "invalid chunk size");
+  if (size > limits_.maxBodyBytes - request_.body_.size()) {
     return fail(413, "body too large");
   }
   if (size == 0) {

@@ -1,0 +1,378 @@
+#include "net/http/HttpClient.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "base/Logging.h"
+#include "net/EventLoop.h"
+#include "net/dns/Resolver.h"
+#include "net/http/ClientConnection.h"
+#include "net/http/ClientExchange.h"
+#include "net/http/HttpChars.h"
+#include "net/tls/TlsContext.h"
+#include "net/tls/TlsLayer.h"
+
+namespace libnet::http {
+
+using detail::ClientConnection;
+using detail::Exchange;
+using detail::PreparedRequest;
+using Kind = ClientError::Kind;
+
+struct HttpClient::Pool {
+  std::vector<std::shared_ptr<ClientConnection>> connections;  // open or opening
+  std::vector<ClientConnection*> idle;                         // most recent last
+  std::deque<std::shared_ptr<Exchange>> waiting;
+  std::shared_ptr<const ConnectionLayer> layer;
+};
+
+bool RequestHandle::pending() const {
+  const std::shared_ptr<Exchange> exchange = exchange_.lock();
+  return exchange && !exchange->done;
+}
+
+std::optional<std::string_view> Response::header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (detail::equalsIgnoreCase(n, name)) return std::string_view(v);
+  }
+  return std::nullopt;
+}
+
+HttpClient::HttpClient(EventLoop* loop, Options options)
+    : loop_(loop),
+      options_(std::move(options)),
+      resolver_(options_.resolver),
+      alive_(std::make_shared<bool>(true)) {
+  loop_->assertInLoopThread();
+  if (options_.maxConnectionsPerOrigin == 0) {
+    throw std::invalid_argument("HttpClient: maxConnectionsPerOrigin must be at least 1");
+  }
+  if (!resolver_) resolver_ = std::make_shared<dns::Resolver>(loop_);
+}
+
+HttpClient::~HttpClient() {
+  loop_->assertInLoopThread();
+  if (sweepTimer_.valid()) loop_->cancel(sweepTimer_);
+  for (auto& [key, pool] : pools_) {
+    for (const std::shared_ptr<Exchange>& exchange : pool->waiting) {
+      if (exchange->requestTimer.valid()) loop_->cancel(exchange->requestTimer);
+      exchange->done = true;
+    }
+    for (const std::shared_ptr<ClientConnection>& conn : pool->connections) conn->abort();
+  }
+}
+
+RequestHandle HttpClient::request(Request request, ResponseCallback callback) {
+  loop_->assertInLoopThread();
+  auto exchange = std::make_shared<Exchange>();
+  exchange->callback = std::move(callback);
+  exchange->redirectsLeft = request.options.maxRedirects;
+  std::shared_ptr<PreparedRequest> prepared;
+  std::optional<ClientError> error =
+      PreparedRequest::prepare(std::move(request), options_.userAgent, &prepared);
+  if (error) {
+    // Never inside request(): the caller may not expect its callback yet.
+    exchange->done = true;
+    ++stats_.errors;
+    loop_->queueInLoop([alive = std::weak_ptr<bool>(alive_), exchange, e = std::move(*error)] {
+      if (alive.lock()) exchange->callback(FetchResult(e));
+    });
+    return RequestHandle(exchange);
+  }
+  exchange->request = std::move(prepared);
+  armRequestTimer(exchange);
+  start(exchange);
+  return RequestHandle(exchange);
+}
+
+void HttpClient::armRequestTimer(const std::shared_ptr<Exchange>& exchange) {
+  const Duration timeout = exchange->request->request.options.requestTimeout;
+  if (timeout <= Duration::zero()) return;
+  std::weak_ptr<Exchange> weak = exchange;
+  exchange->requestTimer = loop_->runAfter(timeout, [this, weak] {
+    std::shared_ptr<Exchange> e = weak.lock();
+    if (!e || e->done) return;
+    e->requestTimer = TimerId();
+    cancel(RequestHandle(e));
+    finish(e, ClientError{Kind::kRequestTimeout,
+                          "request to " + e->request->request.url + " timed out"});
+  });
+}
+
+HttpClient::Pool& HttpClient::poolFor(const PreparedRequest& request) {
+  std::unique_ptr<Pool>& pool = pools_[request.originKey];
+  if (!pool) pool = std::make_unique<Pool>();
+  return *pool;
+}
+
+void HttpClient::start(std::shared_ptr<Exchange> exchange) {
+  Pool& pool = poolFor(*exchange->request);
+  if (pool.waiting.size() >= options_.maxQueuedPerOrigin) {
+    finish(exchange, ClientError{Kind::kQueueFull,
+                                 "too many requests waiting for " + exchange->request->originKey});
+    return;
+  }
+  if (exchange->freshOnly) {
+    pool.waiting.push_front(std::move(exchange));
+  } else {
+    pool.waiting.push_back(std::move(exchange));
+  }
+  dispatch(pool);
+}
+
+// Hands waiting requests to idle connections (most recently used first: the
+// least likely to have been closed by the server), then to new ones while
+// the origin has room; the rest wait for a connection to free up.
+void HttpClient::dispatch(Pool& pool) {
+  while (!pool.waiting.empty()) {
+    std::shared_ptr<Exchange>& next = pool.waiting.front();
+    if (!next->freshOnly && !pool.idle.empty()) {
+      ClientConnection* conn = pool.idle.back();
+      pool.idle.pop_back();
+      std::shared_ptr<Exchange> exchange = std::move(next);
+      pool.waiting.pop_front();
+      conn->send(std::move(exchange));
+      continue;
+    }
+    if (pool.connections.size() >= options_.maxConnectionsPerOrigin) {
+      // A retry needs a new connection: make room by closing an idle one.
+      if (next->freshOnly && !pool.idle.empty()) {
+        retire(pool, pool.idle.back());
+        continue;
+      }
+      return;
+    }
+    std::shared_ptr<Exchange> exchange = std::move(next);
+    pool.waiting.pop_front();
+    openConnection(pool, std::move(exchange));
+  }
+}
+
+std::shared_ptr<const ConnectionLayer> HttpClient::layerFor(const PreparedRequest& request) {
+  if (!request.url->secure()) return nullptr;
+  if (!tlsContext_) {
+    tls::Context::ClientOptions tlsOptions;
+    tlsOptions.caFile = options_.caFile;
+    tlsOptions.verifyPeer = options_.verifyPeer;
+    tlsOptions.alpn = {"http/1.1"};
+    tlsContext_ = tls::Context::newClient(tlsOptions);
+  }
+  return tls::newLayer(tlsContext_, request.url->host());
+}
+
+void HttpClient::openConnection(Pool& pool, std::shared_ptr<Exchange> exchange) {
+  std::shared_ptr<ClientConnection> conn;
+  try {
+    if (!pool.layer) pool.layer = layerFor(*exchange->request);
+    conn = std::make_shared<ClientConnection>(this, *exchange->request, pool.layer, resolver_);
+  } catch (const std::exception& e) {
+    // A CA file OpenSSL cannot load, a host TcpClient refuses.
+    const Kind kind = exchange->request->url->secure() ? Kind::kTls : Kind::kBadRequest;
+    finish(exchange, ClientError{kind, e.what()});
+    return;
+  }
+  pool.connections.push_back(conn);
+  conn->start(std::move(exchange));
+}
+
+void HttpClient::onResponse(ClientConnection* conn, std::shared_ptr<Exchange> exchange,
+                            Response response, bool reusable) {
+  Pool& pool = *pools_[conn->originKey()];
+  if (reusable) {
+    release(pool, conn);
+  } else {
+    retire(pool, conn);
+  }
+  if (exchange->done) return;
+  ++stats_.responses;
+  if (redirect(exchange, response)) {
+    dispatch(pool);
+    return;
+  }
+  response.url = exchange->request->request.url;
+  finish(exchange, FetchResult(std::move(response)));
+  dispatch(pool);
+}
+
+void HttpClient::onFailure(ClientConnection* conn, std::shared_ptr<Exchange> exchange,
+                           ClientError error, bool retryable) {
+  Pool& pool = *pools_[conn->originKey()];
+  retire(pool, conn);
+  if (exchange && !exchange->done) {
+    const PreparedRequest& request = *exchange->request;
+    if (retryable && request.idempotent && !exchange->retried) {
+      ++stats_.retries;
+      exchange->retried = true;
+      exchange->freshOnly = true;
+      start(std::move(exchange));
+      return;
+    }
+    if (retryable) {
+      error.message += exchange->retried
+                           ? "; not retried: already retried once"
+                           : "; not retried: " + std::string(methodName(request.request.method)) +
+                                 " is not idempotent";
+    }
+    finish(exchange, std::move(error));
+  }
+  dispatch(pool);
+}
+
+void HttpClient::onIdleClosed(ClientConnection* conn) {
+  Pool& pool = *pools_[conn->originKey()];
+  retire(pool, conn);
+  dispatch(pool);
+}
+
+void HttpClient::release(Pool& pool, ClientConnection* conn) {
+  pool.idle.push_back(conn);
+  if (!sweepTimer_.valid() && options_.idleTimeout > Duration::zero()) {
+    const Duration period =
+        std::max<Duration>(options_.idleTimeout / 4, std::chrono::milliseconds(10));
+    sweepTimer_ = loop_->runEvery(period, [this] { sweepIdle(); });
+  }
+}
+
+// Closes pooled connections idle for longer than Options::idleTimeout: one
+// periodic timer for the whole client rather than one per connection and
+// request.
+void HttpClient::sweepIdle() {
+  const MonoTime now = MonoClock::now();
+  for (auto& [key, pool] : pools_) {
+    std::vector<ClientConnection*> expired;
+    for (ClientConnection* conn : pool->idle) {
+      if (now - conn->idleSince() >= options_.idleTimeout) expired.push_back(conn);
+    }
+    for (ClientConnection* conn : expired) retire(*pool, conn);
+  }
+}
+
+// Takes the connection out of the pool, closed; its destruction is queued,
+// because this may run inside one of its own callbacks.
+void HttpClient::retire(Pool& pool, ClientConnection* conn) {
+  conn->abort();
+  std::erase(pool.idle, conn);
+  auto it = std::find_if(pool.connections.begin(), pool.connections.end(),
+                         [conn](const auto& c) { return c.get() == conn; });
+  if (it == pool.connections.end()) return;
+  std::shared_ptr<ClientConnection> owned = std::move(*it);
+  *it = std::move(pool.connections.back());
+  pool.connections.pop_back();
+  loop_->queueInLoop([owned = std::move(owned)] {});
+}
+
+void HttpClient::cancel(const RequestHandle& handle) {
+  loop_->assertInLoopThread();
+  std::shared_ptr<Exchange> exchange = handle.exchange_.lock();
+  if (!exchange || exchange->done) return;
+  exchange->done = true;
+  if (exchange->requestTimer.valid()) loop_->cancel(exchange->requestTimer);
+  exchange->requestTimer = TimerId();
+  Pool& pool = poolFor(*exchange->request);
+  if (ClientConnection* conn = exchange->connection) {
+    retire(pool, conn);
+    dispatch(pool);
+    return;
+  }
+  std::erase(pool.waiting, exchange);
+}
+
+void HttpClient::finish(const std::shared_ptr<Exchange>& exchange, FetchResult result) {
+  const bool wasDone = exchange->done;
+  exchange->done = true;
+  if (exchange->requestTimer.valid()) loop_->cancel(exchange->requestTimer);
+  exchange->requestTimer = TimerId();
+  if (!result.ok()) ++stats_.errors;
+  // A request timeout cancels first (done), then reports.
+  if (wasDone && result.ok()) return;
+  ResponseCallback callback = std::move(exchange->callback);
+  if (callback) callback(std::move(result));
+}
+
+namespace {
+
+bool isRedirect(int status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+// What a request followed to `next` keeps: 303 asks for a GET without the
+// body (RFC 9110 15.4.4); credentials do not go to another origin.
+Request redirected(const Request& original, const Url& from, const Url& next, int status) {
+  Request r = original;
+  r.url = next.toString();
+  auto drop = [&r](std::string_view name) {
+    std::erase_if(r.headers,
+                  [name](const auto& h) { return detail::equalsIgnoreCase(h.first, name); });
+  };
+  if (status == 303 && r.method != Method::kHead) {
+    r.method = Method::kGet;
+    r.body.clear();
+    r.bodyFile.clear();
+    r.bodyFd = -1;
+    r.bodyLength = 0;
+    drop("content-length");
+    drop("content-type");
+  }
+  if (next.origin() != from.origin()) {
+    drop("authorization");
+    drop("cookie");
+    drop("proxy-authorization");
+    drop("host");
+  }
+  return r;
+}
+
+}  // namespace
+
+// Follows a redirect by sending the exchange again, to its new URL; false
+// when `response` is the answer to report.
+bool HttpClient::redirect(const std::shared_ptr<Exchange>& exchange, const Response& response) {
+  const Request& original = exchange->request->request;
+  if (!original.options.followRedirects || !isRedirect(response.status)) return false;
+  const std::optional<std::string_view> location = response.header("location");
+  if (!location) return false;
+  if (exchange->redirectsLeft <= 0) {
+    finish(exchange,
+           ClientError{Kind::kTooManyRedirects, "too many redirects (more than " +
+                                                    std::to_string(original.options.maxRedirects) +
+                                                    "), last to " + std::string(*location)});
+    return true;
+  }
+  std::string why;
+  const std::optional<Url> next = exchange->request->url->resolve(*location, &why);
+  if (!next || next->scheme() == Url::Scheme::kWs || next->scheme() == Url::Scheme::kWss) {
+    finish(exchange, ClientError{Kind::kMalformed,
+                                 "unusable Location " + std::string(*location) + ": " + why});
+    return true;
+  }
+  std::shared_ptr<PreparedRequest> prepared;
+  std::optional<ClientError> error = PreparedRequest::prepare(
+      redirected(original, *exchange->request->url, *next, response.status), options_.userAgent,
+      &prepared);
+  if (error) {
+    finish(exchange, std::move(*error));
+    return true;
+  }
+  exchange->request = std::move(prepared);
+  --exchange->redirectsLeft;
+  exchange->retried = false;
+  exchange->freshOnly = false;
+  exchange->bodyHanded = false;
+  start(exchange);
+  return true;
+}
+
+size_t HttpClient::connectionCount() const {
+  size_t n = 0;
+  for (const auto& [key, pool] : pools_) n += pool->connections.size();
+  return n;
+}
+
+size_t HttpClient::idleConnectionCount() const {
+  size_t n = 0;
+  for (const auto& [key, pool] : pools_) n += pool->idle.size();
+  return n;
+}
+
+}  // namespace libnet::http

@@ -1,0 +1,252 @@
+// HttpClient against scripted_http_server.py (started by the test): the
+// pool, the retry rule, every framing case a server can get wrong, limits,
+// timeouts and redirects, on both backends.
+#include "net/http/HttpClient.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/EventLoop.h"
+#include "tests/net/http/client/ScriptedServerTest.h"
+
+namespace libnet::test {
+namespace {
+
+using namespace std::chrono_literals;
+using http::ClientError;
+using http::FetchResult;
+using http::HttpClient;
+using http::Method;
+using http::Request;
+using Kind = ClientError::Kind;
+
+using HttpClientTest = ScriptedServerTest;
+
+TEST_P(HttpClientTest, KeepAliveReusesOneConnection) {
+  std::vector<Request> requests(10, get("/ok"));
+  const std::vector<FetchResult> results = fetchInTurn(requests);
+  ASSERT_EQ(results.size(), 10u);
+  for (const FetchResult& r : results) {
+    ASSERT_TRUE(r.ok()) << r.errorMessage();
+    EXPECT_EQ(r.response().status, 200);
+    EXPECT_EQ(r.response().body, "ok");
+    EXPECT_EQ(r.response().header("content-length"), "2");
+  }
+  EXPECT_EQ(client().stats().connectionsOpened, 1u);
+  EXPECT_EQ(client().stats().reusedRequests, 9u);
+  EXPECT_EQ(client().idleConnectionCount(), 1u);
+}
+
+TEST_P(HttpClientTest, GetOnAPooledConnectionTheServerClosedIsRetriedOnce) {
+  const std::vector<FetchResult> results = fetchInTurn({get("/close-next"), get("/echo")});
+  ASSERT_EQ(results.size(), 2u);
+  ASSERT_TRUE(results[1].ok()) << results[1].errorMessage();
+  EXPECT_EQ(results[1].response().body, "GET 0");
+  EXPECT_EQ(client().stats().retries, 1u);
+  EXPECT_EQ(client().stats().connectionsOpened, 2u);
+}
+
+TEST_P(HttpClientTest, PostOnAPooledConnectionTheServerClosedIsAnErrorNeverASuccess) {
+  Request post{.method = Method::kPost, .url = url("/echo"), .body = "payload"};
+  const std::vector<FetchResult> results = fetchInTurn({get("/close-next"), post});
+  ASSERT_EQ(results.size(), 2u);
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_EQ(results[1].error().kind, Kind::kClosedBeforeResponse);
+  EXPECT_NE(results[1].errorMessage().find("not retried: POST is not idempotent"),
+            std::string_view::npos)
+      << results[1].errorMessage();
+  EXPECT_EQ(client().stats().retries, 0u);
+}
+
+TEST_P(HttpClientTest, LyingContentLengthIsAnError) {
+  const FetchResult r = fetchOne(get("/short"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, Kind::kTruncated);
+  EXPECT_NE(r.errorMessage().find("5 of 100"), std::string_view::npos) << r.errorMessage();
+}
+
+TEST_P(HttpClientTest, EndlessChunkedBodyHitsTheLimit) {
+  HttpClient::Options options;
+  options.limits.maxBodyBytes = 1024 * 1024;
+  client(options);
+  const FetchResult r = fetchOne(get("/endless"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, Kind::kTooLarge);
+  EXPECT_NE(r.errorMessage().find("body too large"), std::string_view::npos) << r.errorMessage();
+  EXPECT_EQ(client().connectionCount(), 0u) << "the connection is closed, not pooled";
+}
+
+TEST_P(HttpClientTest, StallMidBodyIsAnIdleTimeout) {
+  Request request = get("/stall");
+  request.options.idleTimeout = 300ms;
+  const auto began = std::chrono::steady_clock::now();
+  const FetchResult r = fetchOne(request);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, Kind::kIdleTimeout) << r.errorMessage();
+  EXPECT_GE(std::chrono::steady_clock::now() - began, 300ms);
+}
+
+TEST_P(HttpClientTest, WholeRequestTimeout) {
+  Request request = get("/stall");
+  request.options.requestTimeout = 200ms;
+  const FetchResult r = fetchOne(request);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, Kind::kRequestTimeout) << r.errorMessage();
+}
+
+TEST_P(HttpClientTest, InformationalResponsesBeforeTheAnswer) {
+  const FetchResult r = fetchOne(get("/informational"));
+  ASSERT_TRUE(r.ok()) << r.errorMessage();
+  EXPECT_EQ(r.response().status, 200);
+  EXPECT_EQ(r.response().body, "final");
+}
+
+TEST_P(HttpClientTest, TenThousandHeadersAreAnError) {
+  const FetchResult r = fetchOne(get("/headers10000"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, Kind::kTooLarge);
+  EXPECT_NE(r.errorMessage().find("too many header fields"), std::string_view::npos)
+      << r.errorMessage();
+}
+
+TEST_P(HttpClientTest, HeadHasNoBodyAndTheConnectionIsReused) {
+  Request head = get("/ok");
+  head.method = Method::kHead;
+  const std::vector<FetchResult> results = fetchInTurn({head, get("/ok")});
+  ASSERT_EQ(results.size(), 2u);
+  ASSERT_TRUE(results[0].ok()) << results[0].errorMessage();
+  EXPECT_EQ(results[0].response().header("content-length"), "1000");
+  EXPECT_EQ(results[0].response().body, "");
+  ASSERT_TRUE(results[1].ok()) << results[1].errorMessage();
+  EXPECT_EQ(results[1].response().body, "ok");
+  EXPECT_EQ(client().stats().connectionsOpened, 1u);
+}
+
+TEST_P(HttpClientTest, NoContentAndNotModifiedHaveNoBody) {
+  const std::vector<FetchResult> results = fetchInTurn({get("/204"), get("/304"), get("/ok")});
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].response().status, 204);
+  EXPECT_EQ(results[1].response().status, 304);
+  ASSERT_TRUE(results[2].ok()) << results[2].errorMessage();
+  EXPECT_EQ(results[2].response().body, "ok");
+  EXPECT_EQ(client().stats().connectionsOpened, 1u);
+}
+
+TEST_P(HttpClientTest, CloseDelimitedBody) {
+  const FetchResult r = fetchOne(get("/close-delimited"));
+  ASSERT_TRUE(r.ok()) << r.errorMessage();
+  EXPECT_EQ(r.response().body, "until the end");
+  EXPECT_EQ(client().idleConnectionCount(), 0u);
+}
+
+TEST_P(HttpClientTest, RedirectsFollowedOnlyWhenAsked) {
+  Request post{.method = Method::kPost, .url = url("/303"), .body = "abc"};
+  FetchResult notFollowed = fetchOne(post);
+  ASSERT_TRUE(notFollowed.ok()) << notFollowed.errorMessage();
+  EXPECT_EQ(notFollowed.response().status, 303);
+  post.options.followRedirects = true;
+  std::vector<Request> requests = {post};
+  for (const char* path : {"/301", "/302", "/307", "/308"}) {
+    Request r{.method = Method::kPut, .url = url(path), .body = "abcd"};
+    r.options.followRedirects = true;
+    requests.push_back(r);
+  }
+  const std::vector<FetchResult> results = fetchInTurn(requests);
+  ASSERT_EQ(results.size(), 5u);
+  // 303 turns the POST into a GET without a body; the others keep both.
+  EXPECT_EQ(results[0].response().body, "GET 0");
+  for (size_t i = 1; i < 5; ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].errorMessage();
+    EXPECT_EQ(results[i].response().status, 200);
+    EXPECT_EQ(results[i].response().body, "PUT 4") << requests[i].url;
+    EXPECT_EQ(results[i].response().url, url("/echo"));
+  }
+}
+
+TEST_P(HttpClientTest, RedirectLoopIsTooManyRedirects) {
+  Request r = get("/loop");
+  r.options.followRedirects = true;
+  r.options.maxRedirects = 3;
+  const FetchResult result = fetchOne(r);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().kind, Kind::kTooManyRedirects) << result.errorMessage();
+}
+
+TEST_P(HttpClientTest, ConnectionRefused) {
+  const FetchResult r = fetchOne(Request{.url = "http://127.0.0.1:1/"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, Kind::kConnectRefused) << r.errorMessage();
+}
+
+TEST_P(HttpClientTest, BadUrlIsReportedLaterNotInsideRequest) {
+  bool called = false;
+  client().request(Request{.url = "ftp://x/"}, [&](FetchResult r) {
+    called = true;
+    EXPECT_EQ(r.error().kind, Kind::kBadRequest);
+    loop_->quit();
+  });
+  EXPECT_FALSE(called);
+  loop_->loop();
+  EXPECT_TRUE(called);
+}
+
+TEST_P(HttpClientTest, RequestsQueueBeyondTheConnectionLimit) {
+  HttpClient::Options options;
+  options.maxConnectionsPerOrigin = 2;
+  client(options);
+  int done = 0;
+  int ok = 0;
+  for (int i = 0; i < 20; ++i) {
+    client().request(get("/ok"), [&](FetchResult r) {
+      ok += r.ok() ? 1 : 0;
+      if (++done == 20) loop_->quit();
+    });
+  }
+  EXPECT_LE(client().connectionCount(), 2u);
+  loop_->loop();
+  EXPECT_EQ(ok, 20);
+  EXPECT_LE(client().stats().connectionsOpened, 2u);
+  EXPECT_EQ(client().stats().reusedRequests, 20u - client().stats().connectionsOpened);
+}
+
+TEST_P(HttpClientTest, CancelClosesTheConnectionAndSkipsTheCallback) {
+  bool called = false;
+  http::RequestHandle handle = client().request(get("/stall"), [&](FetchResult) { called = true; });
+  loop_->runAfter(100ms, [&] {
+    EXPECT_TRUE(handle.pending());
+    client().cancel(handle);
+    EXPECT_FALSE(handle.pending());
+    loop_->quit();
+  });
+  loop_->loop();
+  EXPECT_FALSE(called);
+  EXPECT_EQ(client().connectionCount(), 0u);
+}
+
+TEST_P(HttpClientTest, StreamedBodyGoesToTheSink) {
+  HttpClient::Options options;
+  options.limits.maxBodyBytes = 16;  // a stored body's limit only
+  client(options);
+  Request request = get("/endless");
+  size_t received = 0;
+  request.options.bodySink = [&](std::string_view piece) {
+    received += piece.size();
+    if (received > 4 * 1024 * 1024) loop_->quit();
+  };
+  client().request(request, [&](FetchResult r) {
+    ADD_FAILURE() << "an endless body cannot end: " << r.errorMessage();
+    loop_->quit();
+  });
+  loop_->loop();
+  EXPECT_GT(received, 4u * 1024 * 1024);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, HttpClientTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring), pollerName);
+
+}  // namespace
+}  // namespace libnet::test
