@@ -179,7 +179,8 @@ std::optional<DeflateParams> checkResponse(const Parsed& response, const Deflate
                                            std::string* error) {
   const int offeredServer = std::clamp(options.serverMaxWindowBits, 8, 15);
   const int offeredClient = std::clamp(options.clientMaxWindowBits, 8, 15);
-  if (response.clientBits == 0) return *error = "client_max_window_bits without a value", std::nullopt;
+  if (response.clientBits == 0)
+    return *error = "client_max_window_bits without a value", std::nullopt;
   if (options.serverNoContextTakeover && !response.serverNoContext) {
     return *error = "server_no_context_takeover was requested but not agreed", std::nullopt;
   }
@@ -232,8 +233,8 @@ Deflater::Deflater(Role self, const DeflateParams& params, int level)
   int bits = self == Role::kServer ? params.serverMaxWindowBits : params.clientMaxWindowBits;
   // zlib refuses -8 for raw deflate; 9 is compatible (see the header).
   bits = std::clamp(bits, 9, 15);
-  int rc = deflateInit2(&stream_->z, std::clamp(level, 0, 9), Z_DEFLATED, -bits, 8,
-                        Z_DEFAULT_STRATEGY);
+  int rc =
+      deflateInit2(&stream_->z, std::clamp(level, 0, 9), Z_DEFLATED, -bits, 8, Z_DEFAULT_STRATEGY);
   if (rc != Z_OK) throw std::bad_alloc();
 }
 
@@ -306,8 +307,7 @@ Inflater::Result Inflater::finish(std::string* out, size_t limit) {
   return result;
 }
 
-Inflater::Result Inflater::run(const char* data, size_t length, std::string* out,
-                               size_t limit) {
+Inflater::Result Inflater::run(const char* data, size_t length, std::string* out, size_t limit) {
   z_stream& z = stream_->z;
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
   z.avail_in = static_cast<uInt>(length);

@@ -15,8 +15,8 @@ constexpr std::string_view kGuid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 std::string base64(const unsigned char* data, size_t length) {
   std::string out(4 * ((length + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data,
-                                static_cast<int>(length));
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(length));
   out.resize(static_cast<size_t>(n));
   return out;
 }
@@ -108,7 +108,8 @@ UpgradeCheck checkUpgradeRequest(const http::HttpRequest& request) {
     return reject(400, "a WebSocket handshake needs HTTP/1.1");
   }
   if (!hasToken(request, "Upgrade", "websocket")) return reject(400, "Upgrade: websocket missing");
-  if (!hasToken(request, "Connection", "upgrade")) return reject(400, "Connection: upgrade missing");
+  if (!hasToken(request, "Connection", "upgrade"))
+    return reject(400, "Connection: upgrade missing");
   std::optional<std::string_view> version = request.header("Sec-WebSocket-Version");
   if (!version || *version != "13") {
     check.headers.emplace_back("Sec-WebSocket-Version", "13");
@@ -134,9 +135,8 @@ std::string makeUpgradeResponse(std::string_view secWebSocketKey, std::string_vi
   return head;
 }
 
-std::string makeUpgradeRequest(std::string_view host, std::string_view target,
-                               std::string_view key, std::string_view extensions,
-                               std::string_view subprotocols) {
+std::string makeUpgradeRequest(std::string_view host, std::string_view target, std::string_view key,
+                               std::string_view extensions, std::string_view subprotocols) {
   std::string head("GET ");
   head.append(target.empty() ? "/" : target) += " HTTP/1.1\r\nHost: ";
   head.append(host) +=

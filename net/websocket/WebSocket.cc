@@ -57,9 +57,8 @@ WebSocketPtr WebSocket::create(const TcpConnectionPtr& conn, Role role, const Op
   // hold a plain pointer, as no callback of the connection runs after that.
   conn->setContext(ws);
   WebSocket* raw = ws.get();
-  conn->setMessageCallback([raw](const TcpConnectionPtr&, Buffer* buf, Timestamp) {
-    raw->onInput(buf);
-  });
+  conn->setMessageCallback(
+      [raw](const TcpConnectionPtr&, Buffer* buf, Timestamp) { raw->onInput(buf); });
   conn->setConnectionCallback([raw](const TcpConnectionPtr& c) {
     if (!c->connected()) raw->onConnectionDown();
   });
@@ -259,8 +258,7 @@ SendResult WebSocket::send(MessageType type, std::string_view payload, size_t fr
   return codec_->batching ? room() : flush();
 }
 
-SendResult WebSocket::sendFragment(MessageType type, std::string_view piece, bool first,
-                                   bool fin) {
+SendResult WebSocket::sendFragment(MessageType type, std::string_view piece, bool first, bool fin) {
   if (closeSent_ || state_ == State::kClosed) return SendResult::kClosed;
   if (first == codec_->sender.inFragmentedMessage()) {
     throw std::logic_error(first ? "WebSocket::sendFragment: a fragmented message is under way"

@@ -49,13 +49,13 @@ http::HttpServer::Upgrade acceptUpgrade(const http::HttpRequest& request,
 
 void serve(http::HttpServer& server, std::string path, Options options, Handlers handlers) {
   check(options);
-  server.setUpgradeHandler([path = std::move(path), options = std::move(options),
-                            handlers = std::move(handlers)](
-                               const http::HttpRequest& request, const TcpConnectionPtr& conn,
-                               Buffer* leftover, http::HttpResponse* rejection) {
-    if (!path.empty() && request.path() != path) return http::HttpServer::Upgrade::kDeclined;
-    return acceptUpgrade(request, conn, leftover, rejection, options, handlers);
-  });
+  server.setUpgradeHandler(
+      [path = std::move(path), options = std::move(options), handlers = std::move(handlers)](
+          const http::HttpRequest& request, const TcpConnectionPtr& conn, Buffer* leftover,
+          http::HttpResponse* rejection) {
+        if (!path.empty() && request.path() != path) return http::HttpServer::Upgrade::kDeclined;
+        return acceptUpgrade(request, conn, leftover, rejection, options, handlers);
+      });
 }
 
 }  // namespace libnet::ws

@@ -53,17 +53,34 @@ bool accepts(uint16_t port) {
 
 std::string config(const fs::path& dir, uint16_t port, uint16_t tlsPort) {
   const std::string d = dir.string();
-  return "daemon off;\nmaster_process off;\npid " + d + "/nginx.pid;\nerror_log stderr warn;\n"
+  return "daemon off;\nmaster_process off;\npid " + d +
+         "/nginx.pid;\nerror_log stderr warn;\n"
          "events { worker_connections 256; }\n"
          "http {\n access_log off;\n default_type application/octet-stream;\n"
-         " client_body_temp_path " + d + "/cb;\n proxy_temp_path " + d + "/px;\n"
-         " fastcgi_temp_path " + d + "/fc;\n uwsgi_temp_path " + d + "/uw;\n"
-         " scgi_temp_path " + d + "/sc;\n"
-         " server {\n  listen 127.0.0.1:" + std::to_string(port) + ";\n"
-         "  listen 127.0.0.1:" + std::to_string(tlsPort) + " ssl;\n"
-         "  ssl_certificate " + d + "/certs/server.pem;\n"
-         "  ssl_certificate_key " + d + "/certs/server.key;\n"
-         "  root " + d + "/www;\n"
+         " client_body_temp_path " +
+         d + "/cb;\n proxy_temp_path " + d +
+         "/px;\n"
+         " fastcgi_temp_path " +
+         d + "/fc;\n uwsgi_temp_path " + d +
+         "/uw;\n"
+         " scgi_temp_path " +
+         d +
+         "/sc;\n"
+         " server {\n  listen 127.0.0.1:" +
+         std::to_string(port) +
+         ";\n"
+         "  listen 127.0.0.1:" +
+         std::to_string(tlsPort) +
+         " ssl;\n"
+         "  ssl_certificate " +
+         d +
+         "/certs/server.pem;\n"
+         "  ssl_certificate_key " +
+         d +
+         "/certs/server.key;\n"
+         "  root " +
+         d +
+         "/www;\n"
          // sub_filter rewrites the body as it goes, so nginx cannot know its
          // length: it answers HTTP/1.1 with Transfer-Encoding: chunked.
          "  location /chunked/ { sub_filter 'cat' 'dog'; sub_filter_once off;"
@@ -199,7 +216,8 @@ TEST_P(NginxTest, ChunkedResponse) {
 }
 
 TEST_P(NginxTest, TenRequestsOneConnection) {
-  const std::vector<FetchResult> results = fetchInTurn(std::vector<std::string>(10, url("/small.txt")));
+  const std::vector<FetchResult> results =
+      fetchInTurn(std::vector<std::string>(10, url("/small.txt")));
   ASSERT_EQ(results.size(), 10u);
   for (const FetchResult& r : results) {
     ASSERT_TRUE(r.ok()) << r.errorMessage();
