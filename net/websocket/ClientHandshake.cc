@@ -38,7 +38,8 @@ bool hasToken(std::string_view value, std::string_view token) {
 http::Url parseWebSocketUrl(std::string_view text) {
   std::string error;
   const std::optional<http::Url> url = http::Url::parse(text, &error);
-  if (!url) throw std::invalid_argument("ws::connect: bad URL '" + std::string(text) + "': " + error);
+  if (!url)
+    throw std::invalid_argument("ws::connect: bad URL '" + std::string(text) + "': " + error);
   if (url->scheme() != http::Url::Scheme::kWs && url->scheme() != http::Url::Scheme::kWss) {
     throw std::invalid_argument("ws::connect: '" + std::string(text) +
                                 "' is not a ws:// or wss:// URL");

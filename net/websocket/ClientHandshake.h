@@ -35,8 +35,7 @@ namespace libnet::ws::detail {
 // Checks a complete answer to that request: "" when it is a valid 101 (then
 // *params holds the agreed deflate parameters, if any), else why not.
 [[nodiscard]] std::string checkUpgradeResponse(const http::HttpResponseParser& response,
-                                               std::string_view key,
-                                               const DeflateOptions& deflate,
+                                               std::string_view key, const DeflateOptions& deflate,
                                                std::optional<DeflateParams>* params);
 
 // "connect to HOST:PORT failed: <errno text>", with a word on TLS for EPROTO.

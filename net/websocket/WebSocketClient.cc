@@ -154,8 +154,8 @@ void Connecting::fail(const std::string& reason) {
 
 }  // namespace
 
-void connect(EventLoop* loop, std::string_view url, const ClientOptions& options,
-             Handlers handlers, ErrorCallback onError) {
+void connect(EventLoop* loop, std::string_view url, const ClientOptions& options, Handlers handlers,
+             ErrorCallback onError) {
   check(options.ws);
   loop->assertInLoopThread();
   auto connecting = std::make_shared<Connecting>(loop, detail::parseWebSocketUrl(url), options,

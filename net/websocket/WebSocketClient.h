@@ -63,7 +63,7 @@ using ErrorCallback = std::function<void(const std::string& reason)>;
 
 // Throws std::invalid_argument for a URL that is not ws:// or wss:// (or is
 // malformed) and for bad options; everything else is reported to onError.
-void connect(EventLoop* loop, std::string_view url, const ClientOptions& options,
-             Handlers handlers, ErrorCallback onError);
+void connect(EventLoop* loop, std::string_view url, const ClientOptions& options, Handlers handlers,
+             ErrorCallback onError);
 
 }  // namespace libnet::ws
