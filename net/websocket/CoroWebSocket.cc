@@ -86,7 +86,9 @@ Task<Message> CoroWebSocket::closing(uint16_t code, std::string reason, bool pee
     closeSent_ = true;
     // A peer's close is echoed with its code (RFC 6455 5.5.1); an error is
     // answered with the code it calls for and why.
-    sender_->appendClose(&out_, code, peerClosed ? std::string_view() : std::string_view(reason));
+    // An empty reason as a view of "" rather than a null view: the sender
+    // copies it with memcpy, which must not be handed a null pointer.
+    sender_->appendClose(&out_, code, peerClosed ? std::string_view("") : std::string_view(reason));
     co_await flush();
   }
   // Half-close once the close frame is out: the connection ends when the
@@ -140,8 +142,7 @@ Task<AcceptResult> refuse(coro::Stream stream, const UpgradeCheck& check) {
 
 }  // namespace
 
-Task<AcceptResult> accept(coro::Stream stream, const http::HttpRequest& request,
-                          Options options) {
+Task<AcceptResult> accept(coro::Stream stream, const http::HttpRequest& request, Options options) {
   check(options);
   UpgradeCheck upgrade = checkUpgradeRequest(request);
   if (upgrade.status != 0) co_return co_await refuse(std::move(stream), upgrade);
@@ -153,8 +154,12 @@ Task<AcceptResult> accept(coro::Stream stream, const http::HttpRequest& request,
   // The request may not outlive the first suspension: the answer is made first.
   const std::string answer = makeUpgradeResponse(*request.header("Sec-WebSocket-Key"), extensions);
   if (co_await stream.write(answer) != Errc::kOk) co_return AcceptResult{.status = 499};
-  co_return AcceptResult{.socket = CoroWebSocket(std::move(stream), Role::kServer, options,
-                                                 std::move(params))};
+  co_return AcceptResult{
+      .socket = CoroWebSocket(std::move(stream), Role::kServer, options, std::move(params))};
+}
+
+Task<AcceptResult> accept(coro::Stream stream, const http::HttpRequest& request) {
+  return accept(std::move(stream), request, Options{});
 }
 
 namespace {
@@ -165,7 +170,8 @@ Task<std::string> readUpgradeResponse(coro::Stream& stream, http::HttpResponsePa
   const MonoTime deadline = MonoClock::now() + timeout;
   parser->start(/*headRequest=*/false);
   for (;;) {
-    const coro::Input in = co_await coro::withTimeout(deadline - MonoClock::now(), stream.readMore());
+    const coro::Input in =
+        co_await coro::withTimeout(deadline - MonoClock::now(), stream.readMore());
     if (in.error() == Errc::kTimedOut) co_return "the WebSocket handshake timed out";
     if (!in) co_return "the connection closed during the WebSocket handshake";
     const auto result = parser->parse(&*in);
@@ -215,6 +221,10 @@ Task<CoroConnectResult> connect(EventLoop* loop, std::string url, ClientOptions 
       .socket = CoroWebSocket(std::move(stream), Role::kClient, options.ws, std::move(params))};
   result.socket.holdClient(std::move(client));
   co_return result;
+}
+
+Task<CoroConnectResult> connect(EventLoop* loop, std::string url) {
+  return connect(loop, std::move(url), ClientOptions{});
 }
 
 }  // namespace libnet::ws

@@ -122,7 +122,11 @@ struct AcceptResult {
 // the stream and becomes the first frames). A bad upgrade is answered with
 // the status checkUpgradeRequest() gives, and the stream half-closed.
 [[nodiscard]] coro::Task<AcceptResult> accept(coro::Stream stream, const http::HttpRequest& request,
-                                              Options options = {});
+                                              Options options);
+// With the default Options. (An overload rather than a default argument: GCC
+// 12 mishandles a coroutine parameter initialized from a default argument.)
+[[nodiscard]] coro::Task<AcceptResult> accept(coro::Stream stream,
+                                              const http::HttpRequest& request);
 
 struct CoroConnectResult {
   CoroWebSocket socket{};
@@ -133,6 +137,7 @@ struct CoroConnectResult {
 // The client: as ws::connect() (WebSocketClient.h), awaited. Loop thread.
 // Throws std::invalid_argument for a URL that is not ws:// or wss://.
 [[nodiscard]] coro::Task<CoroConnectResult> connect(EventLoop* loop, std::string url,
-                                                    ClientOptions options = {});
+                                                    ClientOptions options);
+[[nodiscard]] coro::Task<CoroConnectResult> connect(EventLoop* loop, std::string url);
 
 }  // namespace libnet::ws

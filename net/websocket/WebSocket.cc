@@ -162,7 +162,8 @@ void WebSocket::receivedClose(uint16_t code, std::string_view reason) {
   state_ = State::kClosing;
   if (!closeSent_) {
     // Echo the peer's code (an empty body for "no status", RFC 6455 5.5.1).
-    sendCloseFrame(code, {});
+    // "" rather than a null view: the sender memcpy()s the reason.
+    sendCloseFrame(code, "");
   }
   flush();
   if (role_ == Role::kServer) {
@@ -192,6 +193,7 @@ void WebSocket::failWith(uint16_t code, std::string_view reason) {
 }
 
 void WebSocket::close(uint16_t code, std::string_view reason) {
+  if (reason.data() == nullptr) reason = "";  // the sender memcpy()s it
   if (!isSendableCloseCode(code)) {
     throw std::invalid_argument("WebSocket::close: code " + std::to_string(code) +
                                 " may not be sent");
