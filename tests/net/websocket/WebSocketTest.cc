@@ -73,7 +73,8 @@ struct Events {
 
 Handlers recordInto(const std::shared_ptr<Events>& ev) {
   return {
-      .onOpen = [ev](const WebSocketPtr& ws) { ev->update([&] { ev->ws = ws, ev->opened = true; }); },
+      .onOpen =
+          [ev](const WebSocketPtr& ws) { ev->update([&] { ev->ws = ws, ev->opened = true; }); },
       .onMessage =
           [ev](const WebSocketPtr&, MessageType type, std::string_view payload) {
             ev->update([&] { ev->messages.emplace_back(type, std::string(payload)); });
@@ -213,9 +214,8 @@ class WebSocketTest : public ::testing::TestWithParam<PollerKind> {
     clients_.push_back(ev);
     if (target.empty()) target = url();
     runSync(clientLoop_, [&] {
-      connect(clientLoop_, target, options, recordInto(ev), [ev](const std::string& why) {
-        ev->update([&] { ev->error = why; });
-      });
+      connect(clientLoop_, target, options, recordInto(ev),
+              [ev](const std::string& why) { ev->update([&] { ev->error = why; }); });
     });
     EXPECT_TRUE(ev->waitFor([&] { return ev->opened || ev->error; }));
     return ev;
@@ -233,9 +233,8 @@ class WebSocketTest : public ::testing::TestWithParam<PollerKind> {
   }
 
   // Sends and waits for the echo; returns it.
-  std::pair<MessageType, std::string> roundTrip(const std::shared_ptr<Events>& ev,
-                                                MessageType type, std::string_view data,
-                                                size_t fragmentSize = 0) {
+  std::pair<MessageType, std::string> roundTrip(const std::shared_ptr<Events>& ev, MessageType type,
+                                                std::string_view data, size_t fragmentSize = 0) {
     const size_t before = runSync(clientLoop_, [&] { return ev->messages.size(); });
     EXPECT_NE(sendFrom(ev, type, data, fragmentSize), SendResult::kClosed);
     EXPECT_TRUE(ev->waitFor([&] { return ev->messages.size() > before; }));
@@ -494,8 +493,8 @@ TEST_P(WebSocketTest, TheCoroutineClientTalksToTheServer) {
   EXPECT_EQ(outcome->closeCode, 3001);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, WebSocketTest, ::testing::Values(PollerKind::kEpoll,
-                                                                   PollerKind::kIoUring),
+INSTANTIATE_TEST_SUITE_P(Backends, WebSocketTest,
+                         ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
                          test::pollerName);
 
 }  // namespace
