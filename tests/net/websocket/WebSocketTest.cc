@@ -414,6 +414,26 @@ TEST_P(WebSocketTest, FramesPipelinedBehindTheUpgradeRequestAreRead) {
   EXPECT_EQ(readServerFrame(client), std::make_pair(1, std::string("three")));
 }
 
+TEST_P(WebSocketTest, AnswersToRequestsPipelinedBeforeTheUpgradeGoFirst) {
+  startServer();
+  BlockingClient client(InetAddress("127.0.0.1", port_));
+  ASSERT_TRUE(client.sendAll("GET /plain HTTP/1.1\r\nHost: x\r\n\r\n" + upgradeRequest() +
+                             clientFrame(1, "after")));
+  std::string head;
+  auto headDone = [&] {
+    const size_t at = head.find("101 Switching");
+    return at != std::string::npos && head.find("\r\n\r\n", at) != std::string::npos;
+  };
+  while (!headDone()) {
+    const std::string more = client.recvExactly(1);
+    ASSERT_FALSE(more.empty()) << head;
+    head += more;
+  }
+  // The 404 for /plain (no HTTP handler in this server) came before the 101.
+  EXPECT_EQ(head.rfind("HTTP/1.1 404 ", 0), 0u) << head;
+  EXPECT_EQ(readServerFrame(client), std::make_pair(1, std::string("after")));
+}
+
 TEST_P(WebSocketTest, ABadUpgradeIsAnsweredWithTheStatusOfTheCheck) {
   startServer();
   BlockingClient client(InetAddress("127.0.0.1", port_));

@@ -70,7 +70,8 @@ coro::Task<std::string> closeCases(EventLoop* loop, Run* run) {
     ws::CoroConnectResult c = co_await ws::connect(loop, run->url, run->options);
     if (!c) co_return "connect: " + c.error;
     const uint16_t echoed = co_await c.socket.close(code, "closing with " + std::to_string(code));
-    if (echoed != code) co_return "close " + std::to_string(code) + " answered " + std::to_string(echoed);
+    if (echoed != code)
+      co_return "close " + std::to_string(code) + " answered " + std::to_string(echoed);
   }
   co_return "";
 }
