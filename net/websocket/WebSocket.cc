@@ -62,7 +62,6 @@ WebSocketPtr WebSocket::create(const TcpConnectionPtr& conn, Role role, const Op
   conn->setConnectionCallback([raw](const TcpConnectionPtr& c) {
     if (!c->connected()) raw->onConnectionDown();
   });
-  conn->setWriteCompleteCallback([raw](const TcpConnectionPtr&) { raw->onWriteComplete(); });
   return ws;
 }
 
@@ -282,6 +281,16 @@ SendResult WebSocket::ping(std::string_view payload) {
 SendResult WebSocket::room() {
   const size_t limit = conn_->maxQueuedOutput();
   if (limit == 0 || queuedOutputBytes() <= limit) return SendResult::kQueued;
+  if (!drainCallbackSet_ && handlers_.onDrain) {
+    drainCallbackSet_ = true;
+    // Set only once a send has found the output full: a write-complete
+    // callback costs a queued functor on every drain, which an echo that
+    // never fills its output should not pay. The connection checks it is
+    // still set when the queued call runs, so clearing it at the close
+    // (onConnectionDown) is enough to keep it from reaching a WebSocket
+    // already gone.
+    conn_->setWriteCompleteCallback([this](const TcpConnectionPtr&) { onWriteComplete(); });
+  }
   drainWanted_ = true;
   return SendResult::kFull;
 }
@@ -307,6 +316,7 @@ void WebSocket::onConnectionDown() {
   cancelTimers();
   const uint16_t code = closeReceived_ ? finalCode_ : close_code::kAbnormal;
   const std::string reason = closeReceived_ ? std::move(finalReason_) : std::string();
+  conn_->setWriteCompleteCallback({});
   conn_->setContext(std::any());
   if (owner_) {
     // The owner (a TcpClient) is not destroyed inside its own connection's

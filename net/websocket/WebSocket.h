@@ -170,6 +170,7 @@ class WebSocket : public std::enable_shared_from_this<WebSocket> {
   bool closeReceived_ = false;
   bool finished_ = false;  // onClose has run
   bool drainWanted_ = false;
+  bool drainCallbackSet_ = false;  // the connection's write-complete callback
   uint16_t finalCode_ = close_code::kAbnormal;
   std::string finalReason_;
   TimerId closeTimer_;
