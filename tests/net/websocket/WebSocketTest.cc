@@ -56,6 +56,7 @@ struct Events {
   std::optional<std::pair<uint16_t, std::string>> closed;
   std::optional<std::string> error;
   MonoTime closedAt{};
+  bool drained = false;
 
   template <class Pred>
   bool waitFor(Pred pred) {
@@ -96,6 +97,13 @@ Handlers recordInto(const std::shared_ptr<Events>& ev) {
 // The server's behaviour: echo, except for a few commands.
 void serverMessage(const WebSocketPtr& ws, MessageType type, std::string_view payload) {
   if (payload == "throw") throw 42;
+  if (payload == "flood") {
+    // Messages until the output is past its limit; the count goes back.
+    int sent = 1;
+    while (ws->sendBinary(std::string(256 * 1024, 'f')) != SendResult::kFull) ++sent;
+    (void)ws->sendText("sent " + std::to_string(sent));
+    return;
+  }
   if (payload == "close-me") {
     ws->close(4001, "asked to");
     return;
@@ -198,6 +206,9 @@ class WebSocketTest : public ::testing::TestWithParam<PollerKind> {
         serverEvents_->update([&] { serverSockets_.push_back(ws); });
       };
       handlers.onMessage = serverMessage;
+      handlers.onDrain = [ev = serverEvents_](const WebSocketPtr&) {
+        ev->update([&] { ev->drained = true; });
+      };
       serve(*server_, "/ws", options, handlers);
       server_->start();
       port_ = server_->listenAddress().port();
@@ -401,6 +412,36 @@ TEST_P(WebSocketTest, APeerThatNeverCompletesTheCloseIsDroppedAfterCloseTimeout)
   ASSERT_TRUE(serverEvents_->waitFor([&] { return serverEvents_->closed.has_value(); }));
   EXPECT_EQ(serverEvents_->closed->first, close_code::kAbnormal);
   EXPECT_GE(serverEvents_->closedAt - start, options.closeTimeout);
+}
+
+TEST_P(WebSocketTest, ASendPastTheOutputLimitSaysFullAndDrainFollows) {
+  http::HttpServer::Options http;
+  http.maxQueuedOutput = 1024 * 1024;
+  startServer({}, http);
+  auto client = openClient();
+  EXPECT_NE(sendFrom(client, MessageType::kText, "flood"), SendResult::kClosed);
+  // 1 MiB of 256 KiB messages fills the output: four or five of them.
+  ASSERT_TRUE(client->waitFor([&] {
+    return !client->messages.empty() && client->messages.back().first == MessageType::kText;
+  }));
+  const std::string& count = client->messages.back().second;
+  EXPECT_TRUE(count == "sent 4" || count == "sent 5") << count;
+  ASSERT_TRUE(serverEvents_->waitFor([&] { return serverEvents_->drained; }));
+}
+
+TEST_P(WebSocketTest, AKeepAlivePingThatIsNeverAnsweredDropsThePeer) {
+  Options options;
+  options.pingInterval = 100ms;
+  options.pingTimeout = 200ms;
+  startServer(options);
+  auto client = rawClient();
+  const auto [opcode, payload] = readServerFrame(*client);
+  EXPECT_EQ(opcode, 9);  // a ping, after 100 ms of silence
+  ASSERT_TRUE(serverEvents_->waitFor([&] { return serverEvents_->closed.has_value(); }));
+  EXPECT_EQ(serverEvents_->closed->first, close_code::kAbnormal);
+  // A libnet client answers pings by itself and stays open meanwhile.
+  auto answering = openClient();
+  EXPECT_EQ(roundTrip(answering, MessageType::kText, "alive").second, "alive");
 }
 
 TEST_P(WebSocketTest, FramesPipelinedBehindTheUpgradeRequestAreRead) {
