@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets with clang's libFuzzer (plus ASan and UBSan) and
-# runs each for a while, starting from its seed corpus: http (the HttpParser)
-# and tls (the TLS input path, TlsSession as a server).
+# runs each for a while, starting from its seed corpus: http (the HttpParser),
+# tls (the TLS input path, TlsSession as a server) and websocket (the
+# WebSocket Receiver, both roles, with and without permessage-deflate).
 #
 #   tools/fuzz.sh [SECONDS [TARGET...]]   each TARGET for SECONDS (default: 60, all)
 #
@@ -20,12 +21,12 @@ root=$PWD
 
 seconds=${1:-60}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds == 0)); then
-  echo "usage: tools/fuzz.sh [SECONDS [http|tls ...]]" >&2
+  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket ...]]" >&2
   exit 2
 fi
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(http tls)
+((${#targets[@]})) || targets=(http tls websocket)
 
 # Not built through Bazel: Bazel 4 has no libFuzzer support of its own (that
 # is rules_fuzzing, which would have to be downloaded), and pointing it at
@@ -90,8 +91,20 @@ target_spec() {
       # Two records' worth: a ClientHello, a few records after the handshake.
       options=(-max_len=40000)
       ;;
+    websocket)
+      sources=(tests/net/websocket/fuzz/ReceiverFuzzer.cc net/websocket/Receiver.cc
+        net/websocket/Sender.cc net/websocket/Deflate.cc net/websocket/Frame.cc
+        net/websocket/Utf8.cc net/Buffer.cc net/BufferStorage.cc)
+      headers=(net/websocket/Receiver.h net/websocket/Sender.h net/websocket/Deflate.h
+        net/websocket/Frame.h net/websocket/Utf8.h net/Buffer.h net/BufferStorage.h)
+      libs=(-lz)
+      seeds_dir=tests/net/websocket/fuzz/corpus
+      # A few dozen frames; small-limit mode (bit 2 of the first byte) covers
+      # the too-big paths with short inputs.
+      options=(-max_len=16384)
+      ;;
     *)
-      echo "fuzz.sh: unknown target '$1' (http, tls)" >&2
+      echo "fuzz.sh: unknown target '$1' (http, tls, websocket)" >&2
       exit 2
       ;;
   esac

@@ -13,6 +13,8 @@ namespace {
 
 constexpr std::string_view kExtensionName = "permessage-deflate";
 constexpr char kTail[] = {'\x00', '\x00', '\xff', '\xff'};
+// zlib counts bytes in 32-bit uInt: longer input goes in slices.
+constexpr size_t kMaxSlice = size_t{1} << 30;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -179,8 +181,9 @@ std::optional<DeflateParams> checkResponse(const Parsed& response, const Deflate
                                            std::string* error) {
   const int offeredServer = std::clamp(options.serverMaxWindowBits, 8, 15);
   const int offeredClient = std::clamp(options.clientMaxWindowBits, 8, 15);
-  if (response.clientBits == 0)
+  if (response.clientBits == 0) {
     return *error = "client_max_window_bits without a value", std::nullopt;
+  }
   if (options.serverNoContextTakeover && !response.serverNoContext) {
     return *error = "server_no_context_takeover was requested but not agreed", std::nullopt;
   }
@@ -244,23 +247,36 @@ void Deflater::compress(std::string_view message, std::string* out) {
   z_stream& z = stream_->z;
   out->resize(deflateBound(&z, message.size()) + 16);
   size_t produced = 0;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(message.data()));
-  z.avail_in = static_cast<uInt>(message.size());
+  size_t fed = 0;
   for (;;) {
+    if (z.avail_in == 0 && fed < message.size()) {
+      const size_t slice = std::min(message.size() - fed, kMaxSlice);
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(message.data() + fed));
+      z.avail_in = static_cast<uInt>(slice);
+      fed += slice;
+    }
+    const bool last = fed == message.size();
     if (produced == out->size()) out->resize(out->size() * 2);
+    const size_t room = std::min(out->size() - produced, kMaxSlice);
     z.next_out = reinterpret_cast<Bytef*>(out->data() + produced);
-    z.avail_out = static_cast<uInt>(out->size() - produced);
-    int rc = deflate(&z, Z_SYNC_FLUSH);
-    produced = out->size() - z.avail_out;
+    z.avail_out = static_cast<uInt>(room);
+    int rc = deflate(&z, last ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+    produced += room - z.avail_out;
     assert(rc == Z_OK || rc == Z_BUF_ERROR);
     (void)rc;
-    // Done once a call left output space: all input taken, flush complete.
-    if (z.avail_out != 0 && z.avail_in == 0) break;
+    // Done once a flushing call left output space: all input taken, flush
+    // complete.
+    if (last && z.avail_out != 0 && z.avail_in == 0) break;
   }
   out->resize(produced);
   if (out->size() >= 4 && std::memcmp(out->data() + out->size() - 4, kTail, 4) == 0) {
     out->resize(out->size() - 4);
   }
+  // An empty message right after another emits nothing (the stream is
+  // already flushed); its payload is then the one byte of an empty stored
+  // block's header, which the receiver's 00 00 ff ff completes (RFC 7692
+  // 7.2.3.6). An empty payload would not decode.
+  if (out->empty()) out->push_back('\0');
   if (noContextTakeover_) deflateReset(&z);
 }
 
@@ -268,6 +284,8 @@ void Deflater::compress(std::string_view message, std::string* out) {
 
 struct Inflater::Stream {
   z_stream z{};
+  // A final block ended the stream and nothing came after it yet.
+  bool ended = false;
 };
 
 Inflater::Inflater(Role self, const DeflateParams& params)
@@ -298,12 +316,27 @@ void growBounded(std::string* out, size_t size, size_t cap) {
 }  // namespace
 
 Inflater::Result Inflater::feed(std::string_view compressed, std::string* out, size_t limit) {
-  return run(compressed.data(), compressed.size(), out, limit);
+  do {
+    const std::string_view slice = compressed.substr(0, kMaxSlice);
+    compressed.remove_prefix(slice.size());
+    const Result result = run(slice.data(), slice.size(), out, limit);
+    if (result != Result::kOk) return result;
+  } while (!compressed.empty());
+  return Result::kOk;
 }
 
 Inflater::Result Inflater::finish(std::string* out, size_t limit) {
   Result result = run(kTail, sizeof kTail, out, limit);
-  if (result == Result::kOk && noContextTakeover_) inflateReset(&stream_->z);
+  if (result != Result::kOk) return result;
+  // The tail completes an empty stored block, so a well-formed message ends
+  // between blocks (zlib's data_type bit 128: waiting for a block header).
+  // Anything else, an empty payload for one, would leave the next message
+  // to be read from the middle of a block.
+  if (!(stream_->z.data_type & 128) && !stream_->ended) return Result::kCorrupt;
+  if (noContextTakeover_) {
+    inflateReset(&stream_->z);
+    stream_->ended = false;
+  }
   return result;
 }
 
@@ -326,9 +359,11 @@ Inflater::Result Inflater::run(const char* data, size_t length, std::string* out
     } else if (z.avail_out == 0) {
       return Result::kTooBig;  // the limit is reached and more output came
     }
+    if (z.avail_in != inBefore) stream_->ended = false;
     if (rc == Z_STREAM_END) {
       // A final block (BFINAL) ends the stream; what follows starts anew.
       inflateReset(&z);
+      stream_->ended = true;
     } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
       return Result::kCorrupt;
     }

@@ -87,7 +87,8 @@ class Deflater {
   Deflater& operator=(const Deflater&) = delete;
 
   // Replaces *out with the compressed message (raw deflate, flushed with
-  // Z_SYNC_FLUSH, the trailing 00 00 ff ff removed, RFC 7692 7.2.1).
+  // Z_SYNC_FLUSH, the trailing 00 00 ff ff removed, RFC 7692 7.2.1); never
+  // empty (an empty message is the single byte 00).
   void compress(std::string_view message, std::string* out);
 
  private:
@@ -120,8 +121,10 @@ class Inflater {
   // inflates hugely costs at most limit plus one chunk of memory).
   [[nodiscard]] Result feed(std::string_view compressed, std::string* out, size_t limit);
   // Ends the message: inflates the 00 00 ff ff the sender removed and resets
-  // the window when the peer does not take context over. After kTooBig or
-  // kCorrupt the stream is unusable (the connection is to be closed).
+  // the window when the peer does not take context over. kCorrupt also when
+  // the message does not end between deflate blocks (an empty payload, or
+  // one cut short). After kTooBig or kCorrupt the stream is unusable (the
+  // connection is to be closed).
   [[nodiscard]] Result finish(std::string* out, size_t limit);
 
  private:

@@ -10,26 +10,40 @@ bool isSendableCloseCode(uint16_t code) {
   return code >= 3000 && code <= 4999;
 }
 
-void maskPayload(char* data, size_t length, uint32_t key, size_t offset) {
-  // The key's bytes in wire order, rotated so that kb[0] masks data[0].
-  unsigned char wire[4] = {static_cast<unsigned char>(key >> 24),
-                           static_cast<unsigned char>(key >> 16),
-                           static_cast<unsigned char>(key >> 8), static_cast<unsigned char>(key)};
-  unsigned char kb[8];
+namespace {
+
+// The key's bytes in wire order, rotated so that byte 0 masks payload byte
+// `offset`, twice over: the pattern for eight bytes at a time.
+uint64_t maskPattern(uint32_t key, size_t offset, unsigned char (&kb)[8]) {
+  const unsigned char wire[4] = {
+      static_cast<unsigned char>(key >> 24), static_cast<unsigned char>(key >> 16),
+      static_cast<unsigned char>(key >> 8), static_cast<unsigned char>(key)};
   for (size_t i = 0; i < 8; ++i) kb[i] = wire[(offset + i) & 3];
   uint64_t pattern;
   std::memcpy(&pattern, kb, sizeof pattern);
-  // Eight bytes at a time through memcpy (unaligned-safe; compiles to plain
-  // loads and stores, and the loop vectorizes): a multiple of four keeps the
-  // key's phase.
+  return pattern;
+}
+
+}  // namespace
+
+void maskPayload(char* data, size_t length, uint32_t key, size_t offset) {
+  maskCopy(data, data, length, key, offset);
+}
+
+void maskCopy(char* dest, const char* src, size_t length, uint32_t key, size_t offset) {
+  unsigned char kb[8];
+  const uint64_t pattern = maskPattern(key, offset, kb);
+  // Eight bytes at a time through memcpy (unaligned-safe; plain loads and
+  // stores, and the loop vectorizes): a multiple of four keeps the key's
+  // phase. dest == src is fine: each word is read before it is written.
   size_t i = 0;
   for (; i + 8 <= length; i += 8) {
     uint64_t word;
-    std::memcpy(&word, data + i, sizeof word);
+    std::memcpy(&word, src + i, sizeof word);
     word ^= pattern;
-    std::memcpy(data + i, &word, sizeof word);
+    std::memcpy(dest + i, &word, sizeof word);
   }
-  for (; i < length; ++i) data[i] = static_cast<char>(data[i] ^ kb[i & 7]);
+  for (; i < length; ++i) dest[i] = static_cast<char>(src[i] ^ kb[i & 7]);
 }
 
 void appendFrameHeader(Buffer* out, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
@@ -66,8 +80,11 @@ void appendFrame(Buffer* out, bool fin, bool rsv1, Opcode opcode, std::string_vi
   if (payload.empty()) return;
   out->ensureWritableBytes(payload.size());
   char* dest = out->beginWrite();
-  std::memcpy(dest, payload.data(), payload.size());
-  if (maskKey) maskPayload(dest, payload.size(), *maskKey, 0);
+  if (maskKey) {
+    maskCopy(dest, payload.data(), payload.size(), *maskKey, 0);
+  } else {
+    std::memcpy(dest, payload.data(), payload.size());
+  }
   out->hasWritten(payload.size());
 }
 

@@ -64,6 +64,9 @@ inline constexpr size_t kMaxFrameHeader = 14;
 // of the frame's payload (so a payload can be unmasked in pieces as it
 // arrives). Masking and unmasking are the same operation.
 void maskPayload(char* data, size_t length, uint32_t key, size_t offset = 0);
+// maskPayload() while copying `length` bytes from `src` to `dest` (which
+// must not overlap): one pass over the bytes instead of two.
+void maskCopy(char* dest, const char* src, size_t length, uint32_t key, size_t offset = 0);
 
 // Appends a frame header: FIN, RSV1 (permessage-deflate), the opcode, the
 // length in its shortest encoding, and the masking key when one is given

@@ -1,5 +1,6 @@
 #include "net/websocket/Receiver.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace libnet::ws {

@@ -17,8 +17,11 @@
 //
 // Bytes are consumed as they arrive: the header once complete, payload bytes
 // copied out (and unmasked) right away, so the caller's buffer never has to
-// hold a whole frame and may be a different Buffer on each call. A message
-// in one frame is copied once, straight into payload(). Every receive rule
+// hold a whole frame. Only an incomplete header (under 14 bytes) is left in
+// it, and must come first in the next call's Buffer if that is another one.
+// A message in one frame is copied once, straight into payload(), whose
+// capacity for the frame is reserved when the header arrives (so within the
+// limits, not only as bytes come). Every receive rule
 // of RFC 6455 is enforced; a violation is kError with the close code to send
 // (1002 protocol error, 1007 invalid UTF-8 or invalid deflate data, 1009
 // too big) and a reason. A frame whose header announces more than
@@ -50,6 +53,7 @@ struct ReceiverLimits {
 class Receiver {
  public:
   enum class Event { kNeedMore, kMessage, kPing, kPong, kClose, kError };
+  using Limits = ReceiverLimits;
 
   // `self` is the side that receives: a server requires masked frames, a
   // client unmasked ones. `deflate`: the negotiated permessage-deflate

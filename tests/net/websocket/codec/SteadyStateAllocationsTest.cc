@@ -1,0 +1,112 @@
+// Heap allocations in the steady state of an echo over the codec: once the
+// receiver's message string and the output buffer have grown to the largest
+// message, receiving a frame (whole or fragmented, with pings between) and
+// sending it back allocate nothing, in either role. The test binary replaces
+// the global operator new to count calls while counting is on. Not under the
+// sanitizers, which bring their own allocator.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "net/Buffer.h"
+#include "net/websocket/Receiver.h"
+#include "net/websocket/Sender.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LIBNET_COUNTING_ALLOCATIONS 0
+#else
+#define LIBNET_COUNTING_ALLOCATIONS 1
+#endif
+
+namespace {
+
+long g_allocations = 0;
+bool g_counting = false;
+
+#if LIBNET_COUNTING_ALLOCATIONS
+void* countedAllocation(std::size_t size) {
+  if (g_counting) ++g_allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+#endif
+
+}  // namespace
+
+#if LIBNET_COUNTING_ALLOCATIONS
+void* operator new(std::size_t size) { return countedAllocation(size); }
+void* operator new[](std::size_t size) { return countedAllocation(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#endif
+
+namespace libnet::ws {
+namespace {
+
+// What a peer in role `peer` sends: messages up to 4 KiB, whole and in
+// fragments, text and binary, pings between.
+std::string peerTraffic(Role peer, int rounds) {
+  Sender sender(peer);
+  Buffer wire;
+  const std::string text(4096, 't');
+  for (int i = 0; i < rounds; ++i) {
+    sender.appendMessage(&wire, MessageType::kText,
+                         std::string_view(text).substr(0, 100 + i % 3000));
+    sender.appendMessage(&wire, MessageType::kBinary, std::string_view(text).substr(0, 4096), 1000);
+    sender.appendPing(&wire, "ping");
+  }
+  return std::string(wire.view());
+}
+
+// Echoes every message and answers every ping; returns the messages seen.
+int echo(Receiver& receiver, Sender& sender, Buffer* input, Buffer* output) {
+  int messages = 0;
+  for (;;) {
+    switch (receiver.next(input)) {
+      case Receiver::Event::kMessage:
+        sender.appendMessage(output, receiver.messageType(), receiver.payload());
+        ++messages;
+        break;
+      case Receiver::Event::kPing:
+        sender.appendPong(output, receiver.payload());
+        break;
+      case Receiver::Event::kNeedMore:
+        return messages;
+      default:
+        ADD_FAILURE() << "unexpected event";
+        return messages;
+    }
+    output->retrieveAll();  // as if written to the socket
+  }
+}
+
+void expectNoAllocations(Role self) {
+  if (!LIBNET_COUNTING_ALLOCATIONS) GTEST_SKIP() << "not counted under the sanitizers";
+  const Role peer = self == Role::kServer ? Role::kClient : Role::kServer;
+  const std::string warmup = peerTraffic(peer, 2);
+  const std::string traffic = peerTraffic(peer, 200);
+  Receiver receiver(self);
+  Sender sender(self);
+  Buffer input;
+  Buffer output(64 * 1024);
+  input.append(warmup);
+  EXPECT_EQ(echo(receiver, sender, &input, &output), 4);
+  input.append(traffic);
+  g_allocations = 0;
+  g_counting = true;
+  const int messages = echo(receiver, sender, &input, &output);
+  g_counting = false;
+  EXPECT_EQ(messages, 400);
+  EXPECT_EQ(g_allocations, 0);
+}
+
+TEST(SteadyStateAllocationsTest, ServerEcho) { expectNoAllocations(Role::kServer); }
+
+TEST(SteadyStateAllocationsTest, ClientEcho) { expectNoAllocations(Role::kClient); }
+
+}  // namespace
+}  // namespace libnet::ws
