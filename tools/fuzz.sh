@@ -72,7 +72,7 @@ target_spec() {
         net/http/HttpRequest.cc
         net/Buffer.cc net/BufferStorage.cc)
       headers=(tests/net/http/fuzz/ParseTrace.h tests/net/http/fuzz/SplitPlan.h
-        net/http/HttpChars.h net/http/HttpParser.h net/http/HttpRequest.h
+        net/http/HttpChars.h net/http/HttpSyntax.h net/http/HttpParser.h net/http/HttpRequest.h
         net/http/RequestTarget.h net/Buffer.h
         net/BufferStorage.h)
       libs=()

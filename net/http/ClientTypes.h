@@ -70,7 +70,7 @@ struct Response {
   int versionMinor = 1;  // HTTP/1.<minor>
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
-  // The URL that answered (after redirects).
+  // The URL that answered, when a redirect was followed; empty otherwise.
   std::string url;
 
   // The first header with this name, case-insensitive.

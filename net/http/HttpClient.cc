@@ -64,23 +64,37 @@ HttpClient::~HttpClient() {
 }
 
 RequestHandle HttpClient::request(Request request, ResponseCallback callback) {
+  ClientError error;
+  PreparedRequestPtr prepared = prepare(std::move(request), &error);
+  if (prepared) return this->request(std::move(prepared), std::move(callback));
+  // Never inside request(): the caller may not expect its callback yet.
+  loop_->assertInLoopThread();
+  auto exchange = std::make_shared<Exchange>();
+  exchange->done = true;
+  ++stats_.errors;
+  loop_->queueInLoop(
+      [alive = std::weak_ptr<bool>(alive_), cb = std::move(callback), e = std::move(error)] {
+        if (alive.lock()) cb(FetchResult(e));
+      });
+  return RequestHandle(exchange);
+}
+
+PreparedRequestPtr HttpClient::prepare(Request request, ClientError* error) const {
+  std::shared_ptr<PreparedRequest> prepared;
+  if (std::optional<ClientError> e =
+          PreparedRequest::prepare(std::move(request), options_.userAgent, &prepared)) {
+    *error = std::move(*e);
+    return nullptr;
+  }
+  return prepared;
+}
+
+RequestHandle HttpClient::request(PreparedRequestPtr request, ResponseCallback callback) {
   loop_->assertInLoopThread();
   auto exchange = std::make_shared<Exchange>();
   exchange->callback = std::move(callback);
-  exchange->redirectsLeft = request.options.maxRedirects;
-  std::shared_ptr<PreparedRequest> prepared;
-  std::optional<ClientError> error =
-      PreparedRequest::prepare(std::move(request), options_.userAgent, &prepared);
-  if (error) {
-    // Never inside request(): the caller may not expect its callback yet.
-    exchange->done = true;
-    ++stats_.errors;
-    loop_->queueInLoop([alive = std::weak_ptr<bool>(alive_), exchange, e = std::move(*error)] {
-      if (alive.lock()) exchange->callback(FetchResult(e));
-    });
-    return RequestHandle(exchange);
-  }
-  exchange->request = std::move(prepared);
+  exchange->redirectsLeft = request->request.options.maxRedirects;
+  exchange->request = std::move(request);
   armRequestTimer(exchange);
   start(exchange);
   return RequestHandle(exchange);
@@ -90,14 +104,17 @@ void HttpClient::armRequestTimer(const std::shared_ptr<Exchange>& exchange) {
   const Duration timeout = exchange->request->request.options.requestTimeout;
   if (timeout <= Duration::zero()) return;
   std::weak_ptr<Exchange> weak = exchange;
-  exchange->requestTimer = loop_->runAfter(timeout, [this, weak] {
-    std::shared_ptr<Exchange> e = weak.lock();
-    if (!e || e->done) return;
-    e->requestTimer = TimerId();
-    cancel(RequestHandle(e));
-    finish(e, ClientError{Kind::kRequestTimeout,
-                          "request to " + e->request->request.url + " timed out"});
-  });
+  // The exchange may outlive the client (a queued error holds it): the
+  // timer checks that the client is still there before it reaches it.
+  exchange->requestTimer =
+      loop_->runAfter(timeout, [this, alive = std::weak_ptr<bool>(alive_), weak] {
+        std::shared_ptr<Exchange> e = weak.lock();
+        if (!alive.lock() || !e || e->done) return;
+        e->requestTimer = TimerId();
+        cancel(RequestHandle(e));
+        finish(e, ClientError{Kind::kRequestTimeout,
+                              "request to " + e->request->request.url + " timed out"});
+      });
 }
 
 HttpClient::Pool& HttpClient::poolFor(const PreparedRequest& request) {
@@ -109,8 +126,9 @@ HttpClient::Pool& HttpClient::poolFor(const PreparedRequest& request) {
 void HttpClient::start(std::shared_ptr<Exchange> exchange) {
   Pool& pool = poolFor(*exchange->request);
   if (pool.waiting.size() >= options_.maxQueuedPerOrigin) {
-    finish(exchange, ClientError{Kind::kQueueFull,
-                                 "too many requests waiting for " + exchange->request->originKey});
+    ClientError error{Kind::kQueueFull,
+                      "too many requests waiting for " + exchange->request->originKey};
+    failLater(std::move(exchange), std::move(error));
     return;
   }
   if (exchange->freshOnly) {
@@ -169,7 +187,8 @@ void HttpClient::openConnection(Pool& pool, std::shared_ptr<Exchange> exchange) 
   } catch (const std::exception& e) {
     // A CA file OpenSSL cannot load, a host TcpClient refuses.
     const Kind kind = exchange->request->url->secure() ? Kind::kTls : Kind::kBadRequest;
-    finish(exchange, ClientError{kind, e.what()});
+    ClientError error{kind, e.what()};
+    failLater(std::move(exchange), std::move(error));
     return;
   }
   pool.connections.push_back(conn);
@@ -184,13 +203,20 @@ void HttpClient::onResponse(ClientConnection* conn, std::shared_ptr<Exchange> ex
   } else {
     retire(pool, conn);
   }
-  if (exchange->done) return;
+  if (exchange->done) {
+    dispatch(pool);
+    return;
+  }
   ++stats_.responses;
   if (redirect(exchange, response)) {
     dispatch(pool);
     return;
   }
-  response.url = exchange->request->request.url;
+  // Only after a redirect: a copy of the URL per response would be the one
+  // allocation of a keep-alive request that nobody asked for.
+  if (exchange->redirectsLeft != exchange->request->request.options.maxRedirects) {
+    response.url = exchange->request->request.url;
+  }
   finish(exchange, FetchResult(std::move(response)));
   dispatch(pool);
 }
@@ -276,6 +302,15 @@ void HttpClient::cancel(const RequestHandle& handle) {
     return;
   }
   std::erase(pool.waiting, exchange);
+}
+
+// For errors found while request() may still be on the stack: the callback
+// runs from the loop's queue instead.
+void HttpClient::failLater(std::shared_ptr<Exchange> exchange, ClientError error) {
+  loop_->queueInLoop([this, alive = std::weak_ptr<bool>(alive_), exchange = std::move(exchange),
+                      error = std::move(error)]() mutable {
+    if (alive.lock() && !exchange->done) finish(exchange, std::move(error));
+  });
 }
 
 void HttpClient::finish(const std::shared_ptr<Exchange>& exchange, FetchResult result) {

@@ -63,6 +63,10 @@ struct PreparedRequest;
 }  // namespace detail
 
 using ResponseCallback = std::function<void(FetchResult)>;
+// A request checked and formatted once, to be sent any number of times
+// (HttpClient::prepare()): a load generator formats nothing per request.
+// Immutable; may be shared by clients on any threads.
+using PreparedRequestPtr = std::shared_ptr<const detail::PreparedRequest>;
 
 // Names one request, to cancel it; empty once the request is done.
 class RequestHandle {
@@ -113,6 +117,10 @@ class HttpClient {
   // Starts `request`; `callback` runs once with its result, later, on the
   // loop thread (unless cancelled or the client is destroyed first).
   RequestHandle request(Request request, ResponseCallback callback);
+  // The request checked and formatted, or null with *error set (a bad URL,
+  // a header with a line break, a body file that is not there).
+  [[nodiscard]] PreparedRequestPtr prepare(Request request, ClientError* error) const;
+  RequestHandle request(PreparedRequestPtr request, ResponseCallback callback);
   // Ends the request without calling its callback. A connection it was using
   // is closed (its response may be under way), never pooled.
   void cancel(const RequestHandle& handle);
@@ -144,6 +152,7 @@ class HttpClient {
   void onIdleClosed(detail::ClientConnection* conn);
 
   void finish(const std::shared_ptr<detail::Exchange>& exchange, FetchResult result);
+  void failLater(std::shared_ptr<detail::Exchange> exchange, ClientError error);
   bool redirect(const std::shared_ptr<detail::Exchange>& exchange, const Response& response);
   void retire(Pool& pool, detail::ClientConnection* conn);
   void release(Pool& pool, detail::ClientConnection* conn);

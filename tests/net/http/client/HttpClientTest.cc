@@ -5,12 +5,19 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <chrono>
+#include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "net/EventLoop.h"
+#include "net/dns/Resolver.h"
 #include "tests/net/http/client/ScriptedServerTest.h"
 
 namespace libnet::test {
@@ -25,6 +32,17 @@ using http::Request;
 using Kind = ClientError::Kind;
 
 using HttpClientTest = ScriptedServerTest;
+
+// A UDP port of 127.0.0.1 that nothing listens on at the moment.
+std::optional<uint16_t> freeUdpPort() {
+  UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  const InetAddress any("127.0.0.1", 0);
+  if (!fd || ::bind(fd.get(), any.sockAddr(), any.sockLen()) != 0) return std::nullopt;
+  sockaddr_in bound{};
+  socklen_t len = sizeof bound;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) return std::nullopt;
+  return ntohs(bound.sin_port);
+}
 
 TEST_P(HttpClientTest, KeepAliveReusesOneConnection) {
   std::vector<Request> requests(10, get("/ok"));
@@ -213,6 +231,34 @@ TEST_P(HttpClientTest, RequestsQueueBeyondTheConnectionLimit) {
   EXPECT_EQ(client().stats().reusedRequests, 20u - client().stats().connectionsOpened);
 }
 
+TEST_P(HttpClientTest, TheQueueIsBounded) {
+  HttpClient::Options options;
+  options.maxConnectionsPerOrigin = 1;
+  options.maxQueuedPerOrigin = 2;
+  client(options);
+  std::vector<Kind> errors;
+  int ok = 0;
+  int done = 0;
+  bool inRequest = false;
+  for (int i = 0; i < 5; ++i) {
+    inRequest = true;
+    client().request(get("/ok"), [&](FetchResult r) {
+      EXPECT_FALSE(inRequest) << "a callback ran inside request()";
+      if (r.ok()) {
+        ++ok;
+      } else {
+        errors.push_back(r.error().kind);
+      }
+      if (++done == 5) loop_->quit();
+    });
+    inRequest = false;
+  }
+  loop_->loop();
+  // One on the connection, two queued, two refused.
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(errors, std::vector<Kind>(2, Kind::kQueueFull));
+}
+
 TEST_P(HttpClientTest, CancelClosesTheConnectionAndSkipsTheCallback) {
   bool called = false;
   http::RequestHandle handle = client().request(get("/stall"), [&](FetchResult) { called = true; });
@@ -243,6 +289,86 @@ TEST_P(HttpClientTest, StreamedBodyGoesToTheSink) {
   });
   loop_->loop();
   EXPECT_GT(received, 4u * 1024 * 1024);
+}
+
+// Runs the loop until `pred` holds (checked every 10 ms; bounded by the
+// watchdog); whether it did.
+bool runUntil(EventLoop* loop, const std::function<bool()>& pred) {
+  bool held = false;
+  loop->runEvery(10ms, [&] {
+    if (pred()) {
+      held = true;
+      loop->quit();
+    }
+  });
+  loop->loop();
+  return held;
+}
+
+TEST_P(HttpClientTest, IdleConnectionThatGetsBytesIsDropped) {
+  ASSERT_TRUE(fetchOne(get("/late-bytes")).ok());
+  EXPECT_EQ(client().idleConnectionCount(), 1u);
+  EXPECT_TRUE(runUntil(loop_.get(), [&] { return client().connectionCount() == 0; }));
+}
+
+TEST_P(HttpClientTest, IdleConnectionThatTheServerClosesIsDropped) {
+  ASSERT_TRUE(fetchOne(get("/close-after")).ok());
+  EXPECT_EQ(client().idleConnectionCount(), 1u);
+  EXPECT_TRUE(runUntil(loop_.get(), [&] { return client().connectionCount() == 0; }));
+  // The next request opens a new connection; nothing is retried.
+  ASSERT_TRUE(fetchOne(get("/ok")).ok());
+  EXPECT_EQ(client().stats().connectionsOpened, 2u);
+  EXPECT_EQ(client().stats().retries, 0u);
+}
+
+TEST_P(HttpClientTest, PooledConnectionClosedAfterIdleTimeout) {
+  HttpClient::Options options;
+  options.idleTimeout = 100ms;
+  client(options);
+  ASSERT_TRUE(fetchOne(get("/ok")).ok());
+  EXPECT_EQ(client().idleConnectionCount(), 1u);
+  const auto idleFrom = std::chrono::steady_clock::now();
+  EXPECT_TRUE(runUntil(loop_.get(), [&] { return client().connectionCount() == 0; }));
+  EXPECT_GE(std::chrono::steady_clock::now() - idleFrom, 90ms);
+}
+
+TEST_P(HttpClientTest, BodyFromAFile) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/body.bin";
+  { std::ofstream(path) << std::string(300000, 'b'); }
+  Request byPath{.method = Method::kPost, .url = url("/echo"), .bodyFile = path};
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  Request byFd{.method = Method::kPut,
+               .url = url("/echo"),
+               .bodyFd = fd.get(),
+               .bodyFileOffset = 100,
+               .bodyLength = 1000};
+  Request missing{.method = Method::kPost, .url = url("/echo"), .bodyFile = path + ".none"};
+  const std::vector<FetchResult> results = fetchInTurn({byPath, byFd, byFd, missing});
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[0].response().body, "POST 300000") << results[0].errorMessage();
+  EXPECT_EQ(results[1].response().body, "PUT 1000") << results[1].errorMessage();
+  EXPECT_EQ(results[2].response().body, "PUT 1000") << "the fd's position is not moved";
+  ASSERT_FALSE(results[3].ok());
+  EXPECT_EQ(results[3].error().kind, Kind::kFile);
+}
+
+TEST_P(HttpClientTest, NameThatDoesNotResolveIsADnsError) {
+  // A name server that is not there: the lookup fails at once (refused).
+  dns::Resolver::Options dnsOptions;
+  const std::optional<uint16_t> port = freeUdpPort();
+  ASSERT_TRUE(port.has_value());
+  dnsOptions.servers = {InetAddress("127.0.0.1", *port)};
+  dnsOptions.useHostsFile = false;
+  dnsOptions.tries = 1;
+  dnsOptions.timeout = 200ms;
+  dnsOptions.searchDomains = std::vector<std::string>{};
+  HttpClient::Options options;
+  options.resolver = std::make_shared<dns::Resolver>(loop_.get(), dnsOptions);
+  client(options);
+  const FetchResult r = fetchOne(Request{.url = "http://no-such-host.test:8080/"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, Kind::kDns) << r.errorMessage();
+  EXPECT_NE(r.errorMessage().find("no-such-host.test"), std::string_view::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, HttpClientTest,

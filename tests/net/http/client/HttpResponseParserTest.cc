@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -349,6 +350,50 @@ TEST(HttpResponseParserTest, SteadyStateKeepsItsStorage) {
   // The same storage is reused: the views land at the same address.
   EXPECT_EQ(parser.headerName(0).data(), first.data());
   EXPECT_EQ(parser.header("server"), "nginx");
+}
+
+// Mutated responses (bytes flipped, inserted, dropped, cut): whatever the
+// verdict, it is the same whole, split in two, or byte by byte
+// (feedEverySplit checks that), and nothing crashes or hangs.
+TEST(HttpResponseParserTest, MutatedResponsesGetOneVerdictHoweverSplit) {
+  const std::vector<std::string> seeds = {
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: v\r\n\r\n",
+      "HTTP/1.1 103 Early Hints\r\nLink: <a>\r\n\r\n",
+      "HTTP/1.0 204 No Content\r\nConnection: close\r\n\r\n",
+  };
+  const std::string alphabet = "\r\n :;0123456789aAfFxX\t\x7f\x80";
+  std::mt19937 random(7);
+  int complete = 0;
+  int errors = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string input = seeds[random() % seeds.size()];
+    for (int edits = 1 + static_cast<int>(random() % 3); edits > 0 && !input.empty(); --edits) {
+      const size_t at = random() % input.size();
+      const char c = alphabet[random() % alphabet.size()];
+      switch (random() % 4) {
+        case 0:
+          input[at] = c;
+          break;
+        case 1:
+          input.insert(at, 1, c);
+          break;
+        case 2:
+          input.erase(at, 1);
+          break;
+        default:
+          input.resize(at);
+          break;
+      }
+    }
+    std::string body;
+    const Result r = feedEverySplit(input, &body, random() % 8 == 0);
+    complete += r == Result::kComplete ? 1 : 0;
+    errors += r == Result::kError ? 1 : 0;
+  }
+  // Both verdicts occur: the mutations are neither all harmless nor all fatal.
+  EXPECT_GT(complete, 0);
+  EXPECT_GT(errors, 0);
 }
 
 }  // namespace

@@ -19,6 +19,8 @@ depends on its path:
   /301 ... /308     redirect to /echo
   /loop             redirect to /loop
   /connections      200 with the number of connections accepted so far
+  /late-bytes       200 "ok", then 100 ms later bytes nobody asked for
+  /close-after      200 "ok", then 100 ms later the connection is closed
   anything else     404
 A HEAD request gets the headers the GET would get, "Content-Length: 1000"
 for /ok, and no body.
@@ -26,6 +28,7 @@ for /ok, and no body.
 import socket
 import sys
 import threading
+import time
 
 ACCEPTED = [0]  # connections accepted (only the accepting thread writes it)
 
@@ -99,6 +102,14 @@ def answer(conn, method, path, body):
         return False
     elif path in ("/301", "/302", "/303", "/307", "/308"):
         conn.sendall(response(path[1:] + " Moved", b"", extra="Location: /echo\r\n"))
+    elif path == "/late-bytes":
+        conn.sendall(response("200 OK", b"ok"))
+        time.sleep(0.1)
+        conn.sendall(b"HTTP/1.1 200 OK\r\n")
+    elif path == "/close-after":
+        conn.sendall(response("200 OK", b"ok"))
+        time.sleep(0.1)
+        return False
     elif path == "/connections":
         conn.sendall(response("200 OK", str(ACCEPTED[0]).encode()))
     elif path == "/loop":
