@@ -4,7 +4,10 @@ on and off), then hostile frames written by hand on a raw socket after a
 hand-made handshake. Each hostile case asserts the close code the server
 sends and that the server still serves a new connection afterwards.
 
-usage: ws_echo_python_test.py WS_ECHO_SERVER BACKEND
+Then wss:// with two I/O threads: certificates made at test time
+(make_test_pki), deflate, several clients at once.
+
+usage: ws_echo_python_test.py WS_ECHO_SERVER BACKEND MAKE_TEST_PKI
 """
 
 import asyncio
@@ -13,9 +16,11 @@ import base64
 import os
 import select
 import socket
+import ssl
 import struct
 import subprocess
 import sys
+import tempfile
 import zlib
 
 import websockets
@@ -71,8 +76,8 @@ def chunks(data, size):
         yield data[i:i + size]
 
 
-async def echo_cases(url, compression):
-    async with websockets.connect(url, compression=compression, max_size=None,
+async def echo_cases(url, compression, tls=None):
+    async with websockets.connect(url, compression=compression, max_size=None, ssl=tls,
                                   ping_interval=None, open_timeout=WAIT) as ws:
         if compression:
             check(ws.extensions, "deflate was not negotiated")
@@ -250,8 +255,32 @@ def bomb_memory(server):
     check(grown < 48 * MIB, "deflate bombs grew the server by %d bytes" % grown)
 
 
+async def small_echoes(url, tls, count):
+    async with websockets.connect(url, ssl=tls, ping_interval=None, open_timeout=WAIT) as ws:
+        for i in range(count):
+            await ws.send("message %d" % i)
+            reply = await asyncio.wait_for(ws.recv(), WAIT)
+            check(reply == "message %d" % i, "TLS echo %d came back as %r" % (i, reply))
+
+
+async def tls_cases(url, tls):
+    await echo_cases(url, "deflate", tls)
+    # Several clients at once, spread over the I/O threads.
+    await asyncio.gather(*(small_echoes(url, tls, 50) for _ in range(8)))
+
+
+def tls_with_threads(binary, backend, make_pki):
+    with tempfile.TemporaryDirectory() as pki:
+        subprocess.run([make_pki, pki], check=True, timeout=WAIT)
+        server = Server(binary, backend, "--threads", "2", "--deflate",
+                        "--tls-cert", pki + "/server.pem", "--tls-key", pki + "/server.key")
+        tls = ssl.create_default_context(cafile=pki + "/ca.pem")
+        asyncio.run(tls_cases("wss://127.0.0.1:%d/echo" % server.port, tls))
+        server.stop()
+
+
 def main():
-    binary, backend = sys.argv[1], sys.argv[2]
+    binary, backend, make_pki = sys.argv[1], sys.argv[2], sys.argv[3]
     server = Server(binary, backend)
     asyncio.run(echo_cases(server.url, None))
     for code in close_codes():
@@ -267,6 +296,7 @@ def main():
     close_and_never_read(server)
     bomb_memory(server)
     server.stop()
+    tls_with_threads(binary, backend, make_pki)
     print("ws_echo_python_test (%s): all cases passed" % backend)
 
 
