@@ -21,6 +21,7 @@
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 #include "net/InetAddress.h"
+#include "net/NameResolver.h"
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
 #include "net/coro/Spawn.h"
@@ -504,6 +505,30 @@ TEST_P(WebSocketTest, ClientErrorsAreValuesWithAReason) {
   EXPECT_NE(refused->error->find("refused"), std::string::npos) << *refused->error;
 
   EXPECT_THROW(connectClient({}, "http://127.0.0.1:1/"), std::invalid_argument);
+}
+
+// A resolver for which no name exists: every lookup fails with NXDOMAIN,
+// from the loop's queue as a real one would.
+class NoSuchNames : public NameResolver {
+ public:
+  explicit NoSuchNames(EventLoop* loop) : loop_(loop) {}
+  QueryPtr lookup(std::string_view host, uint16_t, Family, Callback cb) override {
+    loop_->queueInLoop([cb = std::move(cb), name = std::string(host)] {
+      cb(ResolveResult{{}, ResolveError{ResolveErrc::kNotFound, name + ": NXDOMAIN"}});
+    });
+    return nullptr;
+  }
+
+ private:
+  EventLoop* loop_;
+};
+
+TEST_P(WebSocketTest, ANameThatDoesNotResolveIsAnError) {
+  ClientOptions options;
+  options.resolver = std::make_shared<NoSuchNames>(clientLoop_);
+  auto client = connectClient(options, "ws://no.such.test:80/");
+  ASSERT_TRUE(client->error.has_value());
+  EXPECT_NE(client->error->find("NXDOMAIN"), std::string::npos) << *client->error;
 }
 
 TEST_P(WebSocketTest, AWrongAcceptKeyIsRefused) {
