@@ -24,8 +24,10 @@
 // the connection's output is past its limit (back-pressure). close() sends a
 // close frame and waits (up to Options::closeTimeout) for the peer's.
 //
-// One read and one send may be pending at a time. Thread: the loop of the
-// stream's connection. Move-only; destroying it closes the connection once
+// One operation at a time: read(), send(), ping() and close() are awaited one
+// after another (read() itself writes when it answers a ping or a close, and
+// a stream has one write pending at most). Thread: the loop of the stream's
+// connection. Move-only; destroying it closes the connection once
 // its output is written (as a Stream does).
 #pragma once
 
