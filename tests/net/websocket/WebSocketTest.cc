@@ -476,6 +476,36 @@ TEST_P(WebSocketTest, AnswersToRequestsPipelinedBeforeTheUpgradeGoFirst) {
   EXPECT_EQ(readServerFrame(client), std::make_pair(1, std::string("after")));
 }
 
+TEST_P(WebSocketTest, AnUpgradeHandlerThatThrowsAnswers500AndTheServerGoesOn) {
+  runSync(serverLoop_, [&] {
+    server_ = std::make_unique<http::HttpServer>(serverLoop_, InetAddress("127.0.0.1", 0), "hook");
+    server_->setHandler([](const http::HttpRequest&, http::HttpResponse* response) {
+      response->setBody("plain\n");
+    });
+    server_->setUpgradeHandler([](const http::HttpRequest& request, const TcpConnectionPtr&,
+                                  Buffer*, http::HttpResponse*) {
+      if (request.path() == "/throw") throw 7;
+      return http::HttpServer::Upgrade::kDeclined;  // to the handler
+    });
+    server_->start();
+    port_ = server_->listenAddress().port();
+  });
+  const std::string upgrade = "Host: x\r\nUpgrade: something\r\nConnection: Upgrade\r\n\r\n";
+  BlockingClient thrower(InetAddress("127.0.0.1", port_));
+  ASSERT_TRUE(thrower.sendAll("GET /throw HTTP/1.1\r\n" + upgrade));
+  bool eof = false;
+  const std::string answer = thrower.recvUntilEof(&eof);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 500 ", 0), 0u) << answer;
+  EXPECT_TRUE(eof);
+  BlockingClient declined(InetAddress("127.0.0.1", port_));
+  ASSERT_TRUE(
+      declined.sendAll("GET /other HTTP/1.1\r\nHost: x\r\nUpgrade: something\r\nConnection: "
+                       "Upgrade, close\r\n\r\n"));
+  const std::string plain = declined.recvUntilEof(&eof);
+  EXPECT_EQ(plain.rfind("HTTP/1.1 200 ", 0), 0u) << plain;
+  EXPECT_NE(plain.find("plain\n"), std::string::npos) << plain;
+}
+
 TEST_P(WebSocketTest, ABadUpgradeIsAnsweredWithTheStatusOfTheCheck) {
   startServer();
   BlockingClient client(InetAddress("127.0.0.1", port_));
