@@ -59,6 +59,17 @@ struct Events {
   MonoTime closedAt{};
   bool drained = false;
 
+  // Fields read once a wait is over are copied under the lock: another
+  // connection of the same server may close (and write here) meanwhile.
+  std::optional<std::pair<uint16_t, std::string>> closedNow() {
+    std::lock_guard lock(mutex);
+    return closed;
+  }
+  MonoTime closedAtNow() {
+    std::lock_guard lock(mutex);
+    return closedAt;
+  }
+
   template <class Pred>
   bool waitFor(Pred pred) {
     std::unique_lock lock(mutex);
@@ -329,8 +340,7 @@ TEST_P(WebSocketTest, EverySendableCloseCodeAndItsReasonReachTheServer) {
     ASSERT_TRUE(client->waitFor([&] { return client->closed.has_value(); })) << code;
     EXPECT_EQ(client->closed->first, code);  // the server echoed it
     ASSERT_TRUE(serverEvents_->waitFor([&] { return serverEvents_->closed.has_value(); }));
-    EXPECT_EQ(serverEvents_->closed->first, code);
-    EXPECT_EQ(serverEvents_->closed->second, reason);
+    EXPECT_EQ(serverEvents_->closedNow(), std::make_pair(code, reason));
   }
   auto client = openClient();
   EXPECT_THROW(runSync(clientLoop_, [&] { client->ws->close(1005); }), std::invalid_argument);
@@ -392,7 +402,10 @@ TEST_P(WebSocketTest, APeerThatNeverReadsIsHeldToTheOutputLimit) {
   }
   EXPECT_LT(sent, 2000 * frame.size()) << "the server never pushed back";
   ASSERT_TRUE(serverEvents_->waitFor([&] { return serverSockets_.size() == 1; }));
-  const WebSocketPtr held = serverSockets_[0];
+  const WebSocketPtr held = [&] {
+    std::lock_guard lock(serverEvents_->mutex);
+    return serverSockets_[0];
+  }();
   const size_t queued = runSync(serverLoop_, [&] { return held->queuedOutputBytes(); });
   // The limit, plus the echoes of one read's worth of input.
   EXPECT_LE(queued, http.maxQueuedOutput + 512 * 1024);
@@ -411,8 +424,8 @@ TEST_P(WebSocketTest, APeerThatNeverCompletesTheCloseIsDroppedAfterCloseTimeout)
   EXPECT_EQ(closeCodeOf(payload), 4001);
   // No close frame back: the server drops the connection at its timeout.
   ASSERT_TRUE(serverEvents_->waitFor([&] { return serverEvents_->closed.has_value(); }));
-  EXPECT_EQ(serverEvents_->closed->first, close_code::kAbnormal);
-  EXPECT_GE(serverEvents_->closedAt - start, options.closeTimeout);
+  EXPECT_EQ(serverEvents_->closedNow()->first, close_code::kAbnormal);
+  EXPECT_GE(serverEvents_->closedAtNow() - start, options.closeTimeout);
 }
 
 TEST_P(WebSocketTest, ASendPastTheOutputLimitSaysFullAndDrainFollows) {
@@ -439,7 +452,7 @@ TEST_P(WebSocketTest, AKeepAlivePingThatIsNeverAnsweredDropsThePeer) {
   const auto [opcode, payload] = readServerFrame(*client);
   EXPECT_EQ(opcode, 9);  // a ping, after 100 ms of silence
   ASSERT_TRUE(serverEvents_->waitFor([&] { return serverEvents_->closed.has_value(); }));
-  EXPECT_EQ(serverEvents_->closed->first, close_code::kAbnormal);
+  EXPECT_EQ(serverEvents_->closedNow()->first, close_code::kAbnormal);
   // A libnet client answers pings by itself and stays open meanwhile.
   auto answering = openClient();
   EXPECT_EQ(roundTrip(answering, MessageType::kText, "alive").second, "alive");
