@@ -10,6 +10,8 @@ namespace libnet::http {
 // gone only if cancel failed to stop them; they then find no waiter.
 struct BodyReader::State {
   std::deque<std::string> pieces;
+  size_t queuedBytes = 0;
+  bool paused = false;
   std::optional<FetchResult> result;
   NextAwaiter* waiter = nullptr;
 
@@ -21,9 +23,14 @@ struct BodyReader::State {
 BodyReader::BodyReader(HttpClient& client, Request request)
     : client_(&client), url_(request.url), state_(std::make_shared<State>()) {
   std::weak_ptr<State> weak = state_;
-  request.options.bodySink = [weak](std::string_view piece) {
+  request.options.bodySink = [this, weak](std::string_view piece) {
     if (auto state = weak.lock()) {
       state->pieces.emplace_back(piece);
+      state->queuedBytes += piece.size();
+      if (!state->paused && state->queuedBytes > kHighWater) {
+        state->paused = true;
+        client_->pauseResponse(handle_);
+      }
       state->wake();
     }
   };
@@ -38,6 +45,8 @@ BodyReader::BodyReader(HttpClient& client, Request request)
 BodyReader::~BodyReader() { client_->cancel(handle_); }
 
 const std::optional<FetchResult>& BodyReader::result() const { return state_->result; }
+
+size_t BodyReader::queuedBytes() const { return state_->queuedBytes; }
 
 BodyReader::NextAwaiter::~NextAwaiter() {
   if (!suspended()) return;
@@ -75,6 +84,11 @@ BodyChunk BodyReader::NextAwaiter::await_resume() {
   if (!state.pieces.empty()) {
     chunk.data = std::move(state.pieces.front());
     state.pieces.pop_front();
+    state.queuedBytes -= chunk.data.size();
+    if (state.paused && state.queuedBytes <= kLowWater) {
+      state.paused = false;
+      reader_->client_->resumeResponse(reader_->handle_);
+    }
     return chunk;
   }
   if (state.result && !state.result->ok()) {

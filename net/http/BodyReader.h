@@ -11,13 +11,14 @@
 //
 // The request starts when the reader is made. Pieces arrive as the client
 // reads them and wait in the reader until next() takes them (copied out of
-// the connection's buffer once; nothing bounds what waits, so read
-// promptly). The last next() returns end = true, or the error that ended
-// the response (a truncated body is an error, never an end). result() is
-// set then: the status and headers (its body is empty: it came in pieces).
-// A withTimeout()/withStop() scope around next() ends that next() at once
-// with the error and cancels the request (the connection is closed);
-// destroying the reader cancels it too.
+// the connection's buffer once). Past kHighWater bytes waiting, the
+// connection stops reading (TCP flow control then holds the server back);
+// it reads again once next() has brought them under kLowWater, so a slow
+// reader holds about kHighWater plus one read, whatever the body's size. The last next() returns
+// end = true, or the error that ended the response (a truncated body is an error, never an end).
+// result() is set then: the status and headers (its body is empty: it came in pieces). A
+// withTimeout()/withStop() scope around next() ends that next() at once with the error and cancels
+// the request (the connection is closed); destroying the reader cancels it too.
 //
 // Loop thread of the client, which must be the task's loop and outlive the
 // reader.
@@ -49,6 +50,9 @@ class BodyReader {
   struct State;
 
  public:
+  static constexpr size_t kHighWater = 1024 * 1024;
+  static constexpr size_t kLowWater = 256 * 1024;
+
   BodyReader(HttpClient& client, Request request);
   ~BodyReader();
   BodyReader(const BodyReader&) = delete;
@@ -78,6 +82,8 @@ class BodyReader {
   [[nodiscard]] NextAwaiter next() { return NextAwaiter(this); }
   // Set once the response ended (successfully or not).
   [[nodiscard]] const std::optional<FetchResult>& result() const;
+  // Body bytes received and not yet taken by next().
+  [[nodiscard]] size_t queuedBytes() const;
 
  private:
   HttpClient* client_;

@@ -230,6 +230,10 @@ void ClientConnection::completeResponse(bool reusable) {
     }
   }
   response.body = parser_.takeBody();
+  if (paused_) {
+    paused_ = false;
+    if (conn_) conn_->startRead();
+  }
   if (reusable) {
     state_ = State::kIdle;
     idleSince_ = MonoClock::now();
@@ -303,6 +307,25 @@ void ClientConnection::fail(ClientError error, bool retryable) {
   if (exchange) exchange->connection = nullptr;
   close();
   client_->onFailure(this, std::move(exchange), std::move(error), retryable);
+}
+
+void ClientConnection::pauseReading() {
+  if (state_ != State::kBusy || !conn_ || paused_) return;
+  paused_ = true;
+  conn_->stopRead();
+}
+
+void ClientConnection::resumeReading() {
+  std::weak_ptr<ClientConnection> weak = weak_from_this();
+  client_->loop()->queueInLoop([weak] {
+    auto self = weak.lock();
+    if (!self || !self->paused_) return;
+    self->paused_ = false;
+    if (self->state_ != State::kBusy || !self->conn_) return;
+    // The wait was the reader's, not the server's.
+    self->lastByte_ = MonoClock::now();
+    self->conn_->startRead();
+  });
 }
 
 void ClientConnection::abort() {

@@ -49,6 +49,10 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void send(std::shared_ptr<Exchange> exchange);
   // Closes now; nothing is reported.
   void abort();
+  // Back-pressure for a streamed body: stop reading now; resume from the
+  // loop's queue (never inside a callback that may be inside the parser).
+  void pauseReading();
+  void resumeReading();
 
   [[nodiscard]] State state() const { return state_; }
   [[nodiscard]] MonoTime idleSince() const { return idleSince_; }
@@ -82,6 +86,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   bool reusedRequest_ = false;
   std::string failureText_;  // the last connect round's details, by name
   bool dnsFailure_ = false;
+  bool paused_ = false;
   TimerId connectTimer_;
   TimerId idleTimer_;
   MonoTime lastByte_{};

@@ -93,6 +93,10 @@ RequestHandle HttpClient::request(PreparedRequestPtr request, ResponseCallback c
   loop_->assertInLoopThread();
   auto exchange = std::make_shared<Exchange>();
   exchange->callback = std::move(callback);
+  if (!request) {
+    failLater(exchange, ClientError{Kind::kBadRequest, "no request (prepare() failed?)"});
+    return RequestHandle(exchange);
+  }
   exchange->redirectsLeft = request->request.options.maxRedirects;
   exchange->request = std::move(request);
   armRequestTimer(exchange);
@@ -396,6 +400,16 @@ bool HttpClient::redirect(const std::shared_ptr<Exchange>& exchange, const Respo
   exchange->bodyHanded = false;
   start(exchange);
   return true;
+}
+
+void HttpClient::pauseResponse(const RequestHandle& handle) {
+  const std::shared_ptr<Exchange> exchange = handle.exchange_.lock();
+  if (exchange && !exchange->done && exchange->connection) exchange->connection->pauseReading();
+}
+
+void HttpClient::resumeResponse(const RequestHandle& handle) {
+  const std::shared_ptr<Exchange> exchange = handle.exchange_.lock();
+  if (exchange && !exchange->done && exchange->connection) exchange->connection->resumeReading();
 }
 
 size_t HttpClient::connectionCount() const {

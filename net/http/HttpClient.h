@@ -125,6 +125,13 @@ class HttpClient {
   // is closed (its response may be under way), never pooled.
   void cancel(const RequestHandle& handle);
 
+  // Back-pressure for a body handed to a sink: stop reading the request's
+  // response, and start again (from the loop's queue). No effect on a
+  // request that is done or not yet on a connection; the idle timeout does
+  // not count the pause.
+  void pauseResponse(const RequestHandle& handle);
+  void resumeResponse(const RequestHandle& handle);
+
   [[nodiscard]] const Stats& stats() const { return stats_; }
   [[nodiscard]] EventLoop* loop() const { return loop_; }
   [[nodiscard]] const Options& options() const { return options_; }

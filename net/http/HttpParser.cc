@@ -130,19 +130,6 @@ HttpParser::Result HttpParser::parse(Buffer* buf) {
   return Result::kNeedMore;
 }
 
-const char* HttpParser::findLineEnd(const char* p, const char* end) {
-  const auto available = static_cast<size_t>(end - p);
-  // min() guards against a caller that dropped the partial line after all.
-  const char* from = p + std::min(scanned_, available);
-  const void* lf = std::memchr(from, '\n', static_cast<size_t>(end - from));
-  if (lf == nullptr) {
-    scanned_ = available;
-    return nullptr;
-  }
-  scanned_ = 0;
-  return static_cast<const char*>(lf);
-}
-
 HttpParser::Step HttpParser::fail(int status, std::string_view message) {
   state_ = State::kError;
   errorStatus_ = status;
@@ -163,7 +150,7 @@ HttpParser::Step HttpParser::complete() {
 HttpParser::Step HttpParser::parseRequestLineState(const char*& p, const char* end) {
   while (p != end) {
     seenBytes_ = true;
-    const char* lf = findLineEnd(p, end);
+    const char* lf = detail::findLineEnd(p, end, &scanned_);
     if (lf == nullptr) {
       if (static_cast<size_t>(end - p) + 1 > limits_.maxRequestLine) {
         return fail(414, "request line too long");
@@ -248,7 +235,7 @@ bool HttpParser::parseTarget() {
 
 HttpParser::Step HttpParser::parseHeadersState(const char*& p, const char* end) {
   while (true) {
-    const char* lf = findLineEnd(p, end);
+    const char* lf = detail::findLineEnd(p, end, &scanned_);
     if (lf == nullptr) {
       if (headerBytes_ + static_cast<size_t>(end - p) + 1 > limits_.maxHeaderBytes) {
         return fail(431, "header section too large");
@@ -267,7 +254,7 @@ HttpParser::Step HttpParser::parseHeadersState(const char*& p, const char* end) 
 
 HttpParser::Step HttpParser::parseTrailersState(const char*& p, const char* end) {
   while (true) {
-    const char* lf = findLineEnd(p, end);
+    const char* lf = detail::findLineEnd(p, end, &scanned_);
     if (lf == nullptr) {
       if (headerBytes_ + static_cast<size_t>(end - p) + 1 > limits_.maxHeaderBytes) {
         return fail(431, "trailer section too large");
@@ -457,7 +444,7 @@ HttpParser::Step HttpParser::parseBodyState(const char*& p, const char* end) {
 }
 
 HttpParser::Step HttpParser::parseChunkSizeState(const char*& p, const char* end) {
-  const char* lf = findLineEnd(p, end);
+  const char* lf = detail::findLineEnd(p, end, &scanned_);
   if (lf == nullptr) {
     if (static_cast<size_t>(end - p) + 1 > kMaxChunkSizeLine) {
       return fail(400, "chunk size line too long");
@@ -495,18 +482,13 @@ HttpParser::Step HttpParser::parseChunkDataState(const char*& p, const char* end
 }
 
 HttpParser::Step HttpParser::parseChunkDataEndState(const char*& p, const char* end) {
-  // Looked at byte by byte rather than as a line, so that a peer that sends
-  // data where the CRLF belongs is refused at once instead of being buffered
-  // until a '\n' shows up.
-  if (p == end) return Step::kNeedMore;
-  if (*p == '\n') {
-    ++p;
-  } else if (*p != '\r') {
-    return fail(400, "missing line end after chunk data");
-  } else {
-    if (end - p < 2) return Step::kNeedMore;
-    if (p[1] != '\n') return fail(400, "missing line end after chunk data");
-    p += 2;
+  switch (detail::consumeChunkEnd(p, end)) {
+    case detail::ChunkEnd::kNeedMore:
+      return Step::kNeedMore;
+    case detail::ChunkEnd::kBad:
+      return fail(400, "missing line end after chunk data");
+    case detail::ChunkEnd::kDone:
+      break;
   }
   state_ = State::kChunkSize;
   return Step::kContinue;

@@ -118,7 +118,6 @@ class HttpParser {
   // The '\n' ending the line that starts at p, or nullptr. Remembers how far
   // an incomplete line was scanned: the caller leaves it at the front of the
   // next buffer, and a line arriving a byte at a time is not rescanned.
-  const char* findLineEnd(const char* p, const char* end);
 
   bool parseRequestLine(std::string_view line);
   bool parseTarget();

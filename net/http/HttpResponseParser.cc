@@ -153,18 +153,6 @@ HttpResponseParser::Result HttpResponseParser::finish() {
   return Result::kError;
 }
 
-const char* HttpResponseParser::findLineEnd(const char* p, const char* end) {
-  const auto available = static_cast<size_t>(end - p);
-  const char* from = p + std::min(scanned_, available);
-  const void* lf = std::memchr(from, '\n', static_cast<size_t>(end - from));
-  if (lf == nullptr) {
-    scanned_ = available;
-    return nullptr;
-  }
-  scanned_ = 0;
-  return static_cast<const char*>(lf);
-}
-
 HttpResponseParser::Step HttpResponseParser::fail(Error error, std::string message) {
   state_ = State::kError;
   error_ = error;
@@ -182,7 +170,7 @@ HttpResponseParser::Step HttpResponseParser::done() {
 // the bytes were split across reads.
 
 HttpResponseParser::Step HttpResponseParser::parseStatusLineState(const char*& p, const char* end) {
-  const char* lf = findLineEnd(p, end);
+  const char* lf = detail::findLineEnd(p, end, &scanned_);
   if (lf == nullptr) {
     if (static_cast<size_t>(end - p) + 1 > limits_.maxStatusLine) {
       return fail(Error::kTooLarge, "status line too long");
@@ -235,7 +223,7 @@ bool HttpResponseParser::parseStatusLine(std::string_view line) {
 HttpResponseParser::Step HttpResponseParser::parseFieldsState(const char*& p, const char* end,
                                                               bool trailers) {
   while (true) {
-    const char* lf = findLineEnd(p, end);
+    const char* lf = detail::findLineEnd(p, end, &scanned_);
     if (lf == nullptr) {
       if (headerBytes_ + static_cast<size_t>(end - p) + 1 > limits_.maxHeaderBytes) {
         return fail(Error::kTooLarge, "header section too large");
@@ -392,7 +380,7 @@ HttpResponseParser::Step HttpResponseParser::parseUntilCloseState(const char*& p
 }
 
 HttpResponseParser::Step HttpResponseParser::parseChunkSizeState(const char*& p, const char* end) {
-  const char* lf = findLineEnd(p, end);
+  const char* lf = detail::findLineEnd(p, end, &scanned_);
   if (lf == nullptr) {
     if (static_cast<size_t>(end - p) + 1 > detail::kMaxChunkSizeLine) {
       return fail(Error::kMalformed, "chunk size line too long");
@@ -431,15 +419,13 @@ HttpResponseParser::Step HttpResponseParser::parseChunkDataState(const char*& p,
 
 HttpResponseParser::Step HttpResponseParser::parseChunkDataEndState(const char*& p,
                                                                     const char* end) {
-  if (p == end) return Step::kNeedMore;
-  if (*p == '\n') {
-    ++p;
-  } else if (*p != '\r') {
-    return fail(Error::kMalformed, "missing line end after chunk data");
-  } else {
-    if (end - p < 2) return Step::kNeedMore;
-    if (p[1] != '\n') return fail(Error::kMalformed, "missing line end after chunk data");
-    p += 2;
+  switch (detail::consumeChunkEnd(p, end)) {
+    case detail::ChunkEnd::kNeedMore:
+      return Step::kNeedMore;
+    case detail::ChunkEnd::kBad:
+      return fail(Error::kMalformed, "missing line end after chunk data");
+    case detail::ChunkEnd::kDone:
+      break;
   }
   state_ = State::kChunkSize;
   return Step::kContinue;

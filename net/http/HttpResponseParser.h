@@ -163,7 +163,6 @@ class HttpResponseParser {
   Step parseChunkDataState(const char*& p, const char* end);
   Step parseChunkDataEndState(const char*& p, const char* end);
 
-  const char* findLineEnd(const char* p, const char* end);
   bool parseStatusLine(std::string_view line);
   bool parseFieldLine(std::string_view line, bool trailer);
   bool onFramingField(std::string_view name, std::string_view value);

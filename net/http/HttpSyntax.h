@@ -4,8 +4,10 @@
 // Pure functions: any thread.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "net/http/HttpChars.h"
@@ -22,6 +24,41 @@ inline constexpr size_t kMaxChunkSizeLine = 4096;
   const char* e = lf;
   if (e > p && e[-1] == '\r') --e;
   return {p, static_cast<size_t>(e - p)};
+}
+
+// The '\n' ending the line that starts at p, or nullptr. *scanned remembers
+// how far an incomplete line was searched: the caller leaves the line at the
+// front of its next buffer, and a line arriving a byte at a time is not
+// searched again from its start.
+[[nodiscard]] inline const char* findLineEnd(const char* p, const char* end, size_t* scanned) {
+  const auto available = static_cast<size_t>(end - p);
+  // min() guards against a caller that dropped the partial line after all.
+  const char* from = p + std::min(*scanned, available);
+  const void* lf = std::memchr(from, '\n', static_cast<size_t>(end - from));
+  if (lf == nullptr) {
+    *scanned = available;
+    return nullptr;
+  }
+  *scanned = 0;
+  return static_cast<const char*>(lf);
+}
+
+// The line end after a chunk's data (CRLF, or a bare LF), looked at byte by
+// byte rather than as a line, so that a peer that sends data where the line
+// end belongs is refused at once instead of being buffered until a '\n'
+// shows up. kDone moves p past it.
+enum class ChunkEnd : uint8_t { kNeedMore, kDone, kBad };
+[[nodiscard]] inline ChunkEnd consumeChunkEnd(const char*& p, const char* end) {
+  if (p == end) return ChunkEnd::kNeedMore;
+  if (*p == '\n') {
+    ++p;
+    return ChunkEnd::kDone;
+  }
+  if (*p != '\r') return ChunkEnd::kBad;
+  if (end - p < 2) return ChunkEnd::kNeedMore;
+  if (p[1] != '\n') return ChunkEnd::kBad;
+  p += 2;
+  return ChunkEnd::kDone;
 }
 
 [[nodiscard]] inline bool isDigit(char c) { return c >= '0' && c <= '9'; }

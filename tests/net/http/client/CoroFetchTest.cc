@@ -7,6 +7,7 @@
 #include <string>
 
 #include "net/coro/Cancel.h"
+#include "net/coro/Sleep.h"
 #include "net/coro/Spawn.h"
 #include "net/coro/Task.h"
 #include "net/http/BodyReader.h"
@@ -82,6 +83,36 @@ TEST_P(CoroFetchTest, BodyReaderReadsALargeBodyInPieces) {
   EXPECT_GT(pieces, 1);
   // The reader went out of scope mid-body: its request was cancelled.
   EXPECT_EQ(client().connectionCount(), 0u);
+}
+
+// A reader that stops taking pieces holds about kHighWater bytes, not what
+// the server can push meanwhile (an endless body at loopback speed).
+TEST_P(CoroFetchTest, SlowBodyReaderHoldsBoundedMemory) {
+  size_t heldWhileSlow = 0;
+  size_t readAfter = 0;
+  coro::spawn(loop_.get(), [](CoroFetchTest* t, size_t* held, size_t* after) -> coro::Task<> {
+    http::HttpClient& client = t->client();
+    http::BodyReader reader(client, get("/endless"));
+    http::BodyChunk first = co_await reader.next();
+    if (first.data.empty()) {
+      t->loop_->quit();
+      co_return;
+    }
+    // The slow consumer this test is about, not a synchronisation.
+    co_await coro::sleep(300ms);
+    *held = reader.queuedBytes();
+    // Reading resumes once the reader drains below its low-water mark.
+    while (*after < 4 * http::BodyReader::kHighWater) {
+      http::BodyChunk chunk = co_await reader.next();
+      if (chunk.data.empty()) break;
+      *after += chunk.data.size();
+    }
+    t->loop_->quit();
+  }(this, &heldWhileSlow, &readAfter));
+  loop_->loop();
+  EXPECT_GT(heldWhileSlow, 0u);
+  EXPECT_LE(heldWhileSlow, http::BodyReader::kHighWater + 1024 * 1024) << "one read past the mark";
+  EXPECT_GE(readAfter, 4 * http::BodyReader::kHighWater);
 }
 
 TEST_P(CoroFetchTest, BodyReaderReportsATruncatedBodyAsAnError) {
