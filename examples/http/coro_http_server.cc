@@ -6,8 +6,9 @@
 // request in a read is answered, the answers go out in one write), the
 // parser's limits (4xx, then the connection is half-closed and drained so
 // the answer is not lost to a reset), a header deadline (408) and an idle
-// timeout. http_server is the same server on callbacks (net/http/HttpServer),
-// with more protections (a server-wide body budget); the HTTP benchmark
+// timeout. GET /ws upgrades to a WebSocket that echoes every message
+// (net/websocket/CoroWebSocket.h). http_server is the same server on callbacks
+// (net/http/HttpServer), with more protections (a server-wide body budget); the HTTP benchmark
 // compares the two.
 //
 // SIGINT / SIGTERM stop it cleanly (exit 0); 1 if it cannot be set up, 2 for
@@ -34,6 +35,8 @@
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
 #include "net/http/StaticFiles.h"
+#include "net/websocket/CoroWebSocket.h"
+#include "net/websocket/Handshake.h"
 
 namespace {
 
@@ -108,6 +111,19 @@ coro::Task<> refuse(coro::Stream& stream, Buffer* out, int status) {
   co_await coro::withTimeout(5s, stream.closed());
 }
 
+// GET /ws: the connection becomes a WebSocket that echoes every message with
+// its type until the client closes.
+coro::Task<> echoWebSocket(coro::Stream stream, const HttpRequest& request) {
+  ws::AcceptResult accepted = co_await ws::accept(std::move(stream), request);
+  if (!accepted) co_return;  // answered with the reason and closing
+  ws::CoroWebSocket& socket = accepted.socket;
+  for (;;) {
+    ws::Message message = co_await socket.read();
+    if (message.isClose() || message.error != coro::Errc::kOk) co_return;
+    if (co_await socket.send(message.type, message.payload) != coro::Errc::kOk) co_return;
+  }
+}
+
 coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
   HttpParser parser;
   // The answers of one read, sent in one write. The connection's own, not
@@ -144,6 +160,13 @@ coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
       if (result == HttpParser::Result::kError) {
         if (out.readableBytes() > 0) co_await stream.write(&out);
         co_await refuse(stream, &out, parser.errorStatus());
+        co_return;
+      }
+      if (parser.request().path() == "/ws" && ws::isUpgradeRequest(parser.request())) {
+        // The answers so far go first; what the client sent after the
+        // request stays in the stream for the WebSocket.
+        if (out.readableBytes() > 0 && co_await stream.write(&out) != coro::Errc::kOk) co_return;
+        co_await echoWebSocket(std::move(stream), parser.request());
         co_return;
       }
       UniqueFd file;

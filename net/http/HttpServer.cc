@@ -186,6 +186,12 @@ void HttpServer::setHandler(Handler handler) {
   handler_ = std::move(handler);
 }
 
+void HttpServer::setUpgradeHandler(UpgradeHandler handler) {
+  if (started_)
+    throw std::logic_error("HttpServer " + server_.name() + ": setUpgradeHandler() after start()");
+  upgradeHandler_ = std::move(handler);
+}
+
 void HttpServer::start() {
   started_ = true;
   server_.start();
@@ -247,6 +253,15 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
       state->closing = true;
       state->linger = true;
       break;
+    }
+    if (upgradeHandler_ && parser.request().header("Upgrade")) {
+      const Upgrade upgrade = tryUpgrade(conn, state, buf, &out);
+      if (upgrade == Upgrade::kTaken) return;  // `state` is gone; `out` was sent
+      if (upgrade == Upgrade::kRejected) {
+        state->closing = true;
+        state->linger = true;
+        break;
+      }
     }
     state->closing = !respond(conn, parser.request(), &out);
     state->continueSent = false;
@@ -374,6 +389,38 @@ bool HttpServer::mayAnswerMore(const TcpConnectionPtr& conn, Buffer* out) {
   // Past the limit the connection has paused reading, and hands the
   // requests left in the buffer back when it resumes.
   return conn->isReading();
+}
+
+HttpServer::Upgrade HttpServer::tryUpgrade(const TcpConnectionPtr& conn, ConnectionState* state,
+                                           Buffer* buf, Buffer* out) {
+  // Answers to earlier pipelined requests go before whatever the new
+  // protocol sends (a 101 first of all).
+  if (out->readableBytes() > 0) conn->send(out);
+  // The upgrade handler may set the connection's context, which destroys
+  // the handle there: this one keeps `state` (and the request) alive until
+  // the call is over.
+  const StateHandle keep(state);
+  HttpResponse rejection(/*close=*/true);
+  Upgrade upgrade = Upgrade::kDeclined;
+  const bool ok = callGuarded(HandlerOf{conn->name()}, [&] {
+    upgrade = upgradeHandler_(state->parser.request(), conn, buf, &rejection);
+  });
+  if (!ok) {
+    upgrade = Upgrade::kRejected;
+    rejection = HttpResponse(true);
+    rejection.setStatusPage(500);
+  }
+  if (upgrade == Upgrade::kTaken) {
+    endHeaderDeadline(conn, state);
+    state->body.release();
+    if (std::any_cast<StateHandle>(&conn->context()) != nullptr) conn->setContext(std::any());
+    return upgrade;
+  }
+  if (upgrade == Upgrade::kRejected) {
+    rejection.setCloseConnection(true);
+    rejection.appendToBuffer(out, currentDate());
+  }
+  return upgrade;
 }
 
 bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out) {

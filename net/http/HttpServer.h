@@ -39,6 +39,19 @@
 // it, nginx accepts it, and it cannot change framing here since every line
 // end is found at its LF); a CR anywhere but right before that LF is 400.
 //
+// Protocol upgrades (WebSocket, net/websocket/): a request with an Upgrade
+// header goes to the upgrade handler first, if one is set. It may decline
+// (the request goes to the handler as any other), reject (its response is
+// the answer, and the connection closes after it), or take the connection:
+// the server then answers nothing more on it, stops its header deadline,
+// and forgets it (it clears the connection's context unless the taker has
+// set one of its own), and the taker gets the bytes the client
+// sent after the request (`leftover`: the first frames of the new protocol,
+// which must not be lost) and from then on sets the connection's callbacks.
+// Answers to requests pipelined before the upgrade request go out before the
+// upgrade handler runs. Works with TLS and I/O threads alike (the handler
+// runs on the connection's loop thread).
+//
 // Construct, start() and destroy on the base loop's thread (as TcpServer).
 // With I/O threads, no callback of the server (the handler included) runs
 // once the destructor has returned.
@@ -70,6 +83,21 @@ class HttpServer {
  public:
   // May throw: an escaping exception becomes a 500 and a close.
   using Handler = std::function<void(const HttpRequest&, HttpResponse*)>;
+
+  // What the upgrade handler did with a request that asks to switch protocols.
+  enum class Upgrade {
+    kDeclined,  // not ours: the request goes to the handler
+    kRejected,  // answered with the response the upgrade handler filled, then closed
+    kTaken,     // the connection now speaks another protocol (see the file comment)
+  };
+  // Runs on the connection's loop thread; `leftover` holds what the client
+  // sent after the request. Taking the connection, it must set the
+  // connection's message callback (and its connection callback, to hear of
+  // the close) and consume what it can of `leftover` before returning: the
+  // rest stays in the connection's input and comes with the next read. May
+  // throw: that is a 500 and a close.
+  using UpgradeHandler = std::function<Upgrade(const HttpRequest&, const TcpConnectionPtr&,
+                                               Buffer* leftover, HttpResponse* rejection)>;
 
   // Everything the server is configured with, given to the constructor and
   // checked there (std::invalid_argument). The first fields are forwarded to
@@ -129,6 +157,7 @@ class HttpServer {
 
   // Before start() (std::logic_error after it).
   void setHandler(Handler handler);
+  void setUpgradeHandler(UpgradeHandler handler);
   void start();
 
   [[nodiscard]] const Options& options() const { return options_; }
@@ -170,10 +199,16 @@ class HttpServer {
   // Appends one response (and sends any file body) to `out`; false when the
   // connection is to close after it.
   bool respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out);
+  // A request with an Upgrade header and an upgrade handler: kDeclined to
+  // answer it as usual; kTaken: the server is done with the connection
+  // (`state` is gone); kRejected: the rejection is in `out`, close after it.
+  Upgrade tryUpgrade(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf,
+                     Buffer* out);
   static void appendError(int status, Buffer* out);
 
   const Options options_;
   Handler handler_;
+  UpgradeHandler upgradeHandler_;
   bool started_ = false;
   // Shared with every connection's reservation, which may outlive the server.
   std::shared_ptr<BodyBudget> bodyBudget_;
