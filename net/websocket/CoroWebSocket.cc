@@ -88,7 +88,7 @@ Task<Message> CoroWebSocket::closing(uint16_t code, std::string reason, bool pee
     // answered with the code it calls for and why.
     // An empty reason as a view of "" rather than a null view: the sender
     // copies it with memcpy, which must not be handed a null pointer.
-    sender_->appendClose(&out_, code, peerClosed ? std::string_view("") : std::string_view(reason));
+    sender_->appendClose(&out_, code, peerClosed ? std::string_view() : std::string_view(reason));
     co_await flush();
   }
   // Half-close once the close frame is out: the connection ends when the

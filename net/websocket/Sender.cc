@@ -116,7 +116,9 @@ void Sender::appendClose(Buffer* out, uint16_t code, std::string_view reason) {
   char body[kMaxControlPayload];
   body[0] = static_cast<char>(code >> 8);
   body[1] = static_cast<char>(code & 0xff);
-  std::memcpy(body + 2, reason.data(), reason.size());
+  // A default string_view has a null data(): memcpy must not see it even
+  // with a zero length.
+  if (!reason.empty()) std::memcpy(body + 2, reason.data(), reason.size());
   appendControl(out, Opcode::kClose, {body, 2 + reason.size()});
 }
 

@@ -160,5 +160,15 @@ TEST(SenderTest, CloseReasonIsTruncatedOnACodePointBoundary) {
   ASSERT_EQ(receiver.next(&euro), Receiver::Event::kClose);  // still valid UTF-8
 }
 
+TEST(SenderTest, CloseWithADefaultConstructedReasonHasOnlyTheCode) {
+  // std::string_view{} has a null data(); under UBSan a memcpy from it aborts.
+  Sender sender(Role::kServer);
+  Buffer wire;
+  sender.appendClose(&wire, 1000, std::string_view{});
+  auto parsed = frames(wire.view());
+  ASSERT_EQ(parsed.size(), 1u);
+  EXPECT_EQ(parsed[0].payload, std::string("\x03\xe8", 2));
+}
+
 }  // namespace
 }  // namespace libnet::ws
