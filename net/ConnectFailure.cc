@@ -25,6 +25,10 @@ void appendLookupError(std::string* out, const char* family, const ResolveError&
 }  // namespace
 
 std::string ConnectFailure::message() const {
+  if (!layer.empty()) {
+    // A Unix socket's path (no port) stands alone.
+    return (port != 0 ? InetAddress::joinHostPort(host, port) : host) + ": " + layer;
+  }
   std::string errors;
   for (const AttemptError& attempt : attempts) {
     if (!errors.empty()) errors += "; ";
@@ -37,6 +41,7 @@ std::string ConnectFailure::message() const {
 }
 
 int ConnectFailure::error() const {
+  if (!layer.empty()) return EPROTO;
   int chosen = 0;
   for (const AttemptError& attempt : attempts) {
     if (chosen == 0 || !isLocalNetworkError(attempt.error) || isLocalNetworkError(chosen)) {

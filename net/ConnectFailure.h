@@ -1,7 +1,8 @@
 // ConnectFailure: why a connect by name (net/HappyEyeballs.h) found no
 // connection: the outcome of both lookups and the errno of every connect
-// attempt, with its address, in the order the attempts were made. A plain
-// value; any thread.
+// attempt, with its address, in the order the attempts were made; or, by name
+// or by address, why a connection's layer (a TLS handshake) failed after the
+// TCP connect. A plain value; any thread.
 #pragma once
 
 #include <cstdint>
@@ -30,16 +31,22 @@ struct ConnectFailure {
   ResolveError ipv6{};
   ResolveError ipv4{};
   std::vector<AttemptError> attempts{};
+  // The TCP connect succeeded but the connection's layer closed it before
+  // it was up: why ("certificate verify failed: Hostname mismatch"; see
+  // TcpConnection::layerFailure()). Then nothing else above is set but the
+  // host and port.
+  std::string layer{};
 
   // One line naming the host and every error: "example.com:80: [2001:db8::1]:80:
   // Connection timed out; 192.0.2.1:80: Connection refused", or
-  // "no.such:80: IPv6 lookup: no.such: NXDOMAIN; IPv4 lookup: ...".
+  // "no.such:80: IPv6 lookup: no.such: NXDOMAIN; IPv4 lookup: ...", or
+  // "example.com:443: certificate verify failed: Hostname mismatch".
   [[nodiscard]] std::string message() const;
-  // The errno that says the most, for callers that take one: the last
-  // attempt's, except that "this network cannot be reached" (ENETUNREACH,
-  // EHOSTUNREACH, EADDRNOTAVAIL, EAFNOSUPPORT) yields to an error of an
-  // attempt that got further. Without attempts: ETIMEDOUT if a lookup timed
-  // out, ECANCELED if one was cancelled, else EHOSTUNREACH (no address).
+  // The errno that says the most, for callers that take one: EPROTO for a
+  // layer's failure, else the last attempt's, except that "this network
+  // cannot be reached" (ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL,
+  // EAFNOSUPPORT) yields to an error of an attempt that got further. Without attempts: ETIMEDOUT if
+  // a lookup timed out, ECANCELED if one was cancelled, else EHOSTUNREACH (no address).
   [[nodiscard]] int error() const;
   // Trying again cannot help: every attempt failed permanently, or the name
   // is not a valid host name.

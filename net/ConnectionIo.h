@@ -120,6 +120,10 @@ class ConnectionIo {
     // A strategy that was not ready() at start() has become ready (a TLS
     // handshake completed): the connection may announce itself now.
     virtual void onReady() {}
+    // Before the onIoError() that ends a connection that never became ready:
+    // why, in a few words for the application ("certificate verify failed:
+    // Hostname mismatch"). Only on such a failure, never per message.
+    virtual void onLayerFailure(std::string_view reason) { static_cast<void>(reason); }
 
    protected:
     ~Owner() = default;

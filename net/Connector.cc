@@ -182,6 +182,19 @@ std::string Connector::target() const {
   return byName_ ? InetAddress::joinHostPort(byName_->host, byName_->port) : serverAddr_.toIpPort();
 }
 
+ConnectFailure Connector::layerFailure(std::string reason) const {
+  ConnectFailure failure;
+  if (byName_) {
+    failure.host = byName_->host;
+    failure.port = byName_->port;
+  } else {
+    failure.host = serverAddr_.toIp();
+    failure.port = serverAddr_.port();
+  }
+  failure.layer = std::move(reason);
+  return failure;
+}
+
 void Connector::connectByName() {
   state_ = State::kConnecting;
   round_ = HappyEyeballs::create(loop_, *byName_);

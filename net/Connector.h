@@ -74,6 +74,9 @@ class Connector : public std::enable_shared_from_this<Connector> {
 
   // "host:port" by name, else the server address.
   [[nodiscard]] std::string target() const;
+  // What to report when a connection to the target was made but its layer
+  // closed it before it was up (TcpConnection::layerFailure(): `reason`).
+  [[nodiscard]] ConnectFailure layerFailure(std::string reason) const;
   // Attempts made so far (for tests and diagnostics).
   [[nodiscard]] int attempts() const { return attempts_.load(); }
 

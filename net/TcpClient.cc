@@ -117,6 +117,7 @@ void TcpClient::setConnectErrorCallback(ConnectErrorCallback cb) {
 
 void TcpClient::setConnectFailureCallback(ConnectFailureCallback cb) {
   checkNotStarted("setConnectFailureCallback");
+  connectFailureCallback_ = cb;
   connector_->setConnectFailureCallback(std::move(cb));
 }
 
@@ -156,13 +157,22 @@ void TcpClient::removeConnection(const TcpConnectionPtr& conn) {
     if (connection_ == conn) connection_.reset();
   }
   loop_->queueInLoop([conn] { conn->connectDestroyed(); });
-  // Closed before it was announced: the layer's handshake failed (it logged
-  // why), a failed connect for the application.
-  if (!conn->announced() && connectErrorCallback_) connectErrorCallback_(EPROTO);
+  if (!conn->announced()) reportLayerFailure(*conn);
   if (options_.retry && connect_) {
     LOG_INFO << "TcpClient " << name_ << " reconnecting to " << connector_->target();
     connector_->restart();
   }
+}
+
+// Closed before it was announced: the layer's handshake failed (it logged
+// why), a failed connect for the application, which learns why too.
+void TcpClient::reportLayerFailure(const TcpConnection& conn) {
+  if (connectFailureCallback_) {
+    const std::string_view reason = conn.layerFailure();
+    connectFailureCallback_(connector_->layerFailure(
+        reason.empty() ? "closed during the connection layer's handshake" : std::string(reason)));
+  }
+  if (connectErrorCallback_) connectErrorCallback_(EPROTO);
 }
 
 }  // namespace libnet

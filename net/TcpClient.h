@@ -57,7 +57,8 @@ class TcpClient {
     // tls::newLayer(context, "host.name"), net/tls/TlsLayer.h). The
     // connection (up) callback runs once the handshake is done; a
     // connection whose handshake fails is reported to the connect-error
-    // callback with EPROTO (the layer logs why) and, with retry on, made
+    // callback with EPROTO (the layer logs why, and the connect-failure
+    // callback gets it: ConnectFailure::layer) and, with retry on, made
     // again. Null: plain TCP.
     std::shared_ptr<const ConnectionLayer> layer{};
     // By name ("host:port"): looks the host up (dns::Resolver,
@@ -112,8 +113,11 @@ class TcpClient {
   // By name: called after every failed round, just before the connect-error
   // callback (whose errno is ConnectFailure::error(), the one that says the
   // most), with every error of it: both lookups' and each attempt's address
-  // and errno. A client made with an address does not call it. Before
-  // connect() (std::logic_error after it).
+  // and errno. By name or by address: called, just before the connect-error
+  // callback's EPROTO, when Options::layer closed a connection before it was
+  // up, with ConnectFailure::layer saying why (a TLS client's "certificate
+  // verify failed: Hostname mismatch"). Otherwise a client made with an
+  // address does not call it. Before connect() (std::logic_error after it).
   void setConnectFailureCallback(ConnectFailureCallback cb);
 
  private:
@@ -121,6 +125,8 @@ class TcpClient {
             std::shared_ptr<Connector> connector);
   void newConnection(UniqueFd sockfd);
   void removeConnection(const TcpConnectionPtr& conn);
+  // `conn` closed before it was announced: its layer failed.
+  void reportLayerFailure(const TcpConnection& conn);
   // Throws std::logic_error when `what` (a callback setter) comes after
   // connect().
   void checkNotStarted(const char* what) const;
@@ -132,7 +138,8 @@ class TcpClient {
   ConnectionCallback connectionCallback_;
   MessageCallback messageCallback_;
   WriteCompleteCallback writeCompleteCallback_;
-  ConnectErrorCallback connectErrorCallback_;  // also held by the connector
+  ConnectErrorCallback connectErrorCallback_;      // also held by the connector
+  ConnectFailureCallback connectFailureCallback_;  // also held by the connector
   std::atomic<bool> connect_{false};
   std::atomic<bool> started_{false};  // connect() has been called
   uint64_t nextConnId_ = 1;

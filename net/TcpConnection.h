@@ -85,6 +85,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Whether the connection (up) callback has run: false while a layer's
   // handshake is under way, and for good if it failed. Loop thread.
   [[nodiscard]] bool announced() const { return announced_; }
+  // Why the connection's layer closed it before it was announced: "" unless
+  // its handshake failed ("certificate verify failed: Hostname mismatch",
+  // "the TLS handshake timed out"). Loop thread.
+  [[nodiscard]] std::string_view layerFailure() const {
+    return layerFailure_ ? std::string_view(*layerFailure_) : std::string_view();
+  }
 
   // Any thread. Off the loop thread the bytes are copied (moved for an
   // rvalue string) and the write happens on the loop.
@@ -217,6 +223,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   size_t serverSlot_ = 0;  // TcpServer's: where its loop's list keeps this connection
   std::any context_;
   std::shared_ptr<ConnectionAttachment> attachment_;
+  std::unique_ptr<std::string> layerFailure_;  // only once a layer has failed
 };
 
 }  // namespace libnet

@@ -196,6 +196,10 @@ void TcpConnection::Impl::onReady() {
   announce();
 }
 
+void TcpConnection::Impl::onLayerFailure(std::string_view reason) {
+  if (!layerFailure_) layerFailure_ = std::make_unique<std::string>(reason);
+}
+
 void TcpConnection::Impl::announce() {
   announced_ = true;
   const TcpConnectionPtr self = shared_from_this();

@@ -105,6 +105,7 @@ class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Ow
   [[nodiscard]] std::shared_ptr<void> keepAlive() override { return shared_from_this(); }
   [[nodiscard]] UniqueFd onReleased() override { return socket_.releaseFd(); }
   void onReady() override;
+  void onLayerFailure(std::string_view reason) override;
 };
 
 }  // namespace libnet

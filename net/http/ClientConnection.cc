@@ -90,7 +90,8 @@ void ClientConnection::start(std::shared_ptr<Exchange> exchange) {
   tcp_->setConnectFailureCallback([weak](const ConnectFailure& failure) {
     if (auto self = weak.lock()) {
       self->failureText_ = failure.message();
-      self->dnsFailure_ = failure.attempts.empty();
+      self->dnsFailure_ = failure.attempts.empty() && failure.layer.empty();
+      self->tlsFailure_ = failure.layer;
     }
   });
   const Duration timeout = exchange_->request->request.options.connectTimeout;
@@ -278,9 +279,9 @@ ClientError ClientConnection::connectError(int error) const {
       return {Kind::kConnectTimeout, "connect timed out: " + detail};
     case EPROTO:
       if (secure_) {
-        return {Kind::kTls, "TLS handshake with " + hostPort_ +
-                                " failed (certificate or host name not verified, or a "
-                                "protocol error; the log has OpenSSL's reason)"};
+        return {Kind::kTls,
+                "TLS handshake with " + hostPort_ + " failed: " +
+                    (tlsFailure_.empty() ? std::string("protocol error") : tlsFailure_)};
       }
       break;
     default:

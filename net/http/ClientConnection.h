@@ -86,6 +86,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   bool reusedRequest_ = false;
   std::string failureText_;  // the last connect round's details, by name
   bool dnsFailure_ = false;
+  std::string tlsFailure_;  // why the TLS handshake failed (ConnectFailure::layer)
   bool paused_ = false;
   TimerId connectTimer_;
   TimerId idleTimer_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string>
 #include <utility>
 
 #include "base/Logging.h"
@@ -225,10 +226,20 @@ void TlsConnectionIo::onOutputDrained() {
   owner_->onOutputDrained();
 }
 
+void TlsConnectionIo::onIoError(const char* call, int err) {
+  // A reset or a refused send before the handshake is done: the application
+  // hears of it as a failed connect, and should learn which.
+  if (!closed_ && !session_.established() && !session_.isServer()) {
+    layerFailure(std::string("TLS handshake: ") + call + ": " + strerrorTl(err));
+  }
+  owner_->onIoError(call, err);
+}
+
 void TlsConnectionIo::onPeerClosed() {
   if (peerClosedReported_ || closed_) return;
   if (!session_.established()) {
     LOG_DEBUG << "TLS: peer closed during the handshake";
+    layerFailure("the peer closed the connection during the TLS handshake");
     owner_->onIoError("TLS handshake (peer closed)", ECONNRESET);
     return;
   }
@@ -256,13 +267,21 @@ void TlsConnectionIo::fail(const char* during) {
   } else {
     LOG_ERROR << "TLS " << during << " failed: " << session_.error();
   }
+  if (!session_.established()) layerFailure(session_.error());
   owner_->onIoError("TLS", EPROTO);
+}
+
+void TlsConnectionIo::layerFailure(std::string_view reason) {
+  // A server's failed handshakes reach no application (the connection was
+  // never announced): a scanner's costs no string.
+  if (!session_.isServer()) owner_->onLayerFailure(reason);
 }
 
 void TlsConnectionIo::onHandshakeTimeout() {
   handshakeTimer_ = TimerId();
   if (closed_ || session_.established()) return;
   LOG_DEBUG << "TLS handshake not completed in time; closing";
+  layerFailure("the TLS handshake timed out");
   owner_->onIoError("TLS handshake", ETIMEDOUT);
 }
 

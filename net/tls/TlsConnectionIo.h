@@ -14,7 +14,10 @@
 // a handshake still incomplete after the context's handshake timeout, a
 // protocol error or a failed verification closes it (Owner::onIoError with
 // EPROTO or ETIMEDOUT; a client logs the reason at ERROR, a server at DEBUG:
-// bad peers are routine for a server). A peer's close_notify is the
+// bad peers are routine for a server). A client's failure before the
+// handshake is done also gives the owner its reason first
+// (Owner::onLayerFailure: the connection's layerFailure(), which TcpClient
+// hands to the application). A peer's close_notify is the
 // connection's end of input (Owner::onPeerClosed); a TCP end of stream without
 // it is a truncation, reported as an error (ECONNABORTED), not as a clean end.
 // endOutput() sends close_notify once everything queued has been encrypted.
@@ -100,7 +103,7 @@ class TlsConnectionIo final : public ConnectionIo,
   void onOutputProgress() override;
   void onOutputDrained() override;
   void onPeerClosed() override;
-  void onIoError(const char* call, int err) override { owner_->onIoError(call, err); }
+  void onIoError(const char* call, int err) override;
   [[nodiscard]] bool wantsInput() const override { return !closed_ && owner_->wantsInput(); }
   // Ciphertext is about as long as the plaintext it carries.
   [[nodiscard]] size_t inputRoom() const override { return owner_->inputRoom(); }
@@ -125,6 +128,8 @@ class TlsConnectionIo final : public ConnectionIo,
   [[nodiscard]] bool encryptHeld(Buffer* held);
   // The session failed: log why and close.
   void fail(const char* during);
+  // A client's handshake failed: tell the owner why (Owner::onLayerFailure).
+  void layerFailure(std::string_view reason);
   // Encrypts file chunks, and the plaintext behind each file once it is
   // done, while the backend's queue is below kFileWindow; then, if nothing
   // more is held, the close_notify endOutput() asked for.

@@ -82,12 +82,12 @@ std::string checkUpgradeResponse(const http::HttpResponseParser& response, std::
   return {};
 }
 
-std::string connectError(const http::Url& url, int error) {
-  std::string text = "connect to " + url.hostPort() + " failed: " + std::strerror(error);
+std::string connectError(const http::Url& url, int error, std::string_view tlsReason) {
   if (error == EPROTO && url.secure()) {
-    text += " (TLS handshake failed: certificate not trusted, wrong name, or no TLS there)";
+    return "TLS handshake with " + url.hostPort() + " failed: " +
+           (tlsReason.empty() ? std::string("protocol error") : std::string(tlsReason));
   }
-  return text;
+  return "connect to " + url.hostPort() + " failed: " + std::strerror(error);
 }
 
 }  // namespace libnet::ws::detail

@@ -38,7 +38,10 @@ namespace libnet::ws::detail {
                                                std::string_view key, const DeflateOptions& deflate,
                                                std::optional<DeflateParams>* params);
 
-// "connect to HOST:PORT failed: <errno text>", with a word on TLS for EPROTO.
-[[nodiscard]] std::string connectError(const http::Url& url, int error);
+// "connect to HOST:PORT failed: <errno text>"; for wss:// and EPROTO, "TLS
+// handshake with HOST:PORT failed: <tlsReason>" (ConnectFailure::layer, e.g.
+// "certificate verify failed: Hostname mismatch").
+[[nodiscard]] std::string connectError(const http::Url& url, int error,
+                                       std::string_view tlsReason = {});
 
 }  // namespace libnet::ws::detail

@@ -54,6 +54,7 @@ class Connecting : public std::enable_shared_from_this<Connecting> {
   std::string key_;
   http::HttpResponseParser response_;
   std::string lookupError_;
+  std::string tlsError_;  // why the TLS handshake failed, if it did
   TimerId timer_;
   bool done_ = false;
 };
@@ -75,13 +76,19 @@ void Connecting::start() {
     if (auto self = weak.lock()) self->onResponse(conn, buf);
   });
   client_->setConnectFailureCallback([weak](const ConnectFailure& failure) {
-    if (auto self = weak.lock()) self->lookupError_ = failure.message();
+    auto self = weak.lock();
+    if (!self) return;
+    if (failure.layer.empty()) {
+      self->lookupError_ = failure.message();
+    } else {
+      self->tlsError_ = failure.layer;
+    }
   });
   client_->setConnectErrorCallback([weak](int error) {
     auto self = weak.lock();
     if (!self) return;
     self->client_->stop();
-    self->fail(self->lookupError_.empty() ? detail::connectError(self->url_, error)
+    self->fail(self->lookupError_.empty() ? detail::connectError(self->url_, error, self->tlsError_)
                                           : "connect to " + self->lookupError_);
   });
   armTimer(options_.connectTimeout, "connect");

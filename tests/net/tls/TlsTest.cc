@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "net/Buffer.h"
+#include "net/ConnectFailure.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 #include "net/TcpClient.h"
@@ -49,6 +50,9 @@ struct ClientRecord {
   int ups = 0;
   int downs = 0;
   int connectError = 0;
+  std::string failure;       // ConnectFailure::message(), from the failure callback
+  std::string layerFailure;  // ConnectFailure::layer
+  int failureError = 0;      // ConnectFailure::error()
   TcpConnectionPtr conn;
 
   std::string snapshot() {
@@ -228,6 +232,14 @@ class TlsTest : public ::testing::TestWithParam<PollerKind> {
       client->setConnectErrorCallback([record](int err) {
         std::lock_guard lock(record->mutex);
         record->connectError = err;
+      });
+      client->setConnectFailureCallback([record](const ConnectFailure& failure) {
+        std::lock_guard lock(record->mutex);
+        // Comes first: the connect-error callback has not run yet.
+        EXPECT_EQ(record->connectError, 0);
+        record->failure = failure.message();
+        record->layerFailure = failure.layer;
+        record->failureError = failure.error();
       });
       client->connect();
       clients_.push_back(std::move(client));
@@ -422,6 +434,13 @@ TEST_P(TlsTest, UntrustedCaIsRefusedWithAnError) {
   EXPECT_EQ(record->connectError, EPROTO);
   EXPECT_EQ(record->ups, 0);
   EXPECT_EQ(record->downs, 0);
+  // The application learns why, not just EPROTO: OpenSSL's verify result.
+  EXPECT_EQ(record->failureError, EPROTO);
+  EXPECT_EQ(record->layerFailure.rfind("certificate verify failed: ", 0), 0u)
+      << record->layerFailure;
+  EXPECT_NE(record->layerFailure.find("issuer certificate"), std::string::npos)
+      << record->layerFailure;
+  EXPECT_EQ(record->failure, address_.toIpPort() + ": " + record->layerFailure);
 }
 
 TEST_P(TlsTest, WrongHostnameIsRefused) {
@@ -431,6 +450,31 @@ TEST_P(TlsTest, WrongHostnameIsRefused) {
   std::lock_guard lock(record->mutex);
   EXPECT_EQ(record->connectError, EPROTO);
   EXPECT_EQ(record->ups, 0);
+  EXPECT_EQ(record->layerFailure, "certificate verify failed: Hostname mismatch");
+  EXPECT_EQ(record->failure,
+            address_.toIpPort() + ": certificate verify failed: Hostname mismatch");
+}
+
+TEST_P(TlsTest, ServerWithoutTlsIsReportedWithOpenSslsReason) {
+  // A plain TCP server that answers the ClientHello with an HTTP error.
+  runSync(serverLoop_, [&] {
+    server_ = std::make_unique<TcpServer>(serverLoop_, InetAddress(0, true), "plain");
+    server_->setMessageCallback([](const TcpConnectionPtr& conn, Buffer* buffer, Timestamp) {
+      buffer->retrieveAll();
+      conn->send(std::string("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"));
+      conn->shutdown();
+    });
+    server_->start();
+  });
+  address_ = runSync(serverLoop_, [&] { return server_->listenAddress(); });
+  auto record = connect(clientContext(pki_.caFile()));
+  ASSERT_TRUE(waitForConnectError(record.get()));
+  std::lock_guard lock(record->mutex);
+  EXPECT_EQ(record->connectError, EPROTO);
+  EXPECT_EQ(record->ups, 0);
+  EXPECT_FALSE(record->layerFailure.empty());
+  EXPECT_EQ(record->layerFailure.find("certificate"), std::string::npos) << record->layerFailure;
+  EXPECT_EQ(record->failure, address_.toIpPort() + ": " + record->layerFailure);
 }
 
 TEST_P(TlsTest, TheRightHostnameIsAccepted) {

@@ -362,7 +362,11 @@ TEST_P(WebSocketTest, WssWithACertificateMadeForTheTest) {
   untrusted.caFile = pki.otherCaFile();
   auto refused = connectClient(untrusted, url("wss"));
   ASSERT_TRUE(refused->error.has_value());
-  EXPECT_NE(refused->error->find("TLS"), std::string::npos) << *refused->error;
+  EXPECT_EQ(refused->error->rfind("TLS handshake with 127.0.0.1:" + std::to_string(port_) +
+                                      " failed: certificate verify failed: ",
+                                  0),
+            0u)
+      << *refused->error;
 }
 
 TEST_P(WebSocketTest, ACallbackThatThrowsAnIntClosesWith1011AndOthersAreServed) {
@@ -565,6 +569,40 @@ class NoSuchNames : public NameResolver {
  private:
   EventLoop* loop_;
 };
+
+// A resolver under which every name is 127.0.0.1 (and has no IPv6 address).
+class EveryNameIsLoopback : public NameResolver {
+ public:
+  explicit EveryNameIsLoopback(EventLoop* loop) : loop_(loop) {}
+  QueryPtr lookup(std::string_view, uint16_t port, Family family, Callback cb) override {
+    std::vector<InetAddress> addresses;
+    if (family != Family::kIPv6) addresses.emplace_back("127.0.0.1", port);
+    loop_->queueInLoop([cb = std::move(cb), addresses = std::move(addresses)] {
+      cb(ResolveResult{addresses, {}});
+    });
+    return nullptr;
+  }
+
+ private:
+  EventLoop* loop_;
+};
+
+TEST_P(WebSocketTest, WssToACertificateForAnotherNameSaysWhy) {
+  test::TestPki pki;  // the server's certificate names localhost, 127.0.0.1 and ::1
+  http::HttpServer::Options http;
+  http.layer = tls::newLayer(tls::Context::newServer(
+      {.certChainFile = pki.serverCertFile(), .keyFile = pki.serverKeyFile()}));
+  startServer({}, http);
+  ClientOptions options;
+  options.caFile = pki.caFile();
+  options.resolver = std::make_shared<EveryNameIsLoopback>(clientLoop_);
+  const std::string hostPort = "other.example:" + std::to_string(port_);
+  auto refused = connectClient(options, "wss://" + hostPort + "/ws");
+  ASSERT_TRUE(refused->error.has_value());
+  EXPECT_FALSE(refused->opened);
+  EXPECT_EQ(*refused->error, "TLS handshake with " + hostPort +
+                                 " failed: certificate verify failed: Hostname mismatch");
+}
 
 TEST_P(WebSocketTest, ANameThatDoesNotResolveIsAnError) {
   ClientOptions options;

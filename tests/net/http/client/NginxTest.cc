@@ -241,6 +241,10 @@ TEST_P(NginxTest, HttpsWrongHostNameIsAVerifyError) {
   ASSERT_EQ(results.size(), 1u);
   ASSERT_FALSE(results[0].ok());
   EXPECT_EQ(results[0].error().kind, Kind::kTls) << results[0].errorMessage();
+  // The message says why, not just that the handshake failed.
+  EXPECT_EQ(results[0].error().message,
+            "TLS handshake with localhost:" + std::to_string(tlsPort_) +
+                " failed: certificate verify failed: Hostname mismatch");
 }
 
 TEST_P(NginxTest, HttpsWithoutTheCaIsAVerifyError) {
@@ -248,6 +252,14 @@ TEST_P(NginxTest, HttpsWithoutTheCaIsAVerifyError) {
   ASSERT_EQ(results.size(), 1u);
   ASSERT_FALSE(results[0].ok());
   EXPECT_EQ(results[0].error().kind, Kind::kTls) << results[0].errorMessage();
+  // The system's store does not hold the test CA: the issuer is unknown.
+  const std::string& message = results[0].error().message;
+  EXPECT_EQ(message.rfind("TLS handshake with 127.0.0.1:" + std::to_string(tlsPort_) +
+                              " failed: certificate verify failed: ",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("issuer certificate"), std::string::npos) << message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, NginxTest,
