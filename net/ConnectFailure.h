@@ -32,7 +32,7 @@ struct ConnectFailure {
   ResolveError ipv4{};
   std::vector<AttemptError> attempts{};
   // The TCP connect succeeded but the connection's layer closed it before
-  // it was up: why ("certificate verify failed: Hostname mismatch"; see
+  // it was up: why ("certificate verify failed: hostname mismatch"; see
   // TcpConnection::layerFailure()). Then nothing else above is set but the
   // host and port.
   std::string layer{};
@@ -40,7 +40,7 @@ struct ConnectFailure {
   // One line naming the host and every error: "example.com:80: [2001:db8::1]:80:
   // Connection timed out; 192.0.2.1:80: Connection refused", or
   // "no.such:80: IPv6 lookup: no.such: NXDOMAIN; IPv4 lookup: ...", or
-  // "example.com:443: certificate verify failed: Hostname mismatch".
+  // "example.com:443: certificate verify failed: hostname mismatch".
   [[nodiscard]] std::string message() const;
   // The errno that says the most, for callers that take one: EPROTO for a
   // layer's failure, else the last attempt's, except that "this network

@@ -122,7 +122,7 @@ class ConnectionIo {
     virtual void onReady() {}
     // Before the onIoError() that ends a connection that never became ready:
     // why, in a few words for the application ("certificate verify failed:
-    // Hostname mismatch"). Only on such a failure, never per message.
+    // hostname mismatch"). Only on such a failure, never per message.
     virtual void onLayerFailure(std::string_view reason) { static_cast<void>(reason); }
 
    protected:

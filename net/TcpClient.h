@@ -116,7 +116,7 @@ class TcpClient {
   // and errno. By name or by address: called, just before the connect-error
   // callback's EPROTO, when Options::layer closed a connection before it was
   // up, with ConnectFailure::layer saying why (a TLS client's "certificate
-  // verify failed: Hostname mismatch"). Otherwise a client made with an
+  // verify failed: hostname mismatch"). Otherwise a client made with an
   // address does not call it. Before connect() (std::logic_error after it).
   void setConnectFailureCallback(ConnectFailureCallback cb);
 

@@ -86,7 +86,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // handshake is under way, and for good if it failed. Loop thread.
   [[nodiscard]] bool announced() const { return announced_; }
   // Why the connection's layer closed it before it was announced: "" unless
-  // its handshake failed ("certificate verify failed: Hostname mismatch",
+  // its handshake failed ("certificate verify failed: hostname mismatch",
   // "the TLS handshake timed out"). Loop thread.
   [[nodiscard]] std::string_view layerFailure() const {
     return layerFailure_ ? std::string_view(*layerFailure_) : std::string_view();

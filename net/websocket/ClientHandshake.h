@@ -40,7 +40,7 @@ namespace libnet::ws::detail {
 
 // "connect to HOST:PORT failed: <errno text>"; for wss:// and EPROTO, "TLS
 // handshake with HOST:PORT failed: <tlsReason>" (ConnectFailure::layer, e.g.
-// "certificate verify failed: Hostname mismatch").
+// "certificate verify failed: hostname mismatch").
 [[nodiscard]] std::string connectError(const http::Url& url, int error,
                                        std::string_view tlsReason = {});
 
