@@ -35,10 +35,8 @@ namespace libnet::coro {
 struct ConnectResult {
   Stream stream;
   Errc error = Errc::kOk;
-  int sysError = 0;  // kConnectFailed: the errno
-  // kConnectFailed by name, or a failed TLS handshake by name or address:
-  // ConnectFailure::message() ("host:443: certificate verify failed: ...").
-  std::string detail;
+  int sysError = 0;    // kConnectFailed: the errno
+  std::string detail;  // kConnectFailed by name, or by TLS: ConnectFailure::message()
   [[nodiscard]] explicit operator bool() const { return error == Errc::kOk; }
 };
 
