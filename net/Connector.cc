@@ -187,6 +187,8 @@ ConnectFailure Connector::layerFailure(std::string reason) const {
   if (byName_) {
     failure.host = byName_->host;
     failure.port = byName_->port;
+  } else if (serverAddr_.isUnix()) {
+    failure.host = serverAddr_.toString();  // "unix:/path": no port
   } else {
     failure.host = serverAddr_.toIp();
     failure.port = serverAddr_.port();

@@ -587,6 +587,16 @@ TEST(ConnectFailureTest, TheErrnoThatSaysMostIsChosen) {
   EXPECT_EQ(literal.message(), "[::1]:80: no address");
 }
 
+TEST(ConnectFailureTest, ALayersFailureIsEprotoWithItsReason) {
+  ConnectFailure f{.host = "::1", .port = 443, .layer = "certificate verify failed: x"};
+  EXPECT_EQ(f.error(), EPROTO);
+  EXPECT_FALSE(f.permanent());
+  EXPECT_EQ(f.message(), "[::1]:443: certificate verify failed: x");
+  f.host = "unix:/run/s";  // a Unix socket: no port to name
+  f.port = 0;
+  EXPECT_EQ(f.message(), "unix:/run/s: certificate verify failed: x");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, HappyEyeballsTest,
                          ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
                          test::pollerName);
