@@ -145,11 +145,17 @@ def _whole_shared_library_impl(ctx):
         output_type = "dynamic_library",
         # Each shared library it links against is named by its file
         # (-l:libnet.so), so that the result records its soname as NEEDED.
+        # Those are installed beside it, and the loader looks for them in its
+        # own RUNPATH, not in the program's: a program linked with
+        # --as-needed (Debian's default) against libnet_http_client.so and
+        # libnet_tls.so NEEDs only the first, and its RUNPATH does not reach
+        # the second. $ORIGIN finds them under any prefix.
         user_link_flags = ["@" + ctx.file.linkopts_file.path] + [
             flag
             for so in ctx.files.link_against
             for flag in ["-L" + so.dirname, "-l:" + so.basename]
-        ] + ctx.attr.system_libraries,
+        ] + (["-Wl,-rpath,$ORIGIN"] if ctx.files.link_against else []) +
+                          ctx.attr.system_libraries,
         additional_inputs = [ctx.file.linkopts_file] + ctx.files.link_against,
     )
     return [DefaultInfo(files = depset([outputs.library_to_link.dynamic_library]))]

@@ -56,6 +56,9 @@ for file in net/dns/AddressCache.h net/UnixSocketFile.h net/ConnectionInput.h \
   [[ ! -e $root/include/$file ]] || fail "the private header $file was installed"
 done
 for component in tls dns http_client websocket; do
+  # The libraries below a component are found beside it, whatever the prefix.
+  readelf -d "$root/lib/libnet_$component.so.$version" | grep -q '(RUNPATH).*\[\$ORIGIN\]' ||
+    fail "libnet_$component.so has no RUNPATH \$ORIGIN"
   [[ $(readlink "$root/lib/libnet_$component.so.$soversion") == "libnet_$component.so.$version" ]] ||
     fail "lib/libnet_$component.so.$soversion is not a link to libnet_$component.so.$version"
   [[ $(readlink "$root/lib/libnet_$component.so") == "libnet_$component.so.$soversion" ]] ||
