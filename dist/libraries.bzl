@@ -145,11 +145,17 @@ def _whole_shared_library_impl(ctx):
         output_type = "dynamic_library",
         # Each shared library it links against is named by its file
         # (-l:libnet.so), so that the result records its soname as NEEDED.
+        # Those are installed beside it, and the loader looks for them in its
+        # own RUNPATH, not in the program's: a program linked with
+        # --as-needed (Debian's default) against libnet_http_client.so and
+        # libnet_tls.so NEEDs only the first, and its RUNPATH does not reach
+        # the second. $ORIGIN finds them under any prefix.
         user_link_flags = ["@" + ctx.file.linkopts_file.path] + [
             flag
             for so in ctx.files.link_against
             for flag in ["-L" + so.dirname, "-l:" + so.basename]
-        ],
+        ] + (["-Wl,-rpath,$ORIGIN"] if ctx.files.link_against else []) +
+                          ctx.attr.system_libraries,
         additional_inputs = [ctx.file.linkopts_file] + ctx.files.link_against,
     )
     return [DefaultInfo(files = depset([outputs.library_to_link.dynamic_library]))]
@@ -168,6 +174,10 @@ cc_whole_shared_library = rule(
         # A response file of link options (the soname, which is derived from
         # //:VERSION and so cannot be a literal here).
         "linkopts_file": attr.label(allow_single_file = True, mandatory = True),
+        # Linker flags (-lNAME) for system libraries the deps call themselves
+        # whose targets `exclude` drops, since a library below links them
+        # too: the result should name them as NEEDED, not lean on that one.
+        "system_libraries": attr.string_list(),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
     },
     fragments = ["cpp"],

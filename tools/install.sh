@@ -7,7 +7,8 @@
 #   tools/install.sh --deb OUTDIR                      build libnet-dev_VERSION_ARCH.deb
 #
 # What lands under PREFIX (default /usr/local):
-#   include/{base,net,net/coro,net/http,net/tls,net/dns}/*.h  the public headers (the
+#   include/{base,net,net/coro,net/http,net/tls,net/dns,net/websocket}/*.h
+#                                     the public headers (the
 #                                     hdrs of the libraries in dist/BUILD and
 #                                     below them; nothing of net/poller/, no
 #                                     liburing)
@@ -17,11 +18,22 @@
 #                                     alone (it needs libnet and OpenSSL)
 #   lib/libnet_dns.a, lib/libnet_dns.so.VERSION (+ links)  the resolver
 #                                     alone (it needs libnet and c-ares)
-#   lib/pkgconfig/libnet.pc, libnet_tls.pc, libnet_dns.pc
+#   lib/libnet_http_client.a, lib/libnet_http_client.so.VERSION (+ links)
+#                                     the HTTP client alone (it needs libnet,
+#                                     libnet_tls and libnet_dns)
+#   lib/libnet_websocket.a, lib/libnet_websocket.so.VERSION (+ links)
+#                                     WebSocket alone (it needs
+#                                     libnet_http_client, zlib and libcrypto)
+#   lib/pkgconfig/libnet.pc, libnet_tls.pc, libnet_dns.pc, libnet_http_client.pc,
+#                 libnet_websocket.pc
 #   lib/cmake/libnet/libnetConfig.cmake, libnetConfigVersion.cmake
 #                                     (libnet::libnet, libnet::libnet_shared;
 #                                     COMPONENTS tls: libnet::tls, libnet::tls_shared;
-#                                     COMPONENTS dns: libnet::dns, libnet::dns_shared)
+#                                     COMPONENTS dns: libnet::dns, libnet::dns_shared;
+#                                     COMPONENTS http_client: libnet::http_client,
+#                                     libnet::http_client_shared; COMPONENTS
+#                                     websocket: libnet::websocket,
+#                                     libnet::websocket_shared)
 #   share/licenses/libnet/LICENSE     the MIT licence, whose notice goes with
 #                                     every copy of the libraries
 #   share/libnet/install_manifest.txt what --uninstall removes
@@ -109,13 +121,21 @@ trap 'rm -rf "$work"' EXIT
 
 # --- build: the tree of one installation, under $1, for prefix $2 ----------
 
+# The components, in the order they build on each other: each has
+# //dist:NAME_static and //dist:NAME_shared, libnet_NAME.{a,so} and
+# dist/libnet_NAME.pc.in.
+components=(tls dns http_client websocket)
+
 # The public headers: the hdrs of every library in dist's libraries' closure
 # but the backends' (//net/poller's one header, the factory's, is for
 # EventLoop.cc alone), as repository paths.
 public_headers() {
-  local labels
+  local labels libraries="deps(//dist:static)" component
+  for component in "${components[@]}"; do
+    libraries+=" + deps(//dist:${component}_static)"
+  done
   labels=$(bazel query --noimplicit_deps \
-    'labels(hdrs, kind("cc_library", deps(//dist:static) + deps(//dist:tls_static) + deps(//dist:dns_static)) - //net/poller:all)' \
+    "labels(hdrs, kind(\"cc_library\", $libraries) - //net/poller:all)" \
     2>"$work/query.log") || {
     cat "$work/query.log" >&2
     die "bazel query for the public headers failed"
@@ -150,11 +170,13 @@ check_headers() {
 }
 
 build_tree() {
-  local root=$1 tree_prefix=$2 bin header
+  local root=$1 tree_prefix=$2 bin header component targets=(//dist:static //dist:shared)
+  for component in "${components[@]}"; do
+    targets+=("//dist:${component}_static" "//dist:${component}_shared")
+  done
   echo "install.sh: building libnet $version (bazel build --config=opt)" >&2
   # --symlink_prefix=/ leaves the bazel-* links of the checkout as they were.
-  bazel build --config=opt --symlink_prefix=/ //dist:static //dist:shared //dist:tls_static \
-    //dist:tls_shared //dist:dns_static //dist:dns_shared >&2 ||
+  bazel build --config=opt --symlink_prefix=/ "${targets[@]}" >&2 ||
     die "the Bazel build failed"
   bin=$(bazel info --config=opt bazel-bin 2>/dev/null) || die "bazel info bazel-bin failed"
 
@@ -175,8 +197,7 @@ build_tree() {
   ln -s "libnet.so.$version" "$root/lib/libnet.so.$soversion"
   ln -s "libnet.so.$soversion" "$root/lib/libnet.so"
   # The components: each a library of its own on top of libnet.
-  local component
-  for component in tls dns; do
+  for component in "${components[@]}"; do
     install -D -m 0644 "$bin/dist/libnet_$component.a" "$root/lib/libnet_$component.a"
     install -D -m 0644 "$bin/dist/libnet_$component.so" "$root/lib/libnet_$component.so.$version"
     soname=$(readelf -d "$root/lib/libnet_$component.so.$version" |
@@ -191,8 +212,10 @@ build_tree() {
     -e "s|@SOVERSION@|$soversion|g")
   mkdir -p "$root/lib/pkgconfig" "$root/lib/cmake/libnet"
   sed "${substitute[@]}" dist/libnet.pc.in >"$root/lib/pkgconfig/libnet.pc"
-  sed "${substitute[@]}" dist/libnet_tls.pc.in >"$root/lib/pkgconfig/libnet_tls.pc"
-  sed "${substitute[@]}" dist/libnet_dns.pc.in >"$root/lib/pkgconfig/libnet_dns.pc"
+  for component in "${components[@]}"; do
+    sed "${substitute[@]}" "dist/libnet_$component.pc.in" \
+      >"$root/lib/pkgconfig/libnet_$component.pc"
+  done
   sed "${substitute[@]}" dist/libnetConfig.cmake.in >"$root/lib/cmake/libnet/libnetConfig.cmake"
   sed "${substitute[@]}" dist/libnetConfigVersion.cmake.in \
     >"$root/lib/cmake/libnet/libnetConfigVersion.cmake"
@@ -362,17 +385,26 @@ do_deb() {
   find "$root" -type d -exec chmod 0755 {} +
   arch=$(dpkg --print-architecture)
 
-  # The shared libraries' runtime dependencies (liburing, and OpenSSL and
-  # c-ares for the components), as dpkg-shlibdeps finds them. It wants a
-  # debian/control to read, and says nothing useful without one; the
-  # components need libnet.so.MAJOR, which is this package's own, so
-  # shlibs.local names it and -x leaves the package's dependency on itself out.
+  # The shared libraries' runtime dependencies (liburing, and OpenSSL,
+  # c-ares and zlib for the components), as dpkg-shlibdeps finds them. It
+  # wants a debian/control to read, and says nothing useful without one; the
+  # components need libnet.so.MAJOR and each other's libraries, which are this
+  # package's own, so shlibs.local names them and -x leaves the package's
+  # dependency on itself out.
   mkdir -p "$work/shlibs/debian"
   printf 'Source: libnet\n\nPackage: libnet-dev\nArchitecture: any\n' >"$work/shlibs/debian/control"
-  echo "libnet $soversion libnet-dev" >"$work/shlibs/debian/shlibs.local"
+  {
+    echo "libnet $soversion libnet-dev"
+    for component in "${components[@]}"; do
+      echo "libnet_$component $soversion libnet-dev"
+    done
+  } >"$work/shlibs/debian/shlibs.local"
+  local libraries=("$root/usr/lib/libnet.so.$version") component
+  for component in "${components[@]}"; do
+    libraries+=("$root/usr/lib/libnet_$component.so.$version")
+  done
   shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O -xlibnet-dev -l"$root/usr/lib" \
-    "$root/usr/lib/libnet.so.$version" "$root/usr/lib/libnet_tls.so.$version" \
-    "$root/usr/lib/libnet_dns.so.$version" 2>"$work/shlibdeps.log" |
+    "${libraries[@]}" 2>"$work/shlibdeps.log" |
     sed -n 's/^shlibs:Depends=//p') || true
   [[ -n $shlibs ]] || {
     cat "$work/shlibdeps.log" >&2
@@ -390,8 +422,9 @@ do_deb() {
 
   # One package with all the libraries, as a -dev package for building
   # programs. The components' archives and their CMake and pkg-config files
-  # want OpenSSL's and c-ares's development files, recommended rather than
-  # required, since a program without TLS or the resolver needs neither.
+  # want OpenSSL's, c-ares's and zlib's development files, recommended rather
+  # than required, since a program without TLS, the resolver or WebSocket
+  # needs none of them.
   # Debian's libnet1-dev (the packet construction library) also ships
   # libnet.so and libnet.a, and provides the name libnet-dev: the two cannot
   # share a system, which the Conflicts says.
@@ -403,17 +436,19 @@ Maintainer: $maintainer
 Section: libdevel
 Priority: optional
 Depends: liburing-dev (>= 2.3), $shlibs
-Recommends: libssl-dev (>= 3.0), libc-ares-dev (>= 1.18)
+Recommends: libssl-dev (>= 3.0), libc-ares-dev (>= 1.18), zlib1g-dev
 Conflicts: libnet1-dev
 Description: one-loop-per-thread C++20 network library for Linux
- libnet runs non-blocking TCP servers and clients (and an HTTP/1.1 server)
- on an event loop per thread, over epoll or io_uring, chosen at run time.
+ libnet runs non-blocking TCP servers and clients (and an HTTP/1.1 server
+ and client, and WebSocket) on an event loop per thread, over epoll or
+ io_uring, chosen at run time.
  .
  This package has the headers, the static and the shared libraries, and the
  files that let CMake (find_package(libnet), target libnet::libnet) and
- pkg-config (libnet) find them. TLS (OpenSSL) and the DNS resolver (c-ares)
- are libraries of their own: CMake components tls and dns, pkg-config
- libnet_tls and libnet_dns.
+ pkg-config (libnet) find them. TLS (OpenSSL), the DNS resolver (c-ares),
+ the HTTP client (on both) and WebSocket (zlib) are libraries of their own:
+ CMake components tls, dns, http_client and websocket, pkg-config
+ libnet_tls, libnet_dns, libnet_http_client and libnet_websocket.
 EOF
   mkdir -p "$deb_dir"
   deb=$deb_dir/libnet-dev_${version}_${arch}.deb

@@ -8,8 +8,10 @@
 # downloads disabled, checks that Bazel set up only local repositories, and
 # runs the program (it must print OK and exit 0). The same for
 # tls_roundtrip.cc on @libnet//:libnet_tls, with certificates made by
-# tools/make_test_certs.py, and for dns_roundtrip.cc on @libnet//:libnet_dns
-# and @libnet//net/dns:coro (c-ares from the system, as -lcares).
+# tools/make_test_certs.py, for dns_roundtrip.cc on @libnet//:libnet_dns
+# and @libnet//net/dns:coro (c-ares from the system, as -lcares), for
+# http_fetch_roundtrip.cc on @libnet//:libnet_http_client and for
+# ws_roundtrip.cc on @libnet//:libnet_websocket (zlib from the system).
 #
 # The workspace and its Bazel output base live in one temporary directory,
 # with a Bazel server of their own; both are removed at the end, whatever
@@ -55,7 +57,8 @@ esac
 
 mkdir "$workspace"
 cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" \
-  "$repo/tests/consumers/dns_roundtrip.cc" "$workspace/"
+  "$repo/tests/consumers/dns_roundtrip.cc" "$repo/tests/consumers/http_fetch_roundtrip.cc" \
+  "$repo/tests/consumers/ws_roundtrip.cc" "$workspace/"
 cat >"$workspace/WORKSPACE" <<EOF
 local_repository(
     name = "libnet",
@@ -96,6 +99,18 @@ cc_binary(
         "@libnet//net/dns:coro",
     ],
 )
+
+cc_binary(
+    name = "http_fetch_roundtrip",
+    srcs = ["http_fetch_roundtrip.cc"],
+    deps = ["@libnet//:libnet", "@libnet//:libnet_http_client"],
+)
+
+cc_binary(
+    name = "ws_roundtrip",
+    srcs = ["ws_roundtrip.cc"],
+    deps = ["@libnet//:libnet", "@libnet//:libnet_websocket"],
+)
 EOF
 
 # --experimental_repository_disable_download makes any download fail, network
@@ -105,10 +120,11 @@ cd "$workspace"
 if ! timeout 900 bazel "${startup[@]}" build \
   --experimental_repository_disable_download \
   --repository_cache="$tmp/repository_cache" \
-  //:echo_roundtrip //:tls_roundtrip //:dns_roundtrip >"$log" 2>&1; then
+  //:echo_roundtrip //:tls_roundtrip //:dns_roundtrip //:http_fetch_roundtrip //:ws_roundtrip \
+  >"$log" 2>&1; then
   grep -m 20 -E '^ERROR|error:' "$log" >&2 || true
   tail -n 5 "$log" >&2
-  fail "bazel build //:echo_roundtrip //:tls_roundtrip //:dns_roundtrip failed in a workspace that depends on @libnet (log above)"
+  fail "bazel build of the round trips failed in a workspace that depends on @libnet (log above)"
 fi
 
 # What Bazel set up under external/: the built-in tools, the auto-configured
@@ -151,4 +167,15 @@ if ((status != 0)) || [[ "$output" != *"dns_roundtrip: OK"* ]]; then
   fail "dns_roundtrip built in the consumer workspace exited $status without printing OK"
 fi
 
-echo "ok: a workspace outside the repository built and ran echo_roundtrip, tls_roundtrip and dns_roundtrip against @libnet with downloads disabled ($((SECONDS - started)) s)"
+for program in http_fetch_roundtrip ws_roundtrip; do
+  status=0
+  output=$(timeout 30 "$workspace/bazel-bin/$program" 2>&1) || status=$?
+  if ((status != 0)) || [[ "$output" != *"$program: OK"* ]]; then
+    printf '%s\n' "$output" >&2
+    fail "$program built in the consumer workspace exited $status without printing OK"
+  fi
+done
+
+echo "ok: a workspace outside the repository built and ran echo_roundtrip, tls_roundtrip," \
+  "dns_roundtrip, http_fetch_roundtrip and ws_roundtrip against @libnet with downloads" \
+  "disabled ($((SECONDS - started)) s)"

@@ -10,8 +10,13 @@
 # with libnet::tls and libnet::tls_shared, echoes over TLS; echo_roundtrip,
 # without TLS, does not need OpenSSL. The resolver component: dns_roundtrip.cc
 # with COMPONENTS dns, linked with libnet::dns and libnet::dns_shared, looks
-# up localhost and echoes; echo_roundtrip does not need c-ares. The package
-# sets libnet_LICENSE (MIT).
+# up localhost and echoes; echo_roundtrip does not need c-ares. The HTTP
+# client component: http_fetch_roundtrip.cc with COMPONENTS http_client,
+# linked with libnet::http_client and libnet::http_client_shared (which bring
+# tls and dns themselves), fetches a body. The WebSocket component:
+# ws_roundtrip.cc with COMPONENTS websocket, linked with libnet::websocket
+# and libnet::websocket_shared, echoes over a WebSocket; echo_roundtrip does
+# not need zlib. The package sets libnet_LICENSE (MIT).
 #
 # Needs cmake and g++; prints "ok: ..." and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
@@ -24,11 +29,12 @@ install_libnet --prefix "$tmp/prefix"
 # A copy, so that no header can come from the checkout next to the source.
 mkdir project
 cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" \
-  "$repo/tests/consumers/dns_roundtrip.cc" project/
+  "$repo/tests/consumers/dns_roundtrip.cc" "$repo/tests/consumers/http_fetch_roundtrip.cc" \
+  "$repo/tests/consumers/ws_roundtrip.cc" project/
 cat >project/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(libnet_consumer CXX)
-find_package(libnet 0.1 REQUIRED COMPONENTS tls dns)
+find_package(libnet 0.1 REQUIRED COMPONENTS tls dns http_client websocket)
 if(NOT libnet_LICENSE STREQUAL "MIT")
   message(FATAL_ERROR "libnet_LICENSE is '${libnet_LICENSE}', expected MIT")
 endif()
@@ -44,6 +50,14 @@ add_executable(dns_roundtrip dns_roundtrip.cc)
 target_link_libraries(dns_roundtrip PRIVATE libnet::dns)
 add_executable(dns_roundtrip_shared dns_roundtrip.cc)
 target_link_libraries(dns_roundtrip_shared PRIVATE libnet::dns_shared)
+add_executable(http_fetch_roundtrip http_fetch_roundtrip.cc)
+target_link_libraries(http_fetch_roundtrip PRIVATE libnet::http_client)
+add_executable(http_fetch_roundtrip_shared http_fetch_roundtrip.cc)
+target_link_libraries(http_fetch_roundtrip_shared PRIVATE libnet::http_client_shared)
+add_executable(ws_roundtrip ws_roundtrip.cc)
+target_link_libraries(ws_roundtrip PRIVATE libnet::websocket)
+add_executable(ws_roundtrip_shared ws_roundtrip.cc)
+target_link_libraries(ws_roundtrip_shared PRIVATE libnet::websocket_shared)
 EOF
 make_certs "$tmp/certs"
 
@@ -74,6 +88,21 @@ needs_library build/dns_roundtrip 'libcares\.so.*' ||
   fail "dns_roundtrip (libnet::dns) does not need libcares.so"
 needs_library build/echo_roundtrip_shared 'libcares\.so.*' &&
   fail "echo_roundtrip_shared links c-ares without using the resolver"
+run_http build/http_fetch_roundtrip
+run_http build/http_fetch_roundtrip_shared
+needs_library build/http_fetch_roundtrip_shared "libnet_http_client\.so\.${version%%.*}" ||
+  fail "http_fetch_roundtrip_shared (libnet::http_client_shared) does not need libnet_http_client.so"
+needs_library build/http_fetch_roundtrip 'libnet\(_[a-z_]*\)\?\.so.*' &&
+  fail "http_fetch_roundtrip (libnet::http_client) needs a libnet shared library"
+run_ws build/ws_roundtrip
+run_ws build/ws_roundtrip_shared
+needs_library build/ws_roundtrip_shared "libnet_websocket\.so\.${version%%.*}" ||
+  fail "ws_roundtrip_shared (libnet::websocket_shared) does not need libnet_websocket.so"
+needs_library build/ws_roundtrip 'libnet\(_[a-z_]*\)\?\.so.*' &&
+  fail "ws_roundtrip (libnet::websocket) needs a libnet shared library; the archives were expected"
+needs_library build/ws_roundtrip 'libz\.so.*' || fail "ws_roundtrip (libnet::websocket) does not need libz.so"
+needs_library build/echo_roundtrip_shared 'libz\.so.*' &&
+  fail "echo_roundtrip_shared links zlib without using WebSocket"
 needs_library build/echo_roundtrip 'libnet\.so.*' &&
   fail "echo_roundtrip (libnet::libnet) needs libnet.so; the static library was expected"
 needs_library build/echo_roundtrip_shared "libnet\.so\.${version%%.*}" ||
@@ -108,6 +137,7 @@ bounded 120 "find_package version requests" cmake -S versions -B build-versions 
   "-DACCEPT=0;0.1;0.1.0;0.0.9;0.1...<1;0...0.1.0" \
   "-DREJECT=0.1.1;0.2;1;1.0;0.2...<1;1...<2;0.0.1...<0.1"
 
-echo "ok: cmake consumer: find_package(libnet 0.1 COMPONENTS tls dns), libnet::libnet," \
-  "libnet::libnet_shared, libnet::tls, libnet::tls_shared, libnet::dns and libnet::dns_shared" \
-  "built and echoed, also from a moved prefix; version checks hold ($(elapsed) s)"
+echo "ok: cmake consumer: find_package(libnet 0.1 COMPONENTS tls dns http_client websocket)," \
+  "libnet::libnet(_shared), libnet::tls(_shared), libnet::dns(_shared)," \
+  "libnet::http_client(_shared) and libnet::websocket(_shared) built and ran, also from a" \
+  "moved prefix; version checks hold ($(elapsed) s)"

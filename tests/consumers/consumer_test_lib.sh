@@ -8,7 +8,8 @@
 # bounded SECONDS WHAT COMMAND... (runs COMMAND with a time limit, its output
 # in $tmp/log, shown when it fails), install_libnet ARGS... (tools/install.sh
 # under a limit), run_echo PROGRAM (runs an echo_roundtrip build, checks it
-# says OK), needs_library PROGRAM REGEX (whether PROGRAM's dynamic section
+# says OK; run_tls, run_dns, run_http and run_ws the same for the
+# components' programs), needs_library PROGRAM REGEX (whether PROGRAM's dynamic section
 # has a NEEDED entry matching REGEX) and elapsed (seconds since the test
 # started).
 set -euo pipefail
@@ -80,4 +81,16 @@ run_tls() {
 run_dns() {
   bounded 30 "running $1" "$1"
   grep -q '^dns_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'dns_roundtrip: OK'"
+}
+
+# run_http PROGRAM: an http_fetch_roundtrip build fetched its body.
+run_http() {
+  bounded 30 "running $1" "$1"
+  grep -q '^http_fetch_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'http_fetch_roundtrip: OK'"
+}
+
+# run_ws PROGRAM: a ws_roundtrip build echoed over a WebSocket.
+run_ws() {
+  bounded 30 "running $1" "$1"
+  grep -q '^ws_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'ws_roundtrip: OK'"
 }

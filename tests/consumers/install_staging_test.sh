@@ -29,9 +29,15 @@ for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClien
   include/net/HappyEyeballs.h include/net/NameResolver.h include/net/ConnectFailure.h \
   include/net/ConnectAttempt.h include/net/coro/Signal.h include/net/tls/TlsLayer.h \
   include/net/dns/Resolver.h include/net/dns/CoroResolve.h \
+  include/net/http/HttpClient.h include/net/http/CoroFetch.h include/net/http/Url.h \
+  include/net/websocket/WebSocket.h include/net/websocket/WebSocketServer.h \
+  include/net/websocket/WebSocketClient.h include/net/websocket/CoroWebSocket.h \
   lib/libnet.a "lib/libnet.so.$version" lib/pkgconfig/libnet.pc \
   lib/libnet_tls.a "lib/libnet_tls.so.$version" lib/pkgconfig/libnet_tls.pc \
   lib/libnet_dns.a "lib/libnet_dns.so.$version" lib/pkgconfig/libnet_dns.pc \
+  lib/libnet_http_client.a "lib/libnet_http_client.so.$version" \
+  lib/pkgconfig/libnet_http_client.pc lib/libnet_websocket.a \
+  "lib/libnet_websocket.so.$version" lib/pkgconfig/libnet_websocket.pc \
   lib/cmake/libnet/libnetConfig.cmake lib/cmake/libnet/libnetConfigVersion.cmake \
   share/licenses/libnet/LICENSE share/libnet/install_manifest.txt; do
   [[ -f $root/$file ]] || fail "$file was not installed"
@@ -49,7 +55,10 @@ for file in net/dns/AddressCache.h net/UnixSocketFile.h net/ConnectionInput.h \
   [[ -f $repo/$file ]] || fail "$file is not in the checkout: update this list"
   [[ ! -e $root/include/$file ]] || fail "the private header $file was installed"
 done
-for component in tls dns; do
+for component in tls dns http_client websocket; do
+  # The libraries below a component are found beside it, whatever the prefix.
+  readelf -d "$root/lib/libnet_$component.so.$version" | grep -q '(RUNPATH).*\[\$ORIGIN\]' ||
+    fail "libnet_$component.so has no RUNPATH \$ORIGIN"
   [[ $(readlink "$root/lib/libnet_$component.so.$soversion") == "libnet_$component.so.$version" ]] ||
     fail "lib/libnet_$component.so.$soversion is not a link to libnet_$component.so.$version"
   [[ $(readlink "$root/lib/libnet_$component.so") == "libnet_$component.so.$soversion" ]] ||
@@ -84,6 +93,43 @@ grep -qF 'libnet::dns::Resolver::lookup(' <<<"$dns_symbols" ||
 needs_library "$root/lib/libnet.so.$version" 'libcares\.so.*' && fail "libnet.so needs c-ares"
 grep -q '^Requires.private: libcares' "$root/lib/pkgconfig/libnet_dns.pc" ||
   fail "libnet_dns.pc does not require libcares"
+# The HTTP client and WebSocket: each archive holds its own objects only
+# (none of a library below it), each shared library needs the ones below.
+client_members=$(ar t "$root/lib/libnet_http_client.a" | sort | tr '\n' ' ')
+for member in HttpClient.o Url.o HttpResponseParser.o CoroFetch.o; do
+  grep -qw "$member" <<<"$client_members" || fail "libnet_http_client.a has no $member"
+done
+ws_members=$(ar t "$root/lib/libnet_websocket.a" | sort | tr '\n' ' ')
+for member in Frame.o Deflate.o WebSocket.o WebSocketServer.o WebSocketClient.o CoroWebSocket.o; do
+  grep -qw "$member" <<<"$ws_members" || fail "libnet_websocket.a has no $member"
+done
+for member in $client_members $ws_members; do
+  grep -qx "$member" <<<"$members$(printf '\n%s' $dns_members)" &&
+    fail "$member is in libnet.a or libnet_dns.a and in a component above them"
+done
+for member in $ws_members; do
+  grep -qw "$member" <<<"$client_members" && fail "$member is in libnet_http_client.a and libnet_websocket.a"
+done
+grep -qx 'TlsLayer.o' <<<"$(ar t "$root/lib/libnet_tls.a")" || fail "libnet_tls.a has no TlsLayer.o"
+grep -qw 'TlsLayer.o' <<<"$client_members $ws_members" && fail "a component above libnet_tls holds TlsLayer.o"
+client_dynamic=$(readelf -d "$root/lib/libnet_http_client.so.$version")
+for needed in "libnet\.so\.$soversion" "libnet_tls\.so\.$soversion" "libnet_dns\.so\.$soversion"; do
+  grep -q "(NEEDED).*\[$needed\]" <<<"$client_dynamic" || fail "libnet_http_client.so does not need $needed"
+done
+ws_dynamic=$(readelf -d "$root/lib/libnet_websocket.so.$version")
+for needed in "libnet_http_client\.so\.$soversion" 'libz\.so\.1' 'libcrypto\.so\.3'; do
+  grep -q "(NEEDED).*\[$needed\]" <<<"$ws_dynamic" || fail "libnet_websocket.so does not need $needed"
+done
+grep -qF 'libnet::http::HttpClient::request(' <<<"$(nm -DC --defined-only \
+  "$root/lib/libnet_http_client.so.$version")" || fail "libnet_http_client.so does not define HttpClient::request"
+grep -qF 'libnet::ws::connect(' <<<"$(nm -DC --defined-only "$root/lib/libnet_websocket.so.$version")" ||
+  fail "libnet_websocket.so does not define ws::connect"
+for library in libnet libnet_tls libnet_dns libnet_http_client; do
+  needs_library "$root/lib/$library.so.$version" 'libz\.so.*' && fail "$library.so needs zlib"
+done
+grep -q '^Requires.private: zlib' "$root/lib/pkgconfig/libnet_websocket.pc" ||
+  fail "libnet_websocket.pc does not require zlib"
+
 symbols=$(nm -DC --defined-only "$root/lib/libnet.so.$version")
 for symbol in 'libnet::TcpServer::start()' 'libnet::http::HttpServer::HttpServer(' 'libnet::newPoller('; do
   grep -qF "$symbol" <<<"$symbols" || fail "libnet.so does not define $symbol"
@@ -124,14 +170,18 @@ info=$(dpkg-deb --field "$deb" Package Version Depends)
 grep -qx 'Package: libnet-dev' <<<"$info" || fail "package name: $info"
 grep -qx "Version: $version" <<<"$info" || fail "package version: $info"
 grep -q '^Depends: .*liburing-dev (>= 2.3).*liburing2' <<<"$info" || fail "package dependencies: $info"
-for runtime in libc-ares2 libssl3; do
+for runtime in libc-ares2 libssl3 zlib1g; do
   grep -q "^Depends: .*$runtime" <<<"$info" || fail "the package does not depend on $runtime: $info"
 done
 contents=$(dpkg-deb --contents "$deb" | awk '{ print $6 }')
 for file in ./usr/include/net/EventLoop.h ./usr/lib/libnet.a "./usr/lib/libnet.so.$version" \
   ./usr/lib/pkgconfig/libnet.pc ./usr/lib/cmake/libnet/libnetConfig.cmake \
   ./usr/include/net/dns/Resolver.h ./usr/lib/libnet_dns.a "./usr/lib/libnet_dns.so.$version" \
-  ./usr/lib/pkgconfig/libnet_dns.pc \
+  ./usr/lib/pkgconfig/libnet_dns.pc ./usr/include/net/http/HttpClient.h \
+  ./usr/lib/libnet_http_client.a "./usr/lib/libnet_http_client.so.$version" \
+  ./usr/lib/pkgconfig/libnet_http_client.pc ./usr/include/net/websocket/WebSocket.h \
+  ./usr/lib/libnet_websocket.a "./usr/lib/libnet_websocket.so.$version" \
+  ./usr/lib/pkgconfig/libnet_websocket.pc \
   ./usr/share/licenses/libnet/LICENSE; do
   grep -qx "$file" <<<"$contents" || fail "the package lacks $file"
 done

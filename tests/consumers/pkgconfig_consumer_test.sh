@@ -12,7 +12,9 @@
 # and runs each; the .pc files state the licence (License: MIT) and pass
 # pkg-config --validate. The components the same way: tls_roundtrip.cc with
 # libnet_tls, dns_roundtrip.cc with libnet_dns (shared, and from the archives
-# with -lcares). Needs pkg-config (pkgconf) and g++; prints "ok: ..."
+# with -lcares), http_fetch_roundtrip.cc with libnet_http_client and
+# ws_roundtrip.cc with libnet_websocket (shared, and from the archives that
+# pkg-config --static names). Needs pkg-config (pkgconf) and g++; prints "ok: ..."
 # and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
 
@@ -29,7 +31,7 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 installed=$(pkg-config --modversion libnet) || fail "pkg-config does not find libnet in $PKG_CONFIG_PATH"
 [[ $installed == "$version" ]] || fail "pkg-config says libnet $installed, VERSION says $version"
 # pkgconf before 1.9 has no License field: it must skip it, not reject the file.
-for pc in libnet libnet_tls libnet_dns; do
+for pc in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket; do
   grep -qx 'License: MIT' "$prefix/lib/pkgconfig/$pc.pc" || fail "$pc.pc has no 'License: MIT'"
   bounded 30 "pkg-config --validate $pc" pkg-config --validate "$pc"
 done
@@ -89,6 +91,42 @@ needs_library dns_archive 'libnet\(_dns\)\?\.so.*' && fail "dns_archive needs a 
 run_dns ./dns_archive
 needs_library echo_shared 'libcares\.so.*' && fail "echo_shared links c-ares without using the resolver"
 
+# The HTTP client and WebSocket: their .pc files bring the components below.
+# From the archives, the libraries come from pkg-config --static with the
+# archives named instead of -lnet*, so that its order is the one tested.
+archives_for() {
+  local flag
+  for flag in $(pkg-config --libs --static "$1"); do
+    case "$flag" in
+      -lnet*) echo "$prefix/lib/lib${flag#-l}.a" ;;
+      -L*) ;;
+      *) echo "$flag" ;;
+    esac
+  done
+}
+cp "$repo/tests/consumers/http_fetch_roundtrip.cc" "$repo/tests/consumers/ws_roundtrip.cc" .
+for program in http_fetch_roundtrip:libnet_http_client ws_roundtrip:libnet_websocket; do
+  pc=${program#*:} program=${program%:*}
+  read -r -a component_flags <<<"$(pkg-config --cflags --libs "$pc")" ||
+    fail "pkg-config does not find $pc"
+  bounded 300 "g++ with pkg-config --libs $pc" \
+    g++ "$program.cc" "${component_flags[@]}" -Wl,-rpath,"$prefix/lib" -o "${program}_shared"
+  needs_library "${program}_shared" "${pc}\.so\.${version%%.*}" ||
+    fail "${program}_shared does not need $pc.so"
+  mapfile -t archive_flags < <(archives_for "$pc")
+  bounded 300 "g++ with the archives of $pc named" \
+    g++ -std=c++20 -I"$prefix/include" "$program.cc" "${archive_flags[@]}" -o "${program}_archive"
+  needs_library "${program}_archive" 'libnet\(_[a-z_]*\)\?\.so.*' &&
+    fail "${program}_archive needs a libnet shared library"
+done
+run_http ./http_fetch_roundtrip_shared
+run_http ./http_fetch_roundtrip_archive
+run_ws ./ws_roundtrip_shared
+run_ws ./ws_roundtrip_archive
+needs_library ws_roundtrip_archive 'libz\.so.*' || fail "ws_roundtrip_archive does not need libz.so"
+needs_library echo_shared 'libz\.so.*' && fail "echo_shared links zlib without using WebSocket"
+
 echo "ok: pkg-config consumer: libnet $version linked shared (-lnet), fully static (--static)" \
   "and from libnet.a, each echoed; libnet_tls shared and from the archives, echoed over" \
-  "TLS; libnet_dns shared and from the archives, resolved and echoed ($(elapsed) s)"
+  "TLS; libnet_dns shared and from the archives, resolved and echoed; libnet_http_client" \
+  "and libnet_websocket shared and from the archives, fetched and echoed ($(elapsed) s)"
