@@ -5,8 +5,9 @@ bench/tls/half_open_rss.py, bench/roundtrip/run_roundtrip.py and
 pingpong/run_tables.py): progress lines, the machine's description, CPU
 pinning, /proc sampling (CPU time, RSS, TCP counters), ports, starting and
 stopping servers, the order of interleaved runs, and the private network
-namespace; bench/websocket/run_ws_bench.py and bench/http/run_loadgen_bench.py
-also use the build, copy and report helpers at the end.
+namespace; bench/websocket/run_ws_bench.py, bench/http/run_loadgen_bench.py
+and bench/udp/run_udp_bench.py also use the rotated runs and the report
+and scaffolding helpers at the end.
 
 Each script puts this directory on sys.path (they are run as plain files,
 `python3 bench/http/run_http_bench.py ...`, not as a package):
@@ -15,6 +16,7 @@ Each script puts this directory on sys.path (they are run as plain files,
     import benchlib
 """
 
+import argparse
 import datetime
 import fcntl
 import os
@@ -130,6 +132,31 @@ def twin_order(names, rep):
             pair.append(name + BASE_SUFFIX)
         order += pair[::-1] if rep % 2 else pair
     return order
+
+
+def rotated(units, rep):
+    """units in the order of repetition rep (from 0): rotated by rep, so that
+    each goes first as often as the others over len(units) repetitions."""
+    k = rep % len(units)
+    return units[k:] + units[:k]
+
+
+def rotated_runs(runs, combos, units):
+    """(rep, combo, unit, done, total) for every unit in every combo, runs
+    times, the units' order rotating from one repetition to the next; done
+    counts from 1 to total."""
+    total = runs * len(combos) * len(units)
+    done = 0
+    for rep in range(runs):
+        for combo in combos:
+            for unit in rotated(units, rep):
+                done += 1
+                yield rep, combo, unit, done, total
+
+
+def eta(started, done, total):
+    """The time left at the pace so far, as fmt_dur() writes it."""
+    return fmt_dur((time.time() - started) / done * (total - done))
 
 
 # ------------------------------------------------------------- /proc sampling
@@ -382,7 +409,26 @@ def loopback_up():
 # What bench/websocket/run_ws_bench.py and bench/http/run_loadgen_bench.py
 # share: descriptors for 1000 connections, the re-run inside a private
 # network namespace, the Bazel build and the copy of its binaries, the
-# report's machine line and median cells.
+# report's machine line and median cells; and for those and
+# bench/udp/run_udp_bench.py, the command line's parser and lists.
+
+
+def arg_parser(doc):
+    """The parser of a script whose docstring is doc: its first line the
+    description, all after the second line the epilog, as written."""
+    return argparse.ArgumentParser(description=doc.split("\n")[0],
+                                   formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   epilog=doc.split("\n", 2)[2])
+
+
+def split_list(parser, option, text, known):
+    """The comma-separated items of an option's text; a parser error if one
+    is not in known or there is none."""
+    items = [x for x in text.split(",") if x]
+    unknown = [x for x in items if x not in known]
+    if unknown or not items:
+        parser.error("%s: unknown %s (known: %s)" % (option, ",".join(unknown), ",".join(known)))
+    return items
 
 
 def raise_nofile():
@@ -443,13 +489,26 @@ def machine_lines(script):
             "- Command: `%s`" % " ".join(shlex.quote(a) for a in [script] + sys.argv[1:])]
 
 
+def median(values):
+    """The median of the values that are not NaN; NaN if there are none."""
+    values = sorted(v for v in values if v == v)
+    if not values:
+        return float("nan")
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def ratio(a, b):
+    """a / b to two decimals, "-" where either is NaN or b is not positive."""
+    return "%.2f" % (a / b) if a == a and b == b and b > 0 else "-"
+
+
 def median_cell(values, fmt="%.0f"):
     """"median (min–max)" of the values, the median alone for one, "-" for none."""
     values = sorted(v for v in values if v == v)
     if not values:
         return "-"
-    n = len(values)
-    med = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
-    if n == 1:
+    med = median(values)
+    if len(values) == 1:
         return fmt % med
     return "%s (%s–%s)" % (fmt % med, fmt % values[0], fmt % values[-1])

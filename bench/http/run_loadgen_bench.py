@@ -30,7 +30,6 @@ private network namespace; --no-netns uses the machine's loopback. Needs
 nginx (nginx-light) and wrk. Output: progress on stderr, markdown on stdout.
 """
 
-import argparse
 import os
 import re
 import shutil
@@ -61,9 +60,7 @@ class RunError(RuntimeError):
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n", 2)[2])
+    p = benchlib.arg_parser(__doc__)
     p.add_argument("--clients", default=",".join(CLIENTS))
     p.add_argument("--conns", type=int, default=100)
     p.add_argument("--seconds", type=int, default=10)
@@ -183,19 +180,15 @@ def run_once(ctx, tools, args, client):
 
 def run_all(ctx, tools, args):
     results = {}
-    total, done = args.runs * len(args.clients), 0
-    for rep in range(args.runs):
-        k = rep % len(args.clients)
-        for client in args.clients[k:] + args.clients[:k]:
-            done += 1
-            try:
-                r = run_once(ctx, tools, args, client)
-            except RunError as e:
-                log("[%d/%d] %s: FAILED: %s" % (done, total, client, e))
-                continue
-            results.setdefault(client, []).append(r)
-            log("[%d/%d] %s: %.0f req/s, %.2f µs client CPU/req, p99 %.2f ms, %d errors" %
-                (done, total, client, r["rps"], r["cpu_us"], r["p99_ms"], r["errors"]))
+    for _, _, client, done, total in benchlib.rotated_runs(args.runs, [None], args.clients):
+        try:
+            r = run_once(ctx, tools, args, client)
+        except RunError as e:
+            log("[%d/%d] %s: FAILED: %s" % (done, total, client, e))
+            continue
+        results.setdefault(client, []).append(r)
+        log("[%d/%d] %s: %.0f req/s, %.2f µs client CPU/req, p99 %.2f ms, %d errors" %
+            (done, total, client, r["rps"], r["cpu_us"], r["p99_ms"], r["errors"]))
     return results
 
 
@@ -220,14 +213,6 @@ def pool_runs(ctx, tools, args):
     return out
 
 
-def median(values):
-    values = sorted(v for v in values if v == v)
-    if not values:
-        return float("nan")
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
-
-
 def main_table(args, results):
     wrk = results.get("wrk", [])
     header = ["client", "requests/s", "client CPU µs/req", "p99 ms", "errors",
@@ -240,7 +225,7 @@ def main_table(args, results):
                benchlib.median_cell([r["p99_ms"] for r in runs], "%.2f"),
                str(sum(r["errors"] for r in runs))]
         for key in ("rps", "cpu_us"):
-            a, b = median([r[key] for r in runs]), median([r[key] for r in wrk])
+            a, b = benchlib.median([r[key] for r in runs]), benchlib.median([r[key] for r in wrk])
             row.append("%.2f" % (a / b) if client != "wrk" and a == a and b == b and b > 0
                        else "-")
         lines.append("| " + " | ".join(row) + " |")

@@ -45,7 +45,6 @@ Output: progress on stderr; markdown tables on stdout; --csv FILE adds one
 row per run.
 """
 
-import argparse
 import csv
 import datetime
 import os
@@ -54,7 +53,6 @@ import shlex
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -89,9 +87,7 @@ LIBNET_SERVERS = ["libnet-epoll", "libnet-uring"]
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n", 2)[2])
+    p = benchlib.arg_parser(__doc__)
     p.add_argument("--bindir", default=os.path.join(ROOT, "bazel-bin"),
                    help="where the bazel-built binaries are (default: bazel-bin)")
     p.add_argument("--libnet-server", help="path of libnet's udp_echo_server")
@@ -115,8 +111,8 @@ def parse_args():
     args = p.parse_args()
     if args.quick:
         args.seconds, args.runs = 1, 1
-    args.servers = split_list(p, "--servers", args.servers, SERVERS)
-    args.modes = split_list(p, "--modes", args.modes, ["oneway", "echo"])
+    args.servers = benchlib.split_list(p, "--servers", args.servers, SERVERS)
+    args.modes = benchlib.split_list(p, "--modes", args.modes, ["oneway", "echo"])
     args.sizes = [int(x) for x in args.sizes.split(",")]
     args.flows = [int(x) for x in args.flows.split(",")]
     if args.runs < 1 or args.seconds <= 0 or args.window < 1:
@@ -124,14 +120,6 @@ def parse_args():
     if args.gso > 1 and (args.client != "libnet" or args.modes != ["oneway"]):
         p.error("--gso needs --client libnet and --modes oneway")
     return args
-
-
-def split_list(parser, option, text, known):
-    items = [x for x in text.split(",") if x]
-    unknown = [x for x in items if x not in known]
-    if unknown or not items:
-        parser.error("%s: unknown %s (known: %s)" % (option, ",".join(unknown), ",".join(known)))
-    return items
 
 
 def copy_binaries(args, tmp):
@@ -301,16 +289,11 @@ def run_once(args, paths, tmp, server, size, flows, mode):
     )
 
 
-def median(values):
-    values = [v for v in values if v == v]
-    return statistics.median(values) if values else float("nan")
-
-
 def fmt_rate(runs):
     if not runs:
         return "fail"
     rates = [r["rate"] for r in runs]
-    text = "%.0f" % median(rates)
+    text = "%.0f" % benchlib.median(rates)
     if len(rates) > 1:
         text += " (%.0f–%.0f)" % (min(rates), max(rates))
     return text
@@ -318,10 +301,6 @@ def fmt_rate(runs):
 
 def fmt_num(value, spec="%.0f"):
     return spec % value if value == value else "-"
-
-
-def ratio(a, b):
-    return "%.2f" % (a / b) if a == a and b == b and b > 0 else "-"
 
 
 def markdown(args, cells, mode):
@@ -341,15 +320,15 @@ def markdown(args, cells, mode):
     for size in args.sizes:
         for flows in args.flows:
             runs = {s: cells.get((s, size, flows, mode), []) for s in servers}
-            rate = {s: median([r["rate"] for r in runs[s]]) for s in servers}
-            cpu = {s: median([r["cpu_ns"] for r in runs[s]]) for s in servers}
+            rate = {s: benchlib.median([r["rate"] for r in runs[s]]) for s in servers}
+            cpu = {s: benchlib.median([r["cpu_ns"] for r in runs[s]]) for s in servers}
             row = [str(size), str(flows)] + [fmt_rate(runs[s]) for s in servers]
-            row += [ratio(rate[a], rate[b]) for a, b in pairs]
+            row += [benchlib.ratio(rate[a], rate[b]) for a, b in pairs]
             row += [fmt_num(cpu[s]) for s in servers]
-            row += [ratio(cpu[a], cpu[b]) for a, b in pairs]
-            row.append(", ".join(fmt_num(median([r["loss_pct"] for r in runs[s]]), "%.2f")
+            row += [benchlib.ratio(cpu[a], cpu[b]) for a, b in pairs]
+            row.append(", ".join(fmt_num(benchlib.median([r["loss_pct"] for r in runs[s]]), "%.2f")
                                  for s in servers))
-            row.append(", ".join(fmt_num(median([r["rcvbuf_errors"] for r in runs[s]]))
+            row.append(", ".join(fmt_num(benchlib.median([r["rcvbuf_errors"] for r in runs[s]]))
                                  for s in servers))
             lines.append("| " + " | ".join(row) + " |")
     lines.append("")
@@ -362,27 +341,20 @@ def run_all(args, paths, tmp):
     rows = []
     combos = [(size, flows, mode) for mode in args.modes for size in args.sizes
               for flows in args.flows]
-    total = len(combos) * len(args.servers) * args.runs
     started = time.time()
-    done = 0
-    for rep in range(args.runs):
-        for size, flows, mode in combos:
-            k = rep % len(args.servers)
-            for server in args.servers[k:] + args.servers[:k]:
-                done += 1
-                label = "%s %s %dB %d flows" % (server, mode, size, flows)
-                try:
-                    r = run_once(args, paths, tmp, server, size, flows, mode)
-                except RunError as e:
-                    log("[%d/%d] run %d %s: FAILED: %s" % (done, total, rep + 1, label, e))
-                    continue
-                cells.setdefault((server, size, flows, mode), []).append(r)
-                rows.append(dict(run=rep + 1, server=server, size=size, flows=flows,
-                                 mode=mode, **r))
-                eta = (time.time() - started) / done * (total - done)
-                log("[%d/%d] run %d %s: %.0f/s, %.0f ns CPU/datagram, loss %.2f%% "
-                    "(eta %s)" % (done, total, rep + 1, label, r["rate"], r["cpu_ns"],
-                                  r["loss_pct"], benchlib.fmt_dur(eta)))
+    for rep, (size, flows, mode), server, done, total in benchlib.rotated_runs(
+            args.runs, combos, args.servers):
+        label = "%s %s %dB %d flows" % (server, mode, size, flows)
+        try:
+            r = run_once(args, paths, tmp, server, size, flows, mode)
+        except RunError as e:
+            log("[%d/%d] run %d %s: FAILED: %s" % (done, total, rep + 1, label, e))
+            continue
+        cells.setdefault((server, size, flows, mode), []).append(r)
+        rows.append(dict(run=rep + 1, server=server, size=size, flows=flows, mode=mode, **r))
+        log("[%d/%d] run %d %s: %.0f/s, %.0f ns CPU/datagram, loss %.2f%% "
+            "(eta %s)" % (done, total, rep + 1, label, r["rate"], r["cpu_ns"], r["loss_pct"],
+                          benchlib.eta(started, done, total)))
     return cells, rows
 
 

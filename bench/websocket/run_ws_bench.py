@@ -40,7 +40,6 @@ loopback); --no-netns uses the machine's. Output: progress on stderr, the
 markdown table on stdout, --csv FILE adds one row per run.
 """
 
-import argparse
 import csv
 import os
 import re
@@ -88,9 +87,7 @@ class RunError(RuntimeError):
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n", 2)[2])
+    p = benchlib.arg_parser(__doc__)
     p.add_argument("--servers", default=",".join(SERVERS))
     p.add_argument("--conns", default="1,100,1000")
     p.add_argument("--sizes", default="32,16384")
@@ -107,8 +104,8 @@ def parse_args():
     args = p.parse_args()
     if args.quick:
         args.seconds, args.runs, args.warmup = 1, 1, 0.5
-    args.servers = split_list(p, "--servers", args.servers, SERVERS)
-    args.deflate = split_list(p, "--deflate", args.deflate, DEFLATE)
+    args.servers = benchlib.split_list(p, "--servers", args.servers, SERVERS)
+    args.deflate = benchlib.split_list(p, "--deflate", args.deflate, DEFLATE)
     try:
         args.conns = [int(x) for x in args.conns.split(",")]
         args.sizes = [int(x) for x in args.sizes.split(",")]
@@ -117,14 +114,6 @@ def parse_args():
     if args.runs < 1 or args.seconds <= 0 or args.warmup < 0 or min(args.conns + args.sizes) < 1:
         p.error("--runs, --seconds, --conns and --sizes must be positive")
     return args
-
-
-def split_list(parser, option, text, known):
-    items = [x for x in text.split(",") if x]
-    unknown = [x for x in items if x not in known]
-    if unknown or not items:
-        parser.error("%s: unknown %s (known: %s)" % (option, ",".join(unknown), ",".join(known)))
-    return items
 
 
 def find_binaries(args, tmp):
@@ -265,39 +254,21 @@ def run_all(args, paths, tmp):
     """Every cell, every server, --runs times, the servers' order rotating."""
     cells, rows = {}, []
     combos = [(c, s, d) for d in args.deflate for s in args.sizes for c in args.conns]
-    total = len(combos) * len(args.servers) * args.runs
-    started, done = time.time(), 0
-    for rep in range(args.runs):
-        for conns, size, mode in combos:
-            k = rep % len(args.servers)
-            for server in args.servers[k:] + args.servers[:k]:
-                done += 1
-                label = "%s c=%d %dB deflate %s" % (server, conns, size, mode)
-                try:
-                    r = run_once(args, paths, tmp, server, conns, size, mode)
-                except RunError as e:
-                    log("[%d/%d] run %d %s: FAILED: %s" % (done, total, rep + 1, label, e))
-                    continue
-                cells.setdefault((server, conns, size, mode), []).append(r)
-                rows.append(dict(run=rep + 1, server=server, conns=conns, size=size,
-                                 deflate=mode, **r))
-                eta = (time.time() - started) / done * (total - done)
-                log("[%d/%d] run %d %s: %.0f msg/s, %.2f µs CPU/msg (ws_load %.2f), p99 %.0f µs "
-                    "(eta %s)" % (done, total, rep + 1, label, r["rate"], r["cpu_us"],
-                                  r["client_us"], r["p99_us"], benchlib.fmt_dur(eta)))
+    started = time.time()
+    for rep, (conns, size, mode), server, done, total in benchlib.rotated_runs(
+            args.runs, combos, args.servers):
+        label = "%s c=%d %dB deflate %s" % (server, conns, size, mode)
+        try:
+            r = run_once(args, paths, tmp, server, conns, size, mode)
+        except RunError as e:
+            log("[%d/%d] run %d %s: FAILED: %s" % (done, total, rep + 1, label, e))
+            continue
+        cells.setdefault((server, conns, size, mode), []).append(r)
+        rows.append(dict(run=rep + 1, server=server, conns=conns, size=size, deflate=mode, **r))
+        log("[%d/%d] run %d %s: %.0f msg/s, %.2f µs CPU/msg (ws_load %.2f), p99 %.0f µs "
+            "(eta %s)" % (done, total, rep + 1, label, r["rate"], r["cpu_us"], r["client_us"],
+                          r["p99_us"], benchlib.eta(started, done, total)))
     return cells, rows
-
-
-def median(values):
-    values = sorted(v for v in values if v == v)
-    if not values:
-        return float("nan")
-    n = len(values)
-    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
-
-
-def ratio(a, b):
-    return "%.2f" % (a / b) if a == a and b == b and b > 0 else "-"
 
 
 def table(args, cells):
@@ -308,18 +279,18 @@ def table(args, cells):
         for size in args.sizes:
             for conns in args.conns:
                 beast = cells.get(("beast", conns, size, mode), [])
-                b_rate = median([r["rate"] for r in beast])
-                b_cpu = median([r["cpu_us"] for r in beast])
+                b_rate = benchlib.median([r["rate"] for r in beast])
+                b_cpu = benchlib.median([r["cpu_us"] for r in beast])
                 for server in args.servers:
                     runs = cells.get((server, conns, size, mode), [])
-                    rate = median([r["rate"] for r in runs])
-                    cpu = median([r["cpu_us"] for r in runs])
+                    rate = benchlib.median([r["rate"] for r in runs])
+                    cpu = benchlib.median([r["cpu_us"] for r in runs])
                     row = [server, str(conns), str(size), mode,
                            benchlib.median_cell([r["rate"] for r in runs]) if runs else "fail",
                            benchlib.median_cell([r["cpu_us"] for r in runs], "%.2f"),
                            benchlib.median_cell([r["p99_us"] for r in runs]),
-                           ratio(rate, b_rate) if server != "beast" else "1",
-                           ratio(cpu, b_cpu) if server != "beast" else "1",
+                           benchlib.ratio(rate, b_rate) if server != "beast" else "1",
+                           benchlib.ratio(cpu, b_cpu) if server != "beast" else "1",
                            benchlib.median_cell([r["client_us"] for r in runs], "%.2f")]
                     lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)

@@ -15,17 +15,10 @@ using detail::allOf;
 using detail::equalsLower;
 using detail::hasClass;
 using detail::isDigit;
-using detail::kMaxChunkSizeLine;
+using detail::kMaxBodyReserve;
 using detail::lineBefore;
 
 namespace {
-
-// Body capacity reserved up front from Content-Length, and the most that
-// reset() lets the body keep for the next request. Capped so that a client
-// announcing a large body and sending nothing, or an idle keep-alive
-// connection after one large upload, does not pin that much memory; beyond it
-// the string grows as bytes arrive.
-constexpr size_t kMaxBodyReserve = 64 * 1024;
 
 struct MethodEntry {
   std::string_view name;
@@ -444,19 +437,15 @@ HttpParser::Step HttpParser::parseBodyState(const char*& p, const char* end) {
 }
 
 HttpParser::Step HttpParser::parseChunkSizeState(const char*& p, const char* end) {
-  const char* lf = detail::findLineEnd(p, end, &scanned_);
-  if (lf == nullptr) {
-    if (static_cast<size_t>(end - p) + 1 > kMaxChunkSizeLine) {
+  std::string_view line;
+  switch (detail::takeChunkSizeLine(p, end, &scanned_, &line)) {
+    case detail::ChunkSizeLine::kNeedMore:
+      return Step::kNeedMore;
+    case detail::ChunkSizeLine::kTooLong:
       return fail(400, "chunk size line too long");
-    }
-    return Step::kNeedMore;
+    case detail::ChunkSizeLine::kDone:
+      break;
   }
-  if (static_cast<size_t>(lf + 1 - p) > kMaxChunkSizeLine) {
-    return fail(400, "chunk size line too long");
-  }
-  const std::string_view line = lineBefore(p, lf);
-  p = lf + 1;
-
   size_t size = 0;
   if (!detail::parseChunkSize(line, &size)) return fail(400, "invalid chunk size");
   if (size > limits_.maxBodyBytes - request_.body_.size()) {

@@ -12,16 +12,8 @@ namespace libnet::http {
 using detail::equalsLower;
 using detail::hasClass;
 using detail::isDigit;
+using detail::kMaxBodyReserve;
 using detail::lineBefore;
-
-namespace {
-
-// A stored body's capacity reserved up front from Content-Length: a server
-// announcing a large body and sending nothing does not get that much memory
-// out of us at once.
-constexpr size_t kMaxBodyReserve = 64 * 1024;
-
-}  // namespace
 
 HttpResponseParser::HttpResponseParser(Limits limits) : limits_(limits) {}
 
@@ -380,18 +372,15 @@ HttpResponseParser::Step HttpResponseParser::parseUntilCloseState(const char*& p
 }
 
 HttpResponseParser::Step HttpResponseParser::parseChunkSizeState(const char*& p, const char* end) {
-  const char* lf = detail::findLineEnd(p, end, &scanned_);
-  if (lf == nullptr) {
-    if (static_cast<size_t>(end - p) + 1 > detail::kMaxChunkSizeLine) {
+  std::string_view line;
+  switch (detail::takeChunkSizeLine(p, end, &scanned_, &line)) {
+    case detail::ChunkSizeLine::kNeedMore:
+      return Step::kNeedMore;
+    case detail::ChunkSizeLine::kTooLong:
       return fail(Error::kMalformed, "chunk size line too long");
-    }
-    return Step::kNeedMore;
+    case detail::ChunkSizeLine::kDone:
+      break;
   }
-  if (static_cast<size_t>(lf + 1 - p) > detail::kMaxChunkSizeLine) {
-    return fail(Error::kMalformed, "chunk size line too long");
-  }
-  const std::string_view line = lineBefore(p, lf);
-  p = lf + 1;
   size_t size = 0;
   if (!detail::parseChunkSize(line, &size)) return fail(Error::kMalformed, "invalid chunk size");
   if (mode_ == BodyMode::kStore && size > limits_.maxBodyBytes - body_.size()) {

@@ -1,7 +1,8 @@
 // Line and number syntax shared by the request parser (HttpParser) and the
 // response parser (HttpResponseParser): line ends, decimal lengths, chunk-size
-// lines. Private to //net/http (target :syntax, visible to this package only).
-// Pure functions: any thread.
+// lines, and the cap on a body's reserved capacity. Private to //net/http
+// (target :syntax, visible to this package only). Pure functions: any
+// thread.
 #pragma once
 
 #include <algorithm>
@@ -18,6 +19,13 @@ namespace libnet::http::detail {
 // real peer comes near this bound, but without one a peer could make the
 // parser hold an endless line.
 inline constexpr size_t kMaxChunkSizeLine = 4096;
+
+// A stored body's capacity reserved up front from Content-Length, and the
+// most a parser lets its body keep for the next message. Capped so that a
+// peer announcing a large body and sending nothing, or an idle keep-alive
+// connection after one large body, does not pin that much memory; beyond it
+// the string grows as bytes arrive.
+inline constexpr size_t kMaxBodyReserve = 64 * 1024;
 
 // The line from p to the '\n' at lf, without the line end (CRLF or bare LF).
 [[nodiscard]] inline std::string_view lineBefore(const char* p, const char* lf) {
@@ -41,6 +49,24 @@ inline constexpr size_t kMaxChunkSizeLine = 4096;
   }
   *scanned = 0;
   return static_cast<const char*>(lf);
+}
+
+// The chunk-size line that starts at p. kDone sets *line (without its line
+// end) and moves p past it; kNeedMore while its end has not arrived (see
+// findLineEnd() for *scanned); kTooLong once it is longer than
+// kMaxChunkSizeLine, whether or not its end has arrived.
+enum class ChunkSizeLine : uint8_t { kNeedMore, kDone, kTooLong };
+[[nodiscard]] inline ChunkSizeLine takeChunkSizeLine(const char*& p, const char* end,
+                                                     size_t* scanned, std::string_view* line) {
+  const char* lf = findLineEnd(p, end, scanned);
+  if (lf == nullptr) {
+    if (static_cast<size_t>(end - p) + 1 > kMaxChunkSizeLine) return ChunkSizeLine::kTooLong;
+    return ChunkSizeLine::kNeedMore;
+  }
+  if (static_cast<size_t>(lf + 1 - p) > kMaxChunkSizeLine) return ChunkSizeLine::kTooLong;
+  *line = lineBefore(p, lf);
+  p = lf + 1;
+  return ChunkSizeLine::kDone;
 }
 
 // The line end after a chunk's data (CRLF, or a bare LF), looked at byte by

@@ -153,7 +153,11 @@ Receiver::Event Receiver::consumeCompressed(const char* data, size_t length) {
   scratch_.assign(data, length);
   if (masked_) maskPayload(scratch_.data(), length, maskKey_, frameRead_);
   const size_t old = payload_.size();
-  switch (inflater_->feed(scratch_, &payload_, limits_.maxMessageBytes)) {
+  return checkInflated(inflater_->feed(scratch_, &payload_, limits_.maxMessageBytes), old);
+}
+
+Receiver::Event Receiver::checkInflated(Inflater::Result result, size_t old) {
+  switch (result) {
     case Inflater::Result::kOk:
       break;
     case Inflater::Result::kTooBig:
@@ -173,18 +177,8 @@ Receiver::Event Receiver::endFrame() {
   if (!fin_) return Event::kNeedMore;
   if (compressed_) {
     const size_t old = payload_.size();
-    switch (inflater_->finish(&payload_, limits_.maxMessageBytes)) {
-      case Inflater::Result::kOk:
-        break;
-      case Inflater::Result::kTooBig:
-        return fail(close_code::kMessageTooBig, "message too big");
-      case Inflater::Result::kCorrupt:
-        return fail(close_code::kInvalidPayload, "invalid compressed data");
-    }
-    if (messageType_ == MessageType::kText &&
-        !utf8_.feed({payload_.data() + old, payload_.size() - old})) {
-      return fail(close_code::kInvalidPayload, "invalid UTF-8 in a text message");
-    }
+    const Event event = checkInflated(inflater_->finish(&payload_, limits_.maxMessageBytes), old);
+    if (event != Event::kNeedMore) return event;
   }
   if (messageType_ == MessageType::kText && !utf8_.complete()) {
     return fail(close_code::kInvalidPayload, "text message ends inside a UTF-8 sequence");

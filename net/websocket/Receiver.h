@@ -96,6 +96,10 @@ class Receiver {
   Event readPayload(Buffer* input);
   Event consumeData(char* data, size_t length);
   Event consumeCompressed(const char* data, size_t length);
+  // The inflater's verdict on what it appended to payload_ from `old` on:
+  // kNeedMore when all is well (and a text message's new bytes are valid
+  // UTF-8 so far), else the failure.
+  Event checkInflated(Inflater::Result result, size_t old);
   Event endFrame();
   Event endControl();
   Event endClose();

@@ -1,6 +1,7 @@
 // Helpers for tests that run programs in child processes: spawn one with a
 // given environment and capture its output (bounded: killed after a
-// timeout), and find a helper binary in the test's runfiles.
+// timeout), run a server as one while the test talks to it, and find a
+// helper binary in the test's runfiles.
 #pragma once
 
 #include <fcntl.h>
@@ -13,9 +14,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -46,6 +49,33 @@ struct ChildResult {
   }
 };
 
+// Spawns args[0] (an absolute path) with `envp`, its stdin `in` (/dev/null
+// if negative), its stdout `out` and its stderr `err`: the child's pid, or
+// -1 with `why` saying why not.
+inline pid_t spawnChild(const std::vector<std::string>& args, char* const* envp, int in, int out,
+                        int err, std::string* why) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (in < 0) {
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  } else {
+    posix_spawn_file_actions_adddup2(&actions, in, STDIN_FILENO);
+  }
+  posix_spawn_file_actions_adddup2(&actions, out, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    *why = "posix_spawn " + args[0] + ": " + std::strerror(rc);
+    return -1;
+  }
+  return pid;
+}
+
 // Runs argv[0] (an absolute path) with `env`, capturing stdout and stderr.
 // Bounded: a child still running after `timeout` is killed.
 inline ChildResult runChild(const std::vector<std::string>& args,
@@ -65,26 +95,13 @@ inline ChildResult runChild(const std::vector<std::string>& args,
   UniqueFd errRead(errPipe[0]);
   UniqueFd errWrite(errPipe[1]);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, outWrite.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, errWrite.get(), STDERR_FILENO);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
   std::vector<char*> envp;
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
+  const pid_t pid = spawnChild(args, envp.data(), -1, outWrite.get(), errWrite.get(), &result.err);
   outWrite.reset();
   errWrite.reset();
-  if (rc != 0) {
-    result.err = std::string("posix_spawn ") + args[0] + ": " + std::strerror(rc);
-    return result;
-  }
+  if (pid < 0) return result;
   result.started = true;
 
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -155,5 +172,105 @@ inline std::string testBinary(std::string_view name, std::string_view package = 
   }
   return {};
 }
+
+// A child process a test talks to while it runs (a server): started by
+// start(), killed and waited for by stop() or when the object goes. Its
+// stdin is a pipe held open until then (a child that reads it ends with the
+// test); its stdout and stderr share one pipe, read only by waitFor().
+class ServerChild {
+ public:
+  ServerChild() = default;
+  ServerChild(const ServerChild&) = delete;
+  ServerChild& operator=(const ServerChild&) = delete;
+  ~ServerChild() { stop(); }
+
+  // Runs args[0] (an absolute path) with this process's environment; false
+  // (with output() saying why) if it could not.
+  bool start(const std::vector<std::string>& args) {
+    stop();
+    output_.clear();
+    int in[2];
+    int out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0) return fail("pipe2 failed");
+    UniqueFd childIn(in[0]);
+    inFd_.reset(in[1]);
+    if (::pipe2(out, O_CLOEXEC) != 0) return fail("pipe2 failed");
+    UniqueFd childOut(out[1]);
+    outFd_.reset(out[0]);
+    pid_ = spawnChild(args, environ, childIn.get(), childOut.get(), childOut.get(), &output_);
+    return pid_ > 0;
+  }
+
+  // Reads the child's output until it holds `marker`; false if it ends or
+  // `timeout` passes first.
+  bool waitFor(const std::string& marker,
+               std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    return readUntil([&] { return output_.find(marker) != std::string::npos; }, timeout);
+  }
+
+  // Reads the child's output until it holds the "port N" line the scripted
+  // servers print once bound (a line of its own: stderr shares the pipe);
+  // N, or 0 if the child ends or `timeout` passes first.
+  uint16_t waitForPort(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    return readUntil([&] { return announcedPort() != 0; }, timeout) ? announcedPort() : 0;
+  }
+
+  // The N of a whole "port N" line read so far, or 0.
+  [[nodiscard]] uint16_t announcedPort() const {
+    for (size_t at = 0; at < output_.size();) {
+      const size_t lf = output_.find('\n', at);
+      if (lf == std::string::npos) break;
+      const std::string_view line(output_.data() + at, lf - at);
+      if (line.size() > 5 && line.substr(0, 5) == "port ") {
+        return static_cast<uint16_t>(
+            std::strtoul(std::string(line.substr(5)).c_str(), nullptr, 10));
+      }
+      at = lf + 1;
+    }
+    return 0;
+  }
+  [[nodiscard]] const std::string& output() const { return output_; }
+
+  void stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      pid_ = -1;
+    }
+    inFd_.reset();
+    outFd_.reset();
+  }
+
+ private:
+  bool readUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{outFd_.get(), POLLIN, 0};
+      const int n = ::poll(&p, 1, static_cast<int>(left.count()));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      char buf[1024];
+      const ssize_t got = ::read(outFd_.get(), buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      output_.append(buf, static_cast<size_t>(got));
+    }
+    return true;
+  }
+
+  bool fail(const std::string& why) {
+    output_ = why;
+    return false;
+  }
+
+  pid_t pid_ = -1;
+  UniqueFd inFd_;
+  UniqueFd outFd_;
+  std::string output_;
+};
 
 }  // namespace libnet::test

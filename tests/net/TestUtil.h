@@ -22,6 +22,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -340,5 +341,18 @@ class ConnectStorm {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+// A port of 127.0.0.1 that no socket of `type` (SOCK_STREAM, SOCK_DGRAM)
+// is bound to at the moment: for a peer that cannot be told port 0, or an
+// address that nobody answers at.
+inline std::optional<uint16_t> freeLoopbackPort(int type) {
+  UniqueFd fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
+  const InetAddress any("127.0.0.1", 0);
+  if (!fd || ::bind(fd.get(), any.sockAddr(), any.sockLen()) != 0) return std::nullopt;
+  sockaddr_in bound{};
+  socklen_t len = sizeof bound;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) return std::nullopt;
+  return ntohs(bound.sin_port);
+}
 
 }  // namespace libnet::test

@@ -5,14 +5,7 @@
 // bounded.
 #pragma once
 
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -20,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "base/UniqueFd.h"
 #include "net/InetAddress.h"
 #include "tests/net/ChildProcess.h"
 #include "tests/net/TestUtil.h"
@@ -62,15 +54,18 @@ class DnsServerProcess {
                                              "--address=/bench.test/fd00::9",
                                              "--local-ttl=60",
                                              "--cache-size=0"};
-      if (!spawn(args)) return false;
+      if (!child_.start(args)) {
+        why_ = child_.output();
+        return false;
+      }
       // dnsmasq logs "started" once its sockets are bound, or exits.
-      if (readUntil(errFd_, "started, version")) {
+      if (child_.waitFor("started, version")) {
         address_ = InetAddress("127.0.0.1", *port);
         return true;
       }
       stop();  // the port was taken meanwhile: another one
     }
-    why_ = "dnsmasq did not start: " + output_;
+    why_ = "dnsmasq did not start: " + child_.output();
     return false;
   }
 
@@ -81,16 +76,15 @@ class DnsServerProcess {
       why_ = "scripted_dns_server.py not found";
       return false;
     }
-    if (!spawn({"/usr/bin/python3", script, mode, "--delay-ms", std::to_string(delayMs)})) {
+    const uint16_t port =
+        child_.start({"/usr/bin/python3", script, mode, "--delay-ms", std::to_string(delayMs)})
+            ? child_.waitForPort()
+            : 0;
+    if (port == 0) {
+      why_ = "scripted server did not start: " + child_.output();
       return false;
     }
-    if (!readUntil(outFd_, "\n")) {
-      why_ = "scripted server did not start: " + output_;
-      return false;
-    }
-    const size_t at = output_.find("port ");
-    if (at == std::string::npos) return false;
-    address_ = InetAddress("127.0.0.1", static_cast<uint16_t>(std::stoi(output_.substr(at + 5))));
+    address_ = InetAddress("127.0.0.1", port);
     return true;
   }
 
@@ -98,87 +92,13 @@ class DnsServerProcess {
   [[nodiscard]] const std::string& why() const { return why_; }
 
   // A UDP port of 127.0.0.1 that nothing listens on at the moment.
-  static std::optional<uint16_t> freeUdpPort() {
-    UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    const InetAddress any("127.0.0.1", 0);
-    if (!fd || ::bind(fd.get(), any.sockAddr(), any.sockLen()) != 0) return std::nullopt;
-    sockaddr_in bound{};
-    socklen_t len = sizeof bound;
-    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) {
-      return std::nullopt;
-    }
-    return ntohs(bound.sin_port);
-  }
+  static std::optional<uint16_t> freeUdpPort() { return freeLoopbackPort(SOCK_DGRAM); }
 
-  void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      pid_ = -1;
-    }
-    inFd_.reset();
-    outFd_.reset();
-    errFd_.reset();
-  }
+  void stop() { child_.stop(); }
 
  private:
-  bool spawn(const std::vector<std::string>& args) {
-    int in[2], out[2], err[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
-        ::pipe2(err, O_CLOEXEC) != 0) {
-      why_ = "pipe2 failed";
-      return false;
-    }
-    inFd_.reset(in[1]);
-    outFd_.reset(out[0]);
-    errFd_.reset(err[0]);
-    UniqueFd childIn(in[0]), childOut(out[1]), childErr(err[1]);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, childIn.get(), STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, childOut.get(), STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, childErr.get(), STDERR_FILENO);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      pid_ = -1;
-      why_ = "posix_spawn " + args[0] + " failed";
-      return false;
-    }
-    output_.clear();
-    return true;
-  }
-
-  // Reads `fd` into output_ until it holds `marker`; false on end of file or
-  // after 10 s.
-  bool readUntil(const UniqueFd& fd, const std::string& marker) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (output_.find(marker) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      pollfd p{fd.get(), POLLIN, 0};
-      const int n = ::poll(&p, 1, static_cast<int>(left.count()));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      char buf[1024];
-      const ssize_t got = ::read(fd.get(), buf, sizeof buf);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      output_.append(buf, static_cast<size_t>(got));
-    }
-    return true;
-  }
-
-  pid_t pid_ = -1;
-  UniqueFd inFd_;   // the child's stdin: the scripted server ends when it closes
-  UniqueFd outFd_;  // its stdout and stderr, read until it is ready only
-  UniqueFd errFd_;
-  std::string output_;
+  // The scripted server serves until its stdin (held by child_) closes.
+  ServerChild child_;
   std::string why_;
   InetAddress address_;
 };

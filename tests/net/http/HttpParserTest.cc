@@ -11,6 +11,7 @@
 #include "net/Buffer.h"
 #include "net/http/HttpParser.h"
 #include "net/http/HttpRequest.h"
+#include "tests/net/http/Mutation.h"
 
 namespace libnet::http {
 namespace {
@@ -1053,23 +1054,8 @@ TEST(HttpParserTest, MutatedInputsGiveTheSameVerdictEverySplit) {
   std::mt19937 rng(2024);
   int errors = 0;
   for (int i = 0; i < 60; ++i) {
-    std::string input = base;
-    const int edits = 1 + static_cast<int>(rng() % 3);
-    for (int e = 0; e < edits; ++e) {
-      const size_t at = rng() % input.size();
-      const char c = noise[rng() % sizeof noise];
-      switch (rng() % 3) {
-        case 0:
-          input[at] = c;
-          break;
-        case 1:
-          input.insert(at, 1, c);
-          break;
-        default:
-          input.erase(at, 1);
-          break;
-      }
-    }
+    const std::string input =
+        test::mutated(base, std::string_view(noise, sizeof noise), /*cut=*/false, rng);
     SCOPED_TRACE(testing::PrintToString(input));
     const Outcome o = parseAllWays(input, limits);
     errors += o.error ? 1 : 0;

@@ -1,60 +1,20 @@
 // Heap allocations the server's loop thread makes per short connection
 // (accept, one GET with "Connection: close", the response, the close and the
 // connection's destruction), on each backend: at most kMaxPerConnection.
-// The test binary replaces the global operator new to count the calls made
-// on the loop thread while counting is on (the library allocates through
-// it); bench/alloc/allocs_per_connection.sh measures the same under load,
-// counting malloc. Not under the sanitizers, which bring their own
-// allocator.
+// The test counts the loop thread's calls of the global operator new
+// (tests/net/AllocationCounter.h); bench/alloc/allocs_per_connection.sh
+// measures the same under load, counting malloc. Not under the sanitizers,
+// which bring their own allocator.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <memory>
-#include <new>
 #include <string>
 
 #include "net/EventLoop.h"
 #include "net/EventLoopThread.h"
 #include "net/http/HttpServer.h"
+#include "tests/net/AllocationCounter.h"
 #include "tests/net/TestUtil.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define LIBNET_COUNTING_ALLOCATIONS 0
-#else
-#define LIBNET_COUNTING_ALLOCATIONS 1
-#endif
-
-namespace {
-
-std::atomic<long> g_allocations{0};
-thread_local bool t_counting = false;
-
-#if LIBNET_COUNTING_ALLOCATIONS
-void* countedAllocation(std::size_t size) {
-  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-#endif
-
-}  // namespace
-
-#if LIBNET_COUNTING_ALLOCATIONS
-void* operator new(std::size_t size) { return countedAllocation(size); }
-void* operator new[](std::size_t size) { return countedAllocation(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return countedAllocation(size);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 namespace libnet::http {
 namespace {
@@ -82,9 +42,7 @@ void oneShortConnection(const SocketAddress& address) {
 
 TEST_P(ShortConnectionAllocationsTest, AtMostFourPerShortConnection) {
   LIBNET_SKIP_IF_BACKEND_UNAVAILABLE(GetParam());
-#if !LIBNET_COUNTING_ALLOCATIONS
-  GTEST_SKIP() << "the sanitizers replace the allocator";
-#endif
+  if (!test::kCountingAllocations) GTEST_SKIP() << "the sanitizers replace the allocator";
   constexpr int kWarmUp = 50;
   constexpr int kConnections = 300;
   EventLoopThread thread(nullptr, "alloc", GetParam());
@@ -102,13 +60,14 @@ TEST_P(ShortConnectionAllocationsTest, AtMostFourPerShortConnection) {
   // Pools and tables grow to their working size first.
   for (int i = 0; i < kWarmUp; ++i) oneShortConnection(address);
   ASSERT_TRUE(waitUntil([&] { return server->tcpServer().connectionCount() == 0; }));
-  runSync(loop, [] { t_counting = true; });
-  const long before = g_allocations.load();
+  runSync(loop, [] { test::setCountingAllocations(true); });
+  const long before = test::countedAllocations();
   for (int i = 0; i < kConnections; ++i) oneShortConnection(address);
   // Until each is destroyed: its teardown is part of its cost.
   ASSERT_TRUE(waitUntil([&] { return server->tcpServer().connectionCount() == 0; }));
-  runSync(loop, [] { t_counting = false; });
-  const double perConnection = static_cast<double>(g_allocations.load() - before) / kConnections;
+  runSync(loop, [] { test::setCountingAllocations(false); });
+  const double perConnection =
+      static_cast<double>(test::countedAllocations() - before) / kConnections;
   EXPECT_LE(perConnection, kMaxPerConnection);
   // The count works at all: a connection is at least the connection itself.
   EXPECT_GE(perConnection, 1.0);

@@ -8,6 +8,8 @@
 // Made and used on one thread; throws std::runtime_error if OpenSSL fails.
 #pragma once
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 namespace libnet::test {
@@ -33,5 +35,14 @@ class TestPki {
  private:
   std::string dir_;
 };
+
+// `text` in lower case, for comparing OpenSSL's verify texts: their case
+// differs between versions ("Hostname mismatch" before 3.0, "hostname
+// mismatch" since).
+inline std::string lowered(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
 
 }  // namespace libnet::test

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <iterator>
 #include <memory>
@@ -39,16 +38,9 @@
 namespace libnet {
 namespace {
 
-// Lower case: OpenSSL's verify texts differ in case between versions
-// ("Hostname mismatch" before 3.0, "hostname mismatch" since).
-std::string lowered(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 using namespace std::chrono_literals;
 using test::BlockingClient;
+using test::lowered;
 using test::runSync;
 using test::waitUntil;
 

@@ -5,8 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -36,22 +34,19 @@
 #include "net/websocket/WebSocketServer.h"
 #include "tests/net/TestUtil.h"
 #include "tests/net/tls/TestPki.h"
+#include "tests/net/websocket/HandMadeClient.h"
 
 namespace libnet::ws {
 namespace {
 
-// Lower case: OpenSSL's verify texts differ in case between versions
-// ("Hostname mismatch" before 3.0, "hostname mismatch" since).
-std::string lowered(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 using namespace std::chrono_literals;
 using test::BlockingClient;
+using test::clientFrame;
 using test::kWait;
+using test::lowered;
+using test::readUpgradeHead;
 using test::runSync;
+using test::upgradeRequest;
 
 constexpr size_t kMiB = 1024 * 1024;
 
@@ -130,40 +125,6 @@ void serverMessage(const WebSocketPtr& ws, MessageType type, std::string_view pa
     return;
   }
   (void)ws->send(type, payload);
-}
-
-// A masked client frame, written by hand.
-std::string clientFrame(uint8_t opcode, std::string_view payload, bool fin = true) {
-  std::string frame(1, static_cast<char>((fin ? 0x80 : 0) | opcode));
-  if (payload.size() < 126) {
-    frame += static_cast<char>(0x80 | payload.size());
-  } else {
-    frame += static_cast<char>(0x80 | 126);
-    frame += static_cast<char>(payload.size() >> 8);
-    frame += static_cast<char>(payload.size() & 0xff);
-  }
-  const char key[4] = {0x12, 0x34, 0x56, 0x78};
-  frame.append(key, 4);
-  for (size_t i = 0; i < payload.size(); ++i) frame += static_cast<char>(payload[i] ^ key[i % 4]);
-  return frame;
-}
-
-std::string upgradeRequest(std::string_view version = "13") {
-  return "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: " +
-         std::string(version) + "\r\n\r\n";
-}
-
-// Reads the 101 head off a hand-made client; returns what came after it.
-std::string readUpgradeHead(BlockingClient& client) {
-  std::string got;
-  while (got.find("\r\n\r\n") == std::string::npos) {
-    const std::string more = client.recvExactly(1);
-    if (more.empty()) return "(closed) " + got;
-    got += more;
-  }
-  EXPECT_EQ(got.rfind("HTTP/1.1 101 ", 0), 0u) << got;
-  return got;
 }
 
 // One unmasked server frame: {opcode, payload}; opcode -1 on EOF.

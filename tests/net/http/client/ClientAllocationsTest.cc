@@ -2,68 +2,18 @@
 // none per response once warmed up (headers are views into storage it
 // reuses; a discarded body is not copied), and a keep-alive request through
 // HttpClient with a prepared request, as the load generator sends it, makes
-// at most kMaxPerRequest. The test binary replaces the global operator new
-// to count the calls made on this thread while counting is on. Not under the
-// sanitizers, which bring their own allocator.
+// at most kMaxPerRequest. The test counts this thread's calls of the global
+// operator new (tests/net/AllocationCounter.h). Not under the sanitizers,
+// which bring their own allocator.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <memory>
-#include <new>
 #include <string>
 
 #include "net/Buffer.h"
 #include "net/http/HttpResponseParser.h"
+#include "tests/net/AllocationCounter.h"
 #include "tests/net/http/client/ScriptedServerTest.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define LIBNET_COUNTING_ALLOCATIONS 0
-#else
-#define LIBNET_COUNTING_ALLOCATIONS 1
-#endif
-
-namespace {
-
-std::atomic<long> g_allocations{0};
-thread_local bool t_counting = false;
-
-#if LIBNET_COUNTING_ALLOCATIONS
-void* countedAllocation(std::size_t size) {
-  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-#endif
-
-// Counts this thread's allocations while alive.
-class Counting {
- public:
-  Counting() {
-    g_allocations = 0;
-    t_counting = true;
-  }
-  ~Counting() { t_counting = false; }
-  [[nodiscard]] long count() const { return g_allocations.load(); }
-};
-
-}  // namespace
-
-#if LIBNET_COUNTING_ALLOCATIONS
-void* operator new(std::size_t size) { return countedAllocation(size); }
-void* operator new[](std::size_t size) { return countedAllocation(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return countedAllocation(size);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 namespace libnet::test {
 namespace {
@@ -73,7 +23,7 @@ namespace {
 constexpr double kMaxPerRequest = 1.5;
 
 TEST(ClientAllocationsTest, ParserAllocatesNothingPerResponse) {
-  if (!LIBNET_COUNTING_ALLOCATIONS) GTEST_SKIP() << "allocations are not counted under sanitizers";
+  if (!kCountingAllocations) GTEST_SKIP() << "allocations are not counted under sanitizers";
   const std::string response =
       "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Fri, 27 Nov 2026 10:00:00 GMT\r\n"
       "Content-Type: text/plain\r\nContent-Length: 12\r\nConnection: keep-alive\r\n\r\n"
@@ -92,7 +42,7 @@ TEST(ClientAllocationsTest, ParserAllocatesNothingPerResponse) {
     }
   };
   parseBoth();  // warm-up: the parser's storage grows once
-  Counting counting;
+  AllocationCount counting;
   for (int i = 0; i < 1000; ++i) parseBoth();
   EXPECT_EQ(counting.count(), 0);
 }
@@ -100,7 +50,7 @@ TEST(ClientAllocationsTest, ParserAllocatesNothingPerResponse) {
 using ClientAllocationsTestP = ScriptedServerTest;
 
 TEST_P(ClientAllocationsTestP, KeepAliveRequestsAllocateLittle) {
-  if (!LIBNET_COUNTING_ALLOCATIONS) GTEST_SKIP() << "allocations are not counted under sanitizers";
+  if (!kCountingAllocations) GTEST_SKIP() << "allocations are not counted under sanitizers";
   Request request = get("/ok");
   request.options.discardBody = true;
   request.options.keepHeaders = false;
@@ -117,11 +67,11 @@ TEST_P(ClientAllocationsTestP, KeepAliveRequestsAllocateLittle) {
     http::PreparedRequestPtr prepared;
     int done = 0;
     long counted = 0;
-    std::unique_ptr<Counting> counting;
+    std::unique_ptr<AllocationCount> counting;
     void next() {
       client->request(prepared, [this](FetchResult r) {
         EXPECT_TRUE(r.ok()) << r.errorMessage();
-        if (++done == 100) counting = std::make_unique<Counting>();  // warmed up
+        if (++done == 100) counting = std::make_unique<AllocationCount>();  // warmed up
         if (done == 100 + kRequests) {
           counted = counting->count();
           counting.reset();

@@ -33,17 +33,6 @@ using Kind = ClientError::Kind;
 
 using HttpClientTest = ScriptedServerTest;
 
-// A UDP port of 127.0.0.1 that nothing listens on at the moment.
-std::optional<uint16_t> freeUdpPort() {
-  UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  const InetAddress any("127.0.0.1", 0);
-  if (!fd || ::bind(fd.get(), any.sockAddr(), any.sockLen()) != 0) return std::nullopt;
-  sockaddr_in bound{};
-  socklen_t len = sizeof bound;
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) return std::nullopt;
-  return ntohs(bound.sin_port);
-}
-
 TEST_P(HttpClientTest, KeepAliveReusesOneConnection) {
   std::vector<Request> requests(10, get("/ok"));
   const std::vector<FetchResult> results = fetchInTurn(requests);
@@ -355,7 +344,7 @@ TEST_P(HttpClientTest, BodyFromAFile) {
 TEST_P(HttpClientTest, NameThatDoesNotResolveIsADnsError) {
   // A name server that is not there: the lookup fails at once (refused).
   dns::Resolver::Options dnsOptions;
-  const std::optional<uint16_t> port = freeUdpPort();
+  const std::optional<uint16_t> port = freeLoopbackPort(SOCK_DGRAM);
   ASSERT_TRUE(port.has_value());
   dnsOptions.servers = {InetAddress("127.0.0.1", *port)};
   dnsOptions.useHostsFile = false;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "net/Buffer.h"
+#include "tests/net/http/Mutation.h"
 
 namespace libnet::http {
 namespace {
@@ -367,25 +368,8 @@ TEST(HttpResponseParserTest, MutatedResponsesGetOneVerdictHoweverSplit) {
   int complete = 0;
   int errors = 0;
   for (int i = 0; i < 300; ++i) {
-    std::string input = seeds[random() % seeds.size()];
-    for (int edits = 1 + static_cast<int>(random() % 3); edits > 0 && !input.empty(); --edits) {
-      const size_t at = random() % input.size();
-      const char c = alphabet[random() % alphabet.size()];
-      switch (random() % 4) {
-        case 0:
-          input[at] = c;
-          break;
-        case 1:
-          input.insert(at, 1, c);
-          break;
-        case 2:
-          input.erase(at, 1);
-          break;
-        default:
-          input.resize(at);
-          break;
-      }
-    }
+    const std::string input =
+        test::mutated(seeds[random() % seeds.size()], alphabet, /*cut=*/true, random);
     std::string body;
     const Result r = feedEverySplit(input, &body, random() % 8 == 0);
     complete += r == Result::kComplete ? 1 : 0;

@@ -9,8 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -22,18 +20,11 @@
 #include "net/http/HttpClient.h"
 #include "tests/net/ChildProcess.h"
 #include "tests/net/TestUtil.h"
-#include "tests/net/http/client/ServerProcess.h"
+#include "tests/net/http/client/ClientLoopTest.h"
+#include "tests/net/tls/TestPki.h"
 
 namespace libnet::test {
 namespace {
-
-// Lower case: OpenSSL's verify texts differ in case between versions
-// ("Hostname mismatch" before 3.0, "hostname mismatch" since).
-std::string lowered(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 namespace fs = std::filesystem;
 using http::ClientError;
@@ -45,15 +36,7 @@ using Kind = ClientError::Kind;
 constexpr char kNginx[] = "/usr/sbin/nginx";
 
 // A TCP port of 127.0.0.1 free at the moment (nginx cannot be told port 0).
-uint16_t freePort() {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  const InetAddress any("127.0.0.1", 0);
-  if (!fd || ::bind(fd.get(), any.sockAddr(), any.sockLen()) != 0) return 0;
-  sockaddr_in bound{};
-  socklen_t len = sizeof bound;
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len) != 0) return 0;
-  return ntohs(bound.sin_port);
-}
+uint16_t freePort() { return freeLoopbackPort(SOCK_STREAM).value_or(0); }
 
 bool accepts(uint16_t port) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -84,7 +67,7 @@ std::string config(const fs::path& dir, uint16_t port, uint16_t tlsPort, bool su
   return c;
 }
 
-class NginxTest : public LoopTest {
+class NginxTest : public ClientLoopTest {
  protected:
   static void SetUpTestSuite() {
     if (::access(kNginx, X_OK) != 0) return;
@@ -116,9 +99,8 @@ class NginxTest : public LoopTest {
       const uint16_t port = freePort();
       const uint16_t tlsPort = freePort();
       std::ofstream(*dir_ / "nginx.conf") << config(*dir_, port, tlsPort, subModule_);
-      nginx_ = new ServerProcess;
-      if (!nginx_->start({kNginx, "-p", dir_->string(), "-c", (*dir_ / "nginx.conf").string()},
-                         "")) {
+      nginx_ = new ServerChild;
+      if (!nginx_->start({kNginx, "-p", dir_->string(), "-c", (*dir_ / "nginx.conf").string()})) {
         why_ = "nginx did not start: " + nginx_->output();
       } else if (waitUntil([&] { return accepts(port) && accepts(tlsPort); }, kWait)) {
         port_ = port;
@@ -143,37 +125,14 @@ class NginxTest : public LoopTest {
     if (IsSkipped()) return;
     if (::access(kNginx, X_OK) != 0) GTEST_SKIP() << "nginx is not installed (" << kNginx << ")";
     ASSERT_NE(port_, 0) << why_;
-    loop_ = std::make_unique<EventLoop>(GetParam());
-    armWatchdog(*loop_);
-  }
-  void TearDown() override {
-    client_.reset();
-    loop_.reset();
+    startLoop();
   }
 
-  HttpClient& client(HttpClient::Options options = {}) {
-    if (!client_) client_ = std::make_unique<HttpClient>(loop_.get(), std::move(options));
-    return *client_;
-  }
-
-  std::vector<FetchResult> fetchInTurn(const std::vector<std::string>& urls) {
-    std::vector<FetchResult> results;
-    auto next = std::make_shared<std::function<void(size_t)>>();
-    *next = [&, next](size_t i) {
-      if (i == urls.size()) {
-        loop_->quit();
-        return;
-      }
-      client().request(Request{.url = urls[i]}, [&, next, i](FetchResult r) {
-        results.push_back(std::move(r));
-        (*next)(i + 1);
-      });
-    };
-    loop_->queueInLoop([next] { (*next)(0); });
-    loop_->loop();
-    EXPECT_FALSE(timedOut_);
-    *next = nullptr;
-    return results;
+  // The URLs fetched one after the other.
+  std::vector<FetchResult> fetchUrls(const std::vector<std::string>& urls) {
+    std::vector<Request> requests;
+    for (const std::string& u : urls) requests.push_back(Request{.url = u});
+    return fetchInTurn(std::move(requests));
   }
 
   static std::string url(std::string_view path) {
@@ -186,17 +145,15 @@ class NginxTest : public LoopTest {
 
   static inline fs::path* dir_ = nullptr;
   static inline std::string* big_ = nullptr;
-  static inline ServerProcess* nginx_ = nullptr;
+  static inline ServerChild* nginx_ = nullptr;
   static inline uint16_t port_ = 0;
   static inline uint16_t tlsPort_ = 0;
   static inline std::string why_;
   static inline bool subModule_ = false;
-  std::unique_ptr<EventLoop> loop_;
-  std::unique_ptr<HttpClient> client_;
 };
 
 TEST_P(NginxTest, StaticFileByteForByte) {
-  const std::vector<FetchResult> results = fetchInTurn({url("/big.bin"), url("/missing")});
+  const std::vector<FetchResult> results = fetchUrls({url("/big.bin"), url("/missing")});
   ASSERT_EQ(results.size(), 2u);
   ASSERT_TRUE(results[0].ok()) << results[0].errorMessage();
   EXPECT_EQ(results[0].response().status, 200);
@@ -209,7 +166,7 @@ TEST_P(NginxTest, StaticFileByteForByte) {
 
 TEST_P(NginxTest, ChunkedResponse) {
   if (!subModule_) GTEST_SKIP() << "this nginx has no sub_filter (http_sub_module)";
-  const std::vector<FetchResult> results = fetchInTurn({url("/chunked/cats.txt")});
+  const std::vector<FetchResult> results = fetchUrls({url("/chunked/cats.txt")});
   ASSERT_EQ(results.size(), 1u);
   ASSERT_TRUE(results[0].ok()) << results[0].errorMessage();
   EXPECT_EQ(results[0].response().header("transfer-encoding"), "chunked");
@@ -219,7 +176,7 @@ TEST_P(NginxTest, ChunkedResponse) {
 
 TEST_P(NginxTest, TenRequestsOneConnection) {
   const std::vector<FetchResult> results =
-      fetchInTurn(std::vector<std::string>(10, url("/small.txt")));
+      fetchUrls(std::vector<std::string>(10, url("/small.txt")));
   ASSERT_EQ(results.size(), 10u);
   for (const FetchResult& r : results) {
     ASSERT_TRUE(r.ok()) << r.errorMessage();
@@ -234,7 +191,7 @@ TEST_P(NginxTest, HttpsVerifiedAgainstItsCa) {
   options.caFile = caFile();
   client(options);
   const std::vector<FetchResult> results =
-      fetchInTurn({tlsUrl("127.0.0.1", "/big.bin"), tlsUrl("127.0.0.1", "/small.txt")});
+      fetchUrls({tlsUrl("127.0.0.1", "/big.bin"), tlsUrl("127.0.0.1", "/small.txt")});
   ASSERT_EQ(results.size(), 2u);
   ASSERT_TRUE(results[0].ok()) << results[0].errorMessage();
   EXPECT_TRUE(results[0].response().body == *big_);
@@ -247,7 +204,7 @@ TEST_P(NginxTest, HttpsWrongHostNameIsAVerifyError) {
   options.caFile = caFile();
   client(options);
   // The certificate names IP 127.0.0.1 only.
-  const std::vector<FetchResult> results = fetchInTurn({tlsUrl("localhost", "/small.txt")});
+  const std::vector<FetchResult> results = fetchUrls({tlsUrl("localhost", "/small.txt")});
   ASSERT_EQ(results.size(), 1u);
   ASSERT_FALSE(results[0].ok());
   EXPECT_EQ(results[0].error().kind, Kind::kTls) << results[0].errorMessage();
@@ -258,7 +215,7 @@ TEST_P(NginxTest, HttpsWrongHostNameIsAVerifyError) {
 }
 
 TEST_P(NginxTest, HttpsWithoutTheCaIsAVerifyError) {
-  const std::vector<FetchResult> results = fetchInTurn({tlsUrl("127.0.0.1", "/small.txt")});
+  const std::vector<FetchResult> results = fetchUrls({tlsUrl("127.0.0.1", "/small.txt")});
   ASSERT_EQ(results.size(), 1u);
   ASSERT_FALSE(results[0].ok());
   EXPECT_EQ(results[0].error().kind, Kind::kTls) << results[0].errorMessage();

@@ -1,48 +1,17 @@
 // Heap allocations in the steady state of an echo over the codec: once the
 // receiver's message string and the output buffer have grown to the largest
 // message, receiving a frame (whole or fragmented, with pings between) and
-// sending it back allocate nothing, in either role. The test binary replaces
-// the global operator new to count calls while counting is on. Not under the
-// sanitizers, which bring their own allocator.
+// sending it back allocate nothing, in either role. The test counts the
+// calls of the global operator new (tests/net/AllocationCounter.h). Not
+// under the sanitizers, which bring their own allocator.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
 #include <string>
 
 #include "net/Buffer.h"
 #include "net/websocket/Receiver.h"
 #include "net/websocket/Sender.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define LIBNET_COUNTING_ALLOCATIONS 0
-#else
-#define LIBNET_COUNTING_ALLOCATIONS 1
-#endif
-
-namespace {
-
-long g_allocations = 0;
-bool g_counting = false;
-
-#if LIBNET_COUNTING_ALLOCATIONS
-void* countedAllocation(std::size_t size) {
-  if (g_counting) ++g_allocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-#endif
-
-}  // namespace
-
-#if LIBNET_COUNTING_ALLOCATIONS
-void* operator new(std::size_t size) { return countedAllocation(size); }
-void* operator new[](std::size_t size) { return countedAllocation(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-#endif
+#include "tests/net/AllocationCounter.h"
 
 namespace libnet::ws {
 namespace {
@@ -85,7 +54,7 @@ int echo(Receiver& receiver, Sender& sender, Buffer* input, Buffer* output) {
 }
 
 void expectNoAllocations(Role self) {
-  if (!LIBNET_COUNTING_ALLOCATIONS) GTEST_SKIP() << "not counted under the sanitizers";
+  if (!test::kCountingAllocations) GTEST_SKIP() << "not counted under the sanitizers";
   const Role peer = self == Role::kServer ? Role::kClient : Role::kServer;
   const std::string warmup = peerTraffic(peer, 2);
   const std::string traffic = peerTraffic(peer, 200);
@@ -96,12 +65,15 @@ void expectNoAllocations(Role self) {
   input.append(warmup);
   EXPECT_EQ(echo(receiver, sender, &input, &output), 4);
   input.append(traffic);
-  g_allocations = 0;
-  g_counting = true;
-  const int messages = echo(receiver, sender, &input, &output);
-  g_counting = false;
+  long allocations = 0;
+  int messages = 0;
+  {
+    const test::AllocationCount counting;
+    messages = echo(receiver, sender, &input, &output);
+    allocations = counting.count();
+  }
   EXPECT_EQ(messages, 400);
-  EXPECT_EQ(g_allocations, 0);
+  EXPECT_EQ(allocations, 0);
 }
 
 TEST(SteadyStateAllocationsTest, ServerEcho) { expectNoAllocations(Role::kServer); }
