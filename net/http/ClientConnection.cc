@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "base/UniqueFd.h"
 #include "net/Buffer.h"
@@ -61,7 +62,13 @@ ClientConnection::ClientConnection(HttpClient* client, const PreparedRequest& fi
   parser_.setBodySink([this](std::string_view piece) {
     if (state_ != State::kBusy || !exchange_) return;
     exchange_->bodyHanded = true;
-    exchange_->request->request.options.bodySink(piece);
+    // A sink that throws ends its request (the rest of the body has nowhere
+    // to go); the connection is closed, never pooled mid-body.
+    if (!callGuarded("HTTP client body sink",
+                     [&] { exchange_->request->request.options.bodySink(piece); })) {
+      fail({Kind::kCancelled, "the body sink threw; request to " + hostPort_ + " abandoned"},
+           false);
+    }
   });
 }
 

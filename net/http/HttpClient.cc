@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/EventLoop.h"
 #include "net/dns/Resolver.h"
@@ -326,7 +327,12 @@ void HttpClient::finish(const std::shared_ptr<Exchange>& exchange, FetchResult r
   // A request timeout cancels first (done), then reports.
   if (wasDone && result.ok()) return;
   ResponseCallback callback = std::move(exchange->callback);
-  if (callback) callback(std::move(result));
+  // The request is over whatever the callback does: an exception from it
+  // (anything, an int too) is logged and the client goes on with the
+  // origin's queue, as every other callback of the library does.
+  if (callback) {
+    callGuarded("HTTP client response callback", [&] { callback(std::move(result)); });
+  }
 }
 
 namespace {

@@ -262,6 +262,45 @@ TEST_P(HttpClientTest, CancelClosesTheConnectionAndSkipsTheCallback) {
   EXPECT_EQ(client().connectionCount(), 0u);
 }
 
+TEST_P(HttpClientTest, ResponseCallbackThatThrowsAnIntLeavesTheClientServing) {
+  // The first callback throws 42; the client must go on: the next request
+  // is answered, on the same pooled connection.
+  int calls = 0;
+  client().request(get("/ok"), [&](FetchResult r) {
+    ++calls;
+    EXPECT_TRUE(r.ok()) << r.errorMessage();
+    loop_->queueInLoop([&] {
+      client().request(get("/ok"), [&](FetchResult second) {
+        ++calls;
+        ASSERT_TRUE(second.ok()) << second.errorMessage();
+        EXPECT_EQ(second.response().body, "ok");
+        loop_->quit();
+      });
+    });
+    throw 42;
+  });
+  loop_->loop();
+  EXPECT_FALSE(timedOut_);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(client().stats().connectionsOpened, 1u);
+}
+
+TEST_P(HttpClientTest, BodySinkThatThrowsEndsItsRequestWithAnError) {
+  Request request = get("/endless");
+  request.options.bodySink = [](std::string_view) { throw std::string("no room"); };
+  const FetchResult first = fetchOne(request);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.error().kind, Kind::kCancelled);
+  EXPECT_NE(first.errorMessage().find("body sink threw"), std::string::npos)
+      << first.errorMessage();
+  // The connection that carried it was closed, not pooled mid-body; the
+  // client still serves.
+  const FetchResult second = fetchOne(get("/ok"));
+  ASSERT_TRUE(second.ok()) << second.errorMessage();
+  EXPECT_EQ(second.response().body, "ok");
+  EXPECT_EQ(client().stats().connectionsOpened, 2u);
+}
+
 TEST_P(HttpClientTest, StreamedBodyGoesToTheSink) {
   HttpClient::Options options;
   options.limits.maxBodyBytes = 16;  // a stored body's limit only
