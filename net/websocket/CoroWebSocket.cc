@@ -135,7 +135,8 @@ Task<AcceptResult> refuse(coro::Stream stream, const UpgradeCheck& check) {
   for (const auto& [name, value] : check.headers) response.addHeader(name, value);
   Buffer out;
   response.appendToBuffer(&out, {});
-  co_await stream.write(&out);
+  // A write that fails means the client is gone: the refusal ends either way.
+  (void)co_await stream.write(&out);
   stream.shutdown();
   co_return AcceptResult{.status = check.status};
 }
@@ -209,7 +210,11 @@ Task<CoroConnectResult> connect(EventLoop* loop, std::string url, ClientOptions 
   coro::Stream stream = std::move(connected.stream);
   stream.connection()->setMaxQueuedOutput(options.maxQueuedOutput);
   const std::string key = newClientKey();
-  co_await stream.write(detail::upgradeRequest(target, key, options.ws.deflate));
+  const Errc sent = co_await stream.write(detail::upgradeRequest(target, key, options.ws.deflate));
+  if (sent != Errc::kOk) {
+    co_return CoroConnectResult{.error = target.toString() +
+                                         ": sending the upgrade request: " + coro::errcName(sent)};
+  }
   http::HttpResponseParser response;
   std::string problem = co_await readUpgradeResponse(stream, &response, options.handshakeTimeout);
   std::optional<DeflateParams> params;
