@@ -104,7 +104,7 @@ void WebSocket::onInput(Buffer* buf) {
     pingOutstanding_ = false;  // anything from the peer shows it is alive
   }
   codec_->batching = true;
-  const bool consumed = handleEvents(buf);
+  const bool consumed = handleEvents(self, buf);
   codec_->batching = false;
   flush();
   // After a close or an error nothing more is read: what still comes is
@@ -112,9 +112,8 @@ void WebSocket::onInput(Buffer* buf) {
   if (consumed && codec_->receiver.done()) buf->retrieveAll();
 }
 
-bool WebSocket::handleEvents(Buffer* buf) {
+bool WebSocket::handleEvents(const WebSocketPtr& self, Buffer* buf) {
   Receiver& receiver = codec_->receiver;
-  const WebSocketPtr self = shared_from_this();
   while (!receiver.done()) {
     switch (receiver.next(buf)) {
       case Receiver::Event::kNeedMore:

@@ -137,9 +137,10 @@ class WebSocket : public std::enable_shared_from_this<WebSocket> {
             std::optional<DeflateParams> params, Handlers handlers);
 
   void onInput(Buffer* buf);
-  // Handles the events in `buf`; false when it stopped early for
-  // back-pressure (the rest stays in `buf`).
-  bool handleEvents(Buffer* buf);
+  // Handles the events in `buf` (`self`: onInput's reference, which keeps
+  // this alive through callbacks that close); false when it stopped early
+  // for back-pressure (the rest stays in `buf`).
+  bool handleEvents(const WebSocketPtr& self, Buffer* buf);
   void onConnectionDown();
   void onWriteComplete();
   void receivedClose(uint16_t code, std::string_view reason);
