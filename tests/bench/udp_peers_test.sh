@@ -28,22 +28,27 @@ field() {
 }
 
 # Starts server binary $1 with the rest as its arguments as a coprocess and
-# sets $port from its listening line (bounded wait).
+# sets $port from its listening line (bounded wait). The coprocess's output
+# descriptor is duplicated into $server_out: bash unsets SERVER and closes its
+# descriptors once it has reaped the coprocess, which can happen before its
+# last line is read.
 start_server() {
   coproc SERVER { exec "$@" 2>&1; }
+  server_pid=$SERVER_PID
+  exec {server_out}<&"${SERVER[0]}"
   local line=""
-  read -t 10 -r line <&"${SERVER[0]}" || fail "$1 printed nothing in 10 s"
+  read -t 10 -r line <&"$server_out" || fail "$1 printed nothing in 10 s"
   [[ "$line" =~ ^listening\ on\ 127\.0\.0\.1:([0-9]+)$ ]] || fail "$1: unexpected line: $line"
   port=${BASH_REMATCH[1]}
-  server_pid=$SERVER_PID
 }
 
 # Stops the server with SIGTERM and sets $stop to its stop line.
 stop_server() {
   kill -TERM "$server_pid"
   stop=""
-  read -t 10 -r stop <&"${SERVER[0]}" || fail "no stop line within 10 s of SIGTERM"
+  read -t 10 -r stop <&"$server_out" || fail "no stop line within 10 s of SIGTERM"
   local status=0
+  exec {server_out}<&-
   wait "$server_pid" || status=$?
   [[ $status -eq 0 ]] || fail "server exited $status after SIGTERM"
   [[ "$stop" =~ ^received=[0-9]+\ bytes=[0-9]+\ echoed=[0-9]+\ dropped=[0-9]+$ ]] ||

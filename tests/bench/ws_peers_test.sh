@@ -26,26 +26,32 @@ beast=$(find_file bench/websocket/beast_ws_echo_server)
 corrupt=$(find_file tests/bench/corrupt_ws_echo_server.py)
 
 # Starts a server (the command line) as a coprocess and sets $port from its
-# listening line (bounded wait).
+# listening line (bounded wait). The coprocess's output descriptor is
+# duplicated into $server_out: bash unsets SERVER and closes its descriptors
+# once it has reaped the coprocess.
 start_server() {
   coproc SERVER { exec "$@" 2>&1; }
+  server_pid=$SERVER_PID
+  exec {server_out}<&"${SERVER[0]}"
   local line=""
-  read -t 20 -r line <&"${SERVER[0]}" || fail "$1 printed nothing in 20 s"
+  read -t 20 -r line <&"$server_out" || fail "$1 printed nothing in 20 s"
   [[ "$line" =~ listening\ on\ 127\.0\.0\.1:([0-9]+)$ ]] || fail "$1: unexpected line: $line"
   port=${BASH_REMATCH[1]}
-  server_pid=$SERVER_PID
 }
 
-# Stops the server with SIGTERM; it must exit 0 within 10 s.
+# Stops the server with SIGTERM; it must exit 0 within 10 s. Its output
+# reaching end of file is the sign that it has exited; `wait` then collects
+# its status.
 stop_server() {
   kill -TERM "$server_pid"
-  local waited=0
-  while kill -0 "$server_pid" 2>/dev/null && ((waited < 100)); do
-    read -t 0.1 -r _ <&"${SERVER[0]}" || true
-    waited=$((waited + 1))
+  local deadline=$((SECONDS + 10)) status=0 exited=0
+  while ((SECONDS <= deadline)); do
+    read -t 1 -r _ <&"$server_out" 2>/dev/null && continue
+    # Above 128 is read's timeout; anything else is end of file.
+    (($? <= 128)) && exited=1 && break
   done
-  kill -0 "$server_pid" 2>/dev/null && fail "server still running 10 s after SIGTERM"
-  local status=0
+  ((exited)) || fail "server still running 10 s after SIGTERM"
+  exec {server_out}<&-
   wait "$server_pid" || status=$?
   [[ $status -eq 0 ]] || fail "server exited $status after SIGTERM"
 }
@@ -84,6 +90,7 @@ for deflate in "" --deflate; do
   [[ "$out" == *"does not match"* && "$out" =~ errors:\ 2 ]] || fail "corrupt $deflate: $out"
 done
 kill -TERM "$server_pid"
+exec {server_out}<&-
 wait "$server_pid" || true
 
 # Beast without --deflate declines the extension: ws_load --deflate says so.
