@@ -173,8 +173,8 @@ void updateTimers(const TcpConnectionPtr& conn, Link* link) {
   if (idle > Duration::zero() && link->session.pendingResponses() > 0 &&
       !link->stallTimer.valid()) {
     link->stallMark = link->session.responseBytes();
-    link->stallTimer = loop->runAfter(
-        idle, [weak = std::weak_ptr<TcpConnection>(conn)] { onStallCheck(weak); });
+    link->stallTimer =
+        loop->runAfter(idle, [weak = std::weak_ptr<TcpConnection>(conn)] { onStallCheck(weak); });
   }
 }
 
@@ -283,9 +283,8 @@ void Shared::goAway(std::function<void()> done) {
 
 std::shared_ptr<Service> serve(http::HttpServer& server, Options options) {
   auto shared = std::make_shared<Shared>(&server, options);
-  server.setConnectionTaker([shared](const TcpConnectionPtr& conn, Buffer* input) {
-    return take(shared, conn, input);
-  });
+  server.setConnectionTaker(
+      [shared](const TcpConnectionPtr& conn, Buffer* input) { return take(shared, conn, input); });
   return shared;
 }
 

@@ -123,7 +123,8 @@ struct ServerSession::Callbacks {
     auto* stream = static_cast<Stream*>(source->ptr);
     Buffer* out = s->out_;
     out->append(view(head, kFrameHeader));
-    if (frame->data.padlen > 0) out->append(std::string(1, static_cast<char>(frame->data.padlen - 1)));
+    if (frame->data.padlen > 0)
+      out->append(std::string(1, static_cast<char>(frame->data.padlen - 1)));
     if (stream->file.valid()) {
       out->ensureWritableBytes(length);
       size_t done = 0;
