@@ -83,9 +83,6 @@ MODES = ["tls", "h2c"]
 PROTOCOL = {"tls": "h2", "h2c": "h2c"}
 # Headers and frame headers per response: well under this many bytes.
 MAX_OVERHEAD = 1024
-# Requests in flight when the window opens and closes make the bytes of a
-# window differ a little from requests x size.
-SIZE_SLACK = 0.1
 # h2load's markers around the measured window (lines on its stdout, which it
 # flushes as it goes).
 WINDOW_START = "Main benchmark duration is started"
@@ -370,10 +367,11 @@ def parse_h2load(text):
 
 
 def check_run(r, mode, size, in_flight):
-    """Raises RunError unless the run served what it should have. h2load
-    counts a status when the response's headers arrive and the rest when it
-    completes, so up to in_flight (conns x streams) requests that straddle
-    the window's edges make the two counts differ."""
+    """Raises RunError unless the run served what it should have. Up to
+    in_flight (conns x streams) requests straddle each edge of the window:
+    h2load counts one's status when its headers arrive, its completion when
+    its last byte does, and its bytes as they arrive, so those counts may
+    differ by as much."""
     problems = []
     if r["protocol"] != PROTOCOL[mode]:
         problems.append("protocol %s, expected %s" % (r["protocol"], PROTOCOL[mode]))
@@ -383,12 +381,13 @@ def check_run(r, mode, size, in_flight):
     if r["status_other"] or abs(r["status_2xx"] - r["requests"]) > in_flight:
         problems.append("%d answered 2xx and %d 3xx/4xx/5xx, of %d requests done" %
                         (r["status_2xx"], r["status_other"], r["requests"]))
+    low = max(0, r["requests"] - in_flight) * size
+    high = (r["requests"] + in_flight) * (size + MAX_OVERHEAD)
     if not r["requests"]:
         problems.append("no request done")
-    elif not (size * (1 - SIZE_SLACK) <= r["bytes"] / r["requests"] <=
-              size * (1 + SIZE_SLACK) + MAX_OVERHEAD):
-        problems.append("%.0f bytes received per response of a %d-byte file" %
-                        (r["bytes"] / r["requests"], size))
+    elif not low <= r["bytes"] <= high:
+        problems.append("%d bytes received for %d responses of a %d-byte file (expected %d "
+                        "to %d)" % (r["bytes"], r["requests"], size, low, high))
     if problems:
         raise RunError("; ".join(problems))
 
