@@ -419,6 +419,7 @@ class Server:
     def __init__(self, binary, backend, *args):
         self.log = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "http_server.log")
         log = open(self.log, "a")
+        self.log_start = log.tell()
         self.argv = [binary, "--address", "127.0.0.1", "--port", "0", "--backend", backend,
                      *args]
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=log, text=True)
@@ -431,12 +432,14 @@ class Server:
             check(ready, "http_server did not start: %s" % " ".join(self.argv))
             line = self.proc.stdout.readline()
             check(line, "http_server exited before listening: %s\n%s" % (
-                " ".join(self.argv), self.log_tail()))
+                " ".join(self.argv), self.log_output()))
         self.port = int(line.rsplit(":", 1)[1])
 
-    def log_tail(self):
+    def log_output(self):
+        """The start of what this server wrote to stderr."""
         with open(self.log, errors="replace") as f:
-            return f.read()[-1500:]
+            f.seek(self.log_start)
+            return f.read(1500)
 
     def rss(self):
         """The server's resident memory in bytes."""
