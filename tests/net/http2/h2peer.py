@@ -15,6 +15,7 @@ condition up to a deadline).
 
 import atexit
 import os
+import re
 import select
 import signal
 import socket
@@ -422,18 +423,21 @@ class Server:
         self.log_start = log.tell()
         self.argv = [binary, "--address", "127.0.0.1", "--port", "0", "--backend", backend,
                      *args]
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=log, text=True)
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=log)
         atexit.register(self.proc.kill)  # a failing check must not leave it running
+        # Raw reads: the banner may follow another line (the kernel TLS note),
+        # which a buffered readline() would take along unseen by select().
         deadline = time.monotonic() + WAIT
-        line = ""
-        while "listening on" not in line:
+        out = b""
+        while not re.search(rb"listening on \S+:(\d+)\n", out):
             ready, _, _ = select.select([self.proc.stdout], [], [],
                                         max(0.0, deadline - time.monotonic()))
             check(ready, "http_server did not start: %s" % " ".join(self.argv))
-            line = self.proc.stdout.readline()
-            check(line, "http_server exited before listening: %s\n%s" % (
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            check(chunk, "http_server exited before listening: %s\n%s" % (
                 " ".join(self.argv), self.log_output()))
-        self.port = int(line.rsplit(":", 1)[1])
+            out += chunk
+        self.port = int(re.search(rb"listening on \S+:(\d+)\n", out).group(1))
 
     def log_output(self):
         """The start of what this server wrote to stderr."""
