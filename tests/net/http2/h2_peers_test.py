@@ -8,7 +8,8 @@ and that the same server then answers a fresh conforming request (python3-h2):
   no ENABLE_PUSH but 0, an INITIAL_WINDOW_SIZE of at least 64 KiB;
 - 101 streams open at once (before and after acknowledging the SETTINGS):
   the extra one is refused (REFUSED_STREAM or PROTOCOL_ERROR), the 100 others
-  are answered;
+  are answered; after the acknowledgement nghttp2 may instead end the
+  connection (GOAWAY PROTOCOL_ERROR naming stream 199, then the close);
 - a header list over 64 KiB: that stream gets 431 or a reset, a second
   stream on the connection is answered;
 - an HPACK bomb (a 4000-byte header in the dynamic table, then one-byte
@@ -130,6 +131,9 @@ def concurrent_streams_case(server, acknowledged):
         conn.ack_settings = False
     open_streams(conn, 101)
     refused = conn.read_until(lambda f: f.kind == GOAWAY or f.stream == 201, what)
+    if acknowledged and refused is not None and refused.kind == GOAWAY:
+        connection_error_on_stream_limit(conn, refused, what)
+        return
     check(refused is not None and refused.kind == RST_STREAM and
           refused.error_code() in (REFUSED_STREAM, PROTOCOL_ERROR),
           "%s: stream 201 got %s, not RST_STREAM REFUSED_STREAM or PROTOCOL_ERROR (%s)" % (
@@ -153,6 +157,21 @@ def concurrent_streams_case(server, acknowledged):
         check(response["status"] == "200" and response["body"] == HELLO,
               "%s: stream %d got %s" % (what, stream, response))
     check(conn.goaway() is None, "%s: %s" % (what, conn.goaway()))
+    conn.close()
+
+
+def connection_error_on_stream_limit(conn, goaway, what):
+    """nghttp2 (1.52 and later) refuses a stream past an acknowledged
+    SETTINGS_MAX_CONCURRENT_STREAMS with a connection error, which RFC 9113
+    section 5.4.1 allows for any stream error: GOAWAY PROTOCOL_ERROR naming
+    stream 199, the last of the 100, then the close. Only streams the server
+    never took are lost, so a client may retry all of them elsewhere."""
+    last = struct.unpack_from("!I", goaway.payload)[0] & MAX_WINDOW
+    check(goaway.error_code() == PROTOCOL_ERROR and last == 199,
+          "%s: %s, expected RST_STREAM on stream 201 or GOAWAY PROTOCOL_ERROR with last stream "
+          "199 (%s)" % (what, goaway, summary(conn.frames)))
+    check(conn.read_to_close(), "%s: %s, then the connection stayed open" % (what, goaway))
+    print("  %s: %s, then the close (a connection error)" % (what, goaway))
     conn.close()
 
 

@@ -11,4 +11,4 @@ HTTP=$(runfile examples/http/http_server)
 PYTHON=/usr/bin/python3
 export PYTHONDONTWRITEBYTECODE=1
 "$PYTHON" -c 'import h2, hpack' 2>/dev/null || fail "python3-h2 is needed (tools/setup.sh)"
-exec timeout -k 5 800 "$PYTHON" "$(dirname "$0")/h2_peers_test.py" "$PKI" "$HTTP"
+exec timeout -k 5 280 "$PYTHON" "$(dirname "$0")/h2_peers_test.py" "$PKI" "$HTTP"

@@ -223,7 +223,8 @@ class Conn:
     or "reset" once reading has reached the server's end of the stream, and
     `send_failed` is set when a write found the connection gone (what the
     server sent before is still read). SETTINGS from the server are
-    acknowledged as they are read unless `ack_settings` is false."""
+    acknowledged as they are read unless `ack_settings` is false (it is
+    when the client sends no preface)."""
 
     def __init__(self, port, tls=None, rcvbuf=None, preface=True, settings=()):
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -241,7 +242,7 @@ class Conn:
         self.frames = []
         self.closed = None
         self.send_failed = False
-        self.ack_settings = True
+        self.ack_settings = preface  # a client without a preface stays silent
         self.decoder = hpack.Decoder()
         self.decoder.max_header_list_size = 1 << 20
         self.block = None  # (first frame, fragments) of a header block in progress
