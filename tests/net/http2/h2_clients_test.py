@@ -1,6 +1,6 @@
 """Real HTTP/2 clients against examples/http:http_server, on each backend,
-both h2c with prior knowledge (--h2c) and h2 over TLS (ALPN; certificates
-made at test time by make_test_pki):
+both h2c with prior knowledge (--h2c, one loop) and h2 over TLS (ALPN,
+--threads 2; certificates made at test time by make_test_pki):
 
 - curl (--http2-prior-knowledge, or --http2 with ALPN): /hello with the
   verbose output naming HTTP/2 (and "ALPN: server accepted h2"); a 100 MiB
@@ -225,8 +225,9 @@ def h2load_cases(mode):
 
 
 def run_mode(http_server, backend, name, pki, root):
-    extra = ["--tls-cert", pki + "/server.pem", "--tls-key", pki + "/server.key"] \
-        if name == "tls" else ["--h2c"]
+    # The TLS server runs two I/O threads, the h2c one serves on its main loop.
+    extra = ["--tls-cert", pki + "/server.pem", "--tls-key", pki + "/server.key", "--threads",
+             "2"] if name == "tls" else ["--h2c"]
     server = Server(http_server, backend, "--root", root, *extra)
     mode = Mode(name, server.port, pki + "/ca.pem")
     curl_get_cases(mode, root)
