@@ -76,9 +76,9 @@ std::vector<Frame> parseFrames(std::string_view bytes) {
     Frame f;
     f.type = p[3];
     f.flags = p[4];
-    f.stream = static_cast<int32_t>(((uint32_t{p[5]} << 24) | (uint32_t{p[6]} << 16) |
-                                     (uint32_t{p[7]} << 8) | p[8]) &
-                                    0x7fffffff);
+    f.stream = static_cast<int32_t>(
+        ((uint32_t{p[5]} << 24) | (uint32_t{p[6]} << 16) | (uint32_t{p[7]} << 8) | p[8]) &
+        0x7fffffff);
     f.payload.assign(bytes.substr(9, length));
     frames.push_back(std::move(f));
     bytes.remove_prefix(9 + length);

@@ -3,9 +3,9 @@
 // produced read back frame by frame.
 #include "net/http2/ServerSession.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -63,8 +63,9 @@ class ServerSessionTest : public ::testing::Test {
       response->setContentType("text/plain");
       response->addHeader("X-Method", request.methodName());
       response->addHeader("Connection", "keep-alive");  // must not reach HTTP/2
-      response->setBody(std::string(request.path()) + " " + std::string(http::versionName(request.version())) +
-                        " " + std::to_string(request.body().size()) + " " +
+      response->setBody(std::string(request.path()) + " " +
+                        std::string(http::versionName(request.version())) + " " +
+                        std::to_string(request.body().size()) + " " +
                         std::string(request.header("host").value_or("-")));
     };
   }
@@ -227,8 +228,8 @@ TEST_F(HostileTest, AnOpenHeaderBlockKeepsTheHeaderDeadlineRunning) {
   const std::string block = test::getBlock("/");
   EXPECT_TRUE(feed(server, frame(NGHTTP2_HEADERS, 0, 1, block.substr(0, 2))));
   EXPECT_TRUE(server.awaitingHeaders());
-  EXPECT_TRUE(server.receive(frame(NGHTTP2_CONTINUATION, NGHTTP2_FLAG_END_HEADERS, 1,
-                                   block.substr(2))));
+  EXPECT_TRUE(
+      server.receive(frame(NGHTTP2_CONTINUATION, NGHTTP2_FLAG_END_HEADERS, 1, block.substr(2))));
   EXPECT_FALSE(server.awaitingHeaders());
 }
 
@@ -262,7 +263,8 @@ TEST_F(HostileTest, ATableSizeUpdateOverTheLimitIsACompressionError) {
   const std::string block = std::string("\x3f\xe1\x3f", 3) + test::getBlock("/");
   // A connection error nghttp2 handles itself: receive() takes the bytes,
   // the GOAWAY is queued, and the session is finished once it is out.
-  feed(server, frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1, block));
+  feed(server,
+       frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1, block));
   EXPECT_EQ(test::goAwayCode(frames_), NGHTTP2_COMPRESSION_ERROR);
   EXPECT_TRUE(server.finished());
   EXPECT_EQ(handled_, 0);
@@ -298,7 +300,8 @@ TEST_F(HostileTest, StreamsPastAnAcknowledgedLimitEndTheConnection) {
   config_.options.maxConcurrentStreams = 3;
   ServerSession server(config_, "test");
   EXPECT_TRUE(feed(server, ""));  // the server's SETTINGS are out
-  static_cast<void>(server.receive(frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, {}) + fiveOpenStreams()));
+  static_cast<void>(
+      server.receive(frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, {}) + fiveOpenStreams()));
   frames_ = test::parseFrames(test::drain(server));
   EXPECT_EQ(test::goAwayCode(frames_), NGHTTP2_PROTOCOL_ERROR);
   EXPECT_TRUE(server.finished());
