@@ -10,8 +10,10 @@
 // serve() sets the server's connection taker (HttpServer::setConnectionTaker):
 // a TLS connection whose ALPN choice is "h2" speaks HTTP/2 from its first
 // byte; a connection that starts with the client preface does too
-// (prior knowledge, "h2c", unless Options::priorKnowledge is off); every
-// other connection stays HTTP/1.1. Upgrade: h2c is not offered.
+// (prior knowledge, "h2c", unless Options::priorKnowledge is off), and so,
+// on such a port, does one whose first line is no HTTP/1.x request line (a
+// broken preface: GOAWAY, not HTTP/1.1's 400); every other connection stays
+// HTTP/1.1. Upgrade: h2c is not offered.
 //
 // Each HTTP/2 connection runs a ServerSession on its loop thread. What it
 // shares with HTTP/1.1: the handler, the parser's limits (header section:

@@ -122,6 +122,7 @@ class ServerSession {
   uint32_t blockFrames_ = 0;
   size_t blockBytes_ = 0;
   bool prefaceDone_ = false;
+  int32_t highestRequestStream_ = 0;
   bool failed_ = false;
   Bucket resets_;
   Bucket control_;
