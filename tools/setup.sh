@@ -35,6 +35,12 @@ PACKAGES=(
   python3-websockets  # websockets 10.4, the independent WebSocket peer of the tests
 )
 
+# Go builds the pinned h2spec of tools/h2spec.sh; an upstream Go in
+# /usr/local/go (Go's own tarball) serves as well as Debian's 1.19.
+if ! command -v go >/dev/null 2>&1 && [[ ! -x /usr/local/go/bin/go ]]; then
+  PACKAGES+=(golang-go)
+fi
+
 missing=()
 for pkg in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
