@@ -41,9 +41,23 @@ class HttpResponse {
   void setContentType(std::string_view type);
   // Any other field, in the order added. Date, Content-Length and Connection
   // are written by appendToBuffer() and must not be added here. CR, LF and NUL
-  // in name or value are replaced by spaces, so that a value built from
+  // in name or value, and a colon in the name, are replaced by spaces, so that a value built from
   // request data (a redirect Location, say) cannot split the response.
   void addHeader(std::string_view name, std::string_view value);
+
+  [[nodiscard]] const std::string& contentType() const { return contentType_; }
+  // Calls fn(name, value) for each field added with addHeader(), in order
+  // (for a front end that does not write HTTP/1.1 lines: HTTP/2).
+  template <class Fn>
+  void forEachHeader(Fn&& fn) const {
+    std::string_view rest = headers_;
+    while (!rest.empty()) {
+      const size_t colon = rest.find(": ");
+      const size_t end = rest.find("\r\n", colon);
+      fn(rest.substr(0, colon), rest.substr(colon + 2, end - colon - 2));
+      rest.remove_prefix(end + 2);
+    }
+  }
 
   // The body, held here and sent by appendToBuffer(); replaces an announced
   // length.
