@@ -158,6 +158,8 @@ start_server() {
   else
     args+=(--tls-cert "$tmp/certs/server.pem" --tls-key "$tmp/certs/server.key")
   fi
+  # Made here: the redirection below happens in the child, maybe after the first look.
+  : >"$out"
   "$server" "${args[@]}" >"$out" 2>&1 &
   server_pid=$!
   started+=("$server_pid")
