@@ -137,13 +137,11 @@ find_server() {
 }
 
 tmp=""
-started=()
+server_pid="" # the server running now, not yet waited for
 cleanup() {
-  local pid
-  for pid in "${started[@]}"; do
-    kill -KILL "$pid" 2>/dev/null || true
-  done
+  [[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null
   [[ -n $tmp ]] && rm -rf "$tmp"
+  return 0
 }
 trap cleanup EXIT
 
@@ -162,7 +160,6 @@ start_server() {
   : >"$out"
   "$server" "${args[@]}" >"$out" 2>&1 &
   server_pid=$!
-  started+=("$server_pid")
   port=""
   for _ in $(seq 200); do # bounded: 20 s
     port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out")
@@ -175,23 +172,26 @@ start_server() {
   return 1
 }
 
-# Stops the server started last with SIGTERM; returns 1 unless it was still
-# running and then exited 0 within 20 seconds (what went wrong on stderr).
+# Stops the server with SIGTERM; returns 1 unless it was still running and
+# then exited 0 within 20 seconds (what went wrong on stderr).
 stop_server() {
-  local label=$1 status=0
-  if ! kill -0 "$server_pid" 2>/dev/null; then
-    wait "$server_pid" || status=$?
+  local label=$1 pid=$server_pid status=0
+  if ! kill -0 "$pid" 2>/dev/null; then
+    server_pid=""
+    wait "$pid" || status=$?
     echo "h2spec $label: the server died during the run (exit status $status)" >&2
     return 1
   fi
-  kill -TERM "$server_pid"
-  if ! timeout 20 tail --pid="$server_pid" -f /dev/null; then
-    kill -KILL "$server_pid" 2>/dev/null || true
-    wait "$server_pid" || true
+  kill -TERM "$pid"
+  if ! timeout 20 tail --pid="$pid" -f /dev/null; then
+    kill -KILL "$pid" 2>/dev/null || true
+    server_pid=""
+    wait "$pid" 2>/dev/null || true
     echo "h2spec $label: the server did not stop within 20 s of SIGTERM" >&2
     return 1
   fi
-  wait "$server_pid" || status=$?
+  server_pid=""
+  wait "$pid" || status=$?
   if ((status != 0)); then
     echo "h2spec $label: the server exited with status $status after SIGTERM" >&2
     return 1
@@ -228,6 +228,9 @@ run_suite() {
 run_backend() {
   local backend=$1 mode=$2 label="$1 $2" status=0
   if ! start_server "$backend" "$mode"; then
+    kill -KILL "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
     echo "h2spec $label: the server did not start, log $logs/server-$backend-$mode.log"
     return 1
   fi
