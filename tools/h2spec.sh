@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs h2spec, the HTTP/2 conformance suite, against examples/http's
 # http_server: for each backend once over h2c (HTTP/2 with prior knowledge on
-# the plain port, --h2c) and once over TLS (ALPN h2), every case of the suite.
+# the plain port, --h2c) and once over TLS (ALPN h2), every case of the suite,
+# the strict ones (h2spec -S: what a SHOULD asks, such as a GOAWAY before
+# closing on a connection error) included.
 #
 #   tools/h2spec.sh [--backend epoll|uring|both] [--bindir DIR] [-- BAZEL_OPTION...]
 #       --backend     the poller backends to run (default: both)
@@ -17,7 +19,7 @@
 # is .cache/h2spec/gopath. A fresh certificate (tools/make_test_certs.py) is
 # made in a temporary directory for the TLS runs.
 #
-# Prints one line per run ("h2spec uring h2c: 145 tests, 145 passed, 0 skipped,
+# Prints one line per run ("h2spec uring h2c: 146 tests, 146 passed, 0 skipped,
 # 0 failed") followed by every failed case by its h2spec id (h2spec
 # http2/4.2/2 ... runs only that one); the full output of each run, its JUnit
 # report and the server's output are kept in .cache/h2spec/logs. The servers
@@ -38,7 +40,7 @@ python=/usr/bin/python3
 [[ -x $python ]] || python=python3
 
 usage() {
-  sed -n '2,30s/^# \{0,1\}//p' "$0"
+  sed -n '2,32s/^# \{0,1\}//p' "$0"
 }
 
 die() {
@@ -204,7 +206,7 @@ stop_server() {
 run_suite() {
   local label=$1 port=$2 mode=$3 name=${1// /-} args status=0
   local log=$logs/h2spec-$name.log report=$logs/h2spec-$name.xml
-  args=(-h 127.0.0.1 -p "$port" -o "$case_timeout" -P /hello -j "$report")
+  args=(-h 127.0.0.1 -p "$port" -o "$case_timeout" -S -P /hello -j "$report")
   [[ $mode == tls ]] && args+=(-t -k)
   rm -f "$report"
   timeout "$run_timeout" "$h2spec" "${args[@]}" >"$log" 2>&1 || status=$?
