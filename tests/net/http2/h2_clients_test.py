@@ -5,7 +5,8 @@ both h2c with prior knowledge (--h2c, one loop) and h2 over TLS (ALPN,
 - curl (--http2-prior-knowledge, or --http2 with ALPN): /hello with the
   verbose output naming HTTP/2 (and "ALPN: server accepted h2"); a 100 MiB
   static file of a non-repeating pattern compared byte for byte with cmp; a
-  HEAD; a 404; POSTs with bodies (a 512 KiB one to /hello, one to a static
+  HEAD; a 404; POSTs with bodies (a 512 KiB one to /echo, compared byte for
+  byte with what comes back, one to a static
   file: 405, one over the 1 MiB limit: 413), several requests on one
   connection;
 - HTTP/1.1 still served: on the --h2c port (curl --http1.1, and curl --http2
@@ -133,9 +134,11 @@ def curl_post_cases(mode):
     with open(body, "wb") as f:
         f.write(os.urandom(512 * 1024))
     out = os.path.join(TMP, "post.out")
-    r = curl_ok(mode, ["--data-binary", "@" + body, mode.base + "/hello", "-o", out],
-                "POST /hello")
-    check(r.stdout == b"2 200 12\n", "%s POST 512 KiB to /hello: %r" % (mode.name, r.stdout))
+    r = curl_ok(mode, ["--data-binary", "@" + body, mode.base + "/echo", "-o", out],
+                "POST /echo")
+    check(r.stdout == b"2 200 524288\n", "%s POST 512 KiB to /echo: %r" % (mode.name, r.stdout))
+    with open(body, "rb") as sent, open(out, "rb") as echoed:
+        check(sent.read() == echoed.read(), "%s POST /echo: the body came back changed" % mode.name)
     r = curl_ok(mode, ["--data-binary", "@" + body, mode.base + "/small.txt", "-o", out, "-D",
                        out + ".headers"], "POST /small.txt")
     check(r.stdout.startswith(b"2 405 "), "%s POST /small.txt: %r" % (mode.name, r.stdout))
