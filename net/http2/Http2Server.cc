@@ -35,7 +35,6 @@ class Shared : public Service {
     std::call_once(configOnce_, [this] {
       config_.options = options_;
       config_.limits = serverOptions_.limits;
-      config_.inlineFileMax = serverOptions_.inlineFileMax;
       config_.handler = server_->handler();
       server_ = nullptr;  // the server may go before its connections
     });

@@ -85,23 +85,6 @@ std::string lowered(std::string_view name) {
   return out;
 }
 
-// Reads [0, size) of `fd` into `out`; false if the file ended early or failed.
-bool readWhole(int fd, size_t size, std::string* out) {
-  out->resize(size);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, out->data() + done, size - done, static_cast<off_t>(done));
-    if (n > 0) {
-      done += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 // nghttp2's callbacks, each a static function that finds its session in
@@ -498,18 +481,12 @@ void ServerSession::submitResponse(Stream* stream, HttpResponse* response) {
                   name.size(), value.size(), NGHTTP2_NV_FLAG_NONE});
   }
   stream->length = noBody ? 0 : response->contentLength();
+  // A file is read one DATA frame at a time, straight into the output: no
+  // copy of it is held, whatever its size.
   if (!noBody && response->hasFile()) {
     stream->file = response->takeFile();
-    if (stream->length <= config_.inlineFileMax) {
-      if (!readWhole(stream->file.get(), stream->length, &stream->body)) {
-        LOG_SYSERR << name_ << ": reading the response file";
-        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_INTERNAL_ERROR);
-        return;
-      }
-      stream->file.reset();
-    }
   } else if (!noBody) {
-    stream->body = response->body();
+    stream->body = response->takeBody();
     stream->length = stream->body.size();
   }
   nghttp2_data_provider provider{};
