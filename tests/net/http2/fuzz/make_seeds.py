@@ -42,8 +42,8 @@ def settings(**entries):
     return frame(SETTINGS, 0, 0, body)
 
 
-def request(encoder, stream, path, method="GET", end=True, extra=()):
-    fields = [(":method", method), (":scheme", "http"), (":authority", "localhost"),
+def request(encoder, stream, path, method="GET", end=True, extra=(), authority="localhost"):
+    fields = [(":method", method), (":scheme", "http"), (":authority", authority),
               (":path", path)] + list(extra)
     flags = END_HEADERS | (END_STREAM if end else 0)
     return frame(HEADERS, flags, stream, encoder.encode(fields))
@@ -127,6 +127,12 @@ def flood_seeds():
     conts = b"".join(frame(CONTINUATION, 0, 1, b"\x90") for _ in range(40))
     seeds["goaway0b-continuation-flood"] = (UNLIMITED, settings() + frame(HEADERS, END_STREAM, 1,
                                                                           block) + conts)
+    # A defence trips inside an nghttp2 callback, and a SETTINGS frame of a
+    # bad size follows in the same read: nghttp2 must not parse it.
+    e = hpack.Encoder()
+    trip = request(e, 1, "/echo", "POST", False, authority="x") + frame(DATA, 0, 1) * 9
+    seeds["goaway0b-regress-flood-then-bad-frame-size"] = (
+        SMALL | UNLIMITED | WHOLE, settings() + trip + frame(SETTINGS, 0, 0, b"\x00"))
     return seeds
 
 
