@@ -97,8 +97,9 @@ coro::Task<> end(coro::Stream& stream, Duration linger) {
 coro::Task<> expire(coro::Stream& stream, ServerSession* session, Deadlines::Kind kind,
                     Duration headerTimeout) {
   const bool stalled = kind == Deadlines::Kind::kStall;
-  session->terminate(0 /* NO_ERROR */, stalled ? "answers stalled: no byte moved in the idle timeout"
-                                               : "preface or header block not complete in time");
+  const char* why = stalled ? "answers stalled: no byte moved in the idle timeout"
+                            : "preface or header block not complete in time";
+  session->terminate(0 /* NO_ERROR */, why);
   Buffer out;
   session->produce(&out, kWriteBudget);
   co_await coro::withTimeout(Duration::zero(), stream.write(&out));

@@ -46,8 +46,9 @@ def check(what, ok, detail=""):
         failures.append(what)
 
 
-def start(server, backend, root):
-    argv = [server, "--h2c", "--backend", backend, "--port", "0", "--address", "127.0.0.1",
+def start(server, backend, root, threads):
+    argv = [server, "--h2c", "--backend", backend, "--threads", str(threads),
+            "--port", "0", "--address", "127.0.0.1",
             "--root", root, "--header-timeout", str(HEADER_TIMEOUT),
             "--idle-timeout", str(IDLE_TIMEOUT)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -237,9 +238,10 @@ def main():
         f.write(b"small\n")
     with open(os.path.join(root, "tiny.txt"), "wb") as f:
         f.write(b"t")
-    for backend in ("epoll", "uring"):
-        name = "coro_http_server --h2c (%s)" % backend
-        proc, port = start(server, backend, root)
+    # Everything on the main loop, and on two loop threads.
+    for backend, threads in (("epoll", 0), ("uring", 2)):
+        name = "coro_http_server --h2c (%s, %d threads)" % (backend, threads)
+        proc, port = start(server, backend, root, threads)
         try:
             test_clients(port, name, root)
             test_header_deadlines(port, name)
