@@ -57,8 +57,8 @@ std::string u32(uint32_t v) {
 }
 
 std::string settings(uint16_t id, uint32_t value) {
-  return frame(kSettings, 0, 0, std::string{static_cast<char>(id >> 8), static_cast<char>(id)} +
-                                    u32(value));
+  return frame(kSettings, 0, 0,
+               std::string{static_cast<char>(id >> 8), static_cast<char>(id)} + u32(value));
 }
 
 // HEADERS (END_STREAM | END_HEADERS) for GET `path`: :method GET and :scheme
@@ -81,10 +81,11 @@ Frame readFrame(BlockingClient& client) {
   const std::string head = client.recvExactly(9);
   if (head.size() != 9) return {};
   const auto byte = [&](size_t i) { return static_cast<uint8_t>(head[i]); };
-  Frame f{byte(3), byte(4),
-          (uint32_t{byte(5)} & 0x7f) << 24 | uint32_t{byte(6)} << 16 | uint32_t{byte(7)} << 8 |
-              byte(8),
-          {}};
+  Frame f{
+      byte(3),
+      byte(4),
+      (uint32_t{byte(5)} & 0x7f) << 24 | uint32_t{byte(6)} << 16 | uint32_t{byte(7)} << 8 | byte(8),
+      {}};
   const size_t length = size_t{byte(0)} << 16 | size_t{byte(1)} << 8 | byte(2);
   f.payload = client.recvExactly(length);
   if (f.payload.size() != length) return {};
