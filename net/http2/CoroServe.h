@@ -42,8 +42,10 @@
 
 namespace libnet::http2 {
 
-// The most bytes of frames produced for one write.
-inline constexpr size_t kWriteBudget = 256 * 1024;
+// The most bytes of frames produced for one write (it may pass it by one
+// frame): under BufferStorage's mmap threshold, so that the connection's
+// frame buffer is reused from the heap rather than mapped for every write.
+inline constexpr size_t kWriteBudget = 64 * 1024;
 
 [[nodiscard]] coro::Task<> serveConnection(coro::Stream& stream,
                                            const ServerSession::Config& config,
