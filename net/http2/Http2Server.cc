@@ -105,14 +105,25 @@ Buffer& outputBuffer() {
   return buffer;
 }
 
+// Frames are produced in slices of kSlice bytes, each sent as it is made, up
+// to half the connection's output limit: enough to keep the socket busy
+// until the write-complete callback asks for more, never past the limit
+// itself (which would pause reading, on io_uring a cancelled and re-armed
+// receive, at every turn of a large download), and in a buffer small enough
+// to be reused rather than mapped and unmapped for every slice.
+constexpr size_t kSlice = 64 * 1024;
+
 void flush(const TcpConnectionPtr& conn, Link* link) {
   const size_t limit = conn->maxQueuedOutput();
-  const size_t queued = conn->queuedOutputBytes();
-  if (limit != 0 && queued >= limit) return;  // the write-complete callback resumes
   Buffer& out = outputBuffer();
-  link->session.produce(&out, limit == 0 ? SIZE_MAX : limit - queued);
-  if (out.readableBytes() > 0) conn->send(&out);
-  out.retrieveAll();
+  while (link->session.wantsWrite()) {
+    const size_t queued = conn->queuedOutputBytes();
+    if (limit != 0 && queued >= limit / 2) return;  // the write-complete callback resumes
+    link->session.produce(&out, limit == 0 ? kSlice : std::min(kSlice, limit / 2 - queued));
+    if (out.readableBytes() == 0) return;  // what is left waits for the peer's window
+    conn->send(&out);
+    out.retrieveAll();
+  }
 }
 
 // The connection is done: what is queued (a GOAWAY) goes out, then a

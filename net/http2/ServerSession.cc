@@ -365,8 +365,10 @@ bool ServerSession::receive(std::string_view data) {
   if (rv < 0) {
     LOG_DEBUG << name_ << ": HTTP/2 input refused: " << nghttp2_strerror(static_cast<int>(rv));
     // nghttp2 has queued a GOAWAY for most errors; this one covers the rest
-    // (a bad preface) and is a no-op after the first.
-    nghttp2_session_terminate_session(session_, NGHTTP2_PROTOCOL_ERROR);
+    // (a bad preface; too many acknowledgements queued for a client that
+    // does not read them: a flood) and is a no-op after the first.
+    nghttp2_session_terminate_session(
+        session_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
     failed_ = true;
   }
   return !failed_;
