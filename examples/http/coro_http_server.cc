@@ -14,14 +14,18 @@
 // (net/http/HttpServer), with more protections (a server-wide body budget);
 // the HTTP benchmark compares the two.
 //
-// SIGINT / SIGTERM stop it cleanly (exit 0); 1 if it cannot be set up, 2 for
-// bad arguments.
+// SIGINT / SIGTERM stop it cleanly (exit 0; with --h2c, HTTP/2 connections
+// get GOAWAY first and the streams they took are answered, for at most the
+// header timeout; a second signal stops it at once); 1 if it cannot be set
+// up, 2 for bad arguments.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -71,7 +75,8 @@ constexpr const char* kUsage =
     "                      timeout is closed\n"
     "  --help              print this help and exit\n"
     "\n"
-    "Prints \"coro_http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it.\n";
+    "Prints \"coro_http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it\n"
+    "(with --h2c: GOAWAY on HTTP/2 connections, whose streams are answered first).\n";
 
 constexpr std::string_view kHello = "hello world\n";
 
@@ -85,7 +90,36 @@ struct Site {
   // the session configuration's handler.
   bool h2c = false;
   http2::ServerSession::Config http2{};
+  // The first SIGINT / SIGTERM under --h2c requests `stop`: every HTTP/2
+  // connection gets GOAWAY, and the main loop quits once the last of them
+  // has ended (or a header timeout later).
+  std::stop_source stop;
+  mutable std::atomic<int> http2Connections{0};
+  EventLoop* mainLoop = nullptr;
 };
+
+// An HTTP/2 connection being served, counted for the graceful stop.
+class Http2Count {
+ public:
+  explicit Http2Count(const Site* site) : site_(site) { ++site_->http2Connections; }
+  ~Http2Count() {
+    if (--site_->http2Connections == 0 && site_->stop.stop_requested()) site_->mainLoop->quit();
+  }
+  Http2Count(const Http2Count&) = delete;
+  Http2Count& operator=(const Http2Count&) = delete;
+
+ private:
+  const Site* site_;
+};
+
+// The first SIGINT / SIGTERM under --h2c: GOAWAY on every HTTP/2 connection.
+// The stop is requested before the count is read, and a connection ending
+// reads the request after lowering the count: one of the two sees the end.
+void stopGracefully(Site* site) {
+  site->stop.request_stop();
+  if (site->http2Connections == 0) return site->mainLoop->quit();
+  site->mainLoop->runAfter(site->headerTimeout, [loop = site->mainLoop] { loop->quit(); });
+}
 
 std::string_view currentDate() {
   thread_local http::HttpDateCache cache;
@@ -242,7 +276,9 @@ coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
     const Protocol protocol = co_await sniff(stream, *site);
     if (protocol == Protocol::kGone) co_return;
     if (protocol == Protocol::kHttp2) {
-      co_await http2::serveConnection(stream, site->http2, site->headerTimeout, site->idleTimeout);
+      const Http2Count counted(site);
+      co_await http2::serveConnection(stream, site->http2, site->headerTimeout, site->idleTimeout,
+                                      site->stop.get_token());
       co_return;
     }
   }
@@ -283,7 +319,12 @@ int main(int argc, char* argv[]) {
 
     EventLoop loop(backend);
     // Before the server's threads: a signal from here on stops it cleanly.
-    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int) { loop.quit(); });
+    site.mainLoop = &loop;
+    int signals = 0;
+    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) {
+      if (++signals > 1 || !site.h2c) return loop.quit();
+      stopGracefully(&site);
+    });
     TcpServer server(&loop, *InetAddress::parse(address, port), "coro-http",
                      {.threads = threads,
                       // HttpServer's limit: what a client that does not read

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <stop_token>
 #include <string_view>
 
 #include "net/Buffer.h"
@@ -113,7 +114,7 @@ coro::Task<> expire(coro::Stream& stream, ServerSession* session, Deadlines::Kin
 }  // namespace
 
 coro::Task<> serveConnection(coro::Stream& stream, const ServerSession::Config& config,
-                             Duration headerTimeout, Duration idleTimeout) {
+                             Duration headerTimeout, Duration idleTimeout, std::stop_token stop) {
   ServerSession session(config, stream.connection()->name());
   Deadlines deadlines(headerTimeout, idleTimeout);
   // This connection's frames of one write. Its own, not one per thread: a
@@ -121,13 +122,22 @@ coro::Task<> serveConnection(coro::Stream& stream, const ServerSession::Config& 
   Buffer out;
   bool ok = true;
   bool eof = false;  // the client has half-closed: answer what it asked, then end
+  bool goingAway = false;
   for (;;) {
+    if (!goingAway && stop.stop_requested()) {
+      goingAway = true;
+      session.goAway();
+    }
     ok = feed(&session, &stream.input(), ok);
     if (session.wantsWrite()) session.produce(&out, kWriteBudget);
     deadlines.update(session, MonoClock::now());
     MonoTime at{};
     const Deadlines::Kind kind = deadlines.next(&at);
     const bool bounded = kind != Deadlines::Kind::kNone;
+    // A read waits for the stop request too, until it has been acted on (a
+    // token that cannot stop costs no registration); a write goes on, under
+    // the stall deadline.
+    const std::stop_token watch = goingAway ? std::stop_token() : stop;
     Errc result = Errc::kOk;
     if (out.readableBytes() == 0 && (!ok || eof || session.finished())) {
       break;
@@ -136,20 +146,23 @@ coro::Task<> serveConnection(coro::Stream& stream, const ServerSession::Config& 
     } else if (out.readableBytes() > 0) {
       result = co_await stream.write(&out);
     } else if (bounded) {
-      const coro::Input in = co_await coro::withTimeout(until(at), stream.read());
+      const coro::Input in =
+          co_await coro::withStop(watch, coro::withTimeout(until(at), stream.read()));
       result = in.error();
     } else {
-      const coro::Input in = co_await stream.read();
+      const coro::Input in = co_await coro::withStop(watch, stream.read());
       result = in.error();
     }
-    if (result == Errc::kTimedOut) {
+    if (result == Errc::kTimedOut && bounded) {
       co_await expire(stream, &session, kind, headerTimeout);
       co_return;
     }
     if (result == Errc::kEof) {
       eof = true;
+    } else if (result == Errc::kCancelled && !goingAway && stop.stop_requested()) {
+      continue;  // the GOAWAY goes out at the top
     } else if (result != Errc::kOk) {
-      co_return;  // closed
+      co_return;  // closed, or a scope of the caller's ended
     }
   }
   co_await end(stream, headerTimeout);

@@ -26,6 +26,11 @@
 //   window shut, or never reads) gets GOAWAY if its output has room and is
 //   closed. PINGs and other control frames do not count as progress.
 //
+// Graceful close: once `stop` is requested (any thread), the connection gets
+// GOAWAY (NO_ERROR) naming the last stream it took; those streams are
+// answered, then it ends. A connection served after the request gets it at
+// once.
+//
 // Returns once the session is finished (GOAWAY either way and its streams
 // done), the peer has gone, a defence tripped (after writing the GOAWAY
 // that says why) or a deadline passed. Ending, it half-closes and waits for
@@ -34,6 +39,7 @@
 #pragma once
 
 #include <cstddef>
+#include <stop_token>
 
 #include "base/Duration.h"
 #include "net/coro/Stream.h"
@@ -49,6 +55,7 @@ inline constexpr size_t kWriteBudget = 64 * 1024;
 
 [[nodiscard]] coro::Task<> serveConnection(coro::Stream& stream,
                                            const ServerSession::Config& config,
-                                           Duration headerTimeout, Duration idleTimeout);
+                                           Duration headerTimeout, Duration idleTimeout,
+                                           std::stop_token stop = {});
 
 }  // namespace libnet::http2

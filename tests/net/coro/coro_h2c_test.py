@@ -14,7 +14,8 @@ TcpServer's idle timeout away: only the stall deadline can close it) is
 closed once no response byte has moved for --idle-timeout, and so is one
 that opens its window but never reads (the connection stops reading past
 its output limit, so the TcpServer's idle timeout may be the one that
-fires: this checks the outcome).
+fires: this checks the outcome). SIGTERM with an answer in flight: GOAWAY,
+the answer completes, exit 0.
 
 usage: coro_h2c_test.py CORO_HTTP_SERVER
 Needs curl with HTTP/2, and nghttp and h2load (Debian: nghttp2-client).
@@ -46,10 +47,10 @@ def check(what, ok, detail=""):
         failures.append(what)
 
 
-def start(server, backend, root, threads):
+def start(server, backend, root, threads, header_timeout=HEADER_TIMEOUT):
     argv = [server, "--h2c", "--backend", backend, "--threads", str(threads),
             "--port", "0", "--address", "127.0.0.1",
-            "--root", root, "--header-timeout", str(HEADER_TIMEOUT),
+            "--root", root, "--header-timeout", str(header_timeout),
             "--idle-timeout", str(IDLE_TIMEOUT)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()  # "... listening on IP:PORT" (bounded by the test timeout)
@@ -225,6 +226,55 @@ def test_stalls(port, name):
           closed and len(data) < 20 * BIG // 2, "%d bytes, closed %s" % (len(data), closed))
 
 
+def test_graceful_stop(server, backend, root):
+    """SIGTERM with a 5 MiB answer in flight (held by the client's windows):
+    GOAWAY (NO_ERROR, last stream 1), the answer completes, the connection
+    closes and the server exits 0."""
+    name = "coro_http_server --h2c (%s)" % backend
+    proc, port = start(server, backend, root, 0, header_timeout=10)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(PREFACE + frame(SETTINGS, 0, 0) + request(1, "/big.bin"))
+    data, body, goaway, signalled, ended = b"", 0, None, False, False
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not ended:
+        if not select.select([sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        try:
+            chunk = sock.recv(65536)
+        except OSError:  # reset
+            break
+        if not chunk:
+            break
+        data += chunk
+        found = frames(data)
+        data = data[sum(9 + len(p) for _, _, p in found):]
+        for kind, flags, payload in found:
+            if kind == GOAWAY:
+                goaway = struct.unpack(">II", payload[:8])
+            if kind == 0x0 and payload:  # DATA: the windows reopen by what it took
+                body += len(payload)
+                grant = struct.pack(">I", len(payload))
+                try:
+                    sock.sendall(frame(WINDOW_UPDATE, 0, 1, grant)
+                                 + frame(WINDOW_UPDATE, 0, 0, grant))
+                except OSError:  # reset: the loop's next read says so
+                    pass
+                if not signalled:  # the answer is in flight
+                    proc.send_signal(signal.SIGTERM)
+                    signalled = True
+            ended = kind == 0x0 and flags & 0x1
+    closed = recv_until_close(sock, time.monotonic() + 10)[1]
+    sock.close()  # as a client does at the end of input: the server waits for it
+    try:
+        code = proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = None
+    check(name + " SIGTERM: GOAWAY (NO_ERROR, last stream 1), the answer in flight completes, "
+          "close, exit 0", goaway == (1, 0) and body == BIG and ended and closed and code == 0,
+          "goaway %s, %d bytes, ended %s, closed %s, exit %s" % (goaway, body, ended, closed, code))
+
+
 def main():
     for tool in ("curl", "nghttp", "h2load"):
         if shutil.which(tool) is None:
@@ -248,6 +298,7 @@ def main():
             test_stalls(port, name)
         finally:
             stop(proc, name)
+        test_graceful_stop(server, backend, root)
     print("coro h2c: %d failed" % len(failures))
     return 1 if failures else 0
 

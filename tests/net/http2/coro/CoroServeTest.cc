@@ -3,13 +3,15 @@
 // fed first, requests are answered, a client's half-close is answered before
 // the end, and its deadlines alone end a connection (the TcpServer's idle
 // timeout is off here): the header deadline, a zero window, and a client
-// that does not read while answers are pending.
+// that does not read while answers are pending; a stop request is a GOAWAY
+// after which the stream in flight is answered.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -122,12 +124,14 @@ class CoroServeTest : public ::testing::TestWithParam<PollerKind> {
   coro::Task<> serve(coro::Stream stream) {
     const coro::Input preface = co_await stream.readAtLeast(kPreface.size());
     if (preface && preface.view() == kPreface) {
-      co_await http2::serveConnection(stream, config_, kHeaderTimeout, kIdleTimeout);
+      co_await http2::serveConnection(stream, config_, kHeaderTimeout, kIdleTimeout,
+                                      stop_.get_token());
     }
     ++ended_;
   }
 
   http2::ServerSession::Config config_;
+  std::stop_source stop_;
   std::atomic<int> ended_{0};
   std::unique_ptr<EventLoopThread> thread_;
   EventLoop* loop_ = nullptr;
@@ -218,6 +222,57 @@ TEST_P(CoroServeTest, ClientThatDoesNotReadEndsAfterTheIdleTimeout) {
   EXPECT_GE(std::chrono::steady_clock::now() - started, kIdleTimeout - 200ms);
   bool eof = false;
   EXPECT_LT(client.recvUntilEof(&eof).size(), 10 * kBigBody / 2);
+}
+
+TEST_P(CoroServeTest, StopSendsGoAwayAndFinishesTheStreamInFlight) {
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll(std::string(kPreface) + settings(0x4, 65535) + get(1, "/big")));
+  // The default windows hold the answer after 64 KiB: the coroutine waits
+  // in a read when the stop comes.
+  Frame f;
+  do {
+    f = readFrame(client);
+  } while (f.type != kData && f.type != 0xff);
+  ASSERT_EQ(f.type, kData);
+  stop_.request_stop();
+  size_t body = f.payload.size();
+  std::string goAway;
+  bool ended = false;
+  while (!ended) {
+    if (f.type == kData) {
+      const std::string grant = u32(static_cast<uint32_t>(f.payload.size()));
+      ASSERT_TRUE(
+          client.sendAll(frame(kWindowUpdate, 0, 1, grant) + frame(kWindowUpdate, 0, 0, grant)));
+    }
+    f = readFrame(client);
+    ASSERT_NE(f.type, 0xff) << body << " bytes of the body";
+    if (f.type == kGoAway) goAway = f.payload.substr(0, 8);
+    if (f.type == kData) body += f.payload.size();
+    ended = f.type == kData && (f.flags & 0x1) != 0;
+  }
+  EXPECT_EQ(goAway, u32(1) + u32(0));  // last stream 1, NO_ERROR
+  EXPECT_EQ(body, kBigBody);
+  client.close();
+  EXPECT_TRUE(waitUntil([&] { return ended_ == 1; }));
+}
+
+TEST_P(CoroServeTest, StopWakesAnIdleConnectionWithGoAway) {
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll(std::string(kPreface) + settings(0x4, 65535) + get(1, "/hello")));
+  bool ok = false;
+  ASSERT_EQ(readAnswer(client, &ok), "hello world\n");
+  // Nothing more is asked: the stop comes while the coroutine waits in its
+  // read (or just before it gets there), and no input will wake it.
+  stop_.request_stop();
+  Frame f;
+  do {
+    f = readFrame(client);
+  } while (f.type != kGoAway && f.type != 0xff);
+  ASSERT_EQ(f.type, kGoAway);
+  EXPECT_EQ(f.payload.substr(0, 8), u32(1) + u32(0));
+  bool eof = false;
+  client.recvUntilEof(&eof);
+  EXPECT_TRUE(eof);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CoroServeTest,
