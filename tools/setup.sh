@@ -38,6 +38,12 @@ PACKAGES=(
   python3-h2       # h2 4.1 (hyper-h2) and hpack, the hostile HTTP/2 peers of the tests
 )
 
+# Go builds the pinned h2spec of tools/h2spec.sh; an upstream Go in
+# /usr/local/go (Go's own tarball) serves as well as Debian's 1.19.
+if ! command -v go >/dev/null 2>&1 && [[ ! -x /usr/local/go/bin/go ]]; then
+  PACKAGES+=(golang-go)
+fi
+
 missing=()
 for pkg in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then

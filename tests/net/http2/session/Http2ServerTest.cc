@@ -101,8 +101,8 @@ class Http2ServerTest : public ::testing::TestWithParam<PollerKind> {
     runSync(loop_, [&] {
       server_ = std::make_unique<http::HttpServer>(loop_, InetAddress(0, true), "h2", options);
       server_->setHandler([](const http::HttpRequest& request, http::HttpResponse* response) {
-        response->setBody(request.path() == "/big" ? kBig
-                                                   : std::string(http::versionName(request.version())));
+        response->setBody(
+            request.path() == "/big" ? kBig : std::string(http::versionName(request.version())));
       });
       service_ = serve(*server_, {});
       server_->start();
@@ -140,6 +140,23 @@ TEST_P(Http2ServerTest, OnePortOneHandlerBothProtocols) {
   EXPECT_EQ(service_->connections(), 1U);
 }
 
+TEST_P(Http2ServerTest, ABrokenPrefaceIsAGoAwayAndABareLfRequestStillHttp1) {
+  startServer();
+  BlockingClient broken(address_);
+  ASSERT_TRUE(broken.sendAll("INVALID CONNECTION PREFACE\r\n\r\n"));
+  bool closed = false;
+  const auto frames = FrameReader(&broken).until(never, &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(test::goAwayCode(frames), NGHTTP2_PROTOCOL_ERROR);
+
+  BlockingClient h1(address_);
+  ASSERT_TRUE(h1.sendAll("GET /v HTTP/1.1\nHost: x\nConnection: close\n\n"));
+  bool eof = false;
+  const std::string answer = h1.recvUntilEof(&eof);
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
+  EXPECT_TRUE(answer.ends_with("HTTP/1.1")) << answer;
+}
+
 TEST_P(Http2ServerTest, AClientStoppedInsideThePrefaceIsClosedAtTheHeaderDeadline) {
   startServer({.idleTimeout = Duration::zero(), .headerTimeout = 200ms});
   BlockingClient client(address_);
@@ -154,9 +171,10 @@ TEST_P(Http2ServerTest, AClientThatNeverOpensItsWindowIsClosedAfterTheIdleTimeou
   BlockingClient client(address_);
   // INITIAL_WINDOW_SIZE 0, then GET /big: not one byte of its body may go.
   const std::string settings("\x00\x04\x00\x00\x00\x00", 6);
-  ASSERT_TRUE(client.sendAll(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, settings) +
-                             frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM,
-                                   1, test::getBlock("/big"))));
+  ASSERT_TRUE(
+      client.sendAll(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, settings) +
+                     frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                           test::getBlock("/big"))));
   // Keep-alive traffic from the client does not count as progress.
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(client.sendAll(frame(NGHTTP2_PING, 0, 0, std::string(8, 'k'))));
@@ -173,9 +191,10 @@ TEST_P(Http2ServerTest, GoAwayAnswersStreamsInFlightThenSaysDone) {
   FrameReader reader(&client);
   // A window of 0 holds the answer to GET /big in flight.
   const std::string settings("\x00\x04\x00\x00\x00\x00", 6);
-  ASSERT_TRUE(client.sendAll(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, settings) +
-                             frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM,
-                                   1, test::getBlock("/big"))));
+  ASSERT_TRUE(
+      client.sendAll(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, settings) +
+                     frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                           test::getBlock("/big"))));
   reader.until([](const Frame& f) { return f.type == NGHTTP2_HEADERS; });
   std::atomic<bool> done{false};
   service_->goAway([&done] { done = true; });
@@ -183,8 +202,7 @@ TEST_P(Http2ServerTest, GoAwayAnswersStreamsInFlightThenSaysDone) {
   EXPECT_EQ(test::goAwayCode(goAway), NGHTTP2_NO_ERROR);
   // Now the window opens (the stream's and the connection's): the answer
   // comes whole, then the server half-closes.
-  const std::string open(
-      "\x00\x04\x00\x10\x00\x00", 6);  // INITIAL_WINDOW_SIZE 1 MiB
+  const std::string open("\x00\x04\x00\x10\x00\x00", 6);  // INITIAL_WINDOW_SIZE 1 MiB
   const std::string increment("\x00\x10\x00\x00", 4);
   ASSERT_TRUE(client.sendAll(frame(NGHTTP2_SETTINGS, 0, 0, open) +
                              frame(NGHTTP2_WINDOW_UPDATE, 0, 0, increment)));
