@@ -99,7 +99,6 @@ const ServerSession::Config& fuzzConfig(bool small) {
     config.options.controlPerSecond = 1;
     config.options.maxHeaderBlockFrames = 3;
     config.options.maxConnectionBodyBytes = 300;
-    config.inlineFileMax = 512;
     return config;
   }();
   return small ? tiny : normal;
