@@ -4,8 +4,8 @@
 //   /hello         "hello world\n"
 //   /echo          the request body
 //   /big           40000 bytes (several DATA frames, the client's window)
-//   /file          a 3000-byte temp file, made once (read whole, or in
-//                  DATA-frame slices under the small limits)
+//   /file          a 3000-byte temp file, made once (the session reads it
+//                  one DATA frame at a time)
 //   /long-header   a 20000-byte response field (HEADERS plus CONTINUATION)
 //   /204, /304     no body
 //   /connection    connection-specific fields the session must drop

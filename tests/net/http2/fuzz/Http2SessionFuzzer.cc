@@ -4,10 +4,9 @@
 //   bits 0-1  3: the rest is the whole stream, preface and all; otherwise
 //             the client preface is put in front (1: followed by an empty
 //             SETTINGS frame, so that any frames at all get past it)
-//   bit 2     small limits (Setup::small below), so that short inputs reach
-//             the defences: few streams, tiny header and body limits, small
-//             reset, control-frame and CONTINUATION budgets, a file response
-//             streamed from the file rather than read whole
+//   bit 2     small limits (FuzzHandler.cc), so that short inputs reach the
+//             defences: few streams, tiny header and body limits and window,
+//             small reset, control-frame and CONTINUATION budgets
 //   bit 3     goAway() after one of the pieces (which one: the plan)
 //   bits 4-5  the output budgets: 0 small (0 to 64 bytes), 1 unlimited,
 //             2 a mix, 3 none until the input ends (a client that never reads)
