@@ -174,6 +174,14 @@ struct ServerSession::Callbacks {
   static int beginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     ServerSession* s = self(user);
+    if (s->goingAway_ && frame->hd.stream_id > s->goAwayLast_) {
+      // Opened after goAway() but before its GOAWAY went out: the GOAWAY
+      // tells the client it was not processed, so it must not be.
+      s->highestRequestStream_ = std::max(s->highestRequestStream_, frame->hd.stream_id);
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                NGHTTP2_REFUSED_STREAM);
+      return 0;
+    }
     auto stream = std::make_unique<Stream>();
     stream->id = frame->hd.stream_id;
     s->highestRequestStream_ = std::max(s->highestRequestStream_, stream->id);
@@ -385,9 +393,9 @@ bool ServerSession::finished() const {
 }
 
 void ServerSession::goAway() {
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
-                        nullptr, 0);
+  if (!goingAway_) goAwayLast_ = nghttp2_session_get_last_proc_stream_id(session_);
+  goingAway_ = true;
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, goAwayLast_, NGHTTP2_NO_ERROR, nullptr, 0);
 }
 
 void ServerSession::terminate(uint32_t errorCode, std::string_view why) {

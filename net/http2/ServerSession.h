@@ -126,6 +126,9 @@ class ServerSession {
   size_t blockBytes_ = 0;
   bool prefaceDone_ = false;
   int32_t highestRequestStream_ = 0;
+  // goAway() was called: streams above goAwayLast_ are refused, not served.
+  bool goingAway_ = false;
+  int32_t goAwayLast_ = 0;
   bool failed_ = false;
   Bucket resets_;
   Bucket control_;
