@@ -171,6 +171,24 @@ TEST_F(ServerSessionTest, GoAwayLetsStreamsInFlightFinish) {
   EXPECT_TRUE(server.finished());
 }
 
+TEST_F(ServerSessionTest, AStreamOpenedBeforeTheGoAwayIsOutIsRefusedNotServed) {
+  ServerSession server(config_, "test");
+  EXPECT_TRUE(server.receive(test::prefaceAndSettings()));
+  server.goAway();  // queued, not yet produced
+  EXPECT_TRUE(
+      server.receive(frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                           test::getBlock("/late"))));
+  const std::vector<test::Frame> frames = test::parseFrames(test::drain(server));
+  EXPECT_EQ(handled_, 0);
+  EXPECT_EQ(test::goAwayCode(frames), NGHTTP2_NO_ERROR);
+  bool refused = false;
+  for (const test::Frame& f : frames) {
+    refused |=
+        f.type == NGHTTP2_RST_STREAM && f.stream == 1 && f.payload == std::string("\0\0\0\x07", 4);
+  }
+  EXPECT_TRUE(refused);
+}
+
 // Hostile peers: what the server answers, read from its frames.
 class HostileTest : public ServerSessionTest {
  protected:
