@@ -171,7 +171,7 @@ TEST_F(ServerSessionTest, GoAwayLetsStreamsInFlightFinish) {
   EXPECT_TRUE(server.finished());
 }
 
-TEST_F(ServerSessionTest, AStreamOpenedBeforeTheGoAwayIsOutIsRefusedNotServed) {
+TEST_F(ServerSessionTest, AStreamOpenedBeforeTheGoAwayIsOutIsNotServed) {
   ServerSession server(config_, "test");
   EXPECT_TRUE(server.receive(test::prefaceAndSettings()));
   server.goAway();  // queued, not yet produced
@@ -179,14 +179,14 @@ TEST_F(ServerSessionTest, AStreamOpenedBeforeTheGoAwayIsOutIsRefusedNotServed) {
       server.receive(frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
                            test::getBlock("/late"))));
   const std::vector<test::Frame> frames = test::parseFrames(test::drain(server));
+  // The GOAWAY says no stream was processed (last stream 0): the client may
+  // retry stream 1, so it must not have run, nor be answered.
   EXPECT_EQ(handled_, 0);
   EXPECT_EQ(test::goAwayCode(frames), NGHTTP2_NO_ERROR);
-  bool refused = false;
   for (const test::Frame& f : frames) {
-    refused |=
-        f.type == NGHTTP2_RST_STREAM && f.stream == 1 && f.payload == std::string("\0\0\0\x07", 4);
+    if (f.type == NGHTTP2_GOAWAY) EXPECT_EQ(f.payload.substr(0, 4), std::string(4, '\0'));
+    EXPECT_NE(f.type, NGHTTP2_HEADERS);
   }
-  EXPECT_TRUE(refused);
 }
 
 // Hostile peers: what the server answers, read from its frames.
