@@ -184,7 +184,9 @@ TEST_F(ServerSessionTest, AStreamOpenedBeforeTheGoAwayIsOutIsNotServed) {
   EXPECT_EQ(handled_, 0);
   EXPECT_EQ(test::goAwayCode(frames), NGHTTP2_NO_ERROR);
   for (const test::Frame& f : frames) {
-    if (f.type == NGHTTP2_GOAWAY) EXPECT_EQ(f.payload.substr(0, 4), std::string(4, '\0'));
+    if (f.type == NGHTTP2_GOAWAY) {
+      EXPECT_EQ(f.payload.substr(0, 4), std::string(4, '\0'));
+    }
     EXPECT_NE(f.type, NGHTTP2_HEADERS);
   }
 }
