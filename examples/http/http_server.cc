@@ -1,11 +1,10 @@
 // http_server: the HTTP example on libnet. GET /hello answers a fixed
-// "hello world\n"; every other GET or HEAD is a file under --root (MIME type
-// by extension, sendfile(2) on epoll for large files; 404 when missing, 403
-// for anything that would leave the root). Keep-alive, pipelining, and the
-// request limits of HttpServer (4xx and a close on bad requests, 503 when the
-// bodies being uploaded would pass --max-body-memory). HTTP/2 (net/http2/)
-// with the same handler: over TLS when the client picks "h2" by ALPN, and on
-// plain TCP with prior knowledge under --h2c.
+// "hello world\n", POST /echo the request's body; every other GET or HEAD is a file under --root
+// (MIME type by extension, sendfile(2) on epoll for large files; 404 when missing, 403 for anything
+// that would leave the root). Keep-alive, pipelining, and the request limits of HttpServer (4xx and
+// a close on bad requests, 503 when the bodies being uploaded would pass --max-body-memory). HTTP/2
+// (net/http2/) with the same handler: over TLS when the client picks "h2" by ALPN, and on plain TCP
+// with prior knowledge under --h2c.
 //
 // SIGINT / SIGTERM stop it cleanly (exit 0): HTTP/2 connections get GOAWAY
 // and their streams in flight are answered first (at most --header-timeout
@@ -89,8 +88,10 @@ constexpr const char* kUsage =
     "  --h2c                 also serve HTTP/2 with prior knowledge on plain TCP\n"
     "  --help                print this help and exit\n"
     "\n"
-    "GET /hello answers \"hello world\\n\". Prints \"http_server listening on IP:PORT\" once\n"
-    "ready. SIGINT or SIGTERM stops it.\n";
+    "GET /hello answers \"hello world\\n\", POST /echo the request body. Prints\n"
+    "\"http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it (HTTP/2\n"
+    "connections get GOAWAY and their streams in flight finish first; a second signal stops\n"
+    "at once).\n";
 
 constexpr std::string_view kHello = "hello world\n";
 
@@ -176,7 +177,11 @@ HttpServer::Options serverOptions(const Settings& settings) {
 
 // `files` is null without --root.
 void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpResponse* response) {
-  if (request.path() == "/hello") {
+  if (request.path() == "/echo" && request.method() == libnet::http::Method::kPost) {
+    response->setStatus(200);
+    response->setContentType("application/octet-stream");
+    response->setBody(request.body());
+  } else if (request.path() == "/hello") {
     response->setStatus(200);
     response->setContentType("text/plain");
     response->setBody(std::string(kHello));

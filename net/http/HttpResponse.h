@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/UniqueFd.h"
 #include "net/Buffer.h"
@@ -63,6 +64,8 @@ class HttpResponse {
   // length.
   void setBody(std::string body);
   [[nodiscard]] const std::string& body() const { return body_; }
+  // Moves the body out (for a front end that sends it itself: HTTP/2).
+  [[nodiscard]] std::string takeBody() { return std::move(body_); }
   // For a body sent separately after the head: the Content-Length to
   // announce. Drops a body set with setBody().
   void setContentLength(size_t length);

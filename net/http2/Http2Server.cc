@@ -35,7 +35,6 @@ class Shared : public Service {
     std::call_once(configOnce_, [this] {
       config_.options = options_;
       config_.limits = serverOptions_.limits;
-      config_.inlineFileMax = serverOptions_.inlineFileMax;
       config_.handler = server_->handler();
       server_ = nullptr;  // the server may go before its connections
     });
@@ -44,6 +43,7 @@ class Shared : public Service {
   [[nodiscard]] const Options& options() const { return options_; }
   [[nodiscard]] Duration headerTimeout() const { return serverOptions_.headerTimeout; }
   [[nodiscard]] Duration idleTimeout() const { return serverOptions_.idleTimeout; }
+  [[nodiscard]] size_t maxRequestLine() const { return serverOptions_.limits.maxRequestLine; }
 
   // Registers a connection; true if the server is going away already.
   bool add(const TcpConnectionPtr& conn) {
@@ -253,6 +253,29 @@ void adopt(const std::shared_ptr<Shared>& shared, const TcpConnectionPtr& conn, 
   advance(conn, raw, ok);
 }
 
+// Not the preface: HTTP/1.x if the first line is a request line of it (its
+// last word "HTTP/..."), else a broken preface, which HTTP/2 answers (GOAWAY
+// PROTOCOL_ERROR, RFC 9113 3.4) rather than HTTP/1.1's 400, on a port that
+// serves prior knowledge. kNeedMore until the line is complete, bounded by
+// the request line limit of HTTP/1.1 (past it, HTTP/1.1's 414).
+http::HttpServer::Take classifyFirstLine(const std::shared_ptr<Shared>& shared,
+                                         const TcpConnectionPtr& conn, Buffer* input) {
+  using Take = http::HttpServer::Take;
+  const std::string_view bytes(input->peek(), input->readableBytes());
+  const size_t lf = bytes.find('\n');
+  if (lf == std::string_view::npos) {
+    return bytes.size() < shared->maxRequestLine() ? Take::kNeedMore : Take::kNotMine;
+  }
+  std::string_view line = bytes.substr(0, lf);
+  if (line.ends_with('\r')) line.remove_suffix(1);
+  const size_t space = line.rfind(' ');
+  if (space != std::string_view::npos && line.substr(space + 1).starts_with("HTTP/")) {
+    return Take::kNotMine;
+  }
+  adopt(shared, conn, input);
+  return Take::kTaken;
+}
+
 http::HttpServer::Take take(const std::shared_ptr<Shared>& shared, const TcpConnectionPtr& conn,
                             Buffer* input) {
   using Take = http::HttpServer::Take;
@@ -263,10 +286,12 @@ http::HttpServer::Take take(const std::shared_ptr<Shared>& shared, const TcpConn
   }
   if (!shared->options().priorKnowledge) return Take::kNotMine;
   const size_t n = std::min(input->readableBytes(), kPreface.size());
-  if (std::memcmp(input->peek(), kPreface.data(), n) != 0) return Take::kNotMine;
-  if (n < kPreface.size()) return Take::kNeedMore;
-  adopt(shared, conn, input);
-  return Take::kTaken;
+  if (std::memcmp(input->peek(), kPreface.data(), n) == 0) {
+    if (n < kPreface.size()) return Take::kNeedMore;
+    adopt(shared, conn, input);
+    return Take::kTaken;
+  }
+  return classifyFirstLine(shared, conn, input);
 }
 
 void Shared::goAway(std::function<void()> done) {

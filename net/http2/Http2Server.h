@@ -10,18 +10,19 @@
 // serve() sets the server's connection taker (HttpServer::setConnectionTaker):
 // a TLS connection whose ALPN choice is "h2" speaks HTTP/2 from its first
 // byte; a connection that starts with the client preface does too
-// (prior knowledge, "h2c", unless Options::priorKnowledge is off); every
-// other connection stays HTTP/1.1. Upgrade: h2c is not offered.
+// (prior knowledge, "h2c", unless Options::priorKnowledge is off), and so,
+// on such a port, does one whose first line is no HTTP/1.x request line (a
+// broken preface: GOAWAY, not HTTP/1.1's 400); every other connection stays
+// HTTP/1.1. Upgrade: h2c is not offered.
 //
 // Each HTTP/2 connection runs a ServerSession on its loop thread. What it
 // shares with HTTP/1.1: the handler, the parser's limits (header section:
-// SETTINGS_MAX_HEADER_LIST_SIZE and 431; body: 413), inlineFileMax, the
-// output limit (frames are produced only while the connection's queued
-// output is under it; reading pauses past it, as for HTTP/1.1), the header
-// timeout (the client preface, and any header block, must be complete
-// within it) and the idle timeout (a connection that owes the client
-// response bytes and has moved none for that long is closed: a client that
-// keeps its window shut or never reads; PINGs do not count).
+// SETTINGS_MAX_HEADER_LIST_SIZE and 431; body: 413; a file body is read one
+// DATA frame at a time into the output, whatever its size), the output limit (frames are produced
+// only while the connection's queued output is under it; reading pauses past it, as for HTTP/1.1),
+// the header timeout (the client preface, and any header block, must be complete within it) and the
+// idle timeout (a connection that owes the client response bytes and has moved none for that long
+// is closed: a client that keeps its window shut or never reads; PINGs do not count).
 //
 // Call serve() after setHandler() and before start(). The Service may be
 // dropped: connections keep what they need.

@@ -85,23 +85,6 @@ std::string lowered(std::string_view name) {
   return out;
 }
 
-// Reads [0, size) of `fd` into `out`; false if the file ended early or failed.
-bool readWhole(int fd, size_t size, std::string* out) {
-  out->resize(size);
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::pread(fd, out->data() + done, size - done, static_cast<off_t>(done));
-    if (n > 0) {
-      done += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 // nghttp2's callbacks, each a static function that finds its session in
@@ -161,11 +144,19 @@ struct ServerSession::Callbacks {
     return static_cast<ssize_t>(n);
   }
 
-  static int beginFrame(nghttp2_session*, const nghttp2_frame_hd* hd, void* user) {
+  static int beginFrame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user) {
     ServerSession* s = self(user);
     if (hd->type == NGHTTP2_HEADERS) {
       s->blockFrames_ = 0;
       s->blockBytes_ = 0;
+      // RFC 9113 5.1.1: a new stream's id must exceed every earlier one's; a
+      // HEADERS on a lower id that is no stream nghttp2 knows (one skipped
+      // over, or closed and forgotten) is a connection error, which nghttp2
+      // itself only ignores.
+      if (hd->stream_id <= s->highestRequestStream_ &&
+          nghttp2_session_find_stream(session, hd->stream_id) == nullptr) {
+        s->terminate(NGHTTP2_PROTOCOL_ERROR, "HEADERS on a stream id below the highest");
+      }
     }
     if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
       s->headerBlockOpen_ = (hd->flags & NGHTTP2_FLAG_END_HEADERS) == 0;
@@ -184,6 +175,7 @@ struct ServerSession::Callbacks {
     ServerSession* s = self(user);
     auto stream = std::make_unique<Stream>();
     stream->id = frame->hd.stream_id;
+    s->highestRequestStream_ = std::max(s->highestRequestStream_, stream->id);
     nghttp2_session_set_stream_user_data(session, stream->id, stream.get());
     s->streams_[stream->id] = std::move(stream);
     return 0;
@@ -338,7 +330,6 @@ ServerSession::ServerSession(const Config& config, std::string name)
       control_(config.options.controlBurst, config.options.controlPerSecond) {
   nghttp2_option* option = nullptr;
   if (nghttp2_option_new(&option) != 0) throw std::bad_alloc();
-  nghttp2_option_set_no_closed_streams(option, 1);
   nghttp2_option_set_max_continuations(option, config.options.maxHeaderBlockFrames);
   const int rv = nghttp2_session_server_new2(&session_, sharedCallbacks(), this, option);
   nghttp2_option_del(option);
@@ -490,18 +481,12 @@ void ServerSession::submitResponse(Stream* stream, HttpResponse* response) {
                   name.size(), value.size(), NGHTTP2_NV_FLAG_NONE});
   }
   stream->length = noBody ? 0 : response->contentLength();
+  // A file is read one DATA frame at a time, straight into the output: no
+  // copy of it is held, whatever its size.
   if (!noBody && response->hasFile()) {
     stream->file = response->takeFile();
-    if (stream->length <= config_.inlineFileMax) {
-      if (!readWhole(stream->file.get(), stream->length, &stream->body)) {
-        LOG_SYSERR << name_ << ": reading the response file";
-        nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_INTERNAL_ERROR);
-        return;
-      }
-      stream->file.reset();
-    }
   } else if (!noBody) {
-    stream->body = response->body();
+    stream->body = response->takeBody();
     stream->length = stream->body.size();
   }
   nghttp2_data_provider provider{};

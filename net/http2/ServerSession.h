@@ -2,7 +2,7 @@
 // I/O. nghttp2 does the framing, HPACK and flow control; this class turns
 // each complete request into an HttpRequest, answers it with the
 // application's HttpServer::Handler (the same handler HTTP/1.1 uses: a body,
-// or a file read in DATA frame sized slices), and holds the defences that
+// or a file read one DATA frame at a time into the output), and holds the defences that
 // are not nghttp2's (docs/http2.md). The connection glue
 // (net/http2/Http2Server.cc), the coroutine server and the fuzz target feed
 // it bytes with receive() and take frames with produce().
@@ -42,9 +42,6 @@ class ServerSession {
   struct Config {
     Options options{};
     http::HttpParser::Limits limits{};
-    // Responses whose body is a file up to this size are read whole at
-    // once; larger ones one DATA frame at a time.
-    size_t inlineFileMax = 64 * 1024;
     http::HttpServer::Handler handler{};
   };
 
@@ -122,6 +119,7 @@ class ServerSession {
   uint32_t blockFrames_ = 0;
   size_t blockBytes_ = 0;
   bool prefaceDone_ = false;
+  int32_t highestRequestStream_ = 0;
   bool failed_ = false;
   Bucket resets_;
   Bucket control_;
