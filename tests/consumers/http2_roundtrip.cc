@@ -1,16 +1,18 @@
 // http2_roundtrip: the HTTP/2 program the consumer tests build against an
-// installed or imported libnet_http2, the way an application would. An
-// HttpServer on an ephemeral port of 127.0.0.1, made to speak HTTP/2 by
-// http2::serve (prior knowledge, "h2c"), answers GET /hello with a fixed
-// body. A TcpClient speaks HTTP/2 to it with frames made here (the client
-// preface, an empty SETTINGS, one HEADERS frame whose HPACK block uses only
-// static table entries and literals) and checks that the server's first
-// frame is its SETTINGS, that stream 1 is answered with status 200 and
-// exactly that body, and that no GOAWAY or RST_STREAM comes. The client
-// needs no HTTP/2 library, so the program calls nghttp2 only through
-// libnet_http2. Uses the public headers only; no packet leaves the host.
+// installed or imported libnet_http2, the way an application would. Two
+// servers on ephemeral ports of 127.0.0.1 answer GET /hello with a fixed
+// body over h2c (prior knowledge): an HttpServer made to speak HTTP/2 by
+// http2::serve (callbacks), and a TcpServer whose coroutines serve each
+// connection with http2::serveConnection (the coroutine layer). A TcpClient
+// per server speaks HTTP/2 with frames made here (the client preface, an
+// empty SETTINGS, one HEADERS frame whose HPACK block uses only static table
+// entries and literals) and checks that the server's first frame is its
+// SETTINGS, that stream 1 is answered with status 200 and exactly that body,
+// and that no GOAWAY or RST_STREAM comes. The clients need no HTTP/2
+// library, so the program calls nghttp2 only through libnet_http2. Uses the
+// public headers only; no packet leaves the host.
 //
-// Exit status: 0 on the expected answer, 1 on a failed connect, an
+// Exit status: 0 when both answered as expected, 1 on a failed connect, an
 // unexpected frame, status or body, or a 10 s timeout (the reason on stderr).
 
 #include <algorithm>
@@ -18,6 +20,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,12 +30,17 @@
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/SocketAddress.h"
 #include "net/TcpClient.h"
 #include "net/TcpConnection.h"
+#include "net/TcpServer.h"
+#include "net/coro/Coro.h"
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
 #include "net/http/HttpServer.h"
+#include "net/http2/CoroServe.h"
 #include "net/http2/Http2Server.h"
+#include "net/http2/ServerSession.h"
 
 namespace {
 
@@ -79,7 +88,9 @@ std::string request(uint16_t port) {
 // The client's side of the exchange: frames taken whole off its input.
 class Exchange {
  public:
-  explicit Exchange(std::string expected) : expected_(std::move(expected)) {}
+  // `onOver` runs once, when the exchange is over either way.
+  Exchange(std::string expected, std::function<void()> onOver)
+      : expected_(std::move(expected)), onOver_(std::move(onOver)) {}
 
   // Consumes every whole frame in `input`; true once the exchange is over
   // (ok() says how it went).
@@ -93,11 +104,13 @@ class Exchange {
       onFrame(conn, h[3], h[4], stream, std::string_view(input->peek() + kFrameHeader, length));
       input->retrieve(kFrameHeader + length);
     }
+    settle();
     return over();
   }
 
   void fail(std::string why) {
     if (!over()) error_ = std::move(why);
+    settle();
   }
   [[nodiscard]] bool over() const { return done_ || !error_.empty(); }
   [[nodiscard]] bool ok() const { return done_ && error_.empty(); }
@@ -132,6 +145,12 @@ class Exchange {
     if (flags & kEndStream) done_ = true;
   }
 
+  void settle() {
+    if (!over() || settled_) return;
+    settled_ = true;
+    onOver_();
+  }
+
   static std::string_view withoutPadding(uint8_t flags, std::string_view payload) {
     if (!(flags & kPadded) || payload.empty()) return payload;
     const size_t pad = static_cast<uint8_t>(payload[0]);
@@ -140,64 +159,97 @@ class Exchange {
   }
 
   const std::string expected_;
+  const std::function<void()> onOver_;
   std::string body_;
   std::string error_;
   bool sawSettings_ = false;
   bool sawHeaders_ = false;
   bool done_ = false;
+  bool settled_ = false;
 };
+
+// A client that asks the server at `address` for /hello over h2c and hands
+// what comes back to `exchange`.
+std::unique_ptr<libnet::TcpClient> startClient(libnet::EventLoop* loop,
+                                               const libnet::SocketAddress& address,
+                                               Exchange* exchange) {
+  using namespace libnet;
+  auto client = std::make_unique<TcpClient>(loop, address, "consumer-h2-client");
+  TcpClient* raw = client.get();
+  client->setConnectErrorCallback([exchange, raw](int error) {
+    raw->stop();
+    exchange->fail("connect failed: errno " + std::to_string(error));
+  });
+  client->setConnectionCallback([exchange, port = address.port()](const TcpConnectionPtr& conn) {
+    if (conn->connected()) {
+      conn->send(request(port));
+      return;
+    }
+    exchange->fail("the server closed the connection");
+  });
+  client->setMessageCallback([exchange](const TcpConnectionPtr& conn, Buffer* input, Timestamp) {
+    if (exchange->take(conn, input)) conn->shutdown();
+  });
+  client->connect();
+  return client;
+}
+
+libnet::coro::Task<> serveH2c(libnet::coro::Stream stream,
+                              const libnet::http2::ServerSession::Config* config) {
+  co_await libnet::http2::serveConnection(stream, *config, std::chrono::seconds(10),
+                                          std::chrono::seconds(10));
+}
 
 }  // namespace
 
 int main() {
   using namespace libnet;
   const std::string body = "hello from a program that links libnet_http2";
-  Exchange exchange(body);
+  const http::HttpServer::Handler handler = [&](const http::HttpRequest& request,
+                                                http::HttpResponse* response) {
+    if (request.path() != "/hello") return response->setStatusPage(404);
+    response->setStatus(200);
+    response->setContentType("text/plain");
+    response->setBody(body);
+  };
+  EventLoop loop;
+  int pending = 2;
+  const auto onOver = [&] {
+    if (--pending == 0) loop.quit();
+  };
+  Exchange callbacks(body, onOver);
+  Exchange coroutines(body, onOver);
   try {
-    EventLoop loop;
     http::HttpServer server(&loop, InetAddress("127.0.0.1", 0), "consumer-h2");
-    server.setHandler([&](const http::HttpRequest& request, http::HttpResponse* response) {
-      if (request.path() != "/hello") return response->setStatusPage(404);
-      response->setStatus(200);
-      response->setContentType("text/plain");
-      response->setBody(body);
-    });
+    server.setHandler(handler);
     std::shared_ptr<http2::Service> h2 = http2::serve(server, {.priorKnowledge = true});
     server.start();
-    const uint16_t port = server.listenAddress().port();
 
-    TcpClient client(&loop, server.listenAddress(), "consumer-h2-client");
-    client.setConnectErrorCallback([&](int error) {
-      exchange.fail("connect failed: errno " + std::to_string(error));
-      client.stop();
-      loop.quit();
-    });
-    client.setConnectionCallback([&](const TcpConnectionPtr& conn) {
-      if (conn->connected()) {
-        conn->send(request(port));
-        return;
-      }
-      exchange.fail("the server closed the connection");
-      loop.quit();
-    });
-    client.setMessageCallback([&](const TcpConnectionPtr& conn, Buffer* input, Timestamp) {
-      if (!exchange.take(conn, input)) return;
-      conn->shutdown();
-      loop.quit();
-    });
+    const http2::ServerSession::Config config{.handler = handler};
+    TcpServer coroServer(&loop, InetAddress("127.0.0.1", 0), "consumer-h2-coro");
+    coro::serve(coroServer,
+                [&config](coro::Stream stream) { return serveH2c(std::move(stream), &config); });
+    coroServer.start();
+
+    auto first = startClient(&loop, server.listenAddress(), &callbacks);
+    auto second = startClient(&loop, coroServer.listenAddress(), &coroutines);
     loop.runAfter(std::chrono::seconds(10), [&] {
-      exchange.fail("no answer within 10 s");
-      loop.quit();
+      callbacks.fail("no answer within 10 s");
+      coroutines.fail("no answer within 10 s");
     });
-    client.connect();
     loop.loop();
   } catch (const std::exception& e) {
-    exchange.fail(e.what());
+    callbacks.fail(e.what());
+    coroutines.fail(e.what());
   }
-  if (!exchange.ok()) {
-    std::fprintf(stderr, "http2_roundtrip: %s\n", exchange.error().c_str());
-    return 1;
+  bool ok = true;
+  for (const auto& [server, exchange] :
+       {std::pair{"http2::serve", &callbacks}, std::pair{"http2::serveConnection", &coroutines}}) {
+    if (exchange->ok()) continue;
+    std::fprintf(stderr, "http2_roundtrip: %s: %s\n", server, exchange->error().c_str());
+    ok = false;
   }
-  std::printf("http2_roundtrip: OK (%zu bytes over h2c)\n", body.size());
+  if (!ok) return 1;
+  std::printf("http2_roundtrip: OK (%zu bytes over h2c, callbacks and coroutines)\n", body.size());
   return 0;
 }

@@ -33,6 +33,7 @@ for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClien
   include/net/websocket/WebSocket.h include/net/websocket/WebSocketServer.h \
   include/net/websocket/WebSocketClient.h include/net/websocket/CoroWebSocket.h \
   include/net/http2/Http2Server.h include/net/http2/Options.h include/net/http2/ServerSession.h \
+  include/net/http2/CoroServe.h \
   lib/libnet.a "lib/libnet.so.$version" lib/pkgconfig/libnet.pc \
   lib/libnet_tls.a "lib/libnet_tls.so.$version" lib/pkgconfig/libnet_tls.pc \
   lib/libnet_dns.a "lib/libnet_dns.so.$version" lib/pkgconfig/libnet_dns.pc \
@@ -134,7 +135,7 @@ grep -q '^Requires.private: zlib' "$root/lib/pkgconfig/libnet_websocket.pc" ||
 # HTTP/2: its own objects only, on libnet.so alone, the only library with
 # nghttp2.
 h2_members=$(ar t "$root/lib/libnet_http2.a")
-[[ $(sort <<<"$h2_members" | tr '\n' ' ') == "Http2Server.o ServerSession.o " ]] ||
+[[ $(sort <<<"$h2_members" | tr '\n' ' ') == "CoroServe.o Http2Server.o ServerSession.o " ]] ||
   fail "libnet_http2.a holds: $(tr '\n' ' ' <<<"$h2_members")"
 h2_dynamic=$(readelf -d "$root/lib/libnet_http2.so.$version")
 for needed in "libnet\.so\.$soversion" 'libnghttp2\.so\.14'; do
@@ -142,8 +143,10 @@ for needed in "libnet\.so\.$soversion" 'libnghttp2\.so\.14'; do
 done
 grep -q '(NEEDED).*\[libnet_\(tls\|dns\|http_client\|websocket\)\.so' <<<"$h2_dynamic" &&
   fail "libnet_http2.so needs a component it does not use"
-grep -qF 'libnet::http2::serve(' <<<"$(nm -DC --defined-only "$root/lib/libnet_http2.so.$version")" ||
-  fail "libnet_http2.so does not define http2::serve"
+h2_symbols=$(nm -DC --defined-only "$root/lib/libnet_http2.so.$version")
+for symbol in 'libnet::http2::serve(' 'libnet::http2::serveConnection('; do
+  grep -qF "$symbol" <<<"$h2_symbols" || fail "libnet_http2.so does not define $symbol"
+done
 for library in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket; do
   needs_library "$root/lib/$library.so.$version" 'libnghttp2\.so.*' && fail "$library.so needs nghttp2"
 done
