@@ -12,7 +12,8 @@
 # and @libnet//net/dns:coro (c-ares from the system, as -lcares), for
 # http_fetch_roundtrip.cc on @libnet//:libnet_http_client, for
 # ws_roundtrip.cc on @libnet//:libnet_websocket (zlib from the system) and
-# for http2_roundtrip.cc on @libnet//:libnet_http2 (nghttp2 from the system).
+# for http2_roundtrip.cc on @libnet//:libnet_http2 and @libnet//net/http2:coro
+# (nghttp2 from the system).
 #
 # The workspace and its Bazel output base live in one temporary directory,
 # with a Bazel server of their own; both are removed at the end, whatever
@@ -117,7 +118,12 @@ cc_binary(
 cc_binary(
     name = "http2_roundtrip",
     srcs = ["http2_roundtrip.cc"],
-    deps = ["@libnet//:libnet", "@libnet//:libnet_http2"],
+    deps = [
+        "@libnet//:libnet",
+        "@libnet//:libnet_coro",
+        "@libnet//:libnet_http2",
+        "@libnet//net/http2:coro",
+    ],
 )
 EOF
 
