@@ -183,8 +183,10 @@ coro::Task<> echoWebSocket(coro::Stream stream, const HttpRequest& request) {
 }
 
 // HTTP/1.1 on `stream`; what it has read and not consumed (bytes the
-// preface check looked at) is the start of the first request.
-coro::Task<> serveHttp1(coro::Stream stream, const Site* site) {
+// preface check looked at) is the start of the first request, whose header
+// deadline may have started then.
+coro::Task<> serveHttp1(coro::Stream stream, const Site* site,
+                        std::optional<MonoTime> headerDeadline) {
   HttpParser parser;
   // The answers of one read, sent in one write. The connection's own, not
   // one per thread: a throw between gathering and writing (a failed
@@ -192,7 +194,6 @@ coro::Task<> serveHttp1(coro::Stream stream, const Site* site) {
   // send. The write empties it; its storage is the connection's while it
   // lives.
   Buffer out;
-  std::optional<MonoTime> headerDeadline;
   for (;;) {
     bool open = true;
     while (open) {
@@ -244,37 +245,66 @@ coro::Task<> serveHttp1(coro::Stream stream, const Site* site) {
   }
 }
 
-enum class Protocol { kHttp1, kHttp2, kGone };
+enum class Protocol { kHttp1, kHttp2, kUnknown };
 
-// --h2c: whether the connection starts with the HTTP/2 client preface (prior
-// knowledge). The first byte may take as long as the idle timeout allows; a
-// partial preface waits for the rest within the header timeout; anything
-// else is HTTP/1.1. What was read stays unread for the protocol chosen.
-coro::Task<Protocol> sniff(coro::Stream& stream, const Site& site) {
-  std::optional<MonoTime> deadline;
+bool prefacePrefix(std::string_view bytes) {
+  const size_t n = std::min(bytes.size(), kPreface.size());
+  return bytes.substr(0, n) == kPreface.substr(0, n);
+}
+
+// What the first bytes of a connection say under --h2c: the client preface
+// (kUnknown while it is a part of it), an HTTP/1.x request line (its last
+// word "HTTP/..."; kUnknown until the line is complete, HTTP/1.1's to refuse
+// past its length limit), or else a broken preface, which HTTP/2 answers
+// (GOAWAY PROTOCOL_ERROR, RFC 9113 3.4) rather than HTTP/1.1's 400. As
+// http_server (net/http2/Http2Server.cc) tells them apart.
+Protocol classify(std::string_view bytes) {
+  if (prefacePrefix(bytes))
+    return bytes.size() >= kPreface.size() ? Protocol::kHttp2 : Protocol::kUnknown;
+  const size_t lf = bytes.find('\n');
+  if (lf == std::string_view::npos) {
+    return bytes.size() < HttpParser::Limits{}.maxRequestLine ? Protocol::kUnknown
+                                                              : Protocol::kHttp1;
+  }
+  std::string_view line = bytes.substr(0, lf);
+  if (line.ends_with('\r')) line.remove_suffix(1);
+  const size_t space = line.rfind(' ');
+  const bool http1 = space != std::string_view::npos && line.substr(space + 1).starts_with("HTTP/");
+  return http1 ? Protocol::kHttp1 : Protocol::kHttp2;
+}
+
+// --h2c: reads until classify() knows the protocol (kUnknown: the client went
+// first). The header deadline runs from the first byte (the wait for it is
+// the idle timeout's business) and is left in *deadline for HTTP/1.1 to go
+// on with; a preface still incomplete by then ends the connection, an
+// HTTP/1.1 line goes on to its 408.
+coro::Task<Protocol> sniff(coro::Stream& stream, const Site& site,
+                           std::optional<MonoTime>* deadline) {
   for (;;) {
     coro::Errc result = coro::Errc::kOk;
-    if (deadline) {
-      const Duration left = std::max(Duration::zero(), *deadline - MonoClock::now());
+    if (*deadline) {
+      const Duration left = std::max(Duration::zero(), **deadline - MonoClock::now());
       const coro::Input in = co_await coro::withTimeout(left, stream.readMore());
       result = in.error();
     } else {
       const coro::Input in = co_await stream.read();
       result = in.error();
     }
-    if (result != coro::Errc::kOk) co_return Protocol::kGone;  // or not complete in time
     const Buffer& input = stream.input();
-    const size_t n = std::min(input.readableBytes(), kPreface.size());
-    if (std::string_view(input.peek(), n) != kPreface.substr(0, n)) co_return Protocol::kHttp1;
-    if (n == kPreface.size()) co_return Protocol::kHttp2;
-    if (!deadline) deadline = MonoClock::now() + site.headerTimeout;
+    const std::string_view bytes(input.peek(), input.readableBytes());
+    if (result == coro::Errc::kTimedOut && !prefacePrefix(bytes)) co_return Protocol::kHttp1;
+    if (result != coro::Errc::kOk) co_return Protocol::kUnknown;
+    const Protocol protocol = classify(bytes);
+    if (protocol != Protocol::kUnknown) co_return protocol;
+    if (!*deadline) *deadline = MonoClock::now() + site.headerTimeout;
   }
 }
 
 coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
+  std::optional<MonoTime> headerDeadline;
   if (site->h2c) {
-    const Protocol protocol = co_await sniff(stream, *site);
-    if (protocol == Protocol::kGone) co_return;
+    const Protocol protocol = co_await sniff(stream, *site, &headerDeadline);
+    if (protocol == Protocol::kUnknown) co_return;
     if (protocol == Protocol::kHttp2) {
       const Http2Count counted(site);
       co_await http2::serveConnection(stream, site->http2, site->headerTimeout, site->idleTimeout,
@@ -282,7 +312,7 @@ coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
       co_return;
     }
   }
-  co_await serveHttp1(std::move(stream), site);
+  co_await serveHttp1(std::move(stream), site, headerDeadline);
 }
 
 }  // namespace

@@ -105,21 +105,26 @@ Buffer& outputBuffer() {
   return buffer;
 }
 
-// Frames are produced in slices of kSlice bytes, each sent as it is made, up
-// to half the connection's output limit: enough to keep the socket busy
-// until the write-complete callback asks for more, never past the limit
-// itself (which would pause reading, on io_uring a cancelled and re-armed
-// receive, at every turn of a large download), and in a buffer small enough
-// to be reused rather than mapped and unmapped for every slice.
+// Frames are produced in slices of kSlice bytes, each sent as it is made,
+// while the connection holds less than kAhead bytes of output (or half its
+// output limit, if that is less): enough to keep the socket busy until the
+// write-complete callback asks for more; never past the limit (which would
+// pause reading, on io_uring a cancelled and re-armed receive, at every turn
+// of a large download); and little enough that the output queue's buffers
+// stay small and are reused (io_uring copies what is sent while a send is in
+// flight into the queue's waiting buffer: half a megabyte there was a buffer
+// mapped, faulted in and unmapped again for every turn).
 constexpr size_t kSlice = 64 * 1024;
+constexpr size_t kAhead = 2 * kSlice;
 
 void flush(const TcpConnectionPtr& conn, Link* link) {
   const size_t limit = conn->maxQueuedOutput();
+  const size_t ceiling = limit == 0 ? kAhead : std::min(kAhead, limit / 2);
   Buffer& out = outputBuffer();
   while (link->session.wantsWrite()) {
     const size_t queued = conn->queuedOutputBytes();
-    if (limit != 0 && queued >= limit / 2) return;  // the write-complete callback resumes
-    link->session.produce(&out, limit == 0 ? kSlice : std::min(kSlice, limit / 2 - queued));
+    if (queued >= ceiling) return;  // the write-complete callback resumes
+    link->session.produce(&out, std::min(kSlice, ceiling - queued));
     if (out.readableBytes() == 0) return;  // what is left waits for the peer's window
     conn->send(&out);
     out.retrieveAll();

@@ -146,6 +146,7 @@ struct ServerSession::Callbacks {
 
   static int beginFrame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user) {
     ServerSession* s = self(user);
+    if (s->failed_) return NGHTTP2_ERR_CALLBACK_FAILURE;
     if (hd->type == NGHTTP2_HEADERS) {
       s->blockFrames_ = 0;
       s->blockBytes_ = 0;
@@ -167,7 +168,7 @@ struct ServerSession::Callbacks {
         s->terminate(NGHTTP2_ENHANCE_YOUR_CALM, "header block too long");
       }
     }
-    return 0;
+    return s->stopIfFailed();
   }
 
   static int beginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
@@ -185,7 +186,7 @@ struct ServerSession::Callbacks {
                     size_t nameLength, const uint8_t* value, size_t valueLength, uint8_t,
                     void* user) {
     ServerSession* s = self(user);
-    if (s->failed_) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (s->failed_) return NGHTTP2_ERR_CALLBACK_FAILURE;
     Stream* stream = s->streamFor(frame->hd.stream_id);
     if (stream == nullptr) return 0;
     stream->headerBytes += nameLength + valueLength + kFieldOverhead;
@@ -195,7 +196,7 @@ struct ServerSession::Callbacks {
       // Far past what the client was told (SETTINGS_MAX_HEADER_LIST_SIZE):
       // a small block that decodes huge, an HPACK bomb.
       s->terminate(NGHTTP2_ENHANCE_YOUR_CALM, "header list far over its limit");
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
     if (stream->headerBytes > limit || stream->headerCount > s->config_.limits.maxHeaderCount) {
       stream->refuse = 431;
@@ -223,6 +224,7 @@ struct ServerSession::Callbacks {
   static int dataChunk(nghttp2_session*, uint8_t, int32_t id, const uint8_t* data, size_t length,
                        void* user) {
     ServerSession* s = self(user);
+    if (s->failed_) return NGHTTP2_ERR_CALLBACK_FAILURE;
     Stream* stream = s->streamFor(id);
     if (stream == nullptr || stream->refuse != 0) return 0;
     std::string& body = stream->request.body();
@@ -273,7 +275,7 @@ struct ServerSession::Callbacks {
         (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)) {
       if (Stream* stream = s->streamFor(frame->hd.stream_id)) s->refuseOrServe(stream);
     }
-    return 0;
+    return s->stopIfFailed();
   }
 
   static int streamClosed(nghttp2_session*, int32_t id, uint32_t errorCode, void* user) {
@@ -394,6 +396,8 @@ void ServerSession::terminate(uint32_t errorCode, std::string_view why) {
   nghttp2_session_terminate_session(session_, errorCode);
   failed_ = true;
 }
+
+int ServerSession::stopIfFailed() const { return failed_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0; }
 
 ServerSession::Stream* ServerSession::streamFor(int32_t id) {
   const auto it = streams_.find(id);

@@ -96,6 +96,12 @@ class ServerSession {
     MonoTime last_{};
   };
 
+  // What a callback returns: once a defence has ended the connection, a
+  // fatal error, so that nghttp2 parses nothing more of this input (its
+  // state after its own termination is not meant to be parsed on: an
+  // assertion in nghttp2 aborted the process on a bad frame that followed).
+  // The GOAWAY already queued still goes out.
+  [[nodiscard]] int stopIfFailed() const;
   void submitSettings();
   // The handler's answer (or `status` when the request was refused before
   // it), submitted on `stream`.

@@ -6,7 +6,9 @@ byte-exact, 404, HEAD), nghttp (a file, and five on one connection),
 h2load -n 2000 -c 4 -m 50 (every request answered 2xx), and HTTP/1.1 on the
 same port (curl --http1.1 and a raw request).
 
-Raw frames for the deadlines of http2::serveConnection: a partial preface,
+A broken preface is answered GOAWAY PROTOCOL_ERROR, and an HTTP/1.1 request
+line trickled past --header-timeout 408. Raw frames for the deadlines of
+http2::serveConnection: a partial preface,
 and a preface without the client's SETTINGS, are closed after
 --header-timeout (the second with GOAWAY NO_ERROR); a client that sets
 SETTINGS_INITIAL_WINDOW_SIZE 0 and keeps sending PINGs (which keep the
@@ -198,6 +200,27 @@ def test_header_deadlines(port, name):
           "%.2f s %r" % (elapsed, data[:100]))
 
 
+def test_first_bytes(port, name):
+    """Not the preface: a broken one is HTTP/2's to refuse, an HTTP/1.1
+    request line trickled past the header timeout is HTTP/1.1's 408."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"INVALID CONNECTION PREFACE\r\n\r\n")
+    data, closed = recv_until_close(sock, time.monotonic() + 5)
+    check(name + " GOAWAY (PROTOCOL_ERROR) and close for a broken preface",
+          closed and goaway_code(data) == 1, data[:100])
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"GET /hel")
+    started = time.monotonic()
+    data, closed = recv_until_close(sock, started + HEADER_TIMEOUT + 5)
+    elapsed = time.monotonic() - started
+    # One deadline from the first byte, not a second one from the hand-over
+    # to HTTP/1.1.
+    check(name + " 408 for an HTTP/1.1 request line not complete in the header timeout",
+          closed and data.startswith(b"HTTP/1.1 408")
+          and HEADER_TIMEOUT - 0.3 < elapsed < 2 * HEADER_TIMEOUT - 0.3,
+          "%.2f s %r" % (elapsed, data[:40]))
+
+
 def test_stalls(port, name):
     ping = frame(PING, 0, 0, b"12345678")
     # Window 0: the answer's HEADERS go out, its DATA never can.
@@ -295,6 +318,7 @@ def main():
         try:
             test_clients(port, name, root)
             test_header_deadlines(port, name)
+            test_first_bytes(port, name)
             test_stalls(port, name)
         finally:
             stop(proc, name)
