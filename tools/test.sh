@@ -10,8 +10,9 @@
 #                                 annotations (tools/thread_safety.sh);
 #                                 the consumer tests (libnet used from another
 #                                 Bazel workspace, installed for CMake and
-#                                 pkg-config); the HttpParser and TLS-input
-#                                 fuzzers, a minute each; h2spec, the HTTP/2
+#                                 pkg-config); the fuzzers (HttpParser, TLS
+#                                 input, WebSocket receiver, HTTP/2 session),
+#                                 a minute each; h2spec, the HTTP/2
 #                                 conformance suite, against http_server on
 #                                 both backends, h2c and TLS (tools/h2spec.sh)
 #   tools/test.sh --config=tsan   one run with the given bazel options
