@@ -206,6 +206,9 @@ class ConnectionIo {
   // Whether application bytes can flow: true from start() on, except under
   // a layer with a handshake to make first (it calls Owner::onReady()).
   [[nodiscard]] virtual bool ready() const { return true; }
+  // The application protocol the layer negotiated (TLS ALPN: "h2",
+  // "http/1.1"); empty when none was.
+  [[nodiscard]] virtual std::string_view applicationProtocol() const { return {}; }
   // The output this strategy (and the one below it, under a layer) holds
   // for the peer in memory, which the high-water mark counts: buffered
   // bytes, and under TLS plaintext not yet encrypted and file bytes not yet

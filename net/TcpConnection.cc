@@ -105,6 +105,11 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer*
   });
 }
 
+std::string_view TcpConnection::applicationProtocol() const {
+  loop_->assertInLoopThread();
+  return impl().io_ ? impl().io_->applicationProtocol() : std::string_view();
+}
+
 size_t TcpConnection::queuedOutputBytes() const {
   loop_->assertInLoopThread();
   return impl().io_->queuedOutput();

@@ -92,6 +92,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
     return layerFailure_ ? std::string_view(*layerFailure_) : std::string_view();
   }
 
+  // The protocol its layer negotiated for the application (TLS ALPN: "h2",
+  // "http/1.1"); empty without a layer or without ALPN. Loop thread.
+  [[nodiscard]] std::string_view applicationProtocol() const;
+
   // Any thread. Off the loop thread the bytes are copied (moved for an
   // rvalue string) and the write happens on the loop.
   void send(std::string_view message);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets with clang's libFuzzer (plus ASan and UBSan) and
 # runs each for a while, starting from its seed corpus: http (the HttpParser),
-# tls (the TLS input path, TlsSession as a server) and websocket (the
-# WebSocket Receiver, both roles, with and without permessage-deflate).
+# tls (the TLS input path, TlsSession as a server), websocket (the WebSocket
+# Receiver, both roles, with and without permessage-deflate) and http2 (the
+# HTTP/2 server session on nghttp2, net/http2/ServerSession).
 #
 #   tools/fuzz.sh [SECONDS [TARGET...]]   each TARGET for SECONDS (default: 60, all)
 #
@@ -21,12 +22,12 @@ root=$PWD
 
 seconds=${1:-60}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds == 0)); then
-  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket ...]]" >&2
+  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket|http2 ...]]" >&2
   exit 2
 fi
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(http tls websocket)
+((${#targets[@]})) || targets=(http tls websocket http2)
 
 # Not built through Bazel: Bazel 4 has no libFuzzer support of its own (that
 # is rules_fuzzing, which would have to be downloaded), and pointing it at
@@ -103,8 +104,26 @@ target_spec() {
       # the too-big paths with short inputs.
       options=(-max_len=16384)
       ;;
+    http2)
+      sources=(tests/net/http2/fuzz/Http2SessionFuzzer.cc tests/net/http2/fuzz/FrameCheck.cc
+        tests/net/http2/fuzz/FuzzHandler.cc net/http2/ServerSession.cc net/http/HttpRequest.cc
+        net/http/HttpResponse.cc net/http/HttpDate.cc net/http/RequestTarget.cc net/Buffer.cc
+        net/BufferStorage.cc base/Logging.cc base/LogStream.cc base/Timestamp.cc
+        base/CurrentThread.cc)
+      headers=(tests/net/http2/fuzz/FrameCheck.h tests/net/http2/fuzz/FuzzHandler.h
+        net/http2/ServerSession.h net/http2/Options.h net/http/HttpRequest.h
+        net/http/HttpResponse.h net/http/HttpDate.h net/http/HttpParser.h net/http/HttpServer.h
+        net/Buffer.h net/BufferStorage.h base/Logging.h base/Guarded.h)
+      # nghttp2 itself is the system library, not instrumented: the coverage
+      # counts libnet's side (callbacks, defences, the DATA path).
+      libs=(-lnghttp2)
+      seeds_dir=tests/net/http2/fuzz/corpus
+      # Room for the 210 streams of the rapid-reset seed and a few hundred
+      # frames of any other kind.
+      options=(-dict=tests/net/http2/fuzz/http2.dict -max_len=16384)
+      ;;
     *)
-      echo "fuzz.sh: unknown target '$1' (http, tls, websocket)" >&2
+      echo "fuzz.sh: unknown target '$1' (http, tls, websocket, http2)" >&2
       exit 2
       ;;
   esac

@@ -7,7 +7,7 @@
 #   tools/install.sh --deb OUTDIR                      build libnet-dev_VERSION_ARCH.deb
 #
 # What lands under PREFIX (default /usr/local):
-#   include/{base,net,net/coro,net/http,net/tls,net/dns,net/websocket}/*.h
+#   include/{base,net,net/coro,net/http,net/tls,net/dns,net/websocket,net/http2}/*.h
 #                                     the public headers (the
 #                                     hdrs of the libraries in dist/BUILD and
 #                                     below them; nothing of net/poller/, no
@@ -24,8 +24,11 @@
 #   lib/libnet_websocket.a, lib/libnet_websocket.so.VERSION (+ links)
 #                                     WebSocket alone (it needs
 #                                     libnet_http_client, zlib and libcrypto)
+#   lib/libnet_http2.a, lib/libnet_http2.so.VERSION (+ links)
+#                                     HTTP/2 for the HTTP server alone (it
+#                                     needs libnet and nghttp2)
 #   lib/pkgconfig/libnet.pc, libnet_tls.pc, libnet_dns.pc, libnet_http_client.pc,
-#                 libnet_websocket.pc
+#                 libnet_websocket.pc, libnet_http2.pc
 #   lib/cmake/libnet/libnetConfig.cmake, libnetConfigVersion.cmake
 #                                     (libnet::libnet, libnet::libnet_shared;
 #                                     COMPONENTS tls: libnet::tls, libnet::tls_shared;
@@ -33,7 +36,9 @@
 #                                     COMPONENTS http_client: libnet::http_client,
 #                                     libnet::http_client_shared; COMPONENTS
 #                                     websocket: libnet::websocket,
-#                                     libnet::websocket_shared)
+#                                     libnet::websocket_shared; COMPONENTS
+#                                     http2: libnet::http2,
+#                                     libnet::http2_shared)
 #   share/licenses/libnet/LICENSE     the MIT licence, whose notice goes with
 #                                     every copy of the libraries
 #   share/libnet/install_manifest.txt what --uninstall removes
@@ -124,7 +129,7 @@ trap 'rm -rf "$work"' EXIT
 # The components, in the order they build on each other: each has
 # //dist:NAME_static and //dist:NAME_shared, libnet_NAME.{a,so} and
 # dist/libnet_NAME.pc.in.
-components=(tls dns http_client websocket)
+components=(tls dns http_client websocket http2)
 
 # The public headers: the hdrs of every library in dist's libraries' closure
 # but the backends' (//net/poller's one header, the factory's, is for
@@ -386,7 +391,7 @@ do_deb() {
   arch=$(dpkg --print-architecture)
 
   # The shared libraries' runtime dependencies (liburing, and OpenSSL,
-  # c-ares and zlib for the components), as dpkg-shlibdeps finds them. It
+  # c-ares, zlib and nghttp2 for the components), as dpkg-shlibdeps finds them. It
   # wants a debian/control to read, and says nothing useful without one; the
   # components need libnet.so.MAJOR and each other's libraries, which are this
   # package's own, so shlibs.local names them and -x leaves the package's
@@ -422,9 +427,9 @@ do_deb() {
 
   # One package with all the libraries, as a -dev package for building
   # programs. The components' archives and their CMake and pkg-config files
-  # want OpenSSL's, c-ares's and zlib's development files, recommended rather
-  # than required, since a program without TLS, the resolver or WebSocket
-  # needs none of them.
+  # want OpenSSL's, c-ares's, zlib's and nghttp2's development files,
+  # recommended rather than required, since a program without TLS, the
+  # resolver, WebSocket or HTTP/2 needs none of them.
   # Debian's libnet1-dev (the packet construction library) also ships
   # libnet.so and libnet.a, and provides the name libnet-dev: the two cannot
   # share a system, which the Conflicts says.
@@ -436,19 +441,20 @@ Maintainer: $maintainer
 Section: libdevel
 Priority: optional
 Depends: liburing-dev (>= 2.3), $shlibs
-Recommends: libssl-dev (>= 3.0), libc-ares-dev (>= 1.18), zlib1g-dev
+Recommends: libssl-dev (>= 3.0), libc-ares-dev (>= 1.18), zlib1g-dev, libnghttp2-dev (>= 1.52)
 Conflicts: libnet1-dev
 Description: one-loop-per-thread C++20 network library for Linux
  libnet runs non-blocking TCP servers and clients (and an HTTP/1.1 server
- and client, and WebSocket) on an event loop per thread, over epoll or
- io_uring, chosen at run time.
+ and client, HTTP/2 for the server, and WebSocket) on an event loop per
+ thread, over epoll or io_uring, chosen at run time.
  .
  This package has the headers, the static and the shared libraries, and the
  files that let CMake (find_package(libnet), target libnet::libnet) and
  pkg-config (libnet) find them. TLS (OpenSSL), the DNS resolver (c-ares),
- the HTTP client (on both) and WebSocket (zlib) are libraries of their own:
- CMake components tls, dns, http_client and websocket, pkg-config
- libnet_tls, libnet_dns, libnet_http_client and libnet_websocket.
+ the HTTP client (on both), WebSocket (zlib) and HTTP/2 (nghttp2) are
+ libraries of their own: CMake components tls, dns, http_client, websocket
+ and http2, pkg-config libnet_tls, libnet_dns, libnet_http_client,
+ libnet_websocket and libnet_http2.
 EOF
   mkdir -p "$deb_dir"
   deb=$deb_dir/libnet-dev_${version}_${arch}.deb

@@ -33,7 +33,16 @@ PACKAGES=(
   python3-dnslib   # dnslib, the scripted DNS servers of the resolver tests
   zlib1g-dev       # zlib, permessage-deflate of //net/websocket
   python3-websockets  # websockets 10.4, the independent WebSocket peer of the tests
+  libnghttp2-dev   # nghttp2 1.52: HTTP/2 framing and HPACK of //net/http2
+  nghttp2-client   # nghttp and h2load, HTTP/2 clients of the tests and the benchmark
+  python3-h2       # h2 4.1 (hyper-h2) and hpack, the hostile HTTP/2 peers of the tests
 )
+
+# Go builds the pinned h2spec of tools/h2spec.sh; an upstream Go in
+# /usr/local/go (Go's own tarball) serves as well as Debian's 1.19.
+if ! command -v go >/dev/null 2>&1 && [[ ! -x /usr/local/go/bin/go ]]; then
+  PACKAGES+=(golang-go)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

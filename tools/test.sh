@@ -10,8 +10,11 @@
 #                                 annotations (tools/thread_safety.sh);
 #                                 the consumer tests (libnet used from another
 #                                 Bazel workspace, installed for CMake and
-#                                 pkg-config); the HttpParser and TLS-input
-#                                 fuzzers, a minute each
+#                                 pkg-config); the fuzzers (HttpParser, TLS
+#                                 input, WebSocket receiver, HTTP/2 session),
+#                                 a minute each; h2spec, the HTTP/2
+#                                 conformance suite, against http_server on
+#                                 both backends, h2c and TLS (tools/h2spec.sh)
 #   tools/test.sh --config=tsan   one run with the given bazel options
 #
 # The full run also runs every C++ test once more as on a kernel without
@@ -96,5 +99,7 @@ else
       echo "== fuzzing skipped: no clang++ (tools/setup.sh installs it)" >&2
     fi
   fi
+  echo "== tools/h2spec.sh" >&2
+  tools/h2spec.sh || status=$?
 fi
 exit $status

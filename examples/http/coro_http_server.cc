@@ -7,17 +7,25 @@
 // parser's limits (4xx, then the connection is half-closed and drained so
 // the answer is not lost to a reset), a header deadline (408) and an idle
 // timeout. GET /ws upgrades to a WebSocket that echoes every message
-// (net/websocket/CoroWebSocket.h). http_server is the same server on callbacks
-// (net/http/HttpServer), with more protections (a server-wide body budget); the HTTP benchmark
-// compares the two.
+// (net/websocket/CoroWebSocket.h). With --h2c a connection that starts with
+// the HTTP/2 client preface is served as HTTP/2 with prior knowledge
+// (net/http2/CoroServe.h) on the same port, answered by the same handle()
+// (WebSocket stays HTTP/1.1). http_server is the same server on callbacks
+// (net/http/HttpServer), with more protections (a server-wide body budget);
+// the HTTP benchmark compares the two.
 //
-// SIGINT / SIGTERM stop it cleanly (exit 0); 1 if it cannot be set up, 2 for
-// bad arguments.
+// SIGINT / SIGTERM stop it cleanly (exit 0; with --h2c, HTTP/2 connections
+// get GOAWAY first and the streams they took are answered, for at most the
+// header timeout; a second signal stops it at once); 1 if it cannot be set
+// up, 2 for bad arguments.
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -35,6 +43,8 @@
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
 #include "net/http/StaticFiles.h"
+#include "net/http2/CoroServe.h"
+#include "net/http2/ServerSession.h"
 #include "net/websocket/CoroWebSocket.h"
 #include "net/websocket/Handshake.h"
 
@@ -48,7 +58,7 @@ using http::HttpResponse;
 
 constexpr const char* kUsage =
     "usage: coro_http_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
-    "                        [--root DIR] [--idle-timeout S] [--header-timeout S]\n"
+    "                        [--root DIR] [--idle-timeout S] [--header-timeout S] [--h2c]\n"
     "\n"
     "  --address ADDR      numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N            TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -57,40 +67,88 @@ constexpr const char* kUsage =
     "  --root DIR          serve files under DIR (default: none, only /hello)\n"
     "  --idle-timeout S    close keep-alive connections idle for S seconds; 0 never (default 60)\n"
     "  --header-timeout S  a request's line and headers must be complete within S seconds of\n"
-    "                      its first byte, or it gets 408 (1 to 86400, default 10)\n"
+    "                      its first byte, or it gets 408 (1 to 86400, default 10); HTTP/2: the\n"
+    "                      preface and each header block likewise, or GOAWAY and close\n"
+    "  --h2c               also serve HTTP/2 with prior knowledge (a connection that starts\n"
+    "                      with the client preface) on the same port; an HTTP/2 connection\n"
+    "                      that owes answers and moves none of their bytes for the idle\n"
+    "                      timeout is closed\n"
     "  --help              print this help and exit\n"
     "\n"
-    "Prints \"coro_http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it.\n";
+    "Prints \"coro_http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it\n"
+    "(with --h2c: GOAWAY on HTTP/2 connections, whose streams are answered first).\n";
 
 constexpr std::string_view kHello = "hello world\n";
+
+constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 struct Site {
   std::unique_ptr<http::StaticFiles> files;
   Duration headerTimeout = 10s;
+  Duration idleTimeout = 60s;
+  // --h2c: HTTP/2 with prior knowledge too, answered by handle() through
+  // the session configuration's handler.
+  bool h2c = false;
+  http2::ServerSession::Config http2{};
+  // The first SIGINT / SIGTERM under --h2c requests `stop`: every HTTP/2
+  // connection gets GOAWAY, and the main loop quits once the last of them
+  // has ended (or a header timeout later).
+  std::stop_source stop;
+  mutable std::atomic<int> http2Connections{0};
+  EventLoop* mainLoop = nullptr;
 };
+
+// An HTTP/2 connection being served, counted for the graceful stop.
+class Http2Count {
+ public:
+  explicit Http2Count(const Site* site) : site_(site) { ++site_->http2Connections; }
+  ~Http2Count() {
+    if (--site_->http2Connections == 0 && site_->stop.stop_requested()) site_->mainLoop->quit();
+  }
+  Http2Count(const Http2Count&) = delete;
+  Http2Count& operator=(const Http2Count&) = delete;
+
+ private:
+  const Site* site_;
+};
+
+// The first SIGINT / SIGTERM under --h2c: GOAWAY on every HTTP/2 connection.
+// The stop is requested before the count is read, and a connection ending
+// reads the request after lowering the count: one of the two sees the end.
+void stopGracefully(Site* site) {
+  site->stop.request_stop();
+  if (site->http2Connections == 0) return site->mainLoop->quit();
+  site->mainLoop->runAfter(site->headerTimeout, [loop = site->mainLoop] { loop->quit(); });
+}
 
 std::string_view currentDate() {
   thread_local http::HttpDateCache cache;
   return cache.now();
 }
 
-// Appends the answer to `request` to `out` (a file body: *file and its
-// length); returns whether the connection stays open.
+// The application, the same for both protocols: GET /hello, files under
+// --root, 404.
+void handle(const Site& site, const HttpRequest& request, HttpResponse* response) {
+  if (request.path() == "/hello") {
+    response->setStatus(200);
+    response->setContentType("text/plain");
+    response->setBody(std::string(kHello));
+  } else if (site.files) {
+    site.files->serve(request, response);
+  } else {
+    response->setStatusPage(404);
+  }
+}
+
+// Appends the HTTP/1.1 answer to `request` to `out` (a file body: *file and
+// its length); returns whether the connection stays open.
 bool respond(const Site& site, const HttpRequest& request, Buffer* out, UniqueFd* file,
              size_t* fileLength) {
   HttpResponse response(!request.keepAlive());
   if (request.version() == http::Version::kHttp10 && request.keepAlive()) {
     response.setKeepAliveHeader(true);
   }
-  if (request.path() == "/hello") {
-    response.setStatus(200);
-    response.setContentType("text/plain");
-    response.setBody(std::string(kHello));
-  } else if (site.files) {
-    site.files->serve(request, &response);
-  } else {
-    response.setStatusPage(404);
-  }
+  handle(site, request, &response);
   const bool headOnly = request.method() == http::Method::kHead;
   response.appendToBuffer(out, currentDate(), headOnly);
   if (response.hasFile() && !headOnly) {
@@ -124,7 +182,11 @@ coro::Task<> echoWebSocket(coro::Stream stream, const HttpRequest& request) {
   }
 }
 
-coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
+// HTTP/1.1 on `stream`; what it has read and not consumed (bytes the
+// preface check looked at) is the start of the first request, whose header
+// deadline may have started then.
+coro::Task<> serveHttp1(coro::Stream stream, const Site* site,
+                        std::optional<MonoTime> headerDeadline) {
   HttpParser parser;
   // The answers of one read, sent in one write. The connection's own, not
   // one per thread: a throw between gathering and writing (a failed
@@ -132,8 +194,35 @@ coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
   // send. The write empties it; its storage is the connection's while it
   // lives.
   Buffer out;
-  std::optional<MonoTime> headerDeadline;
   for (;;) {
+    bool open = true;
+    while (open) {
+      const HttpParser::Result result = parser.parse(&stream.input());
+      if (result == HttpParser::Result::kNeedMore) break;
+      if (result == HttpParser::Result::kError) {
+        if (out.readableBytes() > 0) co_await stream.write(&out);
+        co_await refuse(stream, &out, parser.errorStatus());
+        co_return;
+      }
+      if (parser.request().path() == "/ws" && ws::isUpgradeRequest(parser.request())) {
+        // The answers so far go first; what the client sent after the
+        // request stays in the stream for the WebSocket.
+        if (out.readableBytes() > 0 && co_await stream.write(&out) != coro::Errc::kOk) co_return;
+        co_await echoWebSocket(std::move(stream), parser.request());
+        co_return;
+      }
+      UniqueFd file;
+      size_t fileLength = 0;
+      open = respond(*site, parser.request(), &out, &file, &fileLength);
+      parser.reset();
+      // The heads gathered so far go first, then the file, by sendfile(2).
+      if (file &&
+          co_await stream.sendFile(std::move(file), 0, fileLength, &out) != coro::Errc::kOk) {
+        co_return;
+      }
+    }
+    if (out.readableBytes() > 0 && co_await stream.write(&out) != coro::Errc::kOk) co_return;
+    if (!open) co_return;  // the stream goes: closed once the answers are out
     // What is unread is an incomplete request (the parser took every
     // complete one): wait for more. A request started and not yet through
     // its headers must be through them by a deadline set when it was first
@@ -153,36 +242,77 @@ coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
       co_return;
     }
     if (!in) co_return;  // closed, or the client is done
-    bool open = true;
-    while (open) {
-      const HttpParser::Result result = parser.parse(&*in);
-      if (result == HttpParser::Result::kNeedMore) break;
-      if (result == HttpParser::Result::kError) {
-        if (out.readableBytes() > 0) co_await stream.write(&out);
-        co_await refuse(stream, &out, parser.errorStatus());
-        co_return;
-      }
-      if (parser.request().path() == "/ws" && ws::isUpgradeRequest(parser.request())) {
-        // The answers so far go first; what the client sent after the
-        // request stays in the stream for the WebSocket.
-        if (out.readableBytes() > 0 && co_await stream.write(&out) != coro::Errc::kOk) co_return;
-        co_await echoWebSocket(std::move(stream), parser.request());
-        co_return;
-      }
-      UniqueFd file;
-      size_t fileLength = 0;
-      open = respond(*site, parser.request(), &out, &file, &fileLength);
-      parser.reset();
-      if (file) {
-        // The heads gathered so far go first, then the file, by sendfile(2).
-        if (co_await stream.sendFile(std::move(file), 0, fileLength, &out) != coro::Errc::kOk) {
-          co_return;
-        }
-      }
-    }
-    if (out.readableBytes() > 0 && co_await stream.write(&out) != coro::Errc::kOk) co_return;
-    if (!open) co_return;  // the stream goes: closed once the answers are out
   }
+}
+
+enum class Protocol { kHttp1, kHttp2, kUnknown };
+
+bool prefacePrefix(std::string_view bytes) {
+  const size_t n = std::min(bytes.size(), kPreface.size());
+  return bytes.substr(0, n) == kPreface.substr(0, n);
+}
+
+// What the first bytes of a connection say under --h2c: the client preface
+// (kUnknown while it is a part of it), an HTTP/1.x request line (its last
+// word "HTTP/..."; kUnknown until the line is complete, HTTP/1.1's to refuse
+// past its length limit), or else a broken preface, which HTTP/2 answers
+// (GOAWAY PROTOCOL_ERROR, RFC 9113 3.4) rather than HTTP/1.1's 400. As
+// http_server (net/http2/Http2Server.cc) tells them apart.
+Protocol classify(std::string_view bytes) {
+  if (prefacePrefix(bytes))
+    return bytes.size() >= kPreface.size() ? Protocol::kHttp2 : Protocol::kUnknown;
+  const size_t lf = bytes.find('\n');
+  if (lf == std::string_view::npos) {
+    return bytes.size() < HttpParser::Limits{}.maxRequestLine ? Protocol::kUnknown
+                                                              : Protocol::kHttp1;
+  }
+  std::string_view line = bytes.substr(0, lf);
+  if (line.ends_with('\r')) line.remove_suffix(1);
+  const size_t space = line.rfind(' ');
+  const bool http1 = space != std::string_view::npos && line.substr(space + 1).starts_with("HTTP/");
+  return http1 ? Protocol::kHttp1 : Protocol::kHttp2;
+}
+
+// --h2c: reads until classify() knows the protocol (kUnknown: the client went
+// first). The header deadline runs from the first byte (the wait for it is
+// the idle timeout's business) and is left in *deadline for HTTP/1.1 to go
+// on with; a preface still incomplete by then ends the connection, an
+// HTTP/1.1 line goes on to its 408.
+coro::Task<Protocol> sniff(coro::Stream& stream, const Site& site,
+                           std::optional<MonoTime>* deadline) {
+  for (;;) {
+    coro::Errc result = coro::Errc::kOk;
+    if (*deadline) {
+      const Duration left = std::max(Duration::zero(), **deadline - MonoClock::now());
+      const coro::Input in = co_await coro::withTimeout(left, stream.readMore());
+      result = in.error();
+    } else {
+      const coro::Input in = co_await stream.read();
+      result = in.error();
+    }
+    const Buffer& input = stream.input();
+    const std::string_view bytes(input.peek(), input.readableBytes());
+    if (result == coro::Errc::kTimedOut && !prefacePrefix(bytes)) co_return Protocol::kHttp1;
+    if (result != coro::Errc::kOk) co_return Protocol::kUnknown;
+    const Protocol protocol = classify(bytes);
+    if (protocol != Protocol::kUnknown) co_return protocol;
+    if (!*deadline) *deadline = MonoClock::now() + site.headerTimeout;
+  }
+}
+
+coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
+  std::optional<MonoTime> headerDeadline;
+  if (site->h2c) {
+    const Protocol protocol = co_await sniff(stream, *site, &headerDeadline);
+    if (protocol == Protocol::kUnknown) co_return;
+    if (protocol == Protocol::kHttp2) {
+      const Http2Count counted(site);
+      co_await http2::serveConnection(stream, site->http2, site->headerTimeout, site->idleTimeout,
+                                      site->stop.get_token());
+      co_return;
+    }
+  }
+  co_await serveHttp1(std::move(stream), site, headerDeadline);
 }
 
 }  // namespace
@@ -195,6 +325,7 @@ int main(int argc, char* argv[]) {
   std::string root;
   int idleTimeout = 60;
   int headerTimeout = 10;
+  bool h2c = false;
   Flags flags("coro_http_server", kUsage);
   flags.addAddress("--address", &address);
   flags.addPort("--port", &port);
@@ -203,18 +334,34 @@ int main(int argc, char* argv[]) {
   flags.addDirectory("--root", &root);
   flags.addInt("--idle-timeout", &idleTimeout, 0, 86400);
   flags.addInt("--header-timeout", &headerTimeout, 1, 86400);
+  flags.addSwitch("--h2c", &h2c);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
 
   try {
     Site site;
     if (!root.empty()) site.files = std::make_unique<http::StaticFiles>(root);
     site.headerTimeout = std::chrono::seconds(headerTimeout);
+    site.idleTimeout = std::chrono::seconds(idleTimeout);
+    site.h2c = h2c;
+    site.http2.handler = [&site](const HttpRequest& request, HttpResponse* response) {
+      handle(site, request, response);
+    };
 
     EventLoop loop(backend);
     // Before the server's threads: a signal from here on stops it cleanly.
-    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int) { loop.quit(); });
+    site.mainLoop = &loop;
+    int signals = 0;
+    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) {
+      if (++signals > 1 || !site.h2c) return loop.quit();
+      stopGracefully(&site);
+    });
     TcpServer server(&loop, *InetAddress::parse(address, port), "coro-http",
-                     {.threads = threads, .idleTimeout = std::chrono::seconds(idleTimeout)});
+                     {.threads = threads,
+                      // HttpServer's limit: what a client that does not read
+                      // can make a connection hold (HTTP/2 answers; files
+                      // sent by sendfile count as their bytes)
+                      .maxQueuedOutput = 1024 * 1024,
+                      .idleTimeout = std::chrono::seconds(idleTimeout)});
     coro::serve(server,
                 [&site](coro::Stream stream) { return serveConnection(std::move(stream), &site); });
     server.start();

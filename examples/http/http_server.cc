@@ -1,11 +1,14 @@
-// http_server: the HTTP/1.1 example on libnet. GET /hello answers a fixed
-// "hello world\n"; every other GET or HEAD is a file under --root (MIME type
-// by extension, sendfile(2) on epoll for large files; 404 when missing, 403
-// for anything that would leave the root). Keep-alive, pipelining, and the
-// request limits of HttpServer (4xx and a close on bad requests, 503 when the
-// bodies being uploaded would pass --max-body-memory).
+// http_server: the HTTP example on libnet. GET /hello answers a fixed
+// "hello world\n", POST /echo the request's body; every other GET or HEAD is a file under --root
+// (MIME type by extension, sendfile(2) on epoll for large files; 404 when missing, 403 for anything
+// that would leave the root). Keep-alive, pipelining, and the request limits of HttpServer (4xx and
+// a close on bad requests, 503 when the bodies being uploaded would pass --max-body-memory). HTTP/2
+// (net/http2/) with the same handler: over TLS when the client picks "h2" by ALPN, and on plain TCP
+// with prior knowledge under --h2c.
 //
-// SIGINT / SIGTERM stop it cleanly (exit 0). Exit status 1 if it cannot be
+// SIGINT / SIGTERM stop it cleanly (exit 0): HTTP/2 connections get GOAWAY
+// and their streams in flight are answered first (at most --header-timeout
+// seconds); a second signal stops at once. Exit status 1 if it cannot be
 // set up (port in use, root unreadable), 2 for bad arguments.
 
 #include <charconv>
@@ -29,6 +32,7 @@
 #include "net/TcpServer.h"
 #include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
+#include "net/http2/Http2Server.h"
 #include "net/tls/TlsContext.h"
 
 namespace {
@@ -50,7 +54,7 @@ constexpr const char* kUsage =
     "usage: http_server [--address ADDR] [--port N] [--threads N] [--backend B] [--root DIR]\n"
     "                   [--idle-timeout S] [--header-timeout S] [--max-body BYTES]\n"
     "                   [--max-body-memory BYTES] [--accept MODE] [--defer-accept S]\n"
-    "                   [--loop-stats 0|1] [--tls-cert FILE --tls-key FILE]\n"
+    "                   [--loop-stats 0|1] [--tls-cert FILE --tls-key FILE] [--h2c]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -78,13 +82,16 @@ constexpr const char* kUsage =
     "                        request bodies still arriving, over all connections, may take at\n"
     "                        most BYTES; a body that does not fit gets 503; 0 no bound\n"
     "                        (default 67108864)\n"
-    "  --tls-cert FILE       serve HTTPS (TLS 1.2/1.3, ALPN http/1.1) with this PEM certificate\n"
-    "                        chain\n"
+    "  --tls-cert FILE       serve HTTPS (TLS 1.2/1.3, ALPN h2 and http/1.1) with this PEM\n"
+    "                        certificate chain\n"
     "  --tls-key FILE        ... and this PEM private key (both or neither)\n"
+    "  --h2c                 also serve HTTP/2 with prior knowledge on plain TCP\n"
     "  --help                print this help and exit\n"
     "\n"
-    "GET /hello answers \"hello world\\n\". Prints \"http_server listening on IP:PORT\" once\n"
-    "ready. SIGINT or SIGTERM stops it.\n";
+    "GET /hello answers \"hello world\\n\", POST /echo the request body. Prints\n"
+    "\"http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it (HTTP/2\n"
+    "connections get GOAWAY and their streams in flight finish first; a second signal stops\n"
+    "at once).\n";
 
 constexpr std::string_view kHello = "hello world\n";
 
@@ -103,6 +110,7 @@ struct Settings {
   TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
   bool ringHandOver = true;  // false: --accept hand-over-queue
   int loopStats = 0;
+  bool h2c = false;
   libnet::ServerTls tls;
 };
 
@@ -149,6 +157,7 @@ void addFlags(Flags* flags, Settings* settings) {
   flags->addCustom("--max-body-memory", [settings](std::string_view value) {
     return parseByteCount(value, &settings->maxBodyMemory);
   });
+  flags->addSwitch("--h2c", &settings->h2c);
   settings->tls.addTo(flags);
 }
 
@@ -162,13 +171,17 @@ HttpServer::Options serverOptions(const Settings& settings) {
   options.acceptMode = settings.acceptMode;
   options.ringHandOver = settings.ringHandOver;
   options.deferAccept = std::chrono::seconds(settings.deferAccept);
-  options.layer = settings.tls.layer({"http/1.1"});
+  options.layer = settings.tls.layer({"h2", "http/1.1"});
   return options;
 }
 
 // `files` is null without --root.
 void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpResponse* response) {
-  if (request.path() == "/hello") {
+  if (request.path() == "/echo" && request.method() == libnet::http::Method::kPost) {
+    response->setStatus(200);
+    response->setContentType("application/octet-stream");
+    response->setBody(request.body());
+  } else if (request.path() == "/hello") {
     response->setStatus(200);
     response->setContentType("text/plain");
     response->setBody(std::string(kHello));
@@ -179,19 +192,34 @@ void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpRes
   }
 }
 
+// The first SIGINT / SIGTERM: GOAWAY on every HTTP/2 connection, and the loop
+// ends once they have all closed, or after `grace` at the latest.
+void stopGracefully(EventLoop* loop, libnet::http2::Service* h2, libnet::Duration grace) {
+  h2->goAway([loop] { loop->quit(); });
+  loop->runAfter(grace, [loop] { loop->quit(); });
+}
+
 // Serves until SIGINT or SIGTERM. Throws what setting up throws.
 void serve(const Settings& settings) {
   std::unique_ptr<StaticFiles> files;
   if (!settings.root.empty()) files = std::make_unique<StaticFiles>(settings.root);
 
   EventLoop loop(settings.backend);
+  std::shared_ptr<libnet::http2::Service> h2;
+  int signals = 0;
   // Before the server's threads: a signal from here on stops it cleanly.
-  SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int) { loop.quit(); });
+  SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) {
+    if (++signals > 1 || !h2) return loop.quit();
+    stopGracefully(&loop, h2.get(), std::chrono::seconds(settings.headerTimeout));
+  });
   const InetAddress listenAddr = *InetAddress::parse(settings.address, settings.port);
   HttpServer server(&loop, listenAddr, "http", serverOptions(settings));
   server.setHandler([files = files.get()](const HttpRequest& request, HttpResponse* response) {
     handleRequest(files, request, response);
   });
+  if (settings.h2c || settings.tls.enabled()) {
+    h2 = libnet::http2::serve(server, {.priorKnowledge = settings.h2c});
+  }
   server.start();
   if (settings.tls.enabled()) {
     std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";

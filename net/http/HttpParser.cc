@@ -18,34 +18,6 @@ using detail::isDigit;
 using detail::kMaxBodyReserve;
 using detail::lineBefore;
 
-namespace {
-
-struct MethodEntry {
-  std::string_view name;
-  Method method;
-};
-
-// Most frequent first; a mismatch usually costs one size comparison.
-constexpr MethodEntry kMethods[] = {
-    {"GET", Method::kGet},     {"POST", Method::kPost},     {"HEAD", Method::kHead},
-    {"PUT", Method::kPut},     {"DELETE", Method::kDelete}, {"OPTIONS", Method::kOptions},
-    {"PATCH", Method::kPatch}, {"TRACE", Method::kTrace},   {"CONNECT", Method::kConnect},
-};
-
-// Method names are case-sensitive (RFC 9110 9.1): "get" is a valid token but
-// not a method we implement.
-bool lookupMethod(std::string_view s, Method* method) {
-  for (const MethodEntry& m : kMethods) {
-    if (m.name == s) {
-      *method = m.method;
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 HttpParser::HttpParser(Limits limits) : limits_(limits) {}
 
 void HttpParser::reset() {
@@ -205,10 +177,12 @@ bool HttpParser::parseRequestLine(std::string_view line) {
   }
   // A higher 1.x minor is processed as the highest we support (RFC 9110 2.5).
   request_.version_ = version[7] == '0' ? Version::kHttp10 : Version::kHttp11;
-  if (!lookupMethod(method, &request_.method_)) {
+  const std::optional<Method> known = methodFromName(method);
+  if (!known) {
     fail(501, "method not implemented");
     return false;
   }
+  request_.method_ = *known;
   request_.target_.assign(target);
   return parseTarget();
 }

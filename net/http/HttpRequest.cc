@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "net/http/HttpChars.h"
+#include "net/http/RequestTarget.h"
 
 namespace libnet::http {
 
@@ -31,7 +32,44 @@ std::string_view methodName(Method method) {
 }
 
 std::string_view versionName(Version version) {
-  return version == Version::kHttp10 ? "HTTP/1.0" : "HTTP/1.1";
+  switch (version) {
+    case Version::kHttp10:
+      return "HTTP/1.0";
+    case Version::kHttp11:
+      return "HTTP/1.1";
+    case Version::kHttp2:
+      return "HTTP/2";
+  }
+  return "?";
+}
+
+std::optional<Method> methodFromName(std::string_view name) {
+  struct Entry {
+    std::string_view name;
+    Method method;
+  };
+  // Most frequent first; a mismatch usually costs one size comparison.
+  static constexpr Entry kMethods[] = {
+      {"GET", Method::kGet},     {"POST", Method::kPost},     {"HEAD", Method::kHead},
+      {"PUT", Method::kPut},     {"DELETE", Method::kDelete}, {"OPTIONS", Method::kOptions},
+      {"PATCH", Method::kPatch}, {"TRACE", Method::kTrace},   {"CONNECT", Method::kConnect},
+  };
+  for (const Entry& entry : kMethods) {
+    if (entry.name == name) return entry.method;
+  }
+  return std::nullopt;
+}
+
+int HttpRequest::assign(Method method, Version version, std::string_view target) {
+  method_ = method;
+  version_ = version;
+  target_.assign(target);
+  const detail::RequestTarget parts = detail::splitRequestTarget(target_, method_);
+  if (!parts.error.empty()) return 400;
+  // Views into target_: copied out before anything else changes it.
+  path_.assign(parts.path);
+  query_.assign(parts.query);
+  return 0;
 }
 
 HttpRequest::HttpRequest(const HttpRequest& other)

@@ -15,12 +15,15 @@
 namespace libnet::http {
 
 enum class Method { kGet, kHead, kPost, kPut, kDelete, kOptions, kPatch, kTrace, kConnect };
-enum class Version { kHttp10, kHttp11 };
+enum class Version { kHttp10, kHttp11, kHttp2 };
 
 // "GET", "HEAD", ... as sent on the wire.
 [[nodiscard]] std::string_view methodName(Method method);
-// "HTTP/1.0" or "HTTP/1.1".
+// "HTTP/1.0", "HTTP/1.1" or "HTTP/2".
 [[nodiscard]] std::string_view versionName(Version version);
+// The method with this name (case-sensitive, RFC 9110 9.1); nullopt for one
+// this library does not implement (a 501).
+[[nodiscard]] std::optional<Method> methodFromName(std::string_view name);
 
 class HttpParser;
 
@@ -67,6 +70,15 @@ class HttpRequest {
   [[nodiscard]] bool keepAlive() const { return keepAlive_; }
 
   void clear();
+
+  // For a front end other than HttpParser (HTTP/2, net/http2/), on a cleared
+  // request: the method, the version and the request-target, split into path
+  // and query as HttpParser splits them. Returns 400 for a target that does
+  // not fit the method (the request is then not to be answered by a
+  // handler), else 0.
+  [[nodiscard]] int assign(Method method, Version version, std::string_view target);
+  // Appends a field as received (the caller has checked its syntax).
+  void appendHeader(std::string_view name, std::string_view value) { addHeader(name, value); }
 
  private:
   friend class HttpParser;

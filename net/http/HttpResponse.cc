@@ -108,7 +108,10 @@ void HttpResponse::setContentType(std::string_view type) {
 }
 
 void HttpResponse::addHeader(std::string_view name, std::string_view value) {
+  const size_t nameStart = headers_.size();
   appendSanitized(&headers_, name);
+  // A colon would end the name early on the wire, and in forEachHeader().
+  std::replace(headers_.begin() + static_cast<std::ptrdiff_t>(nameStart), headers_.end(), ':', ' ');
   headers_.append(": ");
   appendSanitized(&headers_, value);
   headers_.append("\r\n");

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/UniqueFd.h"
 #include "net/Buffer.h"
@@ -41,14 +42,30 @@ class HttpResponse {
   void setContentType(std::string_view type);
   // Any other field, in the order added. Date, Content-Length and Connection
   // are written by appendToBuffer() and must not be added here. CR, LF and NUL
-  // in name or value are replaced by spaces, so that a value built from
+  // in name or value, and a colon in the name, are replaced by spaces, so that a value built from
   // request data (a redirect Location, say) cannot split the response.
   void addHeader(std::string_view name, std::string_view value);
+
+  [[nodiscard]] const std::string& contentType() const { return contentType_; }
+  // Calls fn(name, value) for each field added with addHeader(), in order
+  // (for a front end that does not write HTTP/1.1 lines: HTTP/2).
+  template <class Fn>
+  void forEachHeader(Fn&& fn) const {
+    std::string_view rest = headers_;
+    while (!rest.empty()) {
+      const size_t colon = rest.find(": ");
+      const size_t end = rest.find("\r\n", colon);
+      fn(rest.substr(0, colon), rest.substr(colon + 2, end - colon - 2));
+      rest.remove_prefix(end + 2);
+    }
+  }
 
   // The body, held here and sent by appendToBuffer(); replaces an announced
   // length.
   void setBody(std::string body);
   [[nodiscard]] const std::string& body() const { return body_; }
+  // Moves the body out (for a front end that sends it itself: HTTP/2).
+  [[nodiscard]] std::string takeBody() { return std::move(body_); }
   // For a body sent separately after the head: the Content-Length to
   // announce. Drops a body set with setBody().
   void setContentLength(size_t length);

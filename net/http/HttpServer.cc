@@ -35,6 +35,7 @@ struct HttpServer::ConnectionState {
   bool closing = false;        // an answer with Connection: close is on its way
   bool continueSent = false;   // "100 Continue" already sent for this request
   bool linger = false;         // the client may still be sending: half-close, read on
+  bool offered = false;        // the connection taker has seen the first bytes
   int handles = 0;             // StateHandles that own it (loop thread only)
 };
 
@@ -192,6 +193,12 @@ void HttpServer::setUpgradeHandler(UpgradeHandler handler) {
   upgradeHandler_ = std::move(handler);
 }
 
+void HttpServer::setConnectionTaker(ConnectionTaker taker) {
+  if (started_)
+    throw std::logic_error("HttpServer " + server_.name() + ": setConnectionTaker() after start()");
+  taker_ = std::move(taker);
+}
+
 void HttpServer::start() {
   started_ = true;
   server_.start();
@@ -199,7 +206,9 @@ void HttpServer::start() {
 
 void HttpServer::onConnection(const TcpConnectionPtr& conn) {
   if (conn->connected()) {
+    if (taker_ && taker_(conn, nullptr) == Take::kTaken) return;
     conn->setContext(StateHandle(new ConnectionState(options_.limits, bodyBudget_)));
+    if (!taker_) stateOf(conn)->offered = true;
   } else {
     // May run after the server is gone (its connections are torn down on
     // their loops later): touch nothing of it. The state takes its budget
@@ -230,6 +239,7 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
     buf->retrieveAll();
     return;
   }
+  if (!state->offered && !offerFirstBytes(conn, state, buf)) return;
   BatchScope batch;
   Buffer& out = batch.buffer();
   HttpParser& parser = state->parser;
@@ -270,6 +280,28 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
   }
   if (out.readableBytes() > 0) conn->send(&out);
   if (state->closing) finishClosing(conn, state, buf);
+}
+
+bool HttpServer::offerFirstBytes(const TcpConnectionPtr& conn, ConnectionState* state,
+                                 Buffer* buf) {
+  const StateHandle keep(state);  // the taker may replace the context, and this handle
+  const Take take = taker_(conn, buf);
+  if (take == Take::kTaken) {
+    endHeaderDeadline(conn, state);  // one a partial first read armed
+    return false;
+  }
+  if (take == Take::kNotMine) {
+    state->offered = true;
+    return true;
+  }
+  // Too few bytes to tell: the header deadline covers a client that stops
+  // here.
+  if (!state->headerStarted) {
+    state->headerStarted = true;
+    state->requestStart = MonoClock::now();
+    startHeaderDeadline(conn, state);
+  }
+  return false;
 }
 
 void HttpServer::onIncomplete(const TcpConnectionPtr& conn, ConnectionState* state,

@@ -99,6 +99,18 @@ class HttpServer {
   using UpgradeHandler = std::function<Upgrade(const HttpRequest&, const TcpConnectionPtr&,
                                                Buffer* leftover, HttpResponse* rejection)>;
 
+  // A second protocol on the same port, chosen before any HTTP/1.1 is parsed
+  // (HTTP/2: net/http2/Http2Server.h). The taker is asked once when the
+  // connection comes up (`input` null: a TLS connection's ALPN choice is
+  // known then) and, unless it took it, with the first bytes the client
+  // sends. kNeedMore (first bytes only): too few bytes to tell; they stay in
+  // the input and the header deadline runs. kTaken: as for an upgrade, the
+  // taker now owns the connection's callbacks and context and has consumed
+  // what it could of `input`. Runs on the connection's loop thread; must not
+  // throw.
+  enum class Take { kNotMine, kNeedMore, kTaken };
+  using ConnectionTaker = std::function<Take(const TcpConnectionPtr&, Buffer* input)>;
+
   // Everything the server is configured with, given to the constructor and
   // checked there (std::invalid_argument). The first fields are forwarded to
   // the TcpServer underneath (TcpServer::Options), with HTTP's defaults; it
@@ -158,7 +170,12 @@ class HttpServer {
   // Before start() (std::logic_error after it).
   void setHandler(Handler handler);
   void setUpgradeHandler(UpgradeHandler handler);
+  void setConnectionTaker(ConnectionTaker taker);
   void start();
+
+  // The request handler, for a protocol front end that answers with it
+  // (HTTP/2). Set before start(); read on any loop thread after it.
+  [[nodiscard]] const Handler& handler() const { return handler_; }
 
   [[nodiscard]] const Options& options() const { return options_; }
   [[nodiscard]] SocketAddress listenAddress() const { return server_.listenAddress(); }
@@ -205,10 +222,14 @@ class HttpServer {
   Upgrade tryUpgrade(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf,
                      Buffer* out);
   static void appendError(int status, Buffer* out);
+  // The connection taker's turn on a connection's first bytes: true when
+  // onMessage is to go on with HTTP/1.1.
+  bool offerFirstBytes(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf);
 
   const Options options_;
   Handler handler_;
   UpgradeHandler upgradeHandler_;
+  ConnectionTaker taker_;
   bool started_ = false;
   // Shared with every connection's reservation, which may outlive the server.
   std::shared_ptr<BodyBudget> bodyBudget_;

@@ -73,6 +73,7 @@ class TlsConnectionIo final : public ConnectionIo,
   void queueFile(UniqueFd file, off_t offset, size_t length, Buffer* head) override;
   void flush() override;
   void close() override;
+  [[nodiscard]] std::string_view applicationProtocol() const override { return session_.alpn(); }
   void release() override { inner_->release(); }
   [[nodiscard]] bool ready() const override { return session_.established(); }
   [[nodiscard]] size_t bufferedOutput() const override {

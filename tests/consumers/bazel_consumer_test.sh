@@ -10,8 +10,10 @@
 # tls_roundtrip.cc on @libnet//:libnet_tls, with certificates made by
 # tools/make_test_certs.py, for dns_roundtrip.cc on @libnet//:libnet_dns
 # and @libnet//net/dns:coro (c-ares from the system, as -lcares), for
-# http_fetch_roundtrip.cc on @libnet//:libnet_http_client and for
-# ws_roundtrip.cc on @libnet//:libnet_websocket (zlib from the system).
+# http_fetch_roundtrip.cc on @libnet//:libnet_http_client, for
+# ws_roundtrip.cc on @libnet//:libnet_websocket (zlib from the system) and
+# for http2_roundtrip.cc on @libnet//:libnet_http2 and @libnet//net/http2:coro
+# (nghttp2 from the system).
 #
 # The workspace and its Bazel output base live in one temporary directory,
 # with a Bazel server of their own; both are removed at the end, whatever
@@ -58,7 +60,8 @@ esac
 mkdir "$workspace"
 cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" \
   "$repo/tests/consumers/dns_roundtrip.cc" "$repo/tests/consumers/http_fetch_roundtrip.cc" \
-  "$repo/tests/consumers/ws_roundtrip.cc" "$workspace/"
+  "$repo/tests/consumers/ws_roundtrip.cc" "$repo/tests/consumers/http2_roundtrip.cc" \
+  "$workspace/"
 cat >"$workspace/WORKSPACE" <<EOF
 local_repository(
     name = "libnet",
@@ -111,6 +114,17 @@ cc_binary(
     srcs = ["ws_roundtrip.cc"],
     deps = ["@libnet//:libnet", "@libnet//:libnet_websocket"],
 )
+
+cc_binary(
+    name = "http2_roundtrip",
+    srcs = ["http2_roundtrip.cc"],
+    deps = [
+        "@libnet//:libnet",
+        "@libnet//:libnet_coro",
+        "@libnet//:libnet_http2",
+        "@libnet//net/http2:coro",
+    ],
+)
 EOF
 
 # --experimental_repository_disable_download makes any download fail, network
@@ -121,6 +135,7 @@ if ! timeout 900 bazel "${startup[@]}" build \
   --experimental_repository_disable_download \
   --repository_cache="$tmp/repository_cache" \
   //:echo_roundtrip //:tls_roundtrip //:dns_roundtrip //:http_fetch_roundtrip //:ws_roundtrip \
+  //:http2_roundtrip \
   >"$log" 2>&1; then
   grep -m 20 -E '^ERROR|error:' "$log" >&2 || true
   tail -n 5 "$log" >&2
@@ -167,7 +182,7 @@ if ((status != 0)) || [[ "$output" != *"dns_roundtrip: OK"* ]]; then
   fail "dns_roundtrip built in the consumer workspace exited $status without printing OK"
 fi
 
-for program in http_fetch_roundtrip ws_roundtrip; do
+for program in http_fetch_roundtrip ws_roundtrip http2_roundtrip; do
   status=0
   output=$(timeout 30 "$workspace/bazel-bin/$program" 2>&1) || status=$?
   if ((status != 0)) || [[ "$output" != *"$program: OK"* ]]; then
@@ -177,5 +192,5 @@ for program in http_fetch_roundtrip ws_roundtrip; do
 done
 
 echo "ok: a workspace outside the repository built and ran echo_roundtrip, tls_roundtrip," \
-  "dns_roundtrip, http_fetch_roundtrip and ws_roundtrip against @libnet with downloads" \
-  "disabled ($((SECONDS - started)) s)"
+  "dns_roundtrip, http_fetch_roundtrip, ws_roundtrip and http2_roundtrip against @libnet" \
+  "with downloads disabled ($((SECONDS - started)) s)"

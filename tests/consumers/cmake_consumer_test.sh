@@ -16,7 +16,10 @@
 # tls and dns themselves), fetches a body. The WebSocket component:
 # ws_roundtrip.cc with COMPONENTS websocket, linked with libnet::websocket
 # and libnet::websocket_shared, echoes over a WebSocket; echo_roundtrip does
-# not need zlib. The package sets libnet_LICENSE (MIT).
+# not need zlib. The HTTP/2 component: http2_roundtrip.cc with COMPONENTS
+# http2, linked with libnet::http2 and libnet::http2_shared, is answered over
+# h2c; echo_roundtrip does not need nghttp2. The package sets libnet_LICENSE
+# (MIT).
 #
 # Needs cmake and g++; prints "ok: ..." and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
@@ -30,11 +33,11 @@ install_libnet --prefix "$tmp/prefix"
 mkdir project
 cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" \
   "$repo/tests/consumers/dns_roundtrip.cc" "$repo/tests/consumers/http_fetch_roundtrip.cc" \
-  "$repo/tests/consumers/ws_roundtrip.cc" project/
+  "$repo/tests/consumers/ws_roundtrip.cc" "$repo/tests/consumers/http2_roundtrip.cc" project/
 cat >project/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(libnet_consumer CXX)
-find_package(libnet 0.1 REQUIRED COMPONENTS tls dns http_client websocket)
+find_package(libnet 0.1 REQUIRED COMPONENTS tls dns http_client websocket http2)
 if(NOT libnet_LICENSE STREQUAL "MIT")
   message(FATAL_ERROR "libnet_LICENSE is '${libnet_LICENSE}', expected MIT")
 endif()
@@ -58,6 +61,10 @@ add_executable(ws_roundtrip ws_roundtrip.cc)
 target_link_libraries(ws_roundtrip PRIVATE libnet::websocket)
 add_executable(ws_roundtrip_shared ws_roundtrip.cc)
 target_link_libraries(ws_roundtrip_shared PRIVATE libnet::websocket_shared)
+add_executable(http2_roundtrip http2_roundtrip.cc)
+target_link_libraries(http2_roundtrip PRIVATE libnet::http2)
+add_executable(http2_roundtrip_shared http2_roundtrip.cc)
+target_link_libraries(http2_roundtrip_shared PRIVATE libnet::http2_shared)
 EOF
 make_certs "$tmp/certs"
 
@@ -103,6 +110,16 @@ needs_library build/ws_roundtrip 'libnet\(_[a-z_]*\)\?\.so.*' &&
 needs_library build/ws_roundtrip 'libz\.so.*' || fail "ws_roundtrip (libnet::websocket) does not need libz.so"
 needs_library build/echo_roundtrip_shared 'libz\.so.*' &&
   fail "echo_roundtrip_shared links zlib without using WebSocket"
+run_h2 build/http2_roundtrip
+run_h2 build/http2_roundtrip_shared
+needs_library build/http2_roundtrip_shared "libnet_http2\.so\.${version%%.*}" ||
+  fail "http2_roundtrip_shared (libnet::http2_shared) does not need libnet_http2.so"
+needs_library build/http2_roundtrip 'libnet\(_[a-z_0-9]*\)\?\.so.*' &&
+  fail "http2_roundtrip (libnet::http2) needs a libnet shared library; the archives were expected"
+needs_library build/http2_roundtrip 'libnghttp2\.so.*' ||
+  fail "http2_roundtrip (libnet::http2) does not need libnghttp2.so"
+needs_library build/echo_roundtrip_shared 'libnghttp2\.so.*' &&
+  fail "echo_roundtrip_shared links nghttp2 without using HTTP/2"
 needs_library build/echo_roundtrip 'libnet\.so.*' &&
   fail "echo_roundtrip (libnet::libnet) needs libnet.so; the static library was expected"
 needs_library build/echo_roundtrip_shared "libnet\.so\.${version%%.*}" ||
@@ -137,7 +154,8 @@ bounded 120 "find_package version requests" cmake -S versions -B build-versions 
   "-DACCEPT=0;0.1;0.1.0;0.0.9;0.1...<1;0...0.1.0" \
   "-DREJECT=0.1.1;0.2;1;1.0;0.2...<1;1...<2;0.0.1...<0.1"
 
-echo "ok: cmake consumer: find_package(libnet 0.1 COMPONENTS tls dns http_client websocket)," \
-  "libnet::libnet(_shared), libnet::tls(_shared), libnet::dns(_shared)," \
-  "libnet::http_client(_shared) and libnet::websocket(_shared) built and ran, also from a" \
+echo "ok: cmake consumer: find_package(libnet 0.1 COMPONENTS tls dns http_client websocket" \
+  "http2), libnet::libnet(_shared), libnet::tls(_shared), libnet::dns(_shared)," \
+  "libnet::http_client(_shared), libnet::websocket(_shared) and libnet::http2(_shared) built" \
+  "and ran, also from a" \
   "moved prefix; version checks hold ($(elapsed) s)"

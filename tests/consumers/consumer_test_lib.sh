@@ -8,7 +8,7 @@
 # bounded SECONDS WHAT COMMAND... (runs COMMAND with a time limit, its output
 # in $tmp/log, shown when it fails), install_libnet ARGS... (tools/install.sh
 # under a limit), run_echo PROGRAM (runs an echo_roundtrip build, checks it
-# says OK; run_tls, run_dns, run_http and run_ws the same for the
+# says OK; run_tls, run_dns, run_http, run_ws and run_h2 the same for the
 # components' programs), needs_library PROGRAM REGEX (whether PROGRAM's dynamic section
 # has a NEEDED entry matching REGEX) and elapsed (seconds since the test
 # started).
@@ -93,4 +93,10 @@ run_http() {
 run_ws() {
   bounded 30 "running $1" "$1"
   grep -q '^ws_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'ws_roundtrip: OK'"
+}
+
+# run_h2 PROGRAM: an http2_roundtrip build was answered over h2c.
+run_h2() {
+  bounded 30 "running $1" "$1"
+  grep -q '^http2_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'http2_roundtrip: OK'"
 }

@@ -32,12 +32,15 @@ for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClien
   include/net/http/HttpClient.h include/net/http/CoroFetch.h include/net/http/Url.h \
   include/net/websocket/WebSocket.h include/net/websocket/WebSocketServer.h \
   include/net/websocket/WebSocketClient.h include/net/websocket/CoroWebSocket.h \
+  include/net/http2/Http2Server.h include/net/http2/Options.h include/net/http2/ServerSession.h \
+  include/net/http2/CoroServe.h \
   lib/libnet.a "lib/libnet.so.$version" lib/pkgconfig/libnet.pc \
   lib/libnet_tls.a "lib/libnet_tls.so.$version" lib/pkgconfig/libnet_tls.pc \
   lib/libnet_dns.a "lib/libnet_dns.so.$version" lib/pkgconfig/libnet_dns.pc \
   lib/libnet_http_client.a "lib/libnet_http_client.so.$version" \
   lib/pkgconfig/libnet_http_client.pc lib/libnet_websocket.a \
   "lib/libnet_websocket.so.$version" lib/pkgconfig/libnet_websocket.pc \
+  lib/libnet_http2.a "lib/libnet_http2.so.$version" lib/pkgconfig/libnet_http2.pc \
   lib/cmake/libnet/libnetConfig.cmake lib/cmake/libnet/libnetConfigVersion.cmake \
   share/licenses/libnet/LICENSE share/libnet/install_manifest.txt; do
   [[ -f $root/$file ]] || fail "$file was not installed"
@@ -55,7 +58,7 @@ for file in net/dns/AddressCache.h net/UnixSocketFile.h net/ConnectionInput.h \
   [[ -f $repo/$file ]] || fail "$file is not in the checkout: update this list"
   [[ ! -e $root/include/$file ]] || fail "the private header $file was installed"
 done
-for component in tls dns http_client websocket; do
+for component in tls dns http_client websocket http2; do
   # The libraries below a component are found beside it, whatever the prefix.
   readelf -d "$root/lib/libnet_$component.so.$version" | grep -q '(RUNPATH).*\[\$ORIGIN\]' ||
     fail "libnet_$component.so has no RUNPATH \$ORIGIN"
@@ -129,6 +132,26 @@ for library in libnet libnet_tls libnet_dns libnet_http_client; do
 done
 grep -q '^Requires.private: zlib' "$root/lib/pkgconfig/libnet_websocket.pc" ||
   fail "libnet_websocket.pc does not require zlib"
+# HTTP/2: its own objects only, on libnet.so alone, the only library with
+# nghttp2.
+h2_members=$(ar t "$root/lib/libnet_http2.a")
+[[ $(sort <<<"$h2_members" | tr '\n' ' ') == "CoroServe.o Http2Server.o ServerSession.o " ]] ||
+  fail "libnet_http2.a holds: $(tr '\n' ' ' <<<"$h2_members")"
+h2_dynamic=$(readelf -d "$root/lib/libnet_http2.so.$version")
+for needed in "libnet\.so\.$soversion" 'libnghttp2\.so\.14'; do
+  grep -q "(NEEDED).*\[$needed\]" <<<"$h2_dynamic" || fail "libnet_http2.so does not need $needed"
+done
+grep -q '(NEEDED).*\[libnet_\(tls\|dns\|http_client\|websocket\)\.so' <<<"$h2_dynamic" &&
+  fail "libnet_http2.so needs a component it does not use"
+h2_symbols=$(nm -DC --defined-only "$root/lib/libnet_http2.so.$version")
+for symbol in 'libnet::http2::serve(' 'libnet::http2::serveConnection('; do
+  grep -qF "$symbol" <<<"$h2_symbols" || fail "libnet_http2.so does not define $symbol"
+done
+for library in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket; do
+  needs_library "$root/lib/$library.so.$version" 'libnghttp2\.so.*' && fail "$library.so needs nghttp2"
+done
+grep -q '^Requires.private: libnghttp2' "$root/lib/pkgconfig/libnet_http2.pc" ||
+  fail "libnet_http2.pc does not require libnghttp2"
 
 symbols=$(nm -DC --defined-only "$root/lib/libnet.so.$version")
 for symbol in 'libnet::TcpServer::start()' 'libnet::http::HttpServer::HttpServer(' 'libnet::newPoller('; do
@@ -170,7 +193,7 @@ info=$(dpkg-deb --field "$deb" Package Version Depends)
 grep -qx 'Package: libnet-dev' <<<"$info" || fail "package name: $info"
 grep -qx "Version: $version" <<<"$info" || fail "package version: $info"
 grep -q '^Depends: .*liburing-dev (>= 2.3).*liburing2' <<<"$info" || fail "package dependencies: $info"
-for runtime in libc-ares2 libssl3 zlib1g; do
+for runtime in libc-ares2 libssl3 zlib1g libnghttp2-14; do
   grep -q "^Depends: .*$runtime" <<<"$info" || fail "the package does not depend on $runtime: $info"
 done
 contents=$(dpkg-deb --contents "$deb" | awk '{ print $6 }')
@@ -181,7 +204,8 @@ for file in ./usr/include/net/EventLoop.h ./usr/lib/libnet.a "./usr/lib/libnet.s
   ./usr/lib/libnet_http_client.a "./usr/lib/libnet_http_client.so.$version" \
   ./usr/lib/pkgconfig/libnet_http_client.pc ./usr/include/net/websocket/WebSocket.h \
   ./usr/lib/libnet_websocket.a "./usr/lib/libnet_websocket.so.$version" \
-  ./usr/lib/pkgconfig/libnet_websocket.pc \
+  ./usr/lib/pkgconfig/libnet_websocket.pc ./usr/include/net/http2/Http2Server.h \
+  ./usr/lib/libnet_http2.a "./usr/lib/libnet_http2.so.$version" ./usr/lib/pkgconfig/libnet_http2.pc \
   ./usr/share/licenses/libnet/LICENSE; do
   grep -qx "$file" <<<"$contents" || fail "the package lacks $file"
 done

@@ -12,9 +12,9 @@
 # and runs each; the .pc files state the licence (License: MIT) and pass
 # pkg-config --validate. The components the same way: tls_roundtrip.cc with
 # libnet_tls, dns_roundtrip.cc with libnet_dns (shared, and from the archives
-# with -lcares), http_fetch_roundtrip.cc with libnet_http_client and
-# ws_roundtrip.cc with libnet_websocket (shared, and from the archives that
-# pkg-config --static names). Needs pkg-config (pkgconf) and g++; prints "ok: ..."
+# with -lcares), http_fetch_roundtrip.cc with libnet_http_client,
+# ws_roundtrip.cc with libnet_websocket and http2_roundtrip.cc with
+# libnet_http2 (shared, and from the archives that pkg-config --static names). Needs pkg-config (pkgconf) and g++; prints "ok: ..."
 # and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
 
@@ -31,7 +31,7 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 installed=$(pkg-config --modversion libnet) || fail "pkg-config does not find libnet in $PKG_CONFIG_PATH"
 [[ $installed == "$version" ]] || fail "pkg-config says libnet $installed, VERSION says $version"
 # pkgconf before 1.9 has no License field: it must skip it, not reject the file.
-for pc in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket; do
+for pc in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket libnet_http2; do
   grep -qx 'License: MIT' "$prefix/lib/pkgconfig/$pc.pc" || fail "$pc.pc has no 'License: MIT'"
   bounded 30 "pkg-config --validate $pc" pkg-config --validate "$pc"
 done
@@ -91,7 +91,8 @@ needs_library dns_archive 'libnet\(_dns\)\?\.so.*' && fail "dns_archive needs a 
 run_dns ./dns_archive
 needs_library echo_shared 'libcares\.so.*' && fail "echo_shared links c-ares without using the resolver"
 
-# The HTTP client and WebSocket: their .pc files bring the components below.
+# The HTTP client, WebSocket and HTTP/2: their .pc files bring the libraries
+# below.
 # From the archives, the libraries come from pkg-config --static with the
 # archives named instead of -lnet*, so that its order is the one tested.
 archives_for() {
@@ -104,8 +105,10 @@ archives_for() {
     esac
   done
 }
-cp "$repo/tests/consumers/http_fetch_roundtrip.cc" "$repo/tests/consumers/ws_roundtrip.cc" .
-for program in http_fetch_roundtrip:libnet_http_client ws_roundtrip:libnet_websocket; do
+cp "$repo/tests/consumers/http_fetch_roundtrip.cc" "$repo/tests/consumers/ws_roundtrip.cc" \
+  "$repo/tests/consumers/http2_roundtrip.cc" .
+for program in http_fetch_roundtrip:libnet_http_client ws_roundtrip:libnet_websocket \
+  http2_roundtrip:libnet_http2; do
   pc=${program#*:} program=${program%:*}
   read -r -a component_flags <<<"$(pkg-config --cflags --libs "$pc")" ||
     fail "pkg-config does not find $pc"
@@ -125,8 +128,17 @@ run_ws ./ws_roundtrip_shared
 run_ws ./ws_roundtrip_archive
 needs_library ws_roundtrip_archive 'libz\.so.*' || fail "ws_roundtrip_archive does not need libz.so"
 needs_library echo_shared 'libz\.so.*' && fail "echo_shared links zlib without using WebSocket"
+run_h2 ./http2_roundtrip_shared
+run_h2 ./http2_roundtrip_archive
+read -r -a h2_static_flags <<<"$(pkg-config --libs --static libnet_http2)"
+[[ " ${h2_static_flags[*]} " == *" -lnghttp2 "* ]] ||
+  fail "pkg-config --libs --static libnet_http2 does not give -lnghttp2: ${h2_static_flags[*]}"
+needs_library http2_roundtrip_archive 'libnghttp2\.so.*' ||
+  fail "http2_roundtrip_archive does not need libnghttp2.so"
+needs_library echo_shared 'libnghttp2\.so.*' && fail "echo_shared links nghttp2 without using HTTP/2"
 
 echo "ok: pkg-config consumer: libnet $version linked shared (-lnet), fully static (--static)" \
   "and from libnet.a, each echoed; libnet_tls shared and from the archives, echoed over" \
-  "TLS; libnet_dns shared and from the archives, resolved and echoed; libnet_http_client" \
-  "and libnet_websocket shared and from the archives, fetched and echoed ($(elapsed) s)"
+  "TLS; libnet_dns shared and from the archives, resolved and echoed; libnet_http_client," \
+  "libnet_websocket and libnet_http2 shared and from the archives, fetched, echoed and" \
+  "answered over h2c ($(elapsed) s)"
