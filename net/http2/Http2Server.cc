@@ -94,9 +94,13 @@ struct Link {
   bool ending = false;
 };
 
-Link* linkOf(const TcpConnectionPtr& conn) {
+// The connection's Link, held for as long as the caller keeps the result: a
+// shutdown() may close the connection at once (its peer had closed), and the
+// close callback then drops the Link from the context while the caller still
+// works with it.
+std::shared_ptr<Link> linkOf(const TcpConnectionPtr& conn) {
   auto* held = std::any_cast<std::shared_ptr<Link>>(conn->mutableContext());
-  return held != nullptr ? held->get() : nullptr;
+  return held != nullptr ? *held : nullptr;
 }
 
 // Frames of one turn, gathered and sent in one write; per thread.
@@ -138,39 +142,39 @@ void end(const TcpConnectionPtr& conn, Link* link) {
   if (link->ending) return;
   link->ending = true;
   flush(conn, link);
-  conn->shutdown();
-  conn->loop()->runAfter(link->shared->headerTimeout(),
-                         [weak = std::weak_ptr<TcpConnection>(conn)] {
-                           if (const TcpConnectionPtr c = weak.lock()) c->forceClose();
-                         });
+  const Duration grace = link->shared->headerTimeout();
+  conn->shutdown();  // may close the connection at once; the caller holds `link`
+  conn->loop()->runAfter(grace, [weak = std::weak_ptr<TcpConnection>(conn)] {
+    if (const TcpConnectionPtr c = weak.lock()) c->forceClose();
+  });
 }
 
 void updateTimers(const TcpConnectionPtr& conn, Link* link);
 
 void onHeaderDeadline(const std::weak_ptr<TcpConnection>& weak) {
   const TcpConnectionPtr conn = weak.lock();
-  Link* link = conn ? linkOf(conn) : nullptr;
+  const std::shared_ptr<Link> link = conn ? linkOf(conn) : nullptr;
   if (link == nullptr) return;
   link->headerTimer = TimerId();
   if (!link->session.awaitingHeaders()) return;
   LOG_DEBUG << conn->name() << ": HTTP/2 preface or header block not complete in time";
   link->session.terminate(0 /* NO_ERROR */, "header timeout");
-  end(conn, link);
+  end(conn, link.get());
 }
 
 void onStallCheck(const std::weak_ptr<TcpConnection>& weak) {
   const TcpConnectionPtr conn = weak.lock();
-  Link* link = conn ? linkOf(conn) : nullptr;
+  const std::shared_ptr<Link> link = conn ? linkOf(conn) : nullptr;
   if (link == nullptr) return;
   link->stallTimer = TimerId();
   if (link->session.pendingResponses() == 0) return;
   if (link->session.responseBytes() != link->stallMark) {
-    updateTimers(conn, link);  // progress: check again a timeout from now
+    updateTimers(conn, link.get());  // progress: check again a timeout from now
     return;
   }
   LOG_DEBUG << conn->name() << ": HTTP/2 answers stalled, no byte moved in the idle timeout";
   link->session.terminate(0 /* NO_ERROR */, "stalled");
-  flush(conn, link);
+  flush(conn, link.get());
   conn->forceClose();
 }
 
@@ -199,31 +203,32 @@ void updateTimers(const TcpConnectionPtr& conn, Link* link) {
 void advance(const TcpConnectionPtr& conn, Link* link, bool ok) {
   flush(conn, link);
   if (!ok || link->session.finished()) {
-    end(conn, link);
+    end(conn, link);  // may close the connection: its timers are done with
+    return;
   }
   updateTimers(conn, link);
 }
 
 void onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
-  Link* link = linkOf(conn);
+  const std::shared_ptr<Link> link = linkOf(conn);
   if (link == nullptr || link->ending) {
     buf->retrieveAll();
     return;
   }
   const bool ok = link->session.receive(std::string_view(buf->peek(), buf->readableBytes()));
   buf->retrieveAll();
-  advance(conn, link, ok);
+  advance(conn, link.get(), ok);
 }
 
 void onWriteComplete(const TcpConnectionPtr& conn) {
-  Link* link = linkOf(conn);
+  const std::shared_ptr<Link> link = linkOf(conn);
   if (link == nullptr || link->ending) return;
-  advance(conn, link, true);
+  advance(conn, link.get(), true);
 }
 
 void onConnection(const TcpConnectionPtr& conn) {
   if (conn->connected()) return;
-  Link* link = linkOf(conn);
+  const std::shared_ptr<Link> link = linkOf(conn);
   if (link == nullptr) return;
   if (link->headerTimer.valid()) conn->loop()->cancel(link->headerTimer);
   if (link->stallTimer.valid()) conn->loop()->cancel(link->stallTimer);
@@ -233,18 +238,18 @@ void onConnection(const TcpConnectionPtr& conn) {
 }
 
 void goAwayOn(const TcpConnectionPtr& conn) {
-  Link* link = linkOf(conn);
+  const std::shared_ptr<Link> link = linkOf(conn);
   if (link == nullptr || link->ending) return;
   link->session.goAway();
-  advance(conn, link, true);
+  advance(conn, link.get(), true);
 }
 
 // Makes `conn` an HTTP/2 connection; `input` (may be null) holds its first
 // bytes.
 void adopt(const std::shared_ptr<Shared>& shared, const TcpConnectionPtr& conn, Buffer* input) {
-  auto link = std::make_shared<Link>(shared, conn->name());
-  Link* raw = link.get();
-  conn->setContext(std::move(link));
+  const auto link = std::make_shared<Link>(shared, conn->name());
+  Link* raw = link.get();  // kept alive by `link` whatever the calls below close
+  conn->setContext(link);
   conn->setMessageCallback(onMessage);
   conn->setConnectionCallback(onConnection);
   conn->setWriteCompleteCallback(onWriteComplete);
