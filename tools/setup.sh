@@ -36,6 +36,8 @@ PACKAGES=(
   libnghttp2-dev   # nghttp2 1.52: HTTP/2 framing and HPACK of //net/http2
   nghttp2-client   # nghttp and h2load, HTTP/2 clients of the tests and the benchmark
   python3-h2       # h2 4.1 (hyper-h2) and hpack, the hostile HTTP/2 peers of the tests
+  haproxy          # haproxy 2.6, the PROXY protocol v1/v2 sender of the operations tests
+  python3-prometheus-client  # its text parser reads the /metrics exposition in the tests
 )
 
 # Go builds the pinned h2spec of tools/h2spec.sh; an upstream Go in
