@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "net/InetAddress.h"
 
@@ -138,7 +139,61 @@ Result parseV2Addresses(unsigned char family, const unsigned char* block, size_t
   return done;
 }
 
+// The 16 address bytes of an IPv6 address, or of an IPv4 one in its
+// IPv4-mapped form (::ffff:a.b.c.d), so that both compare alike.
+std::array<unsigned char, 16> mappedBytes(const InetAddress& address) {
+  std::array<unsigned char, 16> bytes{};
+  const sockaddr* sa = address.sockAddr();
+  if (address.family() == AF_INET6) {
+    std::memcpy(bytes.data(), &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr, 16);
+  } else {
+    bytes[10] = bytes[11] = 0xff;
+    std::memcpy(bytes.data() + 12, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, 4);
+  }
+  return bytes;
+}
+
 }  // namespace
+
+std::optional<ProxyProtocol::TrustedSource> ProxyProtocol::TrustedSource::parse(
+    std::string_view text) {
+  const size_t slash = text.find('/');
+  std::optional<InetAddress> address = InetAddress::parse(text.substr(0, slash), 0);
+  if (!address) return std::nullopt;
+  const int maxBits = address->family() == AF_INET6 ? 128 : 32;
+  int bits = maxBits;
+  if (slash != std::string_view::npos) {
+    const std::string_view digits = text.substr(slash + 1);
+    if (digits.empty() || digits.size() > 3) return std::nullopt;
+    bits = 0;
+    for (const char c : digits) {
+      if (c < '0' || c > '9') return std::nullopt;
+      bits = bits * 10 + (c - '0');
+    }
+    if (bits > maxBits) return std::nullopt;
+  }
+  // Kept as IPv6 bits throughout: an IPv4 prefix is a mapped one.
+  if (address->family() == AF_INET) bits += 96;
+  return TrustedSource(*address, bits);
+}
+
+bool ProxyProtocol::TrustedSource::contains(const SocketAddress& peer) const {
+  const std::optional<InetAddress> inet = peer.inet();
+  if (!inet) return false;
+  const std::array<unsigned char, 16> a = mappedBytes(address_);
+  const std::array<unsigned char, 16> b = mappedBytes(*inet);
+  const int whole = bits_ / 8;
+  if (std::memcmp(a.data(), b.data(), static_cast<size_t>(whole)) != 0) return false;
+  const int rest = bits_ % 8;
+  if (rest == 0) return true;
+  const auto mask = static_cast<unsigned char>(0xff << (8 - rest));
+  return (a[static_cast<size_t>(whole)] & mask) == (b[static_cast<size_t>(whole)] & mask);
+}
+
+std::string ProxyProtocol::TrustedSource::toString() const {
+  const int bits = address_.family() == AF_INET ? bits_ - 96 : bits_;
+  return address_.toIp() + "/" + std::to_string(bits);
+}
 
 ProxyProtocol::Result ProxyProtocol::parse(std::string_view bytes) {
   if (bytes.empty()) return incomplete();

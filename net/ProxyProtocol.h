@@ -29,8 +29,10 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
+#include "net/InetAddress.h"
 #include "net/SocketAddress.h"
 
 namespace libnet {
@@ -70,6 +72,24 @@ class ProxyProtocol {
 
   // Parses the header at the start of `bytes`, the bytes received so far.
   [[nodiscard]] static Result parse(std::string_view bytes);
+
+  // A source a server believes headers from: one address ("10.0.0.5",
+  // "::1") or a CIDR prefix ("10.0.0.0/8", "fd00::/8"). An IPv4 prefix also
+  // matches the IPv4-mapped IPv6 form of its addresses (a peer of a
+  // dual-stack socket); a Unix socket's peer matches none.
+  class TrustedSource {
+   public:
+    // nullopt unless numeric, with an optional /bits within the family's.
+    [[nodiscard]] static std::optional<TrustedSource> parse(std::string_view text);
+    [[nodiscard]] bool contains(const SocketAddress& peer) const;
+    // "10.0.0.0/8", for logs.
+    [[nodiscard]] std::string toString() const;
+
+   private:
+    TrustedSource(InetAddress address, int bits) : address_(address), bits_(bits) {}
+    InetAddress address_;
+    int bits_;
+  };
 
  private:
   static Result parseV1(std::string_view bytes);

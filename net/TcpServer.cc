@@ -14,6 +14,7 @@
 #include "net/EventLoopThreadPool.h"
 #include "net/LoopInternals.h"
 #include "net/Poller.h"
+#include "net/ProxyHeaderReader.h"
 #include "net/TcpConnection.h"
 #include "net/TimingWheel.h"
 
@@ -51,6 +52,9 @@ const TcpServer::Options& checked(const TcpServer::Options& options) {
   }
   if (options.idleTimeout < Duration::zero()) {
     throw std::invalid_argument("TcpServer: Options::idleTimeout is negative");
+  }
+  if (options.proxyProtocol.enabled && options.proxyProtocol.headerTimeout <= Duration::zero()) {
+    throw std::invalid_argument("TcpServer: Options::proxyProtocol.headerTimeout must be positive");
   }
   // Throws std::invalid_argument with the reason for a bad tick.
   if (options.idleTimeout > Duration::zero()) {
@@ -106,6 +110,8 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   // loopStats(): written by this loop only.
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> ringHandOvers{0};
+  // Options::proxyProtocol on: where new sockets wait for their header.
+  std::shared_ptr<ProxyHeaderReader> proxyReader;
 
   // A socket handed over ring to ring. None is delivered here after
   // tearDown(), which removes the receiver: the poller closes what arrives
@@ -196,6 +202,7 @@ void TcpServer::stopPerLoopAcceptors() {
 void TcpServer::tearDown(LoopState* state) {
   state->serverAlive = false;
   state->acceptor.reset();
+  state->proxyReader.reset();  // closes the sockets still without a header
   if (state->receiving.load(std::memory_order_relaxed)) {
     LoopInternals::poller(*state->loop).removeFdReceiver(state->receiverToken);
   }
@@ -281,6 +288,7 @@ void TcpServer::start() {
   factory_->maxQueuedOutput = options_.maxQueuedOutput;
   factory_->listenAddr = listenAddr_;
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->factory = factory_;
+  if (options_.proxyProtocol.enabled) startProxyHeaderReaders();
   // TCP_NODELAY (Options::tcpNoDelay) goes on the listening socket(s), whose
   // accepted sockets inherit it: no setsockopt per connection.
   if (perLoop) {
@@ -347,7 +355,8 @@ std::vector<TcpServer::LoopStats> TcpServer::loopStats() const {
   for (const std::shared_ptr<LoopState>& state : loopStates_) {
     stats.push_back({.connections = state->count.load(std::memory_order_relaxed),
                      .accepted = state->accepted.load(std::memory_order_relaxed),
-                     .ringHandOvers = state->ringHandOvers.load(std::memory_order_relaxed)});
+                     .ringHandOvers = state->ringHandOvers.load(std::memory_order_relaxed),
+                     .proxyRejected = state->proxyReader ? state->proxyReader->rejected() : 0});
   }
   return stats;
 }
@@ -403,15 +412,21 @@ void TcpServer::handOver(LoopState* state, UniqueFd sockfd,
 }
 
 void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
-                              const std::optional<SocketAddress>& peerAddr) {
+                              const std::optional<SocketAddress>& peerAddr,
+                              const std::optional<SocketAddress>* proxied) {
   const ConnectionFactory& f = *state->factory;
   EventLoop* ioLoop = state->loop;
   ioLoop->assertInLoopThread();
+  if (state->proxyReader && proxied == nullptr) {
+    state->proxyReader->add(std::move(sockfd), peerAddr);
+    return;
+  }
   // Bound to one address, every accepted socket's local address is that one;
   // bound to a wildcard, a connection looks its own up when asked. Either
   // way, no getsockname() per connection.
   std::optional<SocketAddress> localAddr;
   if (!f.listenAddr.isWildcard()) localAddr = f.listenAddr;
+  if (proxied != nullptr && proxied->has_value()) localAddr = *proxied;
   std::string connName =
       f.name + "#" + std::to_string(f.nextConnId.fetch_add(1, std::memory_order_relaxed));
   TcpConnectionPtr conn = TcpConnection::create(ioLoop, std::move(connName), std::move(sockfd),
@@ -432,6 +447,19 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
   state->accepted.store(state->accepted.load(std::memory_order_relaxed) + 1,
                         std::memory_order_relaxed);
   conn->connectEstablished();
+}
+
+void TcpServer::startProxyHeaderReaders() {
+  // Built here, used on each state's loop only (as the idle wheel). The
+  // reader belongs to the state, which outlives it: tearDown() destroys it.
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->proxyReader = std::make_shared<ProxyHeaderReader>(
+        state->loop, name_, options_.proxyProtocol.headerTimeout, options_.proxyProtocol.trusted,
+        [s = state.get()](UniqueFd fd, const std::optional<SocketAddress>& peer,
+                          const std::optional<SocketAddress>& local) {
+          newConnection(s, std::move(fd), peer, &local);
+        });
+  }
 }
 
 void TcpServer::removeConnection(LoopState* state, const TcpConnectionPtr& conn) {

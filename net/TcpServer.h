@@ -66,6 +66,7 @@
 #include "base/Duration.h"
 #include "base/UniqueFd.h"
 #include "net/Callbacks.h"
+#include "net/ProxyProtocol.h"
 #include "net/SocketAddress.h"
 
 namespace libnet {
@@ -150,6 +151,29 @@ class TcpServer {
     // let one group in), set after bind and before listen. Unset: what the
     // umask leaves. Ignored for TCP and abstract names (which have no file).
     std::optional<mode_t> unixFileMode{};
+
+    // PROXY protocol (haproxy's send-proxy / send-proxy-v2, v1 or v2, both
+    // understood): a load balancer in front says, in a header at the start
+    // of each connection, whom it proxies. Off: nothing is ever read as a
+    // header. On: the header is read on the connection's loop before the
+    // TcpConnection is made, whose peerAddress() and localAddress() are then
+    // the header's source and destination (LOCAL, UNKNOWN and the like keep
+    // the socket's own); the connection callback, a TLS handshake and the
+    // application's bytes all come after it. A connection with a missing,
+    // malformed or late header is closed (a WARN line, LoopStats::
+    // proxyRejected). Which connections must send one:
+    // - trusted empty: every one (the port is reachable only through the
+    //   proxy);
+    // - trusted not empty: those from the listed sources only; any other
+    //   peer is served as a direct client, and its bytes are never read as
+    //   a header (a forged one reaches the application as data).
+    struct ProxyProtocolOptions {
+      bool enabled = false;
+      // From accept to the whole header. Positive.
+      Duration headerTimeout = std::chrono::seconds(5);
+      std::vector<ProxyProtocol::TrustedSource> trusted{};
+    };
+    ProxyProtocolOptions proxyProtocol{};
   };
 
   // One I/O loop's share of the work (loopStats()).
@@ -157,6 +181,9 @@ class TcpServer {
     size_t connections = 0;      // live now
     uint64_t accepted = 0;       // connections made on the loop since start()
     uint64_t ringHandOvers = 0;  // of those, handed over ring to ring (kHandOver)
+    // PROXY protocol: connections closed for a missing, malformed or late
+    // header (not counted in accepted).
+    uint64_t proxyRejected = 0;
   };
 
   // Binds (std::system_error, with the call's name, when it cannot);
@@ -219,8 +246,14 @@ class TcpServer {
   // until all are gone.
   void stopPerLoopAcceptors();
   // On state's loop: makes the connection and establishes it.
+  // With the PROXY protocol on, a socket goes to the loop's header reader
+  // first, which calls this again with `proxied` set: the local address the
+  // header gave (none: the socket's own).
   static void newConnection(LoopState* state, UniqueFd sockfd,
-                            const std::optional<SocketAddress>& peerAddr);
+                            const std::optional<SocketAddress>& peerAddr,
+                            const std::optional<SocketAddress>* proxied = nullptr);
+  // start(), PROXY protocol on: a header reader for each loop.
+  void startProxyHeaderReaders();
   // On the accepting loop (kHandOver): has state's loop make the connection,
   // ring to ring where it can, else through the loop's queue.
   void handOver(LoopState* state, UniqueFd sockfd, const std::optional<SocketAddress>& peerAddr);

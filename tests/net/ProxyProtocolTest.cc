@@ -181,12 +181,9 @@ TEST(ProxyProtocolTest, V2Ipv6) {
 TEST(ProxyProtocolTest, V2KeepsSocketAddresses) {
   // LOCAL (whatever its family and block), UNSPEC, Unix, datagrams.
   const std::vector<std::string> headers = {
-      v2(0x20, 0x00, ""),
-      v2(0x20, 0x11, ipv4Block()),
-      v2(0x20, 0x11, ""),
-      v2(0x21, 0x00, ""),
-      v2(0x21, 0x00, "anything"),
-      v2(0x21, 0x31, std::string(216, '\0')),
+      v2(0x20, 0x00, ""),          v2(0x20, 0x11, ipv4Block()),
+      v2(0x20, 0x11, ""),          v2(0x21, 0x00, ""),
+      v2(0x21, 0x00, "anything"),  v2(0x21, 0x31, std::string(216, '\0')),
       v2(0x21, 0x12, ipv4Block()),
   };
   for (const std::string& h : headers) {
@@ -200,14 +197,14 @@ TEST(ProxyProtocolTest, V2KeepsSocketAddresses) {
 
 TEST(ProxyProtocolTest, V2Malformed) {
   const std::vector<std::string> bad = {
-      v2(0x11, 0x11, ipv4Block()),                         // version 1 in binary
-      v2(0x31, 0x11, ipv4Block()),                         // version 3
-      v2(0x22, 0x11, ipv4Block()),                         // command 2
-      v2(0x21, 0x41, ipv4Block()),                         // family 4
-      v2(0x21, 0x13, ipv4Block()),                         // transport 3
-      v2(0x21, 0x11, ipv4Block().substr(0, 11)),           // short IPv4 block
-      v2(0x21, 0x21, ipv6Block().substr(0, 35)),           // short IPv6 block
-      v2(0x21, 0x31, std::string(215, '\0')),              // short Unix block
+      v2(0x11, 0x11, ipv4Block()),                                 // version 1 in binary
+      v2(0x31, 0x11, ipv4Block()),                                 // version 3
+      v2(0x22, 0x11, ipv4Block()),                                 // command 2
+      v2(0x21, 0x41, ipv4Block()),                                 // family 4
+      v2(0x21, 0x13, ipv4Block()),                                 // transport 3
+      v2(0x21, 0x11, ipv4Block().substr(0, 11)),                   // short IPv4 block
+      v2(0x21, 0x21, ipv6Block().substr(0, 35)),                   // short IPv6 block
+      v2(0x21, 0x31, std::string(215, '\0')),                      // short Unix block
       v2(0x21, 0x11, "", ProxyProtocol::kMaxV2PayloadLength + 1),  // too long, refused early
       std::string("\r\n\r\n\0\r\nQUIX\n", 12) + "\x21\x11\x00\x0c",
   };
