@@ -4,7 +4,9 @@
 // that would leave the root). Keep-alive, pipelining, and the request limits of HttpServer (4xx and
 // a close on bad requests, 503 when the bodies being uploaded would pass --max-body-memory). HTTP/2
 // (net/http2/) with the same handler: over TLS when the client picks "h2" by ALPN, and on plain TCP
-// with prior knowledge under --h2c.
+// with prior knowledge under --h2c. GET /client-address answers the client's "IP:PORT\n" as the
+// server sees it: behind a load balancer speaking the PROXY protocol (--proxy-protocol), the
+// client the balancer names.
 //
 // SIGINT / SIGTERM stop it cleanly (exit 0): HTTP/2 connections get GOAWAY
 // and their streams in flight are answered first (at most --header-timeout
@@ -28,6 +30,7 @@
 #include "examples/common/ServerTls.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/ProxyProtocol.h"
 #include "net/SignalSet.h"
 #include "net/TcpServer.h"
 #include "net/http/HttpServer.h"
@@ -55,6 +58,7 @@ constexpr const char* kUsage =
     "                   [--idle-timeout S] [--header-timeout S] [--max-body BYTES]\n"
     "                   [--max-body-memory BYTES] [--accept MODE] [--defer-accept S]\n"
     "                   [--loop-stats 0|1] [--tls-cert FILE --tls-key FILE] [--h2c]\n"
+    "                   [--proxy-protocol] [--trusted-proxy ADDR[/BITS],...]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -86,9 +90,18 @@ constexpr const char* kUsage =
     "                        certificate chain\n"
     "  --tls-key FILE        ... and this PEM private key (both or neither)\n"
     "  --h2c                 also serve HTTP/2 with prior knowledge on plain TCP\n"
+    "  --proxy-protocol      every connection starts with a PROXY protocol header (v1 or v2,\n"
+    "                        as haproxy's send-proxy / send-proxy-v2 send) naming the client;\n"
+    "                        one missing, malformed or not complete within 5 s is closed\n"
+    "  --trusted-proxy ADDR[/BITS],...\n"
+    "                        implies --proxy-protocol, and only connections from these\n"
+    "                        addresses or prefixes must send the header; any other client is\n"
+    "                        served directly and a header it sends is not believed\n"
+    "                        (repeatable)\n"
     "  --help                print this help and exit\n"
     "\n"
-    "GET /hello answers \"hello world\\n\", POST /echo the request body. Prints\n"
+    "GET /hello answers \"hello world\\n\", POST /echo the request body, GET /client-address\n"
+    "the client's \"IP:PORT\\n\". Prints\n"
     "\"http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it (HTTP/2\n"
     "connections get GOAWAY and their streams in flight finish first; a second signal stops\n"
     "at once).\n";
@@ -112,6 +125,9 @@ struct Settings {
   int loopStats = 0;
   bool h2c = false;
   libnet::ServerTls tls;
+  // PROXY protocol (--proxy-protocol, --trusted-proxy).
+  bool proxyProtocol = false;
+  std::vector<libnet::ProxyProtocol::TrustedSource> trustedProxies;
 };
 
 std::string parseAcceptMode(std::string_view value, Settings* settings) {
@@ -127,6 +143,25 @@ std::string parseAcceptMode(std::string_view value, Settings* settings) {
     return "invalid value '" + std::string(value) +
            "' (expected per-loop or hand-over or hand-over-queue)";
   }
+  return std::string();
+}
+
+// --trusted-proxy: comma-separated addresses or CIDR prefixes, added to
+// those of earlier occurrences.
+std::string parseTrustedProxies(std::string_view value, Settings* settings) {
+  while (true) {
+    const size_t comma = value.find(',');
+    const std::string_view item = value.substr(0, comma);
+    const auto source = libnet::ProxyProtocol::TrustedSource::parse(item);
+    if (!source) {
+      return "invalid value '" + std::string(item) +
+             "' (expected a numeric IPv4 or IPv6 address, optionally /BITS)";
+    }
+    settings->trustedProxies.push_back(*source);
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  settings->proxyProtocol = true;
   return std::string();
 }
 
@@ -159,6 +194,11 @@ void addFlags(Flags* flags, Settings* settings) {
   });
   flags->addSwitch("--h2c", &settings->h2c);
   settings->tls.addTo(flags);
+  // PROXY protocol.
+  flags->addSwitch("--proxy-protocol", &settings->proxyProtocol);
+  flags->addCustom("--trusted-proxy", [settings](std::string_view value) {
+    return parseTrustedProxies(value, settings);
+  });
 }
 
 HttpServer::Options serverOptions(const Settings& settings) {
@@ -172,6 +212,9 @@ HttpServer::Options serverOptions(const Settings& settings) {
   options.ringHandOver = settings.ringHandOver;
   options.deferAccept = std::chrono::seconds(settings.deferAccept);
   options.layer = settings.tls.layer({"h2", "http/1.1"});
+  // PROXY protocol.
+  options.proxyProtocol.enabled = settings.proxyProtocol;
+  options.proxyProtocol.trusted = settings.trustedProxies;
   return options;
 }
 
@@ -181,6 +224,11 @@ void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpRes
     response->setStatus(200);
     response->setContentType("application/octet-stream");
     response->setBody(request.body());
+  } else if (request.path() == "/client-address") {
+    const std::optional<libnet::SocketAddress> peer = request.peerAddress();
+    response->setStatus(200);
+    response->setContentType("text/plain");
+    response->setBody((peer ? peer->toIpPort() : std::string("unknown")) + "\n");
   } else if (request.path() == "/hello") {
     response->setStatus(200);
     response->setContentType("text/plain");

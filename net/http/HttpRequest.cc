@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "net/TcpConnection.h"
 #include "net/http/HttpChars.h"
 #include "net/http/RequestTarget.h"
 
@@ -80,7 +81,8 @@ HttpRequest::HttpRequest(const HttpRequest& other)
       path_(other.path_),
       query_(other.query_),
       headers_(other.headers_),
-      body_(other.body_) {}
+      body_(other.body_),
+      connection_(other.connection_) {}
 
 HttpRequest& HttpRequest::operator=(const HttpRequest& other) {
   if (this == &other) return *this;
@@ -93,7 +95,14 @@ HttpRequest& HttpRequest::operator=(const HttpRequest& other) {
   query_ = other.query_;
   for (const Header& h : other.headers_) addHeader(h.first, h.second);
   body_ = other.body_;
+  connection_ = other.connection_;
   return *this;
+}
+
+std::optional<SocketAddress> HttpRequest::peerAddress() const {
+  const std::shared_ptr<const TcpConnection> conn = connection_.lock();
+  if (!conn) return std::nullopt;
+  return conn->peerAddress();
 }
 
 std::optional<std::string_view> HttpRequest::header(std::string_view name) const {

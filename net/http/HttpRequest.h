@@ -6,11 +6,18 @@
 // Not thread-safe; copyable and movable like any value.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "net/SocketAddress.h"
+
+namespace libnet {
+class TcpConnection;
+}  // namespace libnet
 
 namespace libnet::http {
 
@@ -69,7 +76,19 @@ class HttpRequest {
   // Connection fields).
   [[nodiscard]] bool keepAlive() const { return keepAlive_; }
 
+  // Empties the request; the connection it came on (setConnection()) stays.
   void clear();
+
+  // The address of the client the request came from, as its connection
+  // sees it (with the PROXY protocol on, the client the proxy names);
+  // nullopt once that connection is gone, or for a request that no server
+  // read. A copy of the request keeps asking the same connection.
+  [[nodiscard]] std::optional<SocketAddress> peerAddress() const;
+  // For the server that reads requests: the connection they arrive on.
+  // Held weakly, and looked up only when asked: nothing per request.
+  void setConnection(std::weak_ptr<const TcpConnection> connection) {
+    connection_ = std::move(connection);
+  }
 
   // For a front end other than HttpParser (HTTP/2, net/http2/), on a cleared
   // request: the method, the version and the request-target, split into path
@@ -97,6 +116,7 @@ class HttpRequest {
   // Fields from earlier requests, kept for their string capacity.
   std::vector<Header> spareHeaders_;
   std::string body_;
+  std::weak_ptr<const TcpConnection> connection_;
 };
 
 }  // namespace libnet::http

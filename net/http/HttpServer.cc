@@ -156,6 +156,7 @@ TcpServer::Options tcpOptions(const HttpServer::Options& options) {
       .maxQueuedOutput = options.maxQueuedOutput,
       .idleTimeout = options.idleTimeout,
   };
+  tcp.proxyProtocol = options.proxyProtocol;
   if (options.idleTimeout > Duration::zero()) {
     // Ticks of a second (a quarter of the timeout if that is shorter) keep
     // the kick within a few percent of the timeout at a tick cost of nothing.
@@ -208,6 +209,7 @@ void HttpServer::onConnection(const TcpConnectionPtr& conn) {
   if (conn->connected()) {
     if (taker_ && taker_(conn, nullptr) == Take::kTaken) return;
     conn->setContext(StateHandle(new ConnectionState(options_.limits, bodyBudget_)));
+    stateOf(conn)->parser.request().setConnection(conn);
     if (!taker_) stateOf(conn)->offered = true;
   } else {
     // May run after the server is gone (its connections are torn down on

@@ -158,6 +158,10 @@ class HttpServer {
     // At least limits.maxBodyBytes (else the largest bodies the limits allow
     // could never be accepted: std::invalid_argument). 0: no bound.
     size_t maxBufferedBodyBytes = 64 * 1024 * 1024;
+
+    // PROXY protocol: TcpServer::Options::proxyProtocol, forwarded. With it
+    // on, HttpRequest::peerAddress() is the client the proxy names.
+    TcpServer::Options::ProxyProtocolOptions proxyProtocol{};
   };
 
   // Binds (throws std::system_error like TcpServer); throws

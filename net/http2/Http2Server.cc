@@ -248,6 +248,7 @@ void goAwayOn(const TcpConnectionPtr& conn) {
 // bytes.
 void adopt(const std::shared_ptr<Shared>& shared, const TcpConnectionPtr& conn, Buffer* input) {
   const auto link = std::make_shared<Link>(shared, conn->name());
+  link->session.setConnection(conn);
   Link* raw = link.get();  // kept alive by `link` whatever the calls below close
   conn->setContext(link);
   conn->setMessageCallback(onMessage);

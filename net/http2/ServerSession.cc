@@ -184,6 +184,7 @@ struct ServerSession::Callbacks {
     }
     auto stream = std::make_unique<Stream>();
     stream->id = frame->hd.stream_id;
+    stream->request.setConnection(s->connection_);
     s->highestRequestStream_ = std::max(s->highestRequestStream_, stream->id);
     nghttp2_session_set_stream_user_data(session, stream->id, stream.get());
     s->streams_[stream->id] = std::move(stream);

@@ -78,6 +78,12 @@ class ServerSession {
   [[nodiscard]] size_t pendingResponses() const { return pending_; }
   [[nodiscard]] uint64_t responseBytes() const { return responseBytes_; }
 
+  // The connection served, given to every request for its
+  // HttpRequest::peerAddress().
+  void setConnection(std::weak_ptr<const TcpConnection> connection) {
+    connection_ = std::move(connection);
+  }
+
   struct Stream;  // a request and its answer (ServerSession.cc)
   struct Callbacks;
 
@@ -132,6 +138,7 @@ class ServerSession {
   bool failed_ = false;
   Bucket resets_;
   Bucket control_;
+  std::weak_ptr<const TcpConnection> connection_;
 };
 
 }  // namespace libnet::http2
