@@ -142,6 +142,7 @@ void ProxyHeaderReader::finish(uint64_t id, const ProxyProtocol::Result& header)
     n = ::recv(entry->fd.get(), discard.data(), header.length, 0);
   } while (n < 0 && errno == EINTR);
   if (n != static_cast<ssize_t>(header.length)) {
+    closeNow(entry->fd.get());
     rejected_.fetch_add(1, std::memory_order_relaxed);
     LOG_WARN << "TcpServer " << serverName_ << ": connection from "
              << (peerOf(entry->fd.get(), entry->peer).value_or(SocketAddress()).toIpPort())

@@ -1,11 +1,13 @@
 """http_server behind haproxy (send-proxy and send-proxy-v2), on each backend.
 
 Through haproxy, GET /client-address answers the address of the client that
-connected to haproxy (bound to 127.0.0.2), port included, for v1 and v2. A
+connected to haproxy (bound to 127.0.0.2), port included, for v1 and v2, over
+HTTP/1.1 and HTTP/2 (curl, prior knowledge). A
 forged "PROXY TCP4 9.9.9.9 ..." line sent directly is answered 400 and never
 believed, by a server without the option and by one whose trusted proxies
 do not include the sender; a malformed header to a server with the option
-closes the connection, with a log line saying why.
+closes the connection, with a log line saying why. A bad --trusted-proxy is
+refused with exit status 2.
 
 Usage: proxy_protocol_haproxy_test.py HTTP_SERVER
 """
@@ -181,6 +183,13 @@ def check_through_haproxy(server, workdir):
                 fail("%s: %r" % (name, reply))
             if body != "%s:%d\n" % (CLIENT_IP, local_port):
                 fail("%s: server saw %r, the client is %s:%d" % (name, body, CLIENT_IP, local_port))
+            # HTTP/2 (prior knowledge) sees the same through the header.
+            r = subprocess.run(["curl", "-sS", "--max-time", "5", "--http2-prior-knowledge",
+                                "--interface", CLIENT_IP, "-w", " %{http_version}",
+                                "http://127.0.0.1:%d/client-address" % port],
+                               capture_output=True, timeout=10)
+            if not re.fullmatch(r"127\.0\.0\.2:\d+\n 2", r.stdout.decode(errors="replace")):
+                fail("%s over HTTP/2: %r %r" % (name, r.stdout, r.stderr))
     finally:
         proc.kill()
         proc.wait()
@@ -196,7 +205,7 @@ def check_forged_not_believed(server, what):
 
 
 def run_backend(binary, backend, workdir):
-    with_option = Server(binary, backend, ["--proxy-protocol"])
+    with_option = Server(binary, backend, ["--proxy-protocol", "--h2c"])
     try:
         check_through_haproxy(with_option, workdir)
         reply, _ = exchange(with_option.port, b"PROXY TCP4 9.9.9.9 nowhere 1 2\r\n" + get("/"))
@@ -227,6 +236,11 @@ def main():
     binary = sys.argv[1]
     if not shutil.which("haproxy"):
         fail("haproxy is needed (tools/setup.sh installs it)")
+    for bad in ("10.0.0.0/33", "proxy.example", "10.0.0.1,"):
+        r = subprocess.run([binary, "--port", "0", "--trusted-proxy", bad],
+                           capture_output=True, timeout=10)
+        if r.returncode != 2 or b"--trusted-proxy" not in r.stderr:
+            fail("--trusted-proxy %s: exit %d, %r" % (bad, r.returncode, r.stderr))
     with tempfile.TemporaryDirectory() as workdir:
         for backend in ("epoll", "uring"):
             run_backend(binary, backend, workdir)

@@ -199,6 +199,11 @@ class HttpServerTest : public ::testing::TestWithParam<PollerKind> {
           throw std::runtime_error("handler failed");
         } else if (request.path().starts_with("/throw-")) {
           throwKind(std::string_view(request.path()).substr(7));
+        } else if (request.path() == "/peer") {
+          keptRequest_ = request;  // a copy, asked again after its connection is gone
+          const std::optional<SocketAddress> peer = request.peerAddress();
+          response->setStatus(200);
+          response->setBody(peer ? peer->toIpPort() : "none");
         } else if (request.path() == "/secret") {
           response->setStatus(200);
           response->setBody("SECRET-FOR-" + request.query());
@@ -233,6 +238,7 @@ class HttpServerTest : public ::testing::TestWithParam<PollerKind> {
   const std::string big_ = randomBytes(300 * 1024, 2);  // over the inline limit: sendfile
   std::filesystem::path root_;
   std::unique_ptr<StaticFiles> files_;
+  HttpRequest keptRequest_;  // by /peer, on the loop thread
   std::unique_ptr<EventLoopThread> thread_;
   EventLoop* loop_ = nullptr;
   std::unique_ptr<HttpServer> server_;
@@ -254,6 +260,27 @@ TEST_P(HttpServerTest, KeepAliveServesManyRequestsOnOneConnection) {
     EXPECT_NE(r.header("connection"), "close");
   }
   EXPECT_EQ(connectionCount(), 1u);
+}
+
+TEST_P(HttpServerTest, HandlerLearnsThePeerAddressOfEachRequest) {
+  startServer();
+  BlockingClient client(address_);
+  sockaddr_storage self{};
+  socklen_t len = sizeof self;
+  ASSERT_EQ(::getsockname(client.fd(), reinterpret_cast<sockaddr*>(&self), &len), 0);
+  const std::string expected = SocketAddress::fromSockAddr(self, len).toIpPort();
+  ResponseReader reader(&client);
+  for (int i = 0; i < 2; ++i) {  // the parser's request is reused: still the same peer
+    ASSERT_TRUE(client.sendAll(get("/peer")));
+    const Response r = reader.next();
+    ASSERT_TRUE(r.complete);
+    EXPECT_EQ(r.body, expected);
+  }
+  client.close();
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+  // A copy kept past its connection does not dangle: it has no peer left.
+  EXPECT_TRUE(waitUntil(
+      [&] { return runSync(loop_, [&] { return !keptRequest_.peerAddress().has_value(); }); }));
 }
 
 TEST_P(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
