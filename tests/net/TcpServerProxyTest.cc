@@ -57,8 +57,9 @@ class TcpServerProxyTest : public test::EchoServerTest {
   // An echo server that first tells each client "peer local\n" as its
   // connection sees them.
   void startProxyServer(int threads, std::vector<std::string> trusted = {},
-                        Duration timeout = std::chrono::seconds(5)) {
-    TcpServer::Options options{.threads = threads};
+                        Duration timeout = std::chrono::seconds(5),
+                        TcpServer::AcceptMode mode = TcpServer::AcceptMode::kPerLoop) {
+    TcpServer::Options options{.threads = threads, .acceptMode = mode};
     options.proxyProtocol.enabled = true;
     options.proxyProtocol.headerTimeout = timeout;
     for (const std::string& t : trusted) {
@@ -126,6 +127,22 @@ TEST_P(TcpServerProxyTest, V1GivesTheProxiedAddressesAndKeepsThePayload) {
     EXPECT_EQ(rejected(), 0u);
     stopServer();
   }
+}
+
+// Handed over to I/O loops (ring to ring on io_uring, else through their
+// queues), each socket still waits for its header on the loop that serves it.
+TEST_P(TcpServerProxyTest, HandOverModeReadsTheHeaderOnTheIoLoop) {
+  startProxyServer(2, {}, std::chrono::seconds(5), TcpServer::AcceptMode::kHandOver);
+  for (int i = 0; i < 4; ++i) {
+    BlockingClient client(address_);
+    ASSERT_TRUE(client.sendAll(v2Ipv4() + "p" + std::to_string(i)));
+    EXPECT_EQ(readLine(client), "203.0.113.9:40000 198.51.100.1:443");
+    EXPECT_EQ(client.recvExactly(2), "p" + std::to_string(i));
+  }
+  const std::vector<TcpServer::LoopStats> stats =
+      runSync(loop_, [&] { return server_->loopStats(); });
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].accepted + stats[1].accepted, 4u);
 }
 
 TEST_P(TcpServerProxyTest, V2Ipv4AndIpv6) {
