@@ -150,6 +150,21 @@ class TcpServer {
     // let one group in), set after bind and before listen. Unset: what the
     // umask leaves. Ignored for TCP and abstract names (which have no file).
     std::optional<mode_t> unixFileMode{};
+
+    // Connection limits. A connection over a limit is accepted and closed
+    // at once (never left in the backlog), after `refusal` is written to it
+    // with one non-blocking send, and counted (LoopStats::refused).
+    // The most connections open at once over the whole server, all loops
+    // (a shared atomic, touched only when set); 0: no limit.
+    size_t maxConnections = 0;
+    // The most open at once from one client IP address (any port); Unix
+    // sockets are exempt. 0: no limit. On, each accept and close takes a
+    // short lock (and a getpeername() where the accept reported no address).
+    size_t maxConnectionsPerPeer = 0;
+    // What a refused client is sent before the close (the input it already
+    // sent is read first, so that the close does not turn into a reset
+    // that overtakes it); empty: just closed.
+    std::string refusal{};
   };
 
   // One I/O loop's share of the work (loopStats()).
@@ -157,6 +172,10 @@ class TcpServer {
     size_t connections = 0;      // live now
     uint64_t accepted = 0;       // connections made on the loop since start()
     uint64_t ringHandOvers = 0;  // of those, handed over ring to ring (kHandOver)
+    uint64_t closed = 0;         // connections that closed (before the server went)
+    uint64_t refused = 0;        // accepted and closed at once: over a limit
+    uint64_t bytesReceived = 0;  // handed to the message callback (plaintext under TLS)
+    uint64_t bytesSent = 0;      // sent by the application (written or still queued)
   };
 
   // Binds (std::system_error, with the call's name, when it cannot);
@@ -198,6 +217,11 @@ class TcpServer {
   // Per I/O loop (the server's own without threads), in the pool's order,
   // after start(); empty before. Any thread; each loop counts its own.
   [[nodiscard]] std::vector<LoopStats> loopStats() const;
+  // Per I/O loop as loopStats(): bytes queued on the loop's connections and
+  // not yet written. Each loop sums its own, while this waits (at most
+  // `wait` each; a loop that does not answer in time reads 0). Any thread
+  // but an I/O loop's own.
+  [[nodiscard]] std::vector<size_t> queuedOutput(Duration wait = std::chrono::seconds(1)) const;
 
  private:
   // What the server keeps for one I/O loop: built by the server's thread in
@@ -218,6 +242,13 @@ class TcpServer {
   // Destroys every per-loop acceptor on its own loop and waits (bounded)
   // until all are gone.
   void stopPerLoopAcceptors();
+  // On state's loop: whether the limits admit one more connection from
+  // `peer` (looked up when missing and needed); if so, it is counted
+  // against them, under `peerKey` for the per-peer one.
+  static bool admit(LoopState* state, int fd, std::optional<SocketAddress>* peer,
+                    std::string* peerKey);
+  // On state's loop: a connection counted by admit() has closed.
+  static void release(LoopState* state, const std::string& peerKey);
   // On state's loop: makes the connection and establishes it.
   static void newConnection(LoopState* state, UniqueFd sockfd,
                             const std::optional<SocketAddress>& peerAddr);
