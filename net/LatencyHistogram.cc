@@ -66,8 +66,8 @@ LatencyHistogram::Summary LatencyHistogram::summary(Duration now) const {
   result.max = Duration(static_cast<int64_t>(max));
   if (result.count == 0) return result;
   const auto quantile = [&](double q) {
-    const auto rank =
-        std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(result.count))));
+    const auto rank = std::max<uint64_t>(
+        1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(result.count))));
     uint64_t seen = 0;
     for (int i = 0; i < kBuckets; ++i) {
       seen += counts[static_cast<size_t>(i)];

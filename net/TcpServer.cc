@@ -403,6 +403,13 @@ std::vector<TcpServer::LoopStats> TcpServer::loopStats() const {
   return stats;
 }
 
+std::vector<EventLoop*> TcpServer::ioLoops() const {
+  std::vector<EventLoop*> loops;
+  loops.reserve(loopStates_.size());
+  for (const std::shared_ptr<LoopState>& state : loopStates_) loops.push_back(state->loop);
+  return loops;
+}
+
 std::vector<size_t> TcpServer::queuedOutput(Duration wait) const {
   std::vector<size_t> result;
   result.reserve(loopStates_.size());

@@ -217,10 +217,13 @@ class TcpServer {
   // Per I/O loop (the server's own without threads), in the pool's order,
   // after start(); empty before. Any thread; each loop counts its own.
   [[nodiscard]] std::vector<LoopStats> loopStats() const;
+  // The I/O loops, in loopStats()' order (the server's own without
+  // threads), after start(); empty before. Any thread.
+  [[nodiscard]] std::vector<EventLoop*> ioLoops() const;
   // Per I/O loop as loopStats(): bytes queued on the loop's connections and
   // not yet written. Each loop sums its own, while this waits (at most
   // `wait` each; a loop that does not answer in time reads 0). Any thread
-  // but an I/O loop's own.
+  // (on an I/O loop, its own sum is taken at once).
   [[nodiscard]] std::vector<size_t> queuedOutput(Duration wait = std::chrono::seconds(1)) const;
 
  private:

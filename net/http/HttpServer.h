@@ -158,6 +158,15 @@ class HttpServer {
     // At least limits.maxBodyBytes (else the largest bodies the limits allow
     // could never be accepted: std::invalid_argument). 0: no bound.
     size_t maxBufferedBodyBytes = 64 * 1024 * 1024;
+
+    // Connection limits (TcpServer::Options: 0 is no limit). A client over
+    // one gets "503 Service Unavailable" with Retry-After (retryAfter,
+    // rounded up to whole seconds) and "Connection: close", then the close;
+    // with a TLS layer nothing can be answered before a handshake, so it is
+    // only closed.
+    size_t maxConnections = 0;
+    size_t maxConnectionsPerPeer = 0;
+    Duration retryAfter = std::chrono::seconds(1);
   };
 
   // Binds (throws std::system_error like TcpServer); throws
