@@ -14,6 +14,10 @@ namespace libnet::metrics {
 
 namespace {
 
+// How long a loop may take to sum its queued output: a loop stuck in a
+// callback must not hold the scrape (it reads 0 then).
+constexpr Duration kQueuedOutputWait = std::chrono::milliseconds(250);
+
 // What one server loop or one loop reads, taken before anything is written
 // (every family lists all of them, and a family's samples go together).
 struct ConnectionSample {
@@ -177,24 +181,30 @@ void MetricsRegistry::remove(const EventLoop* loop) {
 }
 
 std::string MetricsRegistry::render() const {
+  std::vector<const TcpServer*> servers;
+  std::vector<Loop> extraLoops;
+  {
+    // Copied, so that the waits below hold no lock: a scrape on another
+    // loop may be waiting for this one's.
+    MutexLock lock(mutex_);
+    servers = servers_;
+    extraLoops = loops_;
+  }
   std::vector<ConnectionSample> connections;
   std::vector<LoopSample> loops;
-  {
-    MutexLock lock(mutex_);
-    for (const TcpServer* server : servers_) {
-      const std::vector<TcpServer::LoopStats> stats = server->loopStats();
-      const std::vector<size_t> queued = server->queuedOutput();
-      const std::vector<EventLoop*> ioLoops = server->ioLoops();
-      for (size_t i = 0; i < stats.size(); ++i) {
-        connections.push_back({server->name(), std::to_string(i), stats[i],
-                               i < queued.size() ? queued[i] : 0});
-        if (i < ioLoops.size()) {
-          loops.push_back({server->name(), std::to_string(i), ioLoops[i]->metrics()});
-        }
+  for (const TcpServer* server : servers) {
+    const std::vector<TcpServer::LoopStats> stats = server->loopStats();
+    const std::vector<size_t> queued = server->queuedOutput(kQueuedOutputWait);
+    const std::vector<EventLoop*> ioLoops = server->ioLoops();
+    for (size_t i = 0; i < stats.size(); ++i) {
+      connections.push_back(
+          {server->name(), std::to_string(i), stats[i], i < queued.size() ? queued[i] : 0});
+      if (i < ioLoops.size()) {
+        loops.push_back({server->name(), std::to_string(i), ioLoops[i]->metrics()});
       }
     }
-    for (const Loop& l : loops_) loops.push_back({l.server, l.name, l.loop->metrics()});
   }
+  for (const Loop& l : extraLoops) loops.push_back({l.server, l.name, l.loop->metrics()});
   std::string out;
   appendConnections(&out, connections);
   appendLoops(&out, loops);

@@ -5,9 +5,11 @@
 //
 // It holds plain pointers: whatever is added must outlive the registry, or
 // be removed first. Any thread: add/remove/render take a lock of the
-// registry's own. render() reads the counters of every loop (relaxed loads)
-// and asks each server's loops for their queued output (TcpServer::
-// queuedOutput(), a bounded wait per loop).
+// registry's own (not held while rendering). render() reads the counters of
+// every loop (relaxed loads) and asks each server's loops for their queued
+// output (TcpServer::queuedOutput(), waiting at most 250 ms per loop, which
+// then reads 0: two scrapes at once on two loops of one server may each wait
+// for the other's loop that long).
 #pragma once
 
 #include <string>
