@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <exception>
 #include <system_error>
@@ -32,6 +33,17 @@ constexpr int kMaxDrainRounds = 100;
 // functor that re-queues itself (a read yielding for fairness) lets the
 // other ready channels have their turn.
 constexpr int kFunctorRounds = 2;
+
+// The clock that pollReturnTime_ is read from, in nanoseconds: a turn's
+// timings start from that reading, so they take no clock read of their own
+// at the start.
+Duration clockNow() { return Timestamp::Clock::now().time_since_epoch(); }
+
+// Read from other threads and written by the loop only: no read-modify-write.
+template <class T>
+void bump(std::atomic<T>& counter, T n) {
+  counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
 
 int createEventfd() {
   const int fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -112,7 +124,10 @@ void EventLoop::loop() {
     poller_->dispatchCompletions();
     dispatchingEvents_ = false;
     activeChannels_.clear();
+    const Duration dispatched = options_.metrics ? clockNow() : Duration::zero();
     doPendingFunctors();
+    if (options_.metrics) recordTurn(dispatched);
+    bump(turns_, uint64_t{1});
   }
   // Work queued just before quit() (e.g. tearing down connections) still runs,
   // and so does the work it queues in turn (close -> destroy), so nothing it
@@ -121,6 +136,23 @@ void EventLoop::loop() {
   drainPendingFunctors();
   quit_.store(false, std::memory_order_relaxed);
   looping_.store(false);
+}
+
+void EventLoop::recordTurn(Duration dispatched) {
+  const Duration start = pollReturnTime_.sinceEpoch();
+  const Duration end = clockNow();
+  // A wall-clock step back makes a turn look negative: counted as nothing.
+  bump(busyNanos_, std::max<int64_t>(0, (end - start).count()));
+  lag_.record(dispatched - start, end);
+}
+
+EventLoop::Metrics EventLoop::metrics() const {
+  return Metrics{.turns = turns_.load(std::memory_order_relaxed),
+                 .busy = Duration(busyNanos_.load(std::memory_order_relaxed)),
+                 .lag = lag_.summary(clockNow()),
+                 .timersArmed = timerQueue_->armed(),
+                 .timersFired = timerQueue_->fired(),
+                 .functorsRun = functorsRun_.load(std::memory_order_relaxed)};
 }
 
 void EventLoop::runOnDestroy(Functor cb) {
@@ -240,6 +272,7 @@ void EventLoop::doPendingFunctors() {
     }
     if (functors_.empty()) return;
     runningFunctors_ = true;
+    bump(functorsRun_, static_cast<uint64_t>(functors_.size()));
     for (Functor& functor : functors_) (void)callGuarded("queued functor", functor);
     runningFunctors_ = false;
     functors_.clear();  // keeps its capacity: no allocation per turn

@@ -29,6 +29,7 @@
 #include "net/Channel.h"
 #include "net/EventLoopBase.h"
 #include "net/EventLoopOptions.h"
+#include "net/LatencyHistogram.h"
 #include "net/PollerKind.h"
 #include "net/TimerId.h"
 
@@ -86,6 +87,25 @@ class EventLoop final : public EventLoopBase {
   // which an EventLoopThreadPool's loops get in turn.
   [[nodiscard]] const EventLoopOptions& options() const { return options_; }
   [[nodiscard]] int64_t iteration() const { return iteration_; }
+  // What the loop has done, for monitoring (net/metrics renders it). Any
+  // thread: each field is read on its own (relaxed), so they may be a turn
+  // apart from each other.
+  struct Metrics {
+    uint64_t turns = 0;  // poller returns handled
+    // Time spent handling a turn (events, completions, timers, queued
+    // functors), i.e. not waiting in the poller; zero with
+    // Options::metrics off.
+    Duration busy{0};
+    // Loop lag, over the last ~10 s of turns: from the poller's return to
+    // the end of the turn's events and completions (how long the last ready
+    // event of a turn waited, plus its own handling). Zero with
+    // Options::metrics off.
+    LatencyHistogram::Summary lag;
+    size_t timersArmed = 0;    // timers waiting now
+    uint64_t timersFired = 0;  // timer callbacks run
+    uint64_t functorsRun = 0;  // queued functors run
+  };
+  [[nodiscard]] Metrics metrics() const;
   // Number of eventfd writes so far (merged wake-ups are not counted).
   [[nodiscard]] uint64_t wakeupCount() const {
     return wakeupCount_.load(std::memory_order_relaxed);
@@ -109,6 +129,9 @@ class EventLoop final : public EventLoopBase {
   void drainOperationsInFlight();
   // The poller's end of turn (Poller::beforeWait), before each wait.
   void flushBackend();
+  // The turn's timings (Options::metrics): `dispatched` is when its events
+  // and completions were handled.
+  void recordTurn(Duration dispatched);
 
   const EventLoopOptions options_;
   std::atomic<bool> looping_{false};
@@ -134,6 +157,12 @@ class EventLoop final : public EventLoopBase {
   std::vector<Functor> pendingFunctors_ LIBNET_GUARDED_BY(mutex_);
   std::vector<Functor> functors_;      // the batch being run (loop thread)
   std::vector<Functor> destroyHooks_;  // runOnDestroy() (loop thread)
+
+  // metrics(): written by the loop thread only.
+  std::atomic<uint64_t> turns_{0};
+  std::atomic<int64_t> busyNanos_{0};
+  std::atomic<uint64_t> functorsRun_{0};
+  LatencyHistogram lag_;
 };
 
 }  // namespace libnet

@@ -62,6 +62,9 @@ struct EventLoopOptions {
   // The backend asked for (see PollerKind; kAuto decides per loop).
   PollerKind poller = PollerKind::kAuto;
   IoUringOptions ioUring;
+  // EventLoop::metrics()' timings (busy time, loop lag): two clock reads per
+  // turn. Off, those read zero; the counters are kept either way.
+  bool metrics = true;
 };
 
 }  // namespace libnet

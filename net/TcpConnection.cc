@@ -4,6 +4,7 @@
 
 #include "base/Logging.h"
 #include "net/BufferPool.h"
+#include "net/ConnectionCounters.h"
 #include "net/EventLoop.h"
 #include "net/LoopInternals.h"
 #include "net/TcpConnectionImpl.h"
@@ -95,6 +96,10 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer*
   const State state = state_.load();
   if (state != State::kConnected && state != State::kDisconnecting) return;
   if (closeWhenDrained_) return;
+  if (counters_) {
+    ConnectionCounters::add(counters_->bytesSent,
+                            length + (head != nullptr ? head->readableBytes() : 0));
+  }
   // The head is queued, not written now, so that it leaves with MSG_MORE.
   impl().io_->queueFile(std::move(file), offset, length, head);
   impl().checkOutputLimit();

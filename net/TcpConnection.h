@@ -47,6 +47,7 @@ namespace libnet {
 
 class Buffer;  // net/Buffer.h: what send() takes and message callbacks read
 class ConnectionAttachment;
+struct ConnectionCounters;
 class ConnectionLayer;
 class EventLoop;
 class TimingWheel;
@@ -194,6 +195,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Before connectEstablished(): track idleness in `wheel`, a wheel of this
   // connection's loop, from connectEstablished() to connectDestroyed().
   void setIdleWheel(TimingWheel* wheel);
+  // Before connectEstablished(): count this connection's bytes in
+  // `counters` (of its loop; outlives the connection).
+  void setCounters(ConnectionCounters* counters) { counters_ = counters; }
   void connectEstablished();
   void connectDestroyed();
 
@@ -225,6 +229,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   size_t highWaterMark_ = kDefaultHighWaterMark;
   size_t maxQueuedOutput_ = kDefaultMaxQueuedOutput;
   size_t serverSlot_ = 0;  // TcpServer's: where its loop's list keeps this connection
+  ConnectionCounters* counters_ = nullptr;  // TcpServer's metrics; null: not counted
   std::any context_;
   std::shared_ptr<ConnectionAttachment> attachment_;
   std::unique_ptr<std::string> layerFailure_;  // only once a layer has failed

@@ -7,6 +7,7 @@
 #include "base/Logging.h"
 #include "net/BufferPool.h"
 #include "net/ConnectionAttachment.h"
+#include "net/ConnectionCounters.h"
 #include "net/ConnectionLayer.h"
 #include "net/EventLoop.h"
 #include "net/LoopInternals.h"
@@ -64,6 +65,7 @@ bool TcpConnection::Impl::acceptsOutput() const {
 void TcpConnection::Impl::sendInLoop(std::string_view data) {
   loop_->assertInLoopThread();
   if (data.empty() || !acceptsOutput()) return;
+  if (counters_) ConnectionCounters::add(counters_->bytesSent, data.size());
   const size_t before = io_->bufferedOutput();
   afterWrite(io_->write(data), before);
 }
@@ -74,6 +76,7 @@ void TcpConnection::Impl::sendInLoop(Buffer* buffer) {
     buffer->retrieveAll();
     return;
   }
+  if (counters_) ConnectionCounters::add(counters_->bytesSent, buffer->readableBytes());
   const size_t before = io_->bufferedOutput();
   afterWrite(io_->write(buffer, input_.kindOf(buffer)), before);
 }
@@ -208,6 +211,7 @@ void TcpConnection::Impl::announce() {
 
 void TcpConnection::Impl::onInput(Buffer* buffer, InputKind kind, Timestamp receiveTime) {
   touchIdle();
+  if (counters_) ConnectionCounters::add(counters_->bytesReceived, buffer->readableBytes());
   if (!input_.holdsBytes() && wantsInput()) {
     deliverInput(buffer, kind, receiveTime);  // in place: usually all consumed
     return;

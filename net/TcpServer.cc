@@ -1,15 +1,20 @@
 #include "net/TcpServer.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <cassert>
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "base/CountDownLatch.h"
 #include "base/Logging.h"
+#include "base/Mutex.h"
 #include "net/Acceptor.h"
+#include "net/ConnectionCounters.h"
 #include "net/EventLoop.h"
 #include "net/EventLoopThreadPool.h"
 #include "net/LoopInternals.h"
@@ -69,6 +74,33 @@ int deferAcceptSeconds(Duration d) {
   return static_cast<int>(std::chrono::ceil<std::chrono::seconds>(d).count());
 }
 
+// Written by its loop only, read by any thread.
+void bump(std::atomic<uint64_t>& counter) {
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+// The peer of an accepted socket whose accept did not say (io_uring's
+// multishot accept, a ring-to-ring hand-over).
+std::optional<SocketAddress> peerOf(int fd) {
+  sockaddr_storage storage{};
+  socklen_t len = sizeof storage;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&storage), &len) != 0) return std::nullopt;
+  return SocketAddress::fromSockAddr(storage, len);
+}
+
+// A socket over a limit, about to be closed: gets `refusal` if it can take
+// it now. What the peer already sent is read first: closing a socket with
+// unread input sends a reset, which can overtake the refusal and make the
+// peer drop it unread.
+void refuse(int fd, const std::string& refusal) {
+  if (refusal.empty()) return;
+  char scratch[4096];
+  for (int i = 0; i < 16; ++i) {
+    if (::recv(fd, scratch, sizeof scratch, MSG_DONTWAIT) <= 0) break;
+  }
+  (void)::send(fd, refusal.data(), refusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 }  // namespace
 
 struct TcpServer::ConnectionFactory {
@@ -79,7 +111,15 @@ struct TcpServer::ConnectionFactory {
   std::shared_ptr<const ConnectionLayer> layer;  // null: plain TCP
   size_t maxQueuedOutput = 0;
   SocketAddress listenAddr;                     // as bound (the real port)
-  mutable std::atomic<uint64_t> nextConnId{1};  // the only part that changes
+  mutable std::atomic<uint64_t> nextConnId{1};  // changes, as the limits' counts below
+  // Options' connection limits (0: none) and what they count.
+  size_t maxConnections = 0;
+  size_t maxPerPeer = 0;
+  std::string refusal;
+  mutable std::atomic<size_t> open{0};  // with maxConnections: over all loops
+  mutable Mutex peersMutex;
+  // With maxPerPeer: open connections by client IP address.
+  mutable std::unordered_map<std::string, size_t> peers LIBNET_GUARDED_BY(peersMutex);
 };
 
 // Also the loop's receiver of the sockets the accepting loop posts to its
@@ -112,6 +152,9 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   std::atomic<uint64_t> ringHandOvers{0};
   // Options::proxyProtocol on: where new sockets wait for their header.
   std::shared_ptr<ProxyHeaderReader> proxyReader;
+  std::atomic<uint64_t> closed{0};
+  std::atomic<uint64_t> refused{0};
+  ConnectionCounters counters;  // bytes of this loop's connections
 
   // A socket handed over ring to ring. None is delivered here after
   // tearDown(), which removes the receiver: the poller closes what arrives
@@ -287,6 +330,9 @@ void TcpServer::start() {
   factory_->layer = options_.layer;
   factory_->maxQueuedOutput = options_.maxQueuedOutput;
   factory_->listenAddr = listenAddr_;
+  factory_->maxConnections = options_.maxConnections;
+  factory_->maxPerPeer = options_.maxConnectionsPerPeer;
+  factory_->refusal = options_.refusal;
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->factory = factory_;
   if (options_.proxyProtocol.enabled) startProxyHeaderReaders();
   // TCP_NODELAY (Options::tcpNoDelay) goes on the listening socket(s), whose
@@ -353,12 +399,74 @@ std::vector<TcpServer::LoopStats> TcpServer::loopStats() const {
   std::vector<LoopStats> stats;
   stats.reserve(loopStates_.size());
   for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    const ConnectionCounters& bytes = state->counters;
     stats.push_back({.connections = state->count.load(std::memory_order_relaxed),
                      .accepted = state->accepted.load(std::memory_order_relaxed),
                      .ringHandOvers = state->ringHandOvers.load(std::memory_order_relaxed),
-                     .proxyRejected = state->proxyReader ? state->proxyReader->rejected() : 0});
+                     .proxyRejected = state->proxyReader ? state->proxyReader->rejected() : 0,
+                     .closed = state->closed.load(std::memory_order_relaxed),
+                     .refused = state->refused.load(std::memory_order_relaxed),
+                     .bytesReceived = bytes.bytesReceived.load(std::memory_order_relaxed),
+                     .bytesSent = bytes.bytesSent.load(std::memory_order_relaxed)});
   }
   return stats;
+}
+
+std::vector<EventLoop*> TcpServer::ioLoops() const {
+  std::vector<EventLoop*> loops;
+  loops.reserve(loopStates_.size());
+  for (const std::shared_ptr<LoopState>& state : loopStates_) loops.push_back(state->loop);
+  return loops;
+}
+
+std::vector<size_t> TcpServer::queuedOutput(Duration wait) const {
+  std::vector<size_t> result;
+  result.reserve(loopStates_.size());
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    // Shared with the functor, which may outlive a wait that timed out.
+    auto sum = std::make_shared<std::atomic<size_t>>(0);
+    auto done = std::make_shared<CountDownLatch>(1);
+    state->loop->runInLoop([state, sum, done] {
+      size_t bytes = 0;
+      for (const TcpConnectionPtr& conn : state->connections) bytes += conn->queuedOutputBytes();
+      sum->store(bytes, std::memory_order_relaxed);
+      done->countDown();
+    });
+    result.push_back(done->waitFor(wait) ? sum->load(std::memory_order_relaxed) : 0);
+  }
+  return result;
+}
+
+bool TcpServer::admit(LoopState* state, int fd, std::optional<SocketAddress>* peer,
+                      std::string* peerKey) {
+  const ConnectionFactory& f = *state->factory;
+  if (f.maxConnections > 0 && f.open.fetch_add(1, std::memory_order_relaxed) >= f.maxConnections) {
+    f.open.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (f.maxPerPeer == 0) return true;
+  if (!*peer) *peer = peerOf(fd);
+  if (!*peer || (*peer)->isUnix()) return true;
+  std::string key = (*peer)->toIp();
+  MutexLock lock(f.peersMutex);
+  size_t& open = f.peers[key];
+  if (open >= f.maxPerPeer) {
+    lock.unlock();
+    if (f.maxConnections > 0) f.open.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  ++open;
+  *peerKey = std::move(key);
+  return true;
+}
+
+void TcpServer::release(LoopState* state, const std::string& peerKey) {
+  const ConnectionFactory& f = *state->factory;
+  if (f.maxConnections > 0) f.open.fetch_sub(1, std::memory_order_relaxed);
+  if (peerKey.empty()) return;
+  MutexLock lock(f.peersMutex);
+  auto it = f.peers.find(peerKey);
+  if (it != f.peers.end() && --it->second == 0) f.peers.erase(it);
 }
 
 void TcpServer::startRingHandOver() {
@@ -421,6 +529,14 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
     state->proxyReader->add(std::move(sockfd), peerAddr);
     return;
   }
+  std::optional<SocketAddress> peer = peerAddr;
+  std::string peerKey;
+  const bool limited = f.maxConnections > 0 || f.maxPerPeer > 0;
+  if (limited && !admit(state, sockfd.get(), &peer, &peerKey)) {
+    refuse(sockfd.get(), f.refusal);
+    bump(state->refused);
+    return;  // sockfd closes
+  }
   // Bound to one address, every accepted socket's local address is that one;
   // bound to a wildcard, a connection looks its own up when asked. Either
   // way, no getsockname() per connection.
@@ -430,17 +546,27 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
   std::string connName =
       f.name + "#" + std::to_string(f.nextConnId.fetch_add(1, std::memory_order_relaxed));
   TcpConnectionPtr conn = TcpConnection::create(ioLoop, std::move(connName), std::move(sockfd),
-                                                localAddr, peerAddr, f.listenAddr, f.layer.get());
+                                                localAddr, peer, f.listenAddr, f.layer.get());
   conn->setMaxQueuedOutput(f.maxQueuedOutput);
+  conn->setCounters(&state->counters);
   if (state->idleWheel) conn->setIdleWheel(state->idleWheel.get());
   conn->setConnectionCallback(f.connectionCallback);
   conn->setMessageCallback(f.messageCallback);
   conn->setWriteCompleteCallback(f.writeCompleteCallback);
   // On the connection's loop, which is state's. The state outlives every
   // call: tearDown() leaves no connection of its loop that could still close.
-  conn->setCloseCallback([state](const TcpConnectionPtr& c) {
-    if (state->serverAlive) removeConnection(state, c);
-  });
+  // Without limits the callback captures one pointer (no allocation).
+  if (limited) {
+    conn->setCloseCallback([state, key = std::move(peerKey)](const TcpConnectionPtr& c) {
+      if (!state->serverAlive) return;
+      release(state, key);
+      removeConnection(state, c);
+    });
+  } else {
+    conn->setCloseCallback([state](const TcpConnectionPtr& c) {
+      if (state->serverAlive) removeConnection(state, c);
+    });
+  }
   conn->serverSlot_ = state->connections.size();
   state->connections.push_back(conn);
   state->count.store(state->connections.size(), std::memory_order_relaxed);
@@ -473,6 +599,7 @@ void TcpServer::removeConnection(LoopState* state, const TcpConnectionPtr& conn)
   }
   connections.pop_back();
   state->count.store(connections.size(), std::memory_order_relaxed);
+  bump(state->closed);
   // Queued, not run: we may be inside conn's own event handler right now.
   state->loop->queueInLoop([leaving = std::move(leaving)] { leaving->connectDestroyed(); });
 }

@@ -174,6 +174,20 @@ class TcpServer {
       std::vector<ProxyProtocol::TrustedSource> trusted{};
     };
     ProxyProtocolOptions proxyProtocol{};
+    // Connection limits. A connection over a limit is accepted and closed
+    // at once (never left in the backlog), after `refusal` is written to it
+    // with one non-blocking send, and counted (LoopStats::refused).
+    // The most connections open at once over the whole server, all loops
+    // (a shared atomic, touched only when set); 0: no limit.
+    size_t maxConnections = 0;
+    // The most open at once from one client IP address (any port); Unix
+    // sockets are exempt. 0: no limit. On, each accept and close takes a
+    // short lock (and a getpeername() where the accept reported no address).
+    size_t maxConnectionsPerPeer = 0;
+    // What a refused client is sent before the close (the input it already
+    // sent is read first, so that the close does not turn into a reset
+    // that overtakes it); empty: just closed.
+    std::string refusal{};
   };
 
   // One I/O loop's share of the work (loopStats()).
@@ -184,6 +198,10 @@ class TcpServer {
     // PROXY protocol: connections closed for a missing, malformed or late
     // header (not counted in accepted).
     uint64_t proxyRejected = 0;
+    uint64_t closed = 0;         // connections that closed (before the server went)
+    uint64_t refused = 0;        // accepted and closed at once: over a limit
+    uint64_t bytesReceived = 0;  // handed to the message callback (plaintext under TLS)
+    uint64_t bytesSent = 0;      // sent by the application (written or still queued)
   };
 
   // Binds (std::system_error, with the call's name, when it cannot);
@@ -225,6 +243,14 @@ class TcpServer {
   // Per I/O loop (the server's own without threads), in the pool's order,
   // after start(); empty before. Any thread; each loop counts its own.
   [[nodiscard]] std::vector<LoopStats> loopStats() const;
+  // The I/O loops, in loopStats()' order (the server's own without
+  // threads), after start(); empty before. Any thread.
+  [[nodiscard]] std::vector<EventLoop*> ioLoops() const;
+  // Per I/O loop as loopStats(): bytes queued on the loop's connections and
+  // not yet written. Each loop sums its own, while this waits (at most
+  // `wait` each; a loop that does not answer in time reads 0). Any thread
+  // (on an I/O loop, its own sum is taken at once).
+  [[nodiscard]] std::vector<size_t> queuedOutput(Duration wait = std::chrono::seconds(1)) const;
 
  private:
   // What the server keeps for one I/O loop: built by the server's thread in
@@ -245,6 +271,13 @@ class TcpServer {
   // Destroys every per-loop acceptor on its own loop and waits (bounded)
   // until all are gone.
   void stopPerLoopAcceptors();
+  // On state's loop: whether the limits admit one more connection from
+  // `peer` (looked up when missing and needed); if so, it is counted
+  // against them, under `peerKey` for the per-peer one.
+  static bool admit(LoopState* state, int fd, std::optional<SocketAddress>* peer,
+                    std::string* peerKey);
+  // On state's loop: a connection counted by admit() has closed.
+  static void release(LoopState* state, const std::string& peerKey);
   // On state's loop: makes the connection and establishes it.
   // With the PROXY protocol on, a socket goes to the loop's header reader
   // first, which calls this again with `proxied` set: the local address the

@@ -56,6 +56,7 @@ void TimerQueue::addTimerInLoop(int64_t sequence, Timer timer) {
   loop_->assertInLoopThread();
   queue_.emplace(timer.when, sequence);
   timers_.emplace(sequence, std::move(timer));
+  armed_.store(timers_.size(), std::memory_order_relaxed);
   rearm();
 }
 
@@ -70,6 +71,7 @@ void TimerQueue::cancelInLoop(int64_t sequence) {
   if (it == timers_.end()) return;
   queue_.erase(Entry(it->second.when, sequence));
   timers_.erase(it);
+  armed_.store(timers_.size(), std::memory_order_relaxed);
   // A removed head only makes the timerfd fire early; handleRead re-arms then.
 }
 
@@ -98,6 +100,7 @@ void TimerQueue::handleRead() {
     // A throwing callback must not take the rest of the batch (and the
     // re-arming below) with it.
     (void)callGuarded("timer callback", it->second.callback);
+    fired_.store(fired_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     runningSequence_ = 0;
     Timer& timer = it->second;
     if (timer.interval > Duration::zero() && !runningCancelled_) {
@@ -107,6 +110,7 @@ void TimerQueue::handleRead() {
       timers_.erase(it);
     }
   }
+  armed_.store(timers_.size(), std::memory_order_relaxed);
   rearm();
 }
 

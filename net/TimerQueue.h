@@ -37,6 +37,9 @@ class TimerQueue {
 
   // Loop thread: the number of live timers.
   [[nodiscard]] size_t size() const { return timers_.size(); }
+  // For EventLoop::metrics(), any thread: timers waiting now, callbacks run.
+  [[nodiscard]] size_t armed() const { return armed_.load(std::memory_order_relaxed); }
+  [[nodiscard]] uint64_t fired() const { return fired_.load(std::memory_order_relaxed); }
 
  private:
   struct Timer {
@@ -62,6 +65,9 @@ class TimerQueue {
   // The timer whose callback is running, and whether it cancelled itself.
   int64_t runningSequence_ = 0;
   bool runningCancelled_ = false;
+  // Written by the loop only (after each change of timers_ / each callback).
+  std::atomic<size_t> armed_{0};
+  std::atomic<uint64_t> fired_{0};
 };
 
 }  // namespace libnet

@@ -19,6 +19,9 @@ struct Args {
   PollerKind backend = PollerKind::kAuto;
   std::string logDir;  // empty: log to stderr
   bool coro = false;   // --coro: the coroutine layer instead of callbacks
+  // --no-loop-timings (servers): EventLoopOptions::metrics off, for
+  // measuring what the loops' timings cost (bench/metrics/).
+  bool noLoopTimings = false;
   // TLS: a server's certificate chain and key, a client's CA file (each
   // turns TLS on); empty: plain TCP.
   std::string tlsCert;
@@ -31,11 +34,11 @@ struct Args {
 
 using ::cmdline::parseNumber;
 
-// acceptsLogDir / acceptsCoro: whether --log-dir / --coro is an option of
-// this program. Every program takes the TLS options; which of them a program
-// uses (and needs together) it checks itself.
+// acceptsLogDir / acceptsCoro / acceptsLoopTimings: whether --log-dir /
+// --coro / --no-loop-timings is an option of this program. Every program takes the TLS options;
+// which of them a program uses (and needs together) it checks itself.
 inline Args parseArgs(int argc, char* argv[], size_t positionalCount, bool acceptsLogDir = false,
-                      bool acceptsCoro = false) {
+                      bool acceptsCoro = false, bool acceptsLoopTimings = false) {
   Args args;
   std::string backend;
   std::vector<::cmdline::Option> options = {{"--backend", &backend},
@@ -44,6 +47,7 @@ inline Args parseArgs(int argc, char* argv[], size_t positionalCount, bool accep
                                             {"--tls-ca", &args.tlsCa}};
   if (acceptsLogDir) options.push_back({"--log-dir", &args.logDir});
   if (acceptsCoro) options.push_back({"--coro", nullptr, &args.coro});
+  if (acceptsLoopTimings) options.push_back({"--no-loop-timings", nullptr, &args.noLoopTimings});
   ::cmdline::CommandLine line = ::cmdline::parseCommandLine(argc, argv, options);
   args.help = line.help;
   args.error = std::move(line.error);

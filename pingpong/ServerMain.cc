@@ -26,14 +26,15 @@ namespace {
 std::string usage(const ServerProgram& program) {
   return std::string("usage: ") + program.name +
          " [--backend epoll|uring|auto] [--log-dir DIR]\n"
-         "       [--tls-cert FILE --tls-key FILE] <address> <port> <threads>\n"
+         "       [--tls-cert FILE --tls-key FILE] [--no-loop-timings] <address> <port> <threads>\n"
          "  Echoes everything it receives" +
          program.how +
          ". <threads> I/O loops (0: all on the\n"
          "  main loop). Prints \"listening on ADDR:PORT\" when ready; SIGINT/SIGTERM stop it.\n"
          "  The LIBNET_POLLER environment variable overrides --backend.\n"
          "  --log-dir DIR logs asynchronously to files in DIR instead of stderr.\n"
-         "  --tls-cert/--tls-key serve TLS with this PEM certificate chain and key.\n";
+         "  --tls-cert/--tls-key serve TLS with this PEM certificate chain and key.\n"
+         "  --no-loop-timings turns the loops' busy-time and lag timings off (their cost).\n";
 }
 
 // nullopt: go on. Otherwise the exit status to return now: 0 after --help,
@@ -69,7 +70,9 @@ std::unique_ptr<AsyncLogging> startFileLog(std::shared_ptr<LogFile> file) {
 int serve(const pingpong::Args& args, const ServerProgram& program, const InetAddress& address,
           int threads) {
   try {
-    EventLoop loop(args.backend);
+    // The I/O loops take this loop's options, the timings' switch with them.
+    EventLoop loop(
+        EventLoopOptions{.poller = args.backend, .ioUring = {}, .metrics = !args.noLoopTimings});
     // First, so that a signal during the set-up stays pending for it.
     SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int signo) {
       LOG_INFO << "signal " << signo << ", shutting down";
@@ -101,7 +104,9 @@ int serve(const pingpong::Args& args, const ServerProgram& program, const InetAd
 }  // namespace
 
 int serverMain(int argc, char* argv[], const ServerProgram& program) {
-  const pingpong::Args args = pingpong::parseArgs(argc, argv, 3, /*acceptsLogDir=*/true);
+  const pingpong::Args args = pingpong::parseArgs(argc, argv, 3, /*acceptsLogDir=*/true,
+                                                  /*acceptsCoro=*/false,
+                                                  /*acceptsLoopTimings=*/true);
   if (const std::optional<int> exitStatus = checkOptions(args, program)) return *exitStatus;
   const auto port = InetAddress::parsePort(args.positional[1]);
   const auto threads = pingpong::parseNumber(args.positional[2], 0, 256);

@@ -36,6 +36,8 @@
 #include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
 #include "net/http2/Http2Server.h"
+#include "net/metrics/MetricsHandler.h"
+#include "net/metrics/MetricsRegistry.h"
 #include "net/tls/TlsContext.h"
 
 namespace {
@@ -59,6 +61,8 @@ constexpr const char* kUsage =
     "                   [--max-body-memory BYTES] [--accept MODE] [--defer-accept S]\n"
     "                   [--loop-stats 0|1] [--tls-cert FILE --tls-key FILE] [--h2c]\n"
     "                   [--proxy-protocol] [--trusted-proxy ADDR[/BITS],...]\n"
+    "                   [--max-connections N] [--max-connections-per-client N]\n"
+    "                   [--metrics-path PATH]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -98,6 +102,12 @@ constexpr const char* kUsage =
     "                        addresses or prefixes must send the header; any other client is\n"
     "                        served directly and a header it sends is not believed\n"
     "                        (repeatable)\n"
+    "  --max-connections N   at most N connections open at once; one more gets 503 with\n"
+    "                        Retry-After (over TLS: a close); 0 no limit (default 0)\n"
+    "  --max-connections-per-client N\n"
+    "                        the same, per client IP address (default 0)\n"
+    "  --metrics-path PATH   GET PATH answers the server's metrics in the Prometheus text\n"
+    "                        format (default: off)\n"
     "  --help                print this help and exit\n"
     "\n"
     "GET /hello answers \"hello world\\n\", POST /echo the request body, GET /client-address\n"
@@ -128,6 +138,10 @@ struct Settings {
   // PROXY protocol (--proxy-protocol, --trusted-proxy).
   bool proxyProtocol = false;
   std::vector<libnet::ProxyProtocol::TrustedSource> trustedProxies;
+  // Connection limits and metrics.
+  int maxConnections = 0;
+  int maxConnectionsPerClient = 0;
+  std::string metricsPath;  // empty: no metrics
 };
 
 std::string parseAcceptMode(std::string_view value, Settings* settings) {
@@ -199,6 +213,16 @@ void addFlags(Flags* flags, Settings* settings) {
   flags->addCustom("--trusted-proxy", [settings](std::string_view value) {
     return parseTrustedProxies(value, settings);
   });
+  // Connection limits and metrics.
+  flags->addInt("--max-connections", &settings->maxConnections, 0, 1 << 30);
+  flags->addInt("--max-connections-per-client", &settings->maxConnectionsPerClient, 0, 1 << 30);
+  flags->addCustom("--metrics-path", [settings](std::string_view value) {
+    if (value.empty() || value.front() != '/') {
+      return "invalid value '" + std::string(value) + "' (expected a path starting with /)";
+    }
+    settings->metricsPath = std::string(value);
+    return std::string();
+  });
 }
 
 HttpServer::Options serverOptions(const Settings& settings) {
@@ -215,6 +239,9 @@ HttpServer::Options serverOptions(const Settings& settings) {
   // PROXY protocol.
   options.proxyProtocol.enabled = settings.proxyProtocol;
   options.proxyProtocol.trusted = settings.trustedProxies;
+  // Connection limits.
+  options.maxConnections = static_cast<size_t>(settings.maxConnections);
+  options.maxConnectionsPerPeer = static_cast<size_t>(settings.maxConnectionsPerClient);
   return options;
 }
 
@@ -261,14 +288,24 @@ void serve(const Settings& settings) {
     stopGracefully(&loop, h2.get(), std::chrono::seconds(settings.headerTimeout));
   });
   const InetAddress listenAddr = *InetAddress::parse(settings.address, settings.port);
+  // Before the server, which it outlives: the handler may render it until
+  // the server's loops have stopped.
+  libnet::metrics::MetricsRegistry registry;
   HttpServer server(&loop, listenAddr, "http", serverOptions(settings));
-  server.setHandler([files = files.get()](const HttpRequest& request, HttpResponse* response) {
+  server.setHandler([files = files.get(), &registry, &settings](const HttpRequest& request,
+                                                                HttpResponse* response) {
+    if (!settings.metricsPath.empty() &&
+        libnet::metrics::serveMetrics(registry, settings.metricsPath, request, response)) {
+      return;
+    }
     handleRequest(files, request, response);
   });
   if (settings.h2c || settings.tls.enabled()) {
     h2 = libnet::http2::serve(server, {.priorKnowledge = settings.h2c});
   }
   server.start();
+  registry.addServer(&server.tcpServer());
+  if (settings.threads > 0) registry.addLoop(&loop, "http", "main");
   if (settings.tls.enabled()) {
     std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
   }

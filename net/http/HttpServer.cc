@@ -157,6 +157,15 @@ TcpServer::Options tcpOptions(const HttpServer::Options& options) {
       .idleTimeout = options.idleTimeout,
   };
   tcp.proxyProtocol = options.proxyProtocol;
+  // Connection limits: the refusal is a whole response, sent at once.
+  tcp.maxConnections = options.maxConnections;
+  tcp.maxConnectionsPerPeer = options.maxConnectionsPerPeer;
+  if (!options.layer) {
+    const auto seconds = std::chrono::ceil<std::chrono::seconds>(options.retryAfter).count();
+    tcp.refusal = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: " +
+                  std::to_string(std::max<int64_t>(0, seconds)) +
+                  "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  }
   if (options.idleTimeout > Duration::zero()) {
     // Ticks of a second (a quarter of the timeout if that is shorter) keep
     // the kick within a few percent of the timeout at a tick cost of nothing.

@@ -162,6 +162,14 @@ class HttpServer {
     // PROXY protocol: TcpServer::Options::proxyProtocol, forwarded. With it
     // on, HttpRequest::peerAddress() is the client the proxy names.
     TcpServer::Options::ProxyProtocolOptions proxyProtocol{};
+    // Connection limits (TcpServer::Options: 0 is no limit). A client over
+    // one gets "503 Service Unavailable" with Retry-After (retryAfter,
+    // rounded up to whole seconds) and "Connection: close", then the close;
+    // with a TLS layer nothing can be answered before a handshake, so it is
+    // only closed.
+    size_t maxConnections = 0;
+    size_t maxConnectionsPerPeer = 0;
+    Duration retryAfter = std::chrono::seconds(1);
   };
 
   // Binds (throws std::system_error like TcpServer); throws
