@@ -72,6 +72,11 @@ class Acceptor : private AcceptorIo::Owner {
   // for it) and `unixFileMode`, if any, is the mode of a path's socket file.
   Acceptor(EventLoop* loop, const SocketAddress& listenAddr, bool reusePort,
            std::optional<mode_t> unixFileMode = std::nullopt);
+  // Adopts a socket that is already bound and listening (inherited:
+  // net/ListenFds.h), made non-blocking here. A Unix socket's file is not
+  // ours (we did not create it): it is left in place when we go. Throws
+  // std::system_error if it is not a socket.
+  Acceptor(EventLoop* loop, UniqueFd listening);
   ~Acceptor();
   Acceptor(const Acceptor&) = delete;
   Acceptor& operator=(const Acceptor&) = delete;
@@ -89,6 +94,8 @@ class Acceptor : private AcceptorIo::Owner {
   void setTcpNoDelay(bool on) { socket_.setTcpNoDelay(on); }
   // The bound address, with the real port when port 0 was asked for.
   [[nodiscard]] SocketAddress localAddress() const { return Socket::localAddress(socket_.fd()); }
+  // The listening socket, borrowed (to be passed on to a successor).
+  [[nodiscard]] int fd() const { return socket_.fd(); }
 
  private:
   // AcceptorIo::Owner
@@ -116,6 +123,7 @@ class Acceptor : private AcceptorIo::Owner {
   std::unique_ptr<UnixSocketFile> file_;  // bound to a path
   NewConnectionCallback callback_;
   bool listening_ = false;
+  const bool adopted_ = false;  // listening already (the second constructor)
   std::unique_ptr<AcceptorIo> io_;
   TimerId retryTimer_;              // while stalled (see kStalledRetry)
   TimerId continueTimer_;           // continueLater()

@@ -1,10 +1,15 @@
 #include "net/TcpServer.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "base/CountDownLatch.h"
@@ -14,6 +19,7 @@
 #include "net/EventLoopThreadPool.h"
 #include "net/LoopInternals.h"
 #include "net/Poller.h"
+#include "net/Socket.h"
 #include "net/TcpConnection.h"
 #include "net/TimingWheel.h"
 
@@ -65,6 +71,32 @@ int deferAcceptSeconds(Duration d) {
   return static_cast<int>(std::chrono::ceil<std::chrono::seconds>(d).count());
 }
 
+// The inherited sockets' checks (the second constructor): the first one's
+// address, or a clear error.
+SocketAddress inheritedAddress(const std::vector<UniqueFd>& sockets) {
+  if (sockets.empty()) throw std::invalid_argument("TcpServer: no listening socket given");
+  for (const UniqueFd& fd : sockets) {
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0) {
+      throw std::system_error(errno, std::system_category(),
+                              "TcpServer: listening fd " + std::to_string(fd.get()));
+    }
+    if (listening == 0) {
+      throw std::system_error(EINVAL, std::system_category(),
+                              "TcpServer: fd " + std::to_string(fd.get()) + " is not listening");
+    }
+  }
+  return Socket::localAddress(sockets.front().get());
+}
+
+// A second fd for a listening socket that two loops share.
+UniqueFd duplicate(int fd) {
+  UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!copy) throw std::system_error(errno, std::system_category(), "dup of a listening socket");
+  return copy;
+}
+
 }  // namespace
 
 struct TcpServer::ConnectionFactory {
@@ -92,7 +124,9 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   std::atomic<size_t> count{0};            // connections.size(), for other threads
   std::unique_ptr<TimingWheel> idleWheel;  // while the idle timeout is on
   std::unique_ptr<Acceptor> acceptor;      // kPerLoop with I/O threads
-  bool serverAlive = true;                 // until tearDown()
+  // Inherited sockets, kPerLoop: this loop's acceptors after the first.
+  std::vector<std::unique_ptr<Acceptor>> moreAcceptors;
+  bool serverAlive = true;  // until tearDown()
   // What this loop's connections were made with: the layer that made their
   // I/O strategies lives at least until tearDown() has destroyed them. Held
   // here rather than by each connection's close callback, which then
@@ -132,11 +166,26 @@ TcpServer::TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::stri
       messageCallback_(defaultMessageCallback),
       listenAddr_(acceptor_->localAddress()) {}
 
+TcpServer::TcpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name)
+    : TcpServer(loop, std::move(listeningSockets), std::move(name), Options{}) {}
+
+TcpServer::TcpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name,
+                     Options options)
+    : loop_(loop),
+      name_(std::move(name)),
+      options_(checked(options)),
+      threadPool_(std::make_unique<EventLoopThreadPool>(loop, name_, options_.threads)),
+      connectionCallback_(defaultConnectionCallback),
+      messageCallback_(defaultMessageCallback),
+      listenAddr_(inheritedAddress(listeningSockets)),
+      inherited_(std::move(listeningSockets)) {}
+
 TcpServer::~TcpServer() {
   loop_->assertInLoopThread();
   // No connection is made from here on: the server's own acceptor is on this
   // thread; each per-loop acceptor is destroyed on its loop, waited for.
   acceptor_.reset();
+  moreAcceptors_.clear();
   stopPerLoopAcceptors();
   // Sockets handed over ring to ring (kHandOver) that this loop's ring has
   // not submitted yet leave now: this loop does not turn again before the
@@ -182,6 +231,7 @@ void TcpServer::stopPerLoopAcceptors() {
     // never overtakes it.
     state->loop->runInLoop([state, stopped] {
       state->acceptor.reset();
+      state->moreAcceptors.clear();
       stopped->countDown();
     });
   }
@@ -196,6 +246,7 @@ void TcpServer::stopPerLoopAcceptors() {
 void TcpServer::tearDown(LoopState* state) {
   state->serverAlive = false;
   state->acceptor.reset();
+  state->moreAcceptors.clear();
   if (state->receiving.load(std::memory_order_relaxed)) {
     LoopInternals::poller(*state->loop).removeFdReceiver(state->receiverToken);
   }
@@ -255,6 +306,7 @@ void TcpServer::setWriteCompleteCallback(WriteCompleteCallback cb) {
 void TcpServer::start() {
   loop_->assertInLoopThread();
   if (started_) return;
+  listeningFds_ = listeningFds();
   threadPool_->start(threadInitCallback_);
   withIoThreads_ = threadPool_->allLoops().front() != loop_;
   // A Unix path or name can be bound by one socket only: no socket per loop.
@@ -283,26 +335,35 @@ void TcpServer::start() {
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->factory = factory_;
   // TCP_NODELAY (Options::tcpNoDelay) goes on the listening socket(s), whose
   // accepted sockets inherit it: no setsockopt per connection.
-  if (perLoop) {
+  if (perLoop && !inherited_.empty()) {
+    startInheritedPerLoop();
+  } else if (perLoop) {
     startPerLoopAcceptors();
-  } else {
-    if (options_.tcpNoDelay) acceptor_->setTcpNoDelay(true);
-    if (const int seconds = deferAcceptSeconds(options_.deferAccept); seconds > 0) {
-      acceptor_->setDeferAccept(seconds);
+    listeningFds_.clear();
+    for (const std::shared_ptr<LoopState>& state : loopStates_) {
+      listeningFds_.push_back(state->acceptor->fd());
     }
-    // The acceptor is on this loop and destroyed first by ~TcpServer, so it
-    // may use the server.
-    acceptor_->setNewConnectionCallback(
-        [this](UniqueFd fd, const std::optional<SocketAddress>& peer) {
-          LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
-          if (state->loop == loop_) {
-            newConnection(state, std::move(fd), peer);
-          } else {
-            handOver(state, std::move(fd), peer);
-          }
-        });
+  } else {
+    if (!inherited_.empty()) adoptInheritedOnServerLoop();
+    // The acceptors are on this loop and destroyed first by ~TcpServer, so
+    // they may use the server.
+    auto onAccepted = [this](UniqueFd fd, const std::optional<SocketAddress>& peer) {
+      LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
+      if (state->loop == loop_) {
+        newConnection(state, std::move(fd), peer);
+      } else {
+        handOver(state, std::move(fd), peer);
+      }
+    };
+    applySocketOptions(*acceptor_);
+    acceptor_->setNewConnectionCallback(onAccepted);
+    for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) {
+      applySocketOptions(*more);
+      more->setNewConnectionCallback(onAccepted);
+    }
     if (withIoThreads_ && options_.ringHandOver) startRingHandOver();
     acceptor_->listen();
+    for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) more->listen();
   }
   started_ = true;
   LOG_DEBUG << "TcpServer " << name_ << " listening on " << listenAddr_.toIpPort()
@@ -331,6 +392,59 @@ void TcpServer::startPerLoopAcceptors() {
   // Listening only once all are bound, so that a failure leaves none half
   // started; each starts taking connections on its own loop.
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->acceptor->listen();
+}
+
+void TcpServer::applySocketOptions(Acceptor& acceptor) const {
+  if (options_.tcpNoDelay) acceptor.setTcpNoDelay(true);
+  if (const int seconds = deferAcceptSeconds(options_.deferAccept); seconds > 0) {
+    acceptor.setDeferAccept(seconds);
+  }
+}
+
+void TcpServer::adoptInheritedOnServerLoop() {
+  acceptor_ = std::make_unique<Acceptor>(loop_, std::move(inherited_.front()));
+  for (size_t i = 1; i < inherited_.size(); ++i) {
+    moreAcceptors_.push_back(std::make_unique<Acceptor>(loop_, std::move(inherited_[i])));
+  }
+  inherited_.clear();
+}
+
+void TcpServer::startInheritedPerLoop() {
+  const size_t loops = loopStates_.size();
+  const size_t sockets = inherited_.size();
+  std::vector<Acceptor*> bySocket;  // the first acceptor of each socket
+  for (size_t k = 0; k < std::max(loops, sockets); ++k) {
+    LoopState* state = loopStates_[k % loops].get();
+    UniqueFd fd = k < sockets ? std::move(inherited_[k]) : duplicate(bySocket[k % sockets]->fd());
+    auto acceptor = std::make_unique<Acceptor>(state->loop, std::move(fd));
+    applySocketOptions(*acceptor);
+    // As in startPerLoopAcceptors(): nothing of the server itself.
+    acceptor->setNewConnectionCallback(
+        [state](UniqueFd accepted, const std::optional<SocketAddress>& peer) {
+          newConnection(state, std::move(accepted), peer);
+        });
+    if (k < sockets) bySocket.push_back(acceptor.get());
+    if (!state->acceptor) {
+      state->acceptor = std::move(acceptor);
+    } else {
+      state->moreAcceptors.push_back(std::move(acceptor));
+    }
+  }
+  inherited_.clear();
+  // Listening only once all are made, so that a failure leaves none started.
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->acceptor->listen();
+    for (const std::unique_ptr<Acceptor>& more : state->moreAcceptors) more->listen();
+  }
+}
+
+std::vector<int> TcpServer::listeningFds() const {
+  loop_->assertInLoopThread();
+  if (started_) return listeningFds_;
+  std::vector<int> fds;
+  if (acceptor_) fds.push_back(acceptor_->fd());
+  for (const UniqueFd& fd : inherited_) fds.push_back(fd.get());
+  return fds;
 }
 
 size_t TcpServer::connectionCount() const {

@@ -163,6 +163,26 @@ class TcpServer {
   // throws std::invalid_argument for a bad option.
   TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name);
   TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name, Options options);
+  // Serves sockets that are already bound and listening, inherited from the
+  // process that started this one (net/ListenFds.h: systemd socket
+  // activation, or a predecessor's hand-over), instead of binding; the
+  // server owns them. listenAddress() is the first one's. Which loop accepts
+  // on which socket:
+  // - with I/O threads and kPerLoop (a TCP first socket): one acceptor per
+  //   I/O loop at least, and one per socket at least: acceptor k runs on
+  //   loop k % loops and accepts on socket k % sockets (a socket shared by
+  //   two loops is dup()ed; both backends may wait on one listening socket
+  //   from several loops, and the kernel gives each connection to one);
+  // - otherwise (kHandOver, no I/O threads, a Unix first socket): the
+  //   server's loop accepts on all of them, and hands out as usual.
+  // Options::reusePort and unixFileMode do nothing here (the sockets are
+  // bound already); tcpNoDelay and deferAccept are set on every socket. A
+  // Unix socket's file is not removed when the server goes: we did not
+  // create it. Throws std::invalid_argument when there is no socket, and
+  // std::system_error when one is not a socket.
+  TcpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name);
+  TcpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name,
+            Options options);
   ~TcpServer();
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
@@ -173,6 +193,13 @@ class TcpServer {
   [[nodiscard]] SocketAddress listenAddress() const;
 
   [[nodiscard]] const Options& options() const { return options_; }
+
+  // The listening sockets, one fd per socket (not per acceptor), borrowed:
+  // for passing on to a successor (net/Successor.h), which then listens on
+  // the very same sockets. Before start(): the constructor's; after it,
+  // with kPerLoop and no inherited sockets, the per-loop ones. Server's
+  // thread only, while the server lives.
+  [[nodiscard]] std::vector<int> listeningFds() const;
 
   // The callbacks: before start(); a call after start() throws
   // std::logic_error (the connections are made with what start() copied).
@@ -236,6 +263,14 @@ class TcpServer {
   // On state's loop: the server is going; destroys its connections.
   static void tearDown(LoopState* state);
 
+  // Inherited sockets (the second constructor), from start(). The per-loop
+  // rule: acceptors on the I/O loops.
+  void startInheritedPerLoop();
+  // Otherwise: acceptor_ takes the first socket, moreAcceptors_ the others.
+  void adoptInheritedOnServerLoop();
+  // Options::tcpNoDelay and deferAccept on an acceptor's socket.
+  void applySocketOptions(Acceptor& acceptor) const;
+
   EventLoop* loop_;
   const std::string name_;
   // Before the acceptor and the pool, which are made from it.
@@ -256,6 +291,11 @@ class TcpServer {
   // so it lives until its connections are gone.
   std::vector<std::shared_ptr<LoopState>> loopStates_;
   size_t nextLoop_ = 0;  // kHandOver's round-robin
+  // Inherited listening sockets: held from the constructor to start(), which
+  // gives them to acceptors. The server loop's acceptors after the first.
+  std::vector<UniqueFd> inherited_;
+  std::vector<std::unique_ptr<Acceptor>> moreAcceptors_;
+  std::vector<int> listeningFds_;  // from start() (listeningFds())
 };
 
 }  // namespace libnet

@@ -176,6 +176,18 @@ HttpServer::HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::st
     : options_(checked(options)),
       bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
       server_(loop, listenAddr, std::move(name), tcpOptions(options_)) {
+  takeCallbacks();
+}
+
+HttpServer::HttpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name,
+                       Options options)
+    : options_(checked(options)),
+      bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
+      server_(loop, std::move(listeningSockets), std::move(name), tcpOptions(options_)) {
+  takeCallbacks();
+}
+
+void HttpServer::takeCallbacks() {
   server_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   server_.setMessageCallback(
       [this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp t) { onMessage(conn, buf, t); });

@@ -61,8 +61,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/Timestamp.h"
+#include "base/UniqueFd.h"
 #include "net/Callbacks.h"
 #include "net/SocketAddress.h"
 #include "net/TcpServer.h"
@@ -164,6 +166,10 @@ class HttpServer {
   // std::invalid_argument for a bad option.
   HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name);
   HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name, Options options);
+  // On sockets already listening, inherited (TcpServer's constructor of the
+  // same form says which loop accepts on which).
+  HttpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name,
+             Options options);
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
@@ -194,6 +200,8 @@ class HttpServer {
   // The HTTP state kept in conn's context; null once the connection is down.
   static ConnectionState* stateOf(const TcpConnectionPtr& conn);
 
+  // The constructors' part: the server's callbacks on the TcpServer.
+  void takeCallbacks();
   void onConnection(const TcpConnectionPtr& conn);
   void onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp receiveTime);
   // Before the next pipelined request: hands the answers batched so far to
