@@ -10,10 +10,17 @@
 // and their streams in flight are answered first (at most --header-timeout
 // seconds); a second signal stops at once. Exit status 1 if it cannot be
 // set up (port in use, root unreadable), 2 for bad arguments.
+//
+// Restart: started with listening sockets (LISTEN_FDS, systemd's socket
+// activation: net/ListenFds.h) it serves those instead of binding. SIGHUP
+// starts a successor (the same binary and arguments) on its listening
+// sockets (net/Successor.h); once that serves, this one stops as on
+// SIGTERM; if it fails or is not ready within 10 s, this one goes on serving.
 
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -21,6 +28,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "base/Logging.h"
@@ -28,7 +36,9 @@
 #include "examples/common/ServerTls.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/ListenFds.h"
 #include "net/SignalSet.h"
+#include "net/Successor.h"
 #include "net/TcpServer.h"
 #include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
@@ -42,6 +52,7 @@ using libnet::Flags;
 using libnet::InetAddress;
 using libnet::PollerKind;
 using libnet::SignalSet;
+using libnet::Successor;
 using libnet::TcpServer;
 using libnet::http::HttpRequest;
 using libnet::http::HttpResponse;
@@ -91,7 +102,12 @@ constexpr const char* kUsage =
     "GET /hello answers \"hello world\\n\", POST /echo the request body. Prints\n"
     "\"http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it (HTTP/2\n"
     "connections get GOAWAY and their streams in flight finish first; a second signal stops\n"
-    "at once).\n";
+    "at once).\n"
+    "\n"
+    "Restart: with LISTEN_PID and LISTEN_FDS set (systemd socket activation), it serves the\n"
+    "inherited listening sockets (--address and --port are ignored). SIGHUP starts a new\n"
+    "http_server with the same arguments on the same listening sockets; once it serves, this\n"
+    "one stops as on SIGTERM; if it fails, this one goes on serving.\n";
 
 constexpr std::string_view kHello = "hello world\n";
 
@@ -192,6 +208,40 @@ void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpRes
   }
 }
 
+// --- Restart: inherited listening sockets, and a successor on SIGHUP. ---
+
+// On the inherited sockets when there are any, else bound to --address and
+// --port.
+HttpServer makeServer(EventLoop* loop, const Settings& settings,
+                      std::vector<libnet::UniqueFd> inherited) {
+  if (inherited.empty()) {
+    const InetAddress listenAddr = *InetAddress::parse(settings.address, settings.port);
+    return HttpServer(loop, listenAddr, "http", serverOptions(settings));
+  }
+  std::cout << "http_server: serving " << inherited.size()
+            << " inherited listening socket(s) (LISTEN_FDS); --address and --port are ignored"
+            << std::endl;
+  return HttpServer(loop, std::move(inherited), "http", serverOptions(settings));
+}
+
+// SIGHUP: a successor on our listening sockets; once it serves, `stop`.
+void startSuccessor(Successor* successor, const TcpServer& server,
+                    const std::vector<std::string>& argv, const std::function<void()>& stop) {
+  if (successor->pending()) {
+    std::cout << "http_server: SIGHUP ignored, a successor is starting already" << std::endl;
+    return;
+  }
+  successor->start(server.listeningFds(), {.argv = argv}, [stop](const Successor::Outcome& o) {
+    if (o.ready) {
+      std::cout << "http_server: successor " << o.pid << " is serving; stopping" << std::endl;
+      stop();
+    } else {
+      std::cerr << "http_server: successor " << o.pid << " failed: " << o.why << "; still serving"
+                << std::endl;
+    }
+  });
+}
+
 // The first SIGINT / SIGTERM: GOAWAY on every HTTP/2 connection, and the loop
 // ends once they have all closed, or after `grace` at the latest.
 void stopGracefully(EventLoop* loop, libnet::http2::Service* h2, libnet::Duration grace) {
@@ -199,8 +249,11 @@ void stopGracefully(EventLoop* loop, libnet::http2::Service* h2, libnet::Duratio
   loop->runAfter(grace, [loop] { loop->quit(); });
 }
 
-// Serves until SIGINT or SIGTERM. Throws what setting up throws.
-void serve(const Settings& settings) {
+// Serves until SIGINT or SIGTERM (or a successor serves). Throws what
+// setting up throws.
+void serve(const Settings& settings, const std::vector<std::string>& argv) {
+  // First: nothing else may have opened an fd yet.
+  std::vector<libnet::UniqueFd> inherited = libnet::takeListenFds();
   std::unique_ptr<StaticFiles> files;
   if (!settings.root.empty()) files = std::make_unique<StaticFiles>(settings.root);
 
@@ -208,12 +261,17 @@ void serve(const Settings& settings) {
   std::shared_ptr<libnet::http2::Service> h2;
   int signals = 0;
   // Before the server's threads: a signal from here on stops it cleanly.
-  SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) {
+  // What SIGINT / SIGTERM do, and a successor's readiness too.
+  const std::function<void()> onStopSignal = [&] {
     if (++signals > 1 || !h2) return loop.quit();
     stopGracefully(&loop, h2.get(), std::chrono::seconds(settings.headerTimeout));
+  };
+  SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) { onStopSignal(); });
+  std::function<void()> onHangUp;  // once serving
+  SignalSet hangUp(&loop, {SIGHUP}, [&](int) {
+    if (onHangUp) onHangUp();
   });
-  const InetAddress listenAddr = *InetAddress::parse(settings.address, settings.port);
-  HttpServer server(&loop, listenAddr, "http", serverOptions(settings));
+  HttpServer server = makeServer(&loop, settings, std::move(inherited));
   server.setHandler([files = files.get()](const HttpRequest& request, HttpResponse* response) {
     handleRequest(files, request, response);
   });
@@ -225,6 +283,11 @@ void serve(const Settings& settings) {
     std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
   }
   std::cout << "http_server listening on " << server.listenAddress().toIpPort() << std::endl;
+  Successor successor(&loop);
+  onHangUp = [&] {
+    if (signals == 0) startSuccessor(&successor, server.tcpServer(), argv, onStopSignal);
+  };
+  Successor::notifyReady();
   loop.loop();
   if (settings.loopStats != 0) {
     const std::vector<TcpServer::LoopStats> stats = server.tcpServer().loopStats();
@@ -248,7 +311,7 @@ int main(int argc, char* argv[]) {
     return Flags::kExitUsage;
   }
   try {
-    serve(settings);
+    serve(settings, std::vector<std::string>(argv, argv + argc));
   } catch (const std::system_error& e) {
     std::cerr << "http_server: " << e.what() << "\n";
     return kExitSetupError;

@@ -131,8 +131,10 @@ TEST_P(TcpServerInheritedTest, PerLoopSocketKGoesToLoopKModuloLoops) {
   connectTo(0, 2);  // loop 0
   connectTo(1, 3);  // loop 1
   connectTo(2, 5);  // loop 0
-  EXPECT_TRUE(waitUntil([&] { return acceptedPerLoop() == std::vector<uint64_t>{7, 3}; }))
-      << acceptedPerLoop()[0] << " " << acceptedPerLoop()[1];
+  EXPECT_TRUE(waitUntil([&] {
+    return acceptedPerLoop() == std::vector<uint64_t>{7, 3};
+  })) << acceptedPerLoop()[0]
+      << " " << acceptedPerLoop()[1];
 }
 
 TEST_P(TcpServerInheritedTest, HandOverAcceptsOnTheServerLoopAndSpreads) {
