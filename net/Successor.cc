@@ -92,6 +92,10 @@ ExecPlan makePlan(const std::vector<int>& listeningFds, int readyFd,
   for (size_t i = 0; i < plan.copies.size(); ++i) {
     if (::dup2(plan.copies[i], kListenFdsStart + static_cast<int>(i)) < 0) ::_exit(126);
   }
+  // Nothing else of ours: not the copies, nor an fd this process inherited
+  // without close-on-exec. (Where close_range(2) is missing, close-on-exec
+  // still keeps ours out.)
+  ::close_range(static_cast<unsigned>(kListenFdsStart + plan.copies.size()), ~0U, 0);
   char* digits = plan.env.back().data() + kListenPidPrefix.size();
   char reversed[24];
   int n = 0;

@@ -11,9 +11,10 @@
 // fds are moved to 3, 4, ..., LISTEN_FDS says how many, LISTEN_PID is the
 // successor's own pid (written in the child between fork and exec, with
 // async-signal-safe code only: everything else is prepared before fork).
-// No other fd of ours reaches it (every fd the library opens is
-// close-on-exec) except the write end of a readiness pipe, whose number is
-// in LIBNET_READY_FD: the successor calls notifyReady() once it serves,
+// No other fd reaches it (every fd above them is closed in the child, and
+// every fd the library opens is close-on-exec anyway) but the write end of
+// a readiness pipe, right after the sockets, whose number is in
+// LIBNET_READY_FD: the successor calls notifyReady() once it serves,
 // which writes "READY\n" to it. The signal mask is cleared for it.
 //
 // The parent waits for that on its loop (no blocking), at most
