@@ -1,5 +1,6 @@
 #include "net/TcpServer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <chrono>
@@ -75,6 +76,7 @@ struct TcpServer::ConnectionFactory {
   std::shared_ptr<const ConnectionLayer> layer;  // null: plain TCP
   size_t maxQueuedOutput = 0;
   SocketAddress listenAddr;                     // as bound (the real port)
+  DrainCallback drainCallback;                  // never null
   mutable std::atomic<uint64_t> nextConnId{1};  // the only part that changes
 };
 
@@ -106,6 +108,12 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   // loopStats(): written by this loop only.
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> ringHandOvers{0};
+  // Graceful drain, this loop's part: set when the server tells (or
+  // forces) its connections; a connection made later is told (or closed)
+  // as it comes up, and the last one to leave reports through the watch.
+  bool draining = false;
+  bool forcing = false;
+  std::shared_ptr<DrainWatch> drainWatch;
 
   // A socket handed over ring to ring. None is delivered here after
   // tearDown(), which removes the receiver: the poller closes what arrives
@@ -115,6 +123,19 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
                         std::memory_order_relaxed);
     if (serverAlive) newConnection(this, std::move(fd), std::nullopt);
   }
+};
+
+// The server's side of a drain, on its loop.
+struct TcpServer::DrainState {
+  std::vector<std::function<void()>> done;
+  MonoTime deadline;
+  TimerId timer;
+  size_t acceptorsLeft = 0;   // still stopping
+  bool forceAsked = false;    // the deadline came while acceptors were stopping
+  bool forced = false;        // forceLoop() queued to every loop
+  size_t loopsTold = 0;       // loops that told their connections
+  size_t loopsForced = 0;     // loops that force-closed theirs
+  bool finished = false;
 };
 
 TcpServer::TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name)
@@ -134,6 +155,8 @@ TcpServer::TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::stri
 
 TcpServer::~TcpServer() {
   loop_->assertInLoopThread();
+  if (drainWatch_) drainWatch_->server = nullptr;
+  if (drain_ && drain_->timer.valid()) loop_->cancel(drain_->timer);
   // No connection is made from here on: the server's own acceptor is on this
   // thread; each per-loop acceptor is destroyed on its loop, waited for.
   acceptor_.reset();
@@ -171,11 +194,10 @@ TcpServer::~TcpServer() {
 }
 
 void TcpServer::stopPerLoopAcceptors() {
-  std::vector<std::shared_ptr<LoopState>> withAcceptor;
-  for (const std::shared_ptr<LoopState>& state : loopStates_) {
-    if (state->acceptor) withAcceptor.push_back(state);
-  }
-  if (withAcceptor.empty()) return;
+  // Each loop's own thread may be resetting its acceptor (a drain): which
+  // loops have one is known here from start(), not read from the states.
+  if (!perLoop_) return;
+  const std::vector<std::shared_ptr<LoopState>>& withAcceptor = loopStates_;
   auto stopped = std::make_shared<CountDownLatch>(static_cast<int>(withAcceptor.size()));
   for (const std::shared_ptr<LoopState>& state : withAcceptor) {
     // Queued after the acceptor's own start (Acceptor::listen()), so it
@@ -252,6 +274,11 @@ void TcpServer::setWriteCompleteCallback(WriteCompleteCallback cb) {
   writeCompleteCallback_ = std::move(cb);
 }
 
+void TcpServer::setDrainCallback(DrainCallback cb) {
+  checkNotStarted("setDrainCallback");
+  drainCallback_ = std::move(cb);
+}
+
 void TcpServer::start() {
   loop_->assertInLoopThread();
   if (started_) return;
@@ -280,6 +307,11 @@ void TcpServer::start() {
   factory_->layer = options_.layer;
   factory_->maxQueuedOutput = options_.maxQueuedOutput;
   factory_->listenAddr = listenAddr_;
+  factory_->drainCallback =
+      drainCallback_ ? drainCallback_ : DrainCallback([](const TcpConnectionPtr& c) {
+        c->shutdown();
+      });
+  perLoop_ = perLoop;
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->factory = factory_;
   // TCP_NODELAY (Options::tcpNoDelay) goes on the listening socket(s), whose
   // accepted sockets inherit it: no setsockopt per connection.
@@ -294,6 +326,7 @@ void TcpServer::start() {
     // may use the server.
     acceptor_->setNewConnectionCallback(
         [this](UniqueFd fd, const std::optional<SocketAddress>& peer) {
+          ++acceptedByServer_;
           LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
           if (state->loop == loop_) {
             newConnection(state, std::move(fd), peer);
@@ -432,6 +465,12 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
   state->accepted.store(state->accepted.load(std::memory_order_relaxed) + 1,
                         std::memory_order_relaxed);
   conn->connectEstablished();
+  if (!state->draining || !conn->connected()) return;
+  if (state->forcing) {
+    conn->forceClose();
+  } else {
+    f.drainCallback(conn);
+  }
 }
 
 void TcpServer::removeConnection(LoopState* state, const TcpConnectionPtr& conn) {
@@ -447,6 +486,158 @@ void TcpServer::removeConnection(LoopState* state, const TcpConnectionPtr& conn)
   state->count.store(connections.size(), std::memory_order_relaxed);
   // Queued, not run: we may be inside conn's own event handler right now.
   state->loop->queueInLoop([leaving = std::move(leaving)] { leaving->connectDestroyed(); });
+  if (state->draining && connections.empty()) reportEmpty(state);
+}
+
+void TcpServer::drain(Duration deadline, std::function<void()> done) {
+  loop_->assertInLoopThread();
+  if (!started_) {
+    if (done) done();
+    return;
+  }
+  const MonoTime due = MonoClock::now() + std::max(deadline, Duration::zero());
+  if (drain_) {
+    if (done && drain_->finished) {
+      loop_->queueInLoop(std::move(done));
+      return;
+    }
+    if (done) drain_->done.push_back(std::move(done));
+    if (!drain_->forced && !drain_->forceAsked && due < drain_->deadline) armDrainDeadline(due);
+    return;
+  }
+  drain_ = std::make_unique<DrainState>();
+  drainWatch_ = std::make_shared<DrainWatch>(DrainWatch{this, loop_});
+  if (done) drain_->done.push_back(std::move(done));
+  armDrainDeadline(due);
+  stopAccepting();
+}
+
+void TcpServer::armDrainDeadline(MonoTime due) {
+  if (drain_->timer.valid()) loop_->cancel(drain_->timer);
+  drain_->deadline = due;
+  drain_->timer = loop_->runAt(due, [watch = drainWatch_] {
+    if (watch->server) watch->server->forceDrain();
+  });
+}
+
+void TcpServer::stopAccepting() {
+  std::shared_ptr<DrainWatch> watch = drainWatch_;
+  if (!perLoop_) {
+    drain_->acceptorsLeft = 1;
+    acceptor_->stopAccepting([this, watch] {
+      // Not from inside the acceptor's own completion handler.
+      loop_->queueInLoop([watch] {
+        if (!watch->server) return;
+        watch->server->acceptor_.reset();
+        watch->server->onAcceptorStopped();
+      });
+    });
+    return;
+  }
+  drain_->acceptorsLeft = loopStates_.size();
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->loop->runInLoop([state, watch] {
+      auto stopped = [state, watch] {
+        state->loop->queueInLoop([state] { state->acceptor.reset(); });
+        watch->loop->runInLoop([watch] {
+          if (watch->server) watch->server->onAcceptorStopped();
+        });
+      };
+      // None: the server is being destroyed (tearDown() ran).
+      if (state->acceptor) state->acceptor->stopAccepting(std::move(stopped));
+    });
+  }
+}
+
+void TcpServer::onAcceptorStopped() {
+  if (--drain_->acceptorsLeft > 0) return;
+  LOG_DEBUG << "TcpServer " << name_ << " stopped accepting; draining " << connectionCount()
+            << " connection(s)";
+  if (drain_->forceAsked) {
+    forceDrain();
+  } else {
+    tellConnections();
+  }
+}
+
+void TcpServer::tellConnections() {
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->loop->runInLoop([state, watch = drainWatch_] { drainLoop(state.get(), watch); });
+  }
+}
+
+void TcpServer::drainLoop(LoopState* state, const std::shared_ptr<DrainWatch>& watch) {
+  state->draining = true;
+  state->drainWatch = watch;
+  // A copy: a callback may close its connection, which leaves the list.
+  const std::vector<TcpConnectionPtr> connections = state->connections;
+  for (const TcpConnectionPtr& conn : connections) {
+    if (conn->connected()) state->factory->drainCallback(conn);
+  }
+  report(watch, Report::kTold);
+}
+
+void TcpServer::forceDrain() {
+  drain_->timer = TimerId();
+  if (drain_->finished || drain_->forced) return;
+  if (drain_->acceptorsLeft > 0) {
+    drain_->forceAsked = true;  // onAcceptorStopped() comes back here
+    return;
+  }
+  drain_->forced = true;
+  LOG_INFO << "TcpServer " << name_ << ": drain deadline, closing " << connectionCount()
+           << " connection(s)";
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->loop->runInLoop([state, watch = drainWatch_] { forceLoop(state.get(), watch); });
+  }
+}
+
+void TcpServer::forceLoop(LoopState* state, const std::shared_ptr<DrainWatch>& watch) {
+  state->draining = true;
+  state->forcing = true;
+  state->drainWatch = watch;
+  const std::vector<TcpConnectionPtr> connections = state->connections;
+  for (const TcpConnectionPtr& conn : connections) conn->forceClose();
+  // Queued behind the closes forceClose() queued.
+  state->loop->queueInLoop([watch] { report(watch, Report::kForced); });
+}
+
+void TcpServer::reportEmpty(LoopState* state) {
+  if (state->drainWatch) report(state->drainWatch, Report::kEmpty);
+}
+
+void TcpServer::report(const std::shared_ptr<DrainWatch>& watch, Report what) {
+  watch->loop->runInLoop([watch, what] {
+    if (watch->server) watch->server->onLoopReport(what);
+  });
+}
+
+void TcpServer::onLoopReport(Report what) {
+  if (what == Report::kTold) ++drain_->loopsTold;
+  if (what == Report::kForced) ++drain_->loopsForced;
+  finishDrainIfDone();
+}
+
+void TcpServer::finishDrainIfDone() {
+  DrainState& d = *drain_;
+  if (d.finished) return;
+  if (d.forced) {
+    if (d.loopsForced < loopStates_.size()) return;
+  } else {
+    if (d.loopsTold < loopStates_.size() || connectionCount() != 0) return;
+    // kHandOver: a socket handed over ring to ring may still be on its way.
+    uint64_t made = 0;
+    for (const std::shared_ptr<LoopState>& state : loopStates_) {
+      made += state->accepted.load(std::memory_order_relaxed);
+    }
+    if (!perLoop_ && made != acceptedByServer_) return;
+  }
+  d.finished = true;
+  if (d.timer.valid()) loop_->cancel(d.timer);
+  d.timer = TimerId();
+  std::vector<std::function<void()>> done;
+  done.swap(d.done);
+  for (std::function<void()>& f : done) f();
 }
 
 }  // namespace libnet
