@@ -130,11 +130,11 @@ struct TcpServer::DrainState {
   std::vector<std::function<void()>> done;
   MonoTime deadline;
   TimerId timer;
-  size_t acceptorsLeft = 0;   // still stopping
-  bool forceAsked = false;    // the deadline came while acceptors were stopping
-  bool forced = false;        // forceLoop() queued to every loop
-  size_t loopsTold = 0;       // loops that told their connections
-  size_t loopsForced = 0;     // loops that force-closed theirs
+  size_t acceptorsLeft = 0;  // still stopping
+  bool forceAsked = false;   // the deadline came while acceptors were stopping
+  bool forced = false;       // forceLoop() queued to every loop
+  size_t loopsTold = 0;      // loops that told their connections
+  size_t loopsForced = 0;    // loops that force-closed theirs
   bool finished = false;
 };
 
@@ -307,10 +307,9 @@ void TcpServer::start() {
   factory_->layer = options_.layer;
   factory_->maxQueuedOutput = options_.maxQueuedOutput;
   factory_->listenAddr = listenAddr_;
-  factory_->drainCallback =
-      drainCallback_ ? drainCallback_ : DrainCallback([](const TcpConnectionPtr& c) {
-        c->shutdown();
-      });
+  factory_->drainCallback = drainCallback_
+                                ? drainCallback_
+                                : DrainCallback([](const TcpConnectionPtr& c) { c->shutdown(); });
   perLoop_ = perLoop;
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->factory = factory_;
   // TCP_NODELAY (Options::tcpNoDelay) goes on the listening socket(s), whose
