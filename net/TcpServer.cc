@@ -28,6 +28,10 @@ void closeIdle(const TcpConnectionPtr& conn) {
   conn->forceClose();
 }
 
+// A draining connection, when the application set no drain callback: it
+// closes once its queued output is written and the peer has closed.
+void shutdownOnDrain(const TcpConnectionPtr& conn) { conn->shutdown(); }
+
 // How long the destructor waits for the I/O loops to destroy their
 // acceptors: they do so as soon as their current turn ends, unless a
 // callback blocks one. Waiting longer than this is logged, and harmless:
@@ -307,9 +311,7 @@ void TcpServer::start() {
   factory_->layer = options_.layer;
   factory_->maxQueuedOutput = options_.maxQueuedOutput;
   factory_->listenAddr = listenAddr_;
-  factory_->drainCallback = drainCallback_
-                                ? drainCallback_
-                                : DrainCallback([](const TcpConnectionPtr& c) { c->shutdown(); });
+  factory_->drainCallback = drainCallback_ ? drainCallback_ : DrainCallback(shutdownOnDrain);
   perLoop_ = perLoop;
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->factory = factory_;
   // TCP_NODELAY (Options::tcpNoDelay) goes on the listening socket(s), whose

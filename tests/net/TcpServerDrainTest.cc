@@ -91,9 +91,7 @@ class TcpServerDrainTest : public ::testing::TestWithParam<Param> {
   std::atomic<bool> bigQueued_{false};
 };
 
-bool ready(std::future<void>& f) {
-  return f.wait_for(test::kWait) == std::future_status::ready;
-}
+bool ready(std::future<void>& f) { return f.wait_for(test::kWait) == std::future_status::ready; }
 
 TEST_P(TcpServerDrainTest, ClosesIdleConnectionsThenRunsDone) {
   startServer();
@@ -199,12 +197,11 @@ std::string paramName(const ::testing::TestParamInfo<Param>& info) {
          kThreads[static_cast<int>(std::get<1>(info.param))];
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, TcpServerDrainTest,
-                         ::testing::Combine(::testing::Values(PollerKind::kEpoll,
-                                                              PollerKind::kIoUring),
-                                            ::testing::Values(Threads::kNone, Threads::kPerLoop,
-                                                              Threads::kHandOver)),
-                         paramName);
+INSTANTIATE_TEST_SUITE_P(
+    Backends, TcpServerDrainTest,
+    ::testing::Combine(::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
+                       ::testing::Values(Threads::kNone, Threads::kPerLoop, Threads::kHandOver)),
+    paramName);
 
 }  // namespace
 }  // namespace libnet
