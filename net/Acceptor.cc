@@ -208,8 +208,42 @@ void Acceptor::onAccepted(UniqueFd fd, const std::optional<SocketAddress>& peer)
   if (callback_) callback_(std::move(fd), peer);
 }
 
+void Acceptor::stopAccepting(std::function<void()> stopped) {
+  loop_->assertInLoopThread();
+  if (stopping_) return;
+  stopping_ = true;
+  if (retryTimer_.valid()) loop_->cancel(retryTimer_);
+  if (continueTimer_.valid()) loop_->cancel(continueTimer_);
+  retryTimer_ = TimerId();
+  continueTimer_ = TimerId();
+  io_->stop([this, stopped = std::move(stopped)] {
+    acceptBacklog();
+    stopped();
+  });
+}
+
+void Acceptor::acceptBacklog() {
+  // Bounded by the backlog (somaxconn), plus what arrives meanwhile: a cap
+  // keeps a connect storm from holding the loop here for ever.
+  constexpr int kMaxBacklogAccepts = 65536;
+  for (int i = 0; i < kMaxBacklogAccepts; ++i) {
+    SocketAddress peer;
+    UniqueFd fd = socket_.accept(&peer);
+    if (fd) {
+      onAccepted(std::move(fd), peer);
+      continue;
+    }
+    if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+    if (errno == EMFILE || errno == ENFILE) {
+      if (dropOneForFdLimit()) continue;
+    }
+    return;
+  }
+}
+
 bool Acceptor::acceptPending() {
   loop_->assertInLoopThread();
+  if (stopping_) return false;
   bool acceptedAny = false;
   for (int accepted = 0;; ++accepted) {
     if (accepted == kMaxAcceptsPerCall) {

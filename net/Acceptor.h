@@ -92,6 +92,13 @@ class Acceptor : private AcceptorIo::Owner {
   // to every socket accepted from it (one setsockopt instead of one per
   // connection). Nothing on a Unix socket.
   void setTcpNoDelay(bool on) { socket_.setTcpNoDelay(on); }
+  // Draining, loop thread, after listen(): stops taking connections, takes
+  // what is already in the backlog (the kernel completed those handshakes:
+  // closing the socket would reset them), then runs `stopped`. Every
+  // connection so accepted goes to the callback first. The socket itself is
+  // closed with the Acceptor (never shut down: another process may share
+  // it), which `stopped` may have destroyed later, not from inside it.
+  void stopAccepting(std::function<void()> stopped);
   // The bound address, with the real port when port 0 was asked for.
   [[nodiscard]] SocketAddress localAddress() const { return Socket::localAddress(socket_.fd()); }
   // The listening socket, borrowed (to be passed on to a successor).
@@ -108,6 +115,8 @@ class Acceptor : private AcceptorIo::Owner {
   void bindUnix(const SocketAddress& listenAddr, std::optional<mode_t> fileMode);
   // Out of fds and no spare to drop connections with: try again later.
   void retryLater();
+  // stopAccepting(): accept4(2) until the backlog is empty.
+  void acceptBacklog();
   // acceptPending() stopped at kMaxAcceptsPerCall: go on next turn.
   void continueLater();
 
@@ -124,6 +133,7 @@ class Acceptor : private AcceptorIo::Owner {
   NewConnectionCallback callback_;
   bool listening_ = false;
   const bool adopted_ = false;  // listening already (the second constructor)
+  bool stopping_ = false;       // stopAccepting()
   std::unique_ptr<AcceptorIo> io_;
   TimerId retryTimer_;              // while stalled (see kStalledRetry)
   TimerId continueTimer_;           // continueLater()

@@ -33,6 +33,10 @@ void closeIdle(const TcpConnectionPtr& conn) {
   conn->forceClose();
 }
 
+// A draining connection, when the application set no drain callback: it
+// closes once its queued output is written and the peer has closed.
+void shutdownOnDrain(const TcpConnectionPtr& conn) { conn->shutdown(); }
+
 // How long the destructor waits for the I/O loops to destroy their
 // acceptors: they do so as soon as their current turn ends, unless a
 // callback blocks one. Waiting longer than this is logged, and harmless:
@@ -107,6 +111,7 @@ struct TcpServer::ConnectionFactory {
   std::shared_ptr<const ConnectionLayer> layer;  // null: plain TCP
   size_t maxQueuedOutput = 0;
   SocketAddress listenAddr;                     // as bound (the real port)
+  DrainCallback drainCallback;                  // never null
   mutable std::atomic<uint64_t> nextConnId{1};  // the only part that changes
 };
 
@@ -140,6 +145,12 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   // loopStats(): written by this loop only.
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> ringHandOvers{0};
+  // Graceful drain, this loop's part: set when the server tells (or
+  // forces) its connections; a connection made later is told (or closed)
+  // as it comes up, and the last one to leave reports through the watch.
+  bool draining = false;
+  bool forcing = false;
+  std::shared_ptr<DrainWatch> drainWatch;
 
   // A socket handed over ring to ring. None is delivered here after
   // tearDown(), which removes the receiver: the poller closes what arrives
@@ -149,6 +160,19 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
                         std::memory_order_relaxed);
     if (serverAlive) newConnection(this, std::move(fd), std::nullopt);
   }
+};
+
+// The server's side of a drain, on its loop.
+struct TcpServer::DrainState {
+  std::vector<std::function<void()>> done;
+  MonoTime deadline;
+  TimerId timer;
+  size_t acceptorsLeft = 0;  // still stopping
+  bool forceAsked = false;   // the deadline came while acceptors were stopping
+  bool forced = false;       // forceLoop() queued to every loop
+  size_t loopsTold = 0;      // loops that told their connections
+  size_t loopsForced = 0;    // loops that force-closed theirs
+  bool finished = false;
 };
 
 TcpServer::TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name)
@@ -182,6 +206,8 @@ TcpServer::TcpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, st
 
 TcpServer::~TcpServer() {
   loop_->assertInLoopThread();
+  if (drainWatch_) drainWatch_->server = nullptr;
+  if (drain_ && drain_->timer.valid()) loop_->cancel(drain_->timer);
   // No connection is made from here on: the server's own acceptor is on this
   // thread; each per-loop acceptor is destroyed on its loop, waited for.
   acceptor_.reset();
@@ -220,11 +246,10 @@ TcpServer::~TcpServer() {
 }
 
 void TcpServer::stopPerLoopAcceptors() {
-  std::vector<std::shared_ptr<LoopState>> withAcceptor;
-  for (const std::shared_ptr<LoopState>& state : loopStates_) {
-    if (state->acceptor) withAcceptor.push_back(state);
-  }
-  if (withAcceptor.empty()) return;
+  // Each loop's own thread may be resetting its acceptor (a drain): which
+  // loops have one is known here from start(), not read from the states.
+  if (!perLoop_) return;
+  const std::vector<std::shared_ptr<LoopState>>& withAcceptor = loopStates_;
   auto stopped = std::make_shared<CountDownLatch>(static_cast<int>(withAcceptor.size()));
   for (const std::shared_ptr<LoopState>& state : withAcceptor) {
     // Queued after the acceptor's own start (Acceptor::listen()), so it
@@ -303,6 +328,11 @@ void TcpServer::setWriteCompleteCallback(WriteCompleteCallback cb) {
   writeCompleteCallback_ = std::move(cb);
 }
 
+void TcpServer::setDrainCallback(DrainCallback cb) {
+  checkNotStarted("setDrainCallback");
+  drainCallback_ = std::move(cb);
+}
+
 void TcpServer::start() {
   loop_->assertInLoopThread();
   if (started_) return;
@@ -332,6 +362,8 @@ void TcpServer::start() {
   factory_->layer = options_.layer;
   factory_->maxQueuedOutput = options_.maxQueuedOutput;
   factory_->listenAddr = listenAddr_;
+  factory_->drainCallback = drainCallback_ ? drainCallback_ : DrainCallback(shutdownOnDrain);
+  perLoop_ = perLoop;
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->factory = factory_;
   // TCP_NODELAY (Options::tcpNoDelay) goes on the listening socket(s), whose
   // accepted sockets inherit it: no setsockopt per connection.
@@ -344,26 +376,7 @@ void TcpServer::start() {
       listeningFds_.push_back(state->acceptor->fd());
     }
   } else {
-    if (!inherited_.empty()) adoptInheritedOnServerLoop();
-    // The acceptors are on this loop and destroyed first by ~TcpServer, so
-    // they may use the server.
-    auto onAccepted = [this](UniqueFd fd, const std::optional<SocketAddress>& peer) {
-      LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
-      if (state->loop == loop_) {
-        newConnection(state, std::move(fd), peer);
-      } else {
-        handOver(state, std::move(fd), peer);
-      }
-    };
-    applySocketOptions(*acceptor_);
-    acceptor_->setNewConnectionCallback(onAccepted);
-    for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) {
-      applySocketOptions(*more);
-      more->setNewConnectionCallback(onAccepted);
-    }
-    if (withIoThreads_ && options_.ringHandOver) startRingHandOver();
-    acceptor_->listen();
-    for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) more->listen();
+    startServerLoopAcceptors();
   }
   started_ = true;
   LOG_DEBUG << "TcpServer " << name_ << " listening on " << listenAddr_.toIpPort()
@@ -392,6 +405,30 @@ void TcpServer::startPerLoopAcceptors() {
   // Listening only once all are bound, so that a failure leaves none half
   // started; each starts taking connections on its own loop.
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->acceptor->listen();
+}
+
+void TcpServer::startServerLoopAcceptors() {
+  if (!inherited_.empty()) adoptInheritedOnServerLoop();
+  // The acceptors are on this loop and destroyed first by ~TcpServer, so
+  // they may use the server.
+  auto onAccepted = [this](UniqueFd fd, const std::optional<SocketAddress>& peer) {
+    ++acceptedByServer_;
+    LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
+    if (state->loop == loop_) {
+      newConnection(state, std::move(fd), peer);
+    } else {
+      handOver(state, std::move(fd), peer);
+    }
+  };
+  applySocketOptions(*acceptor_);
+  acceptor_->setNewConnectionCallback(onAccepted);
+  for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) {
+    applySocketOptions(*more);
+    more->setNewConnectionCallback(onAccepted);
+  }
+  if (withIoThreads_ && options_.ringHandOver) startRingHandOver();
+  acceptor_->listen();
+  for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) more->listen();
 }
 
 void TcpServer::applySocketOptions(Acceptor& acceptor) const {
@@ -546,6 +583,12 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
   state->accepted.store(state->accepted.load(std::memory_order_relaxed) + 1,
                         std::memory_order_relaxed);
   conn->connectEstablished();
+  if (!state->draining || !conn->connected()) return;
+  if (state->forcing) {
+    conn->forceClose();
+  } else {
+    f.drainCallback(conn);
+  }
 }
 
 void TcpServer::removeConnection(LoopState* state, const TcpConnectionPtr& conn) {
@@ -561,6 +604,177 @@ void TcpServer::removeConnection(LoopState* state, const TcpConnectionPtr& conn)
   state->count.store(connections.size(), std::memory_order_relaxed);
   // Queued, not run: we may be inside conn's own event handler right now.
   state->loop->queueInLoop([leaving = std::move(leaving)] { leaving->connectDestroyed(); });
+  if (state->draining && connections.empty()) reportEmpty(state);
+}
+
+void TcpServer::drain(Duration deadline, std::function<void()> done) {
+  loop_->assertInLoopThread();
+  if (!started_) {
+    if (done) done();
+    return;
+  }
+  const MonoTime due = MonoClock::now() + std::max(deadline, Duration::zero());
+  if (drain_) {
+    if (done && drain_->finished) {
+      loop_->queueInLoop(std::move(done));
+      return;
+    }
+    if (done) drain_->done.push_back(std::move(done));
+    if (!drain_->forced && !drain_->forceAsked && due < drain_->deadline) armDrainDeadline(due);
+    return;
+  }
+  drain_ = std::make_unique<DrainState>();
+  drainWatch_ = std::make_shared<DrainWatch>(DrainWatch{this, loop_});
+  if (done) drain_->done.push_back(std::move(done));
+  armDrainDeadline(due);
+  stopAccepting();
+}
+
+void TcpServer::armDrainDeadline(MonoTime due) {
+  if (drain_->timer.valid()) loop_->cancel(drain_->timer);
+  drain_->deadline = due;
+  drain_->timer = loop_->runAt(due, [watch = drainWatch_] {
+    if (watch->server) watch->server->forceDrain();
+  });
+}
+
+void TcpServer::stopAccepting() {
+  std::shared_ptr<DrainWatch> watch = drainWatch_;
+  if (!perLoop_) {
+    // The first inherited socket's acceptor and the others' (moreAcceptors_).
+    drain_->acceptorsLeft = 1 + moreAcceptors_.size();
+    auto stopped = [this, watch] {
+      // Not from inside the acceptor's own completion handler.
+      loop_->queueInLoop([watch] {
+        if (watch->server) watch->server->onAcceptorStopped();
+      });
+    };
+    acceptor_->stopAccepting(stopped);
+    for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) more->stopAccepting(stopped);
+    return;
+  }
+  // Each loop's acceptors: fixed since start(), so counted here.
+  drain_->acceptorsLeft = 0;
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    drain_->acceptorsLeft += 1 + state->moreAcceptors.size();
+  }
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->loop->runInLoop([state, watch] {
+      // None: the server is being destroyed (tearDown() ran).
+      if (!state->acceptor) return;
+      auto left = std::make_shared<size_t>(1 + state->moreAcceptors.size());
+      auto stopped = [state, watch, left] {
+        if (--*left == 0) {
+          state->loop->queueInLoop([state] {
+            state->acceptor.reset();
+            state->moreAcceptors.clear();
+          });
+        }
+        watch->loop->runInLoop([watch] {
+          if (watch->server) watch->server->onAcceptorStopped();
+        });
+      };
+      state->acceptor->stopAccepting(stopped);
+      for (const std::unique_ptr<Acceptor>& more : state->moreAcceptors) {
+        more->stopAccepting(stopped);
+      }
+    });
+  }
+}
+
+void TcpServer::onAcceptorStopped() {
+  if (--drain_->acceptorsLeft > 0) return;
+  if (!perLoop_) {
+    acceptor_.reset();
+    moreAcceptors_.clear();
+  }
+  LOG_DEBUG << "TcpServer " << name_ << " stopped accepting; draining " << connectionCount()
+            << " connection(s)";
+  if (drain_->forceAsked) {
+    forceDrain();
+  } else {
+    tellConnections();
+  }
+}
+
+void TcpServer::tellConnections() {
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->loop->runInLoop([state, watch = drainWatch_] { drainLoop(state.get(), watch); });
+  }
+}
+
+void TcpServer::drainLoop(LoopState* state, const std::shared_ptr<DrainWatch>& watch) {
+  state->draining = true;
+  state->drainWatch = watch;
+  // A copy: a callback may close its connection, which leaves the list.
+  const std::vector<TcpConnectionPtr> connections = state->connections;
+  for (const TcpConnectionPtr& conn : connections) {
+    if (conn->connected()) state->factory->drainCallback(conn);
+  }
+  report(watch, Report::kTold);
+}
+
+void TcpServer::forceDrain() {
+  drain_->timer = TimerId();
+  if (drain_->finished || drain_->forced) return;
+  if (drain_->acceptorsLeft > 0) {
+    drain_->forceAsked = true;  // onAcceptorStopped() comes back here
+    return;
+  }
+  drain_->forced = true;
+  LOG_INFO << "TcpServer " << name_ << ": drain deadline, closing " << connectionCount()
+           << " connection(s)";
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->loop->runInLoop([state, watch = drainWatch_] { forceLoop(state.get(), watch); });
+  }
+}
+
+void TcpServer::forceLoop(LoopState* state, const std::shared_ptr<DrainWatch>& watch) {
+  state->draining = true;
+  state->forcing = true;
+  state->drainWatch = watch;
+  const std::vector<TcpConnectionPtr> connections = state->connections;
+  for (const TcpConnectionPtr& conn : connections) conn->forceClose();
+  // Queued behind the closes forceClose() queued.
+  state->loop->queueInLoop([watch] { report(watch, Report::kForced); });
+}
+
+void TcpServer::reportEmpty(LoopState* state) {
+  if (state->drainWatch) report(state->drainWatch, Report::kEmpty);
+}
+
+void TcpServer::report(const std::shared_ptr<DrainWatch>& watch, Report what) {
+  watch->loop->runInLoop([watch, what] {
+    if (watch->server) watch->server->onLoopReport(what);
+  });
+}
+
+void TcpServer::onLoopReport(Report what) {
+  if (what == Report::kTold) ++drain_->loopsTold;
+  if (what == Report::kForced) ++drain_->loopsForced;
+  finishDrainIfDone();
+}
+
+void TcpServer::finishDrainIfDone() {
+  DrainState& d = *drain_;
+  if (d.finished) return;
+  if (d.forced) {
+    if (d.loopsForced < loopStates_.size()) return;
+  } else {
+    if (d.loopsTold < loopStates_.size() || connectionCount() != 0) return;
+    // kHandOver: a socket handed over ring to ring may still be on its way.
+    uint64_t made = 0;
+    for (const std::shared_ptr<LoopState>& state : loopStates_) {
+      made += state->accepted.load(std::memory_order_relaxed);
+    }
+    if (!perLoop_ && made != acceptedByServer_) return;
+  }
+  d.finished = true;
+  if (d.timer.valid()) loop_->cancel(d.timer);
+  d.timer = TimerId();
+  std::vector<std::function<void()>> done;
+  done.swap(d.done);
+  for (std::function<void()>& f : done) f();
 }
 
 }  // namespace libnet

@@ -216,6 +216,27 @@ class TcpServer {
   void setMessageCallback(MessageCallback cb);
   void setWriteCompleteCallback(WriteCompleteCallback cb);
 
+  // Graceful drain.
+  // What a connection is told when the server starts draining (on its loop,
+  // once): the protocol above decides whether it closes now (idle) or after
+  // its current work. Before start(), like the other setters.
+  using DrainCallback = std::function<void(const TcpConnectionPtr&)>;
+  void setDrainCallback(DrainCallback cb);
+  // Server's loop thread, after start(). Stops accepting at once (every
+  // acceptor on its own loop: the sockets already in the backlog, whose
+  // handshakes the kernel completed, are accepted and served, and the
+  // listening socket is closed, never shut down), then calls the drain
+  // callback for every live connection (default: conn->shutdown(), which
+  // closes once queued output is written) and for every one made after
+  // that (a socket in flight to its loop). Runs `done` on this loop once
+  // the last connection has closed, or once `deadline` has passed, after
+  // force-closing those left. A second drain() with a shorter deadline
+  // brings it forward; drain(Duration::zero(), ...) forces at once; each
+  // `done` runs once. Destroying the server before `done` ran is fine (the
+  // pending ones never run).
+  void drain(Duration deadline, std::function<void()> done);
+  [[nodiscard]] bool draining() const { return drain_ != nullptr; }
+
   // Starts the I/O threads and listens. Idempotent. Loop thread only.
   void start();
 
@@ -268,8 +289,35 @@ class TcpServer {
   void startInheritedPerLoop();
   // Otherwise: acceptor_ takes the first socket, moreAcceptors_ the others.
   void adoptInheritedOnServerLoop();
+  // kHandOver or no I/O threads: the acceptors on the server's loop.
+  void startServerLoopAcceptors();
   // Options::tcpNoDelay and deferAccept on an acceptor's socket.
   void applySocketOptions(Acceptor& acceptor) const;
+  // Graceful drain (drain()), on the server's loop unless said otherwise.
+  struct DrainState;
+  // What the loops' messages reach the server through: nulled by
+  // ~TcpServer, so that one arriving later finds no server.
+  struct DrainWatch {
+    TcpServer* server;
+    EventLoop* loop;  // the server's
+  };
+  void armDrainDeadline(MonoTime due);
+  void stopAccepting();
+  void onAcceptorStopped();
+  // Every acceptor has stopped: each loop tells its connections.
+  void tellConnections();
+  // On state's loop: the drain callback for each connection.
+  static void drainLoop(LoopState* state, const std::shared_ptr<DrainWatch>& watch);
+  // The deadline: each loop force-closes what is left.
+  void forceDrain();
+  static void forceLoop(LoopState* state, const std::shared_ptr<DrainWatch>& watch);
+  // A loop told (or forced) its connections, or its last one closed.
+  enum class Report { kTold, kForced, kEmpty };
+  void onLoopReport(Report report);
+  static void report(const std::shared_ptr<DrainWatch>& watch, Report report);
+  void finishDrainIfDone();
+  // On state's loop, draining: its last connection has gone.
+  static void reportEmpty(LoopState* state);
 
   EventLoop* loop_;
   const std::string name_;
@@ -296,6 +344,12 @@ class TcpServer {
   std::vector<UniqueFd> inherited_;
   std::vector<std::unique_ptr<Acceptor>> moreAcceptors_;
   std::vector<int> listeningFds_;  // from start() (listeningFds())
+  // Graceful drain.
+  DrainCallback drainCallback_;
+  bool perLoop_ = false;           // from start(): state->acceptor per loop
+  uint64_t acceptedByServer_ = 0;  // by acceptor_ (kHandOver, no threads)
+  std::unique_ptr<DrainState> drain_;
+  std::shared_ptr<DrainWatch> drainWatch_;
 };
 
 }  // namespace libnet

@@ -160,6 +160,13 @@ class HttpServer {
     // At least limits.maxBodyBytes (else the largest bodies the limits allow
     // could never be accepted: std::invalid_argument). 0: no bound.
     size_t maxBufferedBodyBytes = 64 * 1024 * 1024;
+
+    // Graceful drain (drain()).
+    // Keep-alive race: clients such as wrk send their next request right
+    // after reading a response, so a connection that went idle less than
+    // this long ago when the drain starts is given until then to send one
+    // more request (answered with Connection: close) before it is closed.
+    Duration drainGrace = std::chrono::milliseconds(200);
   };
 
   // Binds (throws std::system_error like TcpServer); throws
@@ -177,7 +184,23 @@ class HttpServer {
   void setHandler(Handler handler);
   void setUpgradeHandler(UpgradeHandler handler);
   void setConnectionTaker(ConnectionTaker taker);
+  // Before start(): called once on this loop when drain() starts, for the
+  // connections the server has handed over (HTTP/2 registers its GOAWAY
+  // here; a WebSocket application may close its own). A connection taken
+  // and not closed by its listener is force-closed at the drain deadline.
+  void addDrainListener(std::function<void()> listener);
   void start();
+
+  // Graceful drain, on this loop after start() (TcpServer::drain): stops
+  // accepting; a connection idle between requests closes (one idle for
+  // less than Options::drainGrace gets until then to send one more
+  // request); a request being received, or arriving later, is answered
+  // with Connection: close (requests pipelined behind it are all answered,
+  // the last with Connection: close), then the connection closes. `done`
+  // runs once every connection has closed, or at `deadline` after the rest
+  // were force-closed. A second call with a shorter deadline brings it
+  // forward (zero: now).
+  void drain(Duration deadline, std::function<void()> done);
 
   // The request handler, for a protocol front end that answers with it
   // (HTTP/2). Set before start(); read on any loop thread after it.
@@ -223,7 +246,12 @@ class HttpServer {
   static void finishClosing(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf);
   // Appends one response (and sends any file body) to `out`; false when the
   // connection is to close after it.
-  bool respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out);
+  // `close`: answer with Connection: close whatever the request asked.
+  bool respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out, bool close);
+  // Draining: the drain callback of each HTTP/1.1 connection, and its
+  // re-check once the grace has passed.
+  static void onDrain(const TcpConnectionPtr& conn, Duration grace);
+  static void closeIfIdle(const TcpConnectionPtr& conn, ConnectionState* state, Duration grace);
   // A request with an Upgrade header and an upgrade handler: kDeclined to
   // answer it as usual; kTaken: the server is done with the connection
   // (`state` is gone); kRejected: the rejection is in `out`, close after it.
@@ -238,6 +266,7 @@ class HttpServer {
   Handler handler_;
   UpgradeHandler upgradeHandler_;
   ConnectionTaker taker_;
+  std::vector<std::function<void()>> drainListeners_;
   bool started_ = false;
   // Shared with every connection's reservation, which may outlive the server.
   std::shared_ptr<BodyBudget> bodyBudget_;

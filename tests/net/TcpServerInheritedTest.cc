@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -173,6 +175,44 @@ TEST_P(TcpServerInheritedTest, RefusesNoSocketOrOneThatDoesNotListen) {
   sockets.emplace_back(pair[0]);
   EXPECT_THROW(runSync(loop_, [&] { TcpServer(loop_, std::move(sockets), "connected"); }),
                std::system_error);
+}
+
+// A drain stops every acceptor, the shared sockets' copies included: once it
+// is done, nothing listens (the test holds no other copy of the sockets).
+void expectDrainClosesEverySocket(TcpServerInheritedTest* test, EventLoop* loop, TcpServer* server,
+                                  const std::vector<SocketAddress>& addresses) {
+  std::promise<void> drained;
+  runSync(loop, [&] { server->drain(std::chrono::seconds(5), [&] { drained.set_value(); }); });
+  ASSERT_EQ(drained.get_future().wait_for(test::kWait), std::future_status::ready);
+  for (const SocketAddress& address : addresses) {
+    EXPECT_THROW(BlockingClient client(address), std::runtime_error) << address.toIpPort();
+  }
+  (void)test;
+}
+
+TEST_P(TcpServerInheritedTest, DrainStopsEveryPerLoopAcceptor) {
+  std::vector<UniqueFd> sockets;
+  for (int i = 0; i < 3; ++i) sockets.push_back(listeningSocket());
+  startServer(std::move(sockets), {.threads = 2});
+  connectTo(1, 2);
+  expectDrainClosesEverySocket(this, loop_, server_.get(), addresses_);
+}
+
+TEST_P(TcpServerInheritedTest, DrainStopsEveryServerLoopAcceptor) {
+  std::vector<UniqueFd> sockets;
+  sockets.push_back(listeningSocket());
+  sockets.push_back(listeningSocket());
+  startServer(std::move(sockets), {.threads = 1, .acceptMode = TcpServer::AcceptMode::kHandOver});
+  connectTo(1, 2);
+  expectDrainClosesEverySocket(this, loop_, server_.get(), addresses_);
+}
+
+TEST_P(TcpServerInheritedTest, DrainOfOneSocketSharedByThreeLoops) {
+  std::vector<UniqueFd> sockets;
+  sockets.push_back(listeningSocket());
+  startServer(std::move(sockets), {.threads = 3});
+  connectTo(0, 6);
+  expectDrainClosesEverySocket(this, loop_, server_.get(), addresses_);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TcpServerInheritedTest,
