@@ -86,12 +86,19 @@ constexpr const char* kUsage =
     "                        certificate chain\n"
     "  --tls-key FILE        ... and this PEM private key (both or neither)\n"
     "  --h2c                 also serve HTTP/2 with prior knowledge on plain TCP\n"
+    "  --drain-timeout S     on SIGINT/SIGTERM, connections still open after S seconds of\n"
+    "                        draining are closed; 0 closes them at once (default 10)\n"
+    "  --drain-grace MS      draining, a keep-alive connection idle for less than MS ms is\n"
+    "                        given until then to send one more request (answered with\n"
+    "                        Connection: close) before it is closed (default 200)\n"
     "  --help                print this help and exit\n"
     "\n"
     "GET /hello answers \"hello world\\n\", POST /echo the request body. Prints\n"
-    "\"http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it (HTTP/2\n"
-    "connections get GOAWAY and their streams in flight finish first; a second signal stops\n"
-    "at once).\n";
+    "\"http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM drains it: it stops\n"
+    "accepting, closes idle keep-alive connections, answers the requests in flight (and any\n"
+    "that arrive) with Connection: close, sends GOAWAY to HTTP/2 connections, and exits 0 once\n"
+    "every connection has closed, or when --drain-timeout has passed (the rest closed). A\n"
+    "second signal closes what is left at once (still exit 0).\n";
 
 constexpr std::string_view kHello = "hello world\n";
 
@@ -112,6 +119,9 @@ struct Settings {
   int loopStats = 0;
   bool h2c = false;
   libnet::ServerTls tls;
+  // Graceful drain.
+  int drainTimeout = 10;
+  int drainGraceMs = 200;
 };
 
 std::string parseAcceptMode(std::string_view value, Settings* settings) {
@@ -159,6 +169,9 @@ void addFlags(Flags* flags, Settings* settings) {
   });
   flags->addSwitch("--h2c", &settings->h2c);
   settings->tls.addTo(flags);
+  // Graceful drain.
+  flags->addInt("--drain-timeout", &settings->drainTimeout, 0, 86400);
+  flags->addInt("--drain-grace", &settings->drainGraceMs, 0, 60000);
 }
 
 HttpServer::Options serverOptions(const Settings& settings) {
@@ -172,6 +185,8 @@ HttpServer::Options serverOptions(const Settings& settings) {
   options.ringHandOver = settings.ringHandOver;
   options.deferAccept = std::chrono::seconds(settings.deferAccept);
   options.layer = settings.tls.layer({"h2", "http/1.1"});
+  // Graceful drain.
+  options.drainGrace = std::chrono::milliseconds(settings.drainGraceMs);
   return options;
 }
 
@@ -192,11 +207,14 @@ void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpRes
   }
 }
 
-// The first SIGINT / SIGTERM: GOAWAY on every HTTP/2 connection, and the loop
-// ends once they have all closed, or after `grace` at the latest.
-void stopGracefully(EventLoop* loop, libnet::http2::Service* h2, libnet::Duration grace) {
-  h2->goAway([loop] { loop->quit(); });
-  loop->runAfter(grace, [loop] { loop->quit(); });
+// What the first SIGINT / SIGTERM does: drain (HTTP/2 connections get
+// GOAWAY through the server), and end the loop once every connection has
+// closed, or at `deadline` after the rest were closed. Calling it again
+// with a zero deadline closes what is left at once.
+void startDrain(HttpServer* server, EventLoop* loop, libnet::Duration deadline) {
+  std::cout << "http_server draining " << server->tcpServer().connectionCount() << " connections"
+            << std::endl;
+  server->drain(deadline, [loop] { loop->quit(); });
 }
 
 // Serves until SIGINT or SIGTERM. Throws what setting up throws.
@@ -207,10 +225,13 @@ void serve(const Settings& settings) {
   EventLoop loop(settings.backend);
   std::shared_ptr<libnet::http2::Service> h2;
   int signals = 0;
+  HttpServer* started = nullptr;  // once it has started, a signal drains it
   // Before the server's threads: a signal from here on stops it cleanly.
   SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) {
-    if (++signals > 1 || !h2) return loop.quit();
-    stopGracefully(&loop, h2.get(), std::chrono::seconds(settings.headerTimeout));
+    if (started == nullptr) return loop.quit();
+    const bool first = ++signals == 1;
+    startDrain(started, &loop,
+               first ? std::chrono::seconds(settings.drainTimeout) : libnet::Duration::zero());
   });
   const InetAddress listenAddr = *InetAddress::parse(settings.address, settings.port);
   HttpServer server(&loop, listenAddr, "http", serverOptions(settings));
@@ -221,6 +242,7 @@ void serve(const Settings& settings) {
     h2 = libnet::http2::serve(server, {.priorKnowledge = settings.h2c});
   }
   server.start();
+  started = &server;
   if (settings.tls.enabled()) {
     std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
   }

@@ -95,9 +95,7 @@ class ResponseReader {
   bool eof_ = false;
 };
 
-std::string get(const std::string& path) {
-  return "GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n";
-}
+std::string get(const std::string& path) { return "GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n"; }
 
 class HttpServerDrainTest : public ::testing::TestWithParam<PollerKind> {
  protected:
