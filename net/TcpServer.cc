@@ -630,6 +630,11 @@ void TcpServer::drain(Duration deadline, std::function<void()> done) {
   stopAccepting();
 }
 
+bool TcpServer::stoppedAccepting() const {
+  loop_->assertInLoopThread();
+  return drain_ != nullptr && drain_->acceptorsLeft == 0;
+}
+
 void TcpServer::armDrainDeadline(MonoTime due) {
   if (drain_->timer.valid()) loop_->cancel(drain_->timer);
   drain_->deadline = due;

@@ -236,6 +236,9 @@ class TcpServer {
   // pending ones never run).
   void drain(Duration deadline, std::function<void()> done);
   [[nodiscard]] bool draining() const { return drain_ != nullptr; }
+  // Draining, every listening socket is closed (from then on, connects are
+  // refused) and the connections are being told. Server's loop thread.
+  [[nodiscard]] bool stoppedAccepting() const;
 
   // Starts the I/O threads and listens. Idempotent. Loop thread only.
   void start();

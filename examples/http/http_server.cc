@@ -97,17 +97,24 @@ constexpr const char* kUsage =
     "                        certificate chain\n"
     "  --tls-key FILE        ... and this PEM private key (both or neither)\n"
     "  --h2c                 also serve HTTP/2 with prior knowledge on plain TCP\n"
+    "  --drain-timeout S     on SIGINT/SIGTERM, connections still open after S seconds of\n"
+    "                        draining are closed; 0 closes them at once (default 10)\n"
+    "  --drain-grace MS      draining, a keep-alive connection idle for less than MS ms is\n"
+    "                        given until then to send one more request (answered with\n"
+    "                        Connection: close) before it is closed (default 200)\n"
     "  --help                print this help and exit\n"
     "\n"
     "GET /hello answers \"hello world\\n\", POST /echo the request body. Prints\n"
-    "\"http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it (HTTP/2\n"
-    "connections get GOAWAY and their streams in flight finish first; a second signal stops\n"
-    "at once).\n"
+    "\"http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM drains it: it stops\n"
+    "accepting, closes idle keep-alive connections, answers the requests in flight (and any\n"
+    "that arrive) with Connection: close, sends GOAWAY to HTTP/2 connections, and exits 0 once\n"
+    "every connection has closed, or when --drain-timeout has passed (the rest closed). A\n"
+    "second signal closes what is left at once (still exit 0).\n"
     "\n"
     "Restart: with LISTEN_PID and LISTEN_FDS set (systemd socket activation), it serves the\n"
     "inherited listening sockets (--address and --port are ignored). SIGHUP starts a new\n"
     "http_server with the same arguments on the same listening sockets; once it serves, this\n"
-    "one stops as on SIGTERM; if it fails, this one goes on serving.\n";
+    "one drains as on SIGTERM; if it fails, this one goes on serving.\n";
 
 constexpr std::string_view kHello = "hello world\n";
 
@@ -128,6 +135,9 @@ struct Settings {
   int loopStats = 0;
   bool h2c = false;
   libnet::ServerTls tls;
+  // Graceful drain.
+  int drainTimeout = 10;
+  int drainGraceMs = 200;
 };
 
 std::string parseAcceptMode(std::string_view value, Settings* settings) {
@@ -175,6 +185,9 @@ void addFlags(Flags* flags, Settings* settings) {
   });
   flags->addSwitch("--h2c", &settings->h2c);
   settings->tls.addTo(flags);
+  // Graceful drain.
+  flags->addInt("--drain-timeout", &settings->drainTimeout, 0, 86400);
+  flags->addInt("--drain-grace", &settings->drainGraceMs, 0, 60000);
 }
 
 HttpServer::Options serverOptions(const Settings& settings) {
@@ -188,6 +201,8 @@ HttpServer::Options serverOptions(const Settings& settings) {
   options.ringHandOver = settings.ringHandOver;
   options.deferAccept = std::chrono::seconds(settings.deferAccept);
   options.layer = settings.tls.layer({"h2", "http/1.1"});
+  // Graceful drain.
+  options.drainGrace = std::chrono::milliseconds(settings.drainGraceMs);
   return options;
 }
 
@@ -242,11 +257,14 @@ void startSuccessor(Successor* successor, const TcpServer& server,
   });
 }
 
-// The first SIGINT / SIGTERM: GOAWAY on every HTTP/2 connection, and the loop
-// ends once they have all closed, or after `grace` at the latest.
-void stopGracefully(EventLoop* loop, libnet::http2::Service* h2, libnet::Duration grace) {
-  h2->goAway([loop] { loop->quit(); });
-  loop->runAfter(grace, [loop] { loop->quit(); });
+// What the first SIGINT / SIGTERM does: drain (HTTP/2 connections get
+// GOAWAY through the server), and end the loop once every connection has
+// closed, or at `deadline` after the rest were closed. Calling it again
+// with a zero deadline closes what is left at once.
+void startDrain(HttpServer* server, EventLoop* loop, libnet::Duration deadline) {
+  std::cout << "http_server draining " << server->tcpServer().connectionCount() << " connections"
+            << std::endl;
+  server->drain(deadline, [loop] { loop->quit(); });
 }
 
 // Serves until SIGINT or SIGTERM (or a successor serves). Throws what
@@ -260,11 +278,14 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
   EventLoop loop(settings.backend);
   std::shared_ptr<libnet::http2::Service> h2;
   int signals = 0;
+  HttpServer* started = nullptr;  // once it has started, a signal drains it
   // Before the server's threads: a signal from here on stops it cleanly.
   // What SIGINT / SIGTERM do, and a successor's readiness too.
   const std::function<void()> onStopSignal = [&] {
-    if (++signals > 1 || !h2) return loop.quit();
-    stopGracefully(&loop, h2.get(), std::chrono::seconds(settings.headerTimeout));
+    if (started == nullptr) return loop.quit();
+    const bool first = ++signals == 1;
+    startDrain(started, &loop,
+               first ? std::chrono::seconds(settings.drainTimeout) : libnet::Duration::zero());
   };
   SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) { onStopSignal(); });
   std::function<void()> onHangUp;  // once serving
@@ -279,6 +300,7 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
     h2 = libnet::http2::serve(server, {.priorKnowledge = settings.h2c});
   }
   server.start();
+  started = &server;
   if (settings.tls.enabled()) {
     std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
   }

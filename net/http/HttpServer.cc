@@ -241,21 +241,31 @@ void HttpServer::onDrain(const TcpConnectionPtr& conn, Duration grace) {
 void HttpServer::closeIfIdle(const TcpConnectionPtr& conn, ConnectionState* state, Duration grace) {
   // Mid-request, or requests buffered: the answer says Connection: close.
   if (state->parser.midRequest() || conn->inputBuffer()->readableBytes() > 0) return;
-  const Duration idleFor = Timestamp::now() - state->lastActive;
-  if (idleFor < grace) {
-    conn->loop()->runAfter(grace - idleFor, [weakConn = std::weak_ptr<TcpConnection>(conn)] {
-      const TcpConnectionPtr c = weakConn.lock();
-      if (!c || !c->connected()) return;
-      ConnectionState* s = stateOf(c);
-      if (s != nullptr && !s->closing) closeIfIdle(c, s, Duration::zero());
-    });
+  const Timestamp now = Timestamp::now();
+  Duration wait;
+  if (conn->queuedOutputBytes() > 0) {
+    // Still answering (a keep-alive answer, sent before the drain): the
+    // client's next request comes only once it has read it, so the grace
+    // counts from when the output is gone, looked at every so often.
+    state->lastActive = now;
+    wait = std::clamp<Duration>(grace / 4, std::chrono::milliseconds(5),
+                                std::chrono::milliseconds(50));
+  } else if (const Duration idleFor = now - state->lastActive; idleFor < grace) {
+    wait = grace - idleFor;
+  } else {
+    // Half-closed rather than closed: a request racing the FIN is discarded
+    // instead of turning the close into a reset.
+    state->closing = true;
+    state->linger = true;
+    finishClosing(conn, state, conn->inputBuffer());
     return;
   }
-  // Half-closed rather than closed: a request racing the FIN is discarded
-  // instead of turning the close into a reset.
-  state->closing = true;
-  state->linger = true;
-  finishClosing(conn, state, conn->inputBuffer());
+  conn->loop()->runAfter(wait, [weakConn = std::weak_ptr<TcpConnection>(conn), grace] {
+    const TcpConnectionPtr c = weakConn.lock();
+    if (!c || !c->connected()) return;
+    ConnectionState* s = stateOf(c);
+    if (s != nullptr && !s->closing) closeIfIdle(c, s, grace);
+  });
 }
 
 void HttpServer::start() {
