@@ -5,7 +5,7 @@
 # (LISTEN_FDS); once it serves, the old process drains and exits 0; wrk
 # reports no socket error and no non-2xx answer; the successor answers
 # afterwards, holds no fd it should not (no pipe beyond stdout/stderr), and
-# exits on SIGTERM.
+# exits on SIGTERM. A successor that fails leaves the old process serving.
 set -euo pipefail
 
 source "$(dirname "$0")/../test_lib.sh"
@@ -39,7 +39,7 @@ expect_exit_zero() {
   wait "$pid" || status=$?
   kill "$watchdog" 2>/dev/null || true
   wait "$watchdog" 2>/dev/null || true
-  [[ $status -eq 0 ]] || fail "the old server exited $status (137: still running after 15 s)"
+  [[ $status -eq 0 ]] || fail "the server exited $status (137: still running after 15 s)"
 }
 
 run_case() {
@@ -93,6 +93,32 @@ run_case() {
   exec {server_out}<&-
 }
 
+# A successor that cannot start (its --root is gone: a usage error, exit 2)
+# is reported, and the old process goes on serving, then stops on SIGTERM
+# with status 0.
+failing_successor() {
+  echo "== a successor that fails"
+  local root
+  root=$(mktemp -d)
+  coproc SERVER { exec "$server" --address 127.0.0.1 --port 0 --root "$root" 2>&1; }
+  local old_pid=$SERVER_PID
+  exec {server_out}<&"${SERVER[0]}"
+  expect_line 'listening on 127\.0\.0\.1:([0-9]+)$' 20
+  local port=${BASH_REMATCH[1]}
+  rmdir "$root"
+  kill -HUP "$old_pid"
+  expect_line 'successor [0-9]+ failed: (.*); still serving$' 15
+  [[ "${BASH_REMATCH[1]}" == *"exited with status 2"* ]] ||
+    fail "unexpected reason: ${BASH_REMATCH[1]}"
+  local body
+  body=$(curl -sS --max-time 5 "http://127.0.0.1:$port/hello") || fail "curl after the failure"
+  [[ "$body" == "hello world" ]] || fail "the old server answered '$body'"
+  kill -TERM "$old_pid"
+  expect_exit_zero "$old_pid"
+  exec {server_out}<&-
+}
+
+failing_successor
 for backend in epoll uring; do
   for threads in 0 2; do
     run_case "$backend" "$threads"
