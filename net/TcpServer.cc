@@ -129,9 +129,9 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   std::atomic<size_t> count{0};            // connections.size(), for other threads
   std::unique_ptr<TimingWheel> idleWheel;  // while the idle timeout is on
   std::unique_ptr<Acceptor> acceptor;      // kPerLoop with I/O threads
+  bool serverAlive = true;                 // until tearDown()
   // Inherited sockets, kPerLoop: this loop's acceptors after the first.
   std::vector<std::unique_ptr<Acceptor>> moreAcceptors;
-  bool serverAlive = true;  // until tearDown()
   // What this loop's connections were made with: the layer that made their
   // I/O strategies lives at least until tearDown() has destroyed them. Held
   // here rather than by each connection's close callback, which then
@@ -477,6 +477,8 @@ void TcpServer::startInheritedPerLoop() {
 
 std::vector<int> TcpServer::listeningFds() const {
   loop_->assertInLoopThread();
+  // Draining, the acceptors close their sockets: the numbers would be stale.
+  if (drain_) return {};
   if (started_) return listeningFds_;
   std::vector<int> fds;
   if (acceptor_) fds.push_back(acceptor_->fd());

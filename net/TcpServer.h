@@ -197,7 +197,8 @@ class TcpServer {
   // The listening sockets, one fd per socket (not per acceptor), borrowed:
   // for passing on to a successor (net/Successor.h), which then listens on
   // the very same sockets. Before start(): the constructor's; after it,
-  // with kPerLoop and no inherited sockets, the per-loop ones. Server's
+  // with kPerLoop and no inherited sockets, the per-loop ones; none once
+  // drain() has been called (the sockets are being closed). Server's
   // thread only, while the server lives.
   [[nodiscard]] std::vector<int> listeningFds() const;
 

@@ -184,6 +184,8 @@ void expectDrainClosesEverySocket(TcpServerInheritedTest* test, EventLoop* loop,
   std::promise<void> drained;
   runSync(loop, [&] { server->drain(std::chrono::seconds(5), [&] { drained.set_value(); }); });
   ASSERT_EQ(drained.get_future().wait_for(test::kWait), std::future_status::ready);
+  // Nothing to pass on any more.
+  EXPECT_TRUE(runSync(loop, [&] { return server->listeningFds(); }).empty());
   for (const SocketAddress& address : addresses) {
     EXPECT_THROW(BlockingClient client(address), std::runtime_error) << address.toIpPort();
   }
