@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <string>
 #include <system_error>
 
 #include "base/Logging.h"
@@ -20,6 +21,16 @@
 namespace libnet {
 
 namespace {
+
+// Whether an adopted socket is a Unix one; throws if it is no socket.
+bool isUnixSocket(int fd) {
+  const std::optional<SocketAddress> address = Socket::tryAddress(fd, /*peer=*/false);
+  if (!address) {
+    throw std::system_error(errno, std::system_category(),
+                            "getsockname on listening fd " + std::to_string(fd));
+  }
+  return address->isUnix();
+}
 
 UniqueFd openSpareFd() { return UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC)); }
 
@@ -135,6 +146,22 @@ Acceptor::Acceptor(EventLoop* loop, const SocketAddress& listenAddr, bool reuseP
   SpareFd::instance().attach();
 }
 
+Acceptor::Acceptor(EventLoop* loop, UniqueFd listening)
+    : loop_(loop),
+      unix_(isUnixSocket(listening.get())),
+      socket_(std::move(listening)),
+      adopted_(true) {
+  // Non-blocking: both backends expect it (epoll's accept4 loop ends on
+  // EAGAIN). The flag is on the open file, which the process that passed
+  // the socket shares: it had it non-blocking too if it was ours.
+  const int flags = ::fcntl(socket_.fd(), F_GETFL);
+  if (flags < 0 || ::fcntl(socket_.fd(), F_SETFL, flags | O_NONBLOCK) < 0) {
+    throw std::system_error(errno, std::system_category(), "fcntl O_NONBLOCK on a listening fd");
+  }
+  io_ = LoopInternals::poller(*loop_).newAcceptorIo(this, socket_.fd());
+  SpareFd::instance().attach();
+}
+
 void Acceptor::bindUnix(const SocketAddress& listenAddr, std::optional<mode_t> fileMode) {
   if (!listenAddr.isAbstract()) file_ = std::make_unique<UnixSocketFile>(listenAddr.path());
   socket_.bindAddress(listenAddr);
@@ -155,7 +182,7 @@ Acceptor::~Acceptor() {
 
 void Acceptor::listen() {
   if (listening_) return;
-  if (!unix_) socket_.listen();
+  if (!unix_ && !adopted_) socket_.listen();
   listening_ = true;
   // Queued (from another thread) ahead of anything that could destroy us on
   // the loop.
@@ -181,8 +208,42 @@ void Acceptor::onAccepted(UniqueFd fd, const std::optional<SocketAddress>& peer)
   if (callback_) callback_(std::move(fd), peer);
 }
 
+void Acceptor::stopAccepting(std::function<void()> stopped) {
+  loop_->assertInLoopThread();
+  if (stopping_) return;
+  stopping_ = true;
+  if (retryTimer_.valid()) loop_->cancel(retryTimer_);
+  if (continueTimer_.valid()) loop_->cancel(continueTimer_);
+  retryTimer_ = TimerId();
+  continueTimer_ = TimerId();
+  io_->stop([this, stopped = std::move(stopped)] {
+    acceptBacklog();
+    stopped();
+  });
+}
+
+void Acceptor::acceptBacklog() {
+  // Bounded by the backlog (somaxconn), plus what arrives meanwhile: a cap
+  // keeps a connect storm from holding the loop here for ever.
+  constexpr int kMaxBacklogAccepts = 65536;
+  for (int i = 0; i < kMaxBacklogAccepts; ++i) {
+    SocketAddress peer;
+    UniqueFd fd = socket_.accept(&peer);
+    if (fd) {
+      onAccepted(std::move(fd), peer);
+      continue;
+    }
+    if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+    if (errno == EMFILE || errno == ENFILE) {
+      if (dropOneForFdLimit()) continue;
+    }
+    return;
+  }
+}
+
 bool Acceptor::acceptPending() {
   loop_->assertInLoopThread();
+  if (stopping_) return false;
   bool acceptedAny = false;
   for (int accepted = 0;; ++accepted) {
     if (accepted == kMaxAcceptsPerCall) {

@@ -72,6 +72,11 @@ class Acceptor : private AcceptorIo::Owner {
   // for it) and `unixFileMode`, if any, is the mode of a path's socket file.
   Acceptor(EventLoop* loop, const SocketAddress& listenAddr, bool reusePort,
            std::optional<mode_t> unixFileMode = std::nullopt);
+  // Adopts a socket that is already bound and listening (inherited:
+  // net/ListenFds.h), made non-blocking here. A Unix socket's file is not
+  // ours (we did not create it): it is left in place when we go. Throws
+  // std::system_error if it is not a socket.
+  Acceptor(EventLoop* loop, UniqueFd listening);
   ~Acceptor();
   Acceptor(const Acceptor&) = delete;
   Acceptor& operator=(const Acceptor&) = delete;
@@ -87,8 +92,17 @@ class Acceptor : private AcceptorIo::Owner {
   // to every socket accepted from it (one setsockopt instead of one per
   // connection). Nothing on a Unix socket.
   void setTcpNoDelay(bool on) { socket_.setTcpNoDelay(on); }
+  // Draining, loop thread, after listen(): stops taking connections, takes
+  // what is already in the backlog (the kernel completed those handshakes:
+  // closing the socket would reset them), then runs `stopped`. Every
+  // connection so accepted goes to the callback first. The socket itself is
+  // closed with the Acceptor (never shut down: another process may share
+  // it), which `stopped` may have destroyed later, not from inside it.
+  void stopAccepting(std::function<void()> stopped);
   // The bound address, with the real port when port 0 was asked for.
   [[nodiscard]] SocketAddress localAddress() const { return Socket::localAddress(socket_.fd()); }
+  // The listening socket, borrowed (to be passed on to a successor).
+  [[nodiscard]] int fd() const { return socket_.fd(); }
 
  private:
   // AcceptorIo::Owner
@@ -101,6 +115,8 @@ class Acceptor : private AcceptorIo::Owner {
   void bindUnix(const SocketAddress& listenAddr, std::optional<mode_t> fileMode);
   // Out of fds and no spare to drop connections with: try again later.
   void retryLater();
+  // stopAccepting(): accept4(2) until the backlog is empty.
+  void acceptBacklog();
   // acceptPending() stopped at kMaxAcceptsPerCall: go on next turn.
   void continueLater();
 
@@ -116,6 +132,8 @@ class Acceptor : private AcceptorIo::Owner {
   std::unique_ptr<UnixSocketFile> file_;  // bound to a path
   NewConnectionCallback callback_;
   bool listening_ = false;
+  const bool adopted_ = false;  // listening already (the second constructor)
+  bool stopping_ = false;       // stopAccepting()
   std::unique_ptr<AcceptorIo> io_;
   TimerId retryTimer_;              // while stalled (see kStalledRetry)
   TimerId continueTimer_;           // continueLater()

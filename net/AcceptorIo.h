@@ -11,6 +11,7 @@
 // library's inside, not of its API.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "base/UniqueFd.h"
@@ -53,6 +54,11 @@ class AcceptorIo {
   // batch through Owner::acceptPending(), the rest on the next turn), since
   // no new readiness or completion may come for them.
   virtual void resume() = 0;
+  // Stop taking connections (draining): `stopped` runs on the loop once no
+  // accept is in flight any more; every connection the kernel handed over
+  // before that has gone to Owner::onAccepted(). What is still in the
+  // backlog is left to the owner. At most once.
+  virtual void stop(std::function<void()> stopped) = 0;
 };
 
 }  // namespace libnet

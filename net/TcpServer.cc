@@ -1,12 +1,15 @@
 #include "net/TcpServer.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 
@@ -20,6 +23,7 @@
 #include "net/LoopInternals.h"
 #include "net/Poller.h"
 #include "net/ProxyHeaderReader.h"
+#include "net/Socket.h"
 #include "net/TcpConnection.h"
 #include "net/TimingWheel.h"
 
@@ -32,6 +36,10 @@ void closeIdle(const TcpConnectionPtr& conn) {
   LOG_DEBUG << conn->name() << " is idle, closing it";
   conn->forceClose();
 }
+
+// A draining connection, when the application set no drain callback: it
+// closes once its queued output is written and the peer has closed.
+void shutdownOnDrain(const TcpConnectionPtr& conn) { conn->shutdown(); }
 
 // How long the destructor waits for the I/O loops to destroy their
 // acceptors: they do so as soon as their current turn ends, unless a
@@ -101,6 +109,32 @@ void refuse(int fd, const std::string& refusal) {
   (void)::send(fd, refusal.data(), refusal.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+// The inherited sockets' checks (the second constructor): the first one's
+// address, or a clear error.
+SocketAddress inheritedAddress(const std::vector<UniqueFd>& sockets) {
+  if (sockets.empty()) throw std::invalid_argument("TcpServer: no listening socket given");
+  for (const UniqueFd& fd : sockets) {
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0) {
+      throw std::system_error(errno, std::system_category(),
+                              "TcpServer: listening fd " + std::to_string(fd.get()));
+    }
+    if (listening == 0) {
+      throw std::system_error(EINVAL, std::system_category(),
+                              "TcpServer: fd " + std::to_string(fd.get()) + " is not listening");
+    }
+  }
+  return Socket::localAddress(sockets.front().get());
+}
+
+// A second fd for a listening socket that two loops share.
+UniqueFd duplicate(int fd) {
+  UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!copy) throw std::system_error(errno, std::system_category(), "dup of a listening socket");
+  return copy;
+}
+
 }  // namespace
 
 struct TcpServer::ConnectionFactory {
@@ -120,6 +154,7 @@ struct TcpServer::ConnectionFactory {
   mutable Mutex peersMutex;
   // With maxPerPeer: open connections by client IP address.
   mutable std::unordered_map<std::string, size_t> peers LIBNET_GUARDED_BY(peersMutex);
+  DrainCallback drainCallback;  // never null
 };
 
 // Also the loop's receiver of the sockets the accepting loop posts to its
@@ -137,6 +172,8 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   std::unique_ptr<TimingWheel> idleWheel;  // while the idle timeout is on
   std::unique_ptr<Acceptor> acceptor;      // kPerLoop with I/O threads
   bool serverAlive = true;                 // until tearDown()
+  // Inherited sockets, kPerLoop: this loop's acceptors after the first.
+  std::vector<std::unique_ptr<Acceptor>> moreAcceptors;
   // What this loop's connections were made with: the layer that made their
   // I/O strategies lives at least until tearDown() has destroyed them. Held
   // here rather than by each connection's close callback, which then
@@ -155,6 +192,12 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   std::atomic<uint64_t> closed{0};
   std::atomic<uint64_t> refused{0};
   ConnectionCounters counters;  // bytes of this loop's connections
+  // Graceful drain, this loop's part: set when the server tells (or
+  // forces) its connections; a connection made later is told (or closed)
+  // as it comes up, and the last one to leave reports through the watch.
+  bool draining = false;
+  bool forcing = false;
+  std::shared_ptr<DrainWatch> drainWatch;
 
   // A socket handed over ring to ring. None is delivered here after
   // tearDown(), which removes the receiver: the poller closes what arrives
@@ -164,6 +207,19 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
                         std::memory_order_relaxed);
     if (serverAlive) newConnection(this, std::move(fd), std::nullopt);
   }
+};
+
+// The server's side of a drain, on its loop.
+struct TcpServer::DrainState {
+  std::vector<std::function<void()>> done;
+  MonoTime deadline;
+  TimerId timer;
+  size_t acceptorsLeft = 0;  // still stopping
+  bool forceAsked = false;   // the deadline came while acceptors were stopping
+  bool forced = false;       // forceLoop() queued to every loop
+  size_t loopsTold = 0;      // loops that told their connections
+  size_t loopsForced = 0;    // loops that force-closed theirs
+  bool finished = false;
 };
 
 TcpServer::TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name)
@@ -181,11 +237,28 @@ TcpServer::TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::stri
       messageCallback_(defaultMessageCallback),
       listenAddr_(acceptor_->localAddress()) {}
 
+TcpServer::TcpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name)
+    : TcpServer(loop, std::move(listeningSockets), std::move(name), Options{}) {}
+
+TcpServer::TcpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name,
+                     Options options)
+    : loop_(loop),
+      name_(std::move(name)),
+      options_(checked(options)),
+      threadPool_(std::make_unique<EventLoopThreadPool>(loop, name_, options_.threads)),
+      connectionCallback_(defaultConnectionCallback),
+      messageCallback_(defaultMessageCallback),
+      listenAddr_(inheritedAddress(listeningSockets)),
+      inherited_(std::move(listeningSockets)) {}
+
 TcpServer::~TcpServer() {
   loop_->assertInLoopThread();
+  if (drainWatch_) drainWatch_->server = nullptr;
+  if (drain_ && drain_->timer.valid()) loop_->cancel(drain_->timer);
   // No connection is made from here on: the server's own acceptor is on this
   // thread; each per-loop acceptor is destroyed on its loop, waited for.
   acceptor_.reset();
+  moreAcceptors_.clear();
   stopPerLoopAcceptors();
   // Sockets handed over ring to ring (kHandOver) that this loop's ring has
   // not submitted yet leave now: this loop does not turn again before the
@@ -220,17 +293,17 @@ TcpServer::~TcpServer() {
 }
 
 void TcpServer::stopPerLoopAcceptors() {
-  std::vector<std::shared_ptr<LoopState>> withAcceptor;
-  for (const std::shared_ptr<LoopState>& state : loopStates_) {
-    if (state->acceptor) withAcceptor.push_back(state);
-  }
-  if (withAcceptor.empty()) return;
+  // Each loop's own thread may be resetting its acceptor (a drain): which
+  // loops have one is known here from start(), not read from the states.
+  if (!perLoop_) return;
+  const std::vector<std::shared_ptr<LoopState>>& withAcceptor = loopStates_;
   auto stopped = std::make_shared<CountDownLatch>(static_cast<int>(withAcceptor.size()));
   for (const std::shared_ptr<LoopState>& state : withAcceptor) {
     // Queued after the acceptor's own start (Acceptor::listen()), so it
     // never overtakes it.
     state->loop->runInLoop([state, stopped] {
       state->acceptor.reset();
+      state->moreAcceptors.clear();
       stopped->countDown();
     });
   }
@@ -246,6 +319,7 @@ void TcpServer::tearDown(LoopState* state) {
   state->serverAlive = false;
   state->acceptor.reset();
   state->proxyReader.reset();  // closes the sockets still without a header
+  state->moreAcceptors.clear();
   if (state->receiving.load(std::memory_order_relaxed)) {
     LoopInternals::poller(*state->loop).removeFdReceiver(state->receiverToken);
   }
@@ -302,9 +376,15 @@ void TcpServer::setWriteCompleteCallback(WriteCompleteCallback cb) {
   writeCompleteCallback_ = std::move(cb);
 }
 
+void TcpServer::setDrainCallback(DrainCallback cb) {
+  checkNotStarted("setDrainCallback");
+  drainCallback_ = std::move(cb);
+}
+
 void TcpServer::start() {
   loop_->assertInLoopThread();
   if (started_) return;
+  listeningFds_ = listeningFds();
   threadPool_->start(threadInitCallback_);
   withIoThreads_ = threadPool_->allLoops().front() != loop_;
   // A Unix path or name can be bound by one socket only: no socket per loop.
@@ -333,30 +413,22 @@ void TcpServer::start() {
   factory_->maxConnections = options_.maxConnections;
   factory_->maxPerPeer = options_.maxConnectionsPerPeer;
   factory_->refusal = options_.refusal;
+  factory_->drainCallback = drainCallback_ ? drainCallback_ : DrainCallback(shutdownOnDrain);
+  perLoop_ = perLoop;
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->factory = factory_;
   if (options_.proxyProtocol.enabled) startProxyHeaderReaders();
   // TCP_NODELAY (Options::tcpNoDelay) goes on the listening socket(s), whose
   // accepted sockets inherit it: no setsockopt per connection.
-  if (perLoop) {
+  if (perLoop && !inherited_.empty()) {
+    startInheritedPerLoop();
+  } else if (perLoop) {
     startPerLoopAcceptors();
-  } else {
-    if (options_.tcpNoDelay) acceptor_->setTcpNoDelay(true);
-    if (const int seconds = deferAcceptSeconds(options_.deferAccept); seconds > 0) {
-      acceptor_->setDeferAccept(seconds);
+    listeningFds_.clear();
+    for (const std::shared_ptr<LoopState>& state : loopStates_) {
+      listeningFds_.push_back(state->acceptor->fd());
     }
-    // The acceptor is on this loop and destroyed first by ~TcpServer, so it
-    // may use the server.
-    acceptor_->setNewConnectionCallback(
-        [this](UniqueFd fd, const std::optional<SocketAddress>& peer) {
-          LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
-          if (state->loop == loop_) {
-            newConnection(state, std::move(fd), peer);
-          } else {
-            handOver(state, std::move(fd), peer);
-          }
-        });
-    if (withIoThreads_ && options_.ringHandOver) startRingHandOver();
-    acceptor_->listen();
+  } else {
+    startServerLoopAcceptors();
   }
   started_ = true;
   LOG_DEBUG << "TcpServer " << name_ << " listening on " << listenAddr_.toIpPort()
@@ -385,6 +457,85 @@ void TcpServer::startPerLoopAcceptors() {
   // Listening only once all are bound, so that a failure leaves none half
   // started; each starts taking connections on its own loop.
   for (const std::shared_ptr<LoopState>& state : loopStates_) state->acceptor->listen();
+}
+
+void TcpServer::startServerLoopAcceptors() {
+  if (!inherited_.empty()) adoptInheritedOnServerLoop();
+  // The acceptors are on this loop and destroyed first by ~TcpServer, so
+  // they may use the server.
+  auto onAccepted = [this](UniqueFd fd, const std::optional<SocketAddress>& peer) {
+    ++acceptedByServer_;
+    LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
+    if (state->loop == loop_) {
+      newConnection(state, std::move(fd), peer);
+    } else {
+      handOver(state, std::move(fd), peer);
+    }
+  };
+  applySocketOptions(*acceptor_);
+  acceptor_->setNewConnectionCallback(onAccepted);
+  for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) {
+    applySocketOptions(*more);
+    more->setNewConnectionCallback(onAccepted);
+  }
+  if (withIoThreads_ && options_.ringHandOver) startRingHandOver();
+  acceptor_->listen();
+  for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) more->listen();
+}
+
+void TcpServer::applySocketOptions(Acceptor& acceptor) const {
+  if (options_.tcpNoDelay) acceptor.setTcpNoDelay(true);
+  if (const int seconds = deferAcceptSeconds(options_.deferAccept); seconds > 0) {
+    acceptor.setDeferAccept(seconds);
+  }
+}
+
+void TcpServer::adoptInheritedOnServerLoop() {
+  acceptor_ = std::make_unique<Acceptor>(loop_, std::move(inherited_.front()));
+  for (size_t i = 1; i < inherited_.size(); ++i) {
+    moreAcceptors_.push_back(std::make_unique<Acceptor>(loop_, std::move(inherited_[i])));
+  }
+  inherited_.clear();
+}
+
+void TcpServer::startInheritedPerLoop() {
+  const size_t loops = loopStates_.size();
+  const size_t sockets = inherited_.size();
+  std::vector<Acceptor*> bySocket;  // the first acceptor of each socket
+  for (size_t k = 0; k < std::max(loops, sockets); ++k) {
+    LoopState* state = loopStates_[k % loops].get();
+    UniqueFd fd = k < sockets ? std::move(inherited_[k]) : duplicate(bySocket[k % sockets]->fd());
+    auto acceptor = std::make_unique<Acceptor>(state->loop, std::move(fd));
+    applySocketOptions(*acceptor);
+    // As in startPerLoopAcceptors(): nothing of the server itself.
+    acceptor->setNewConnectionCallback(
+        [state](UniqueFd accepted, const std::optional<SocketAddress>& peer) {
+          newConnection(state, std::move(accepted), peer);
+        });
+    if (k < sockets) bySocket.push_back(acceptor.get());
+    if (!state->acceptor) {
+      state->acceptor = std::move(acceptor);
+    } else {
+      state->moreAcceptors.push_back(std::move(acceptor));
+    }
+  }
+  inherited_.clear();
+  // Listening only once all are made, so that a failure leaves none started.
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->acceptor->listen();
+    for (const std::unique_ptr<Acceptor>& more : state->moreAcceptors) more->listen();
+  }
+}
+
+std::vector<int> TcpServer::listeningFds() const {
+  loop_->assertInLoopThread();
+  // Draining, the acceptors close their sockets: the numbers would be stale.
+  if (drain_) return {};
+  if (started_) return listeningFds_;
+  std::vector<int> fds;
+  if (acceptor_) fds.push_back(acceptor_->fd());
+  for (const UniqueFd& fd : inherited_) fds.push_back(fd.get());
+  return fds;
 }
 
 size_t TcpServer::connectionCount() const {
@@ -553,6 +704,23 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
   conn->setConnectionCallback(f.connectionCallback);
   conn->setMessageCallback(f.messageCallback);
   conn->setWriteCompleteCallback(f.writeCompleteCallback);
+  setCloseCallback(state, conn, limited, std::move(peerKey));
+  conn->serverSlot_ = state->connections.size();
+  state->connections.push_back(conn);
+  state->count.store(state->connections.size(), std::memory_order_relaxed);
+  state->accepted.store(state->accepted.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+  conn->connectEstablished();
+  if (!state->draining || !conn->connected()) return;
+  if (state->forcing) {
+    conn->forceClose();
+  } else {
+    f.drainCallback(conn);
+  }
+}
+
+void TcpServer::setCloseCallback(LoopState* state, const TcpConnectionPtr& conn, bool limited,
+                                 std::string peerKey) {
   // On the connection's loop, which is state's. The state outlives every
   // call: tearDown() leaves no connection of its loop that could still close.
   // Without limits the callback captures one pointer (no allocation).
@@ -567,12 +735,6 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
       if (state->serverAlive) removeConnection(state, c);
     });
   }
-  conn->serverSlot_ = state->connections.size();
-  state->connections.push_back(conn);
-  state->count.store(state->connections.size(), std::memory_order_relaxed);
-  state->accepted.store(state->accepted.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_relaxed);
-  conn->connectEstablished();
 }
 
 void TcpServer::startProxyHeaderReaders() {
@@ -602,6 +764,182 @@ void TcpServer::removeConnection(LoopState* state, const TcpConnectionPtr& conn)
   bump(state->closed);
   // Queued, not run: we may be inside conn's own event handler right now.
   state->loop->queueInLoop([leaving = std::move(leaving)] { leaving->connectDestroyed(); });
+  if (state->draining && connections.empty()) reportEmpty(state);
+}
+
+void TcpServer::drain(Duration deadline, std::function<void()> done) {
+  loop_->assertInLoopThread();
+  if (!started_) {
+    if (done) done();
+    return;
+  }
+  const MonoTime due = MonoClock::now() + std::max(deadline, Duration::zero());
+  if (drain_) {
+    if (done && drain_->finished) {
+      loop_->queueInLoop(std::move(done));
+      return;
+    }
+    if (done) drain_->done.push_back(std::move(done));
+    if (!drain_->forced && !drain_->forceAsked && due < drain_->deadline) armDrainDeadline(due);
+    return;
+  }
+  drain_ = std::make_unique<DrainState>();
+  drainWatch_ = std::make_shared<DrainWatch>(DrainWatch{this, loop_});
+  if (done) drain_->done.push_back(std::move(done));
+  armDrainDeadline(due);
+  stopAccepting();
+}
+
+bool TcpServer::stoppedAccepting() const {
+  loop_->assertInLoopThread();
+  return drain_ != nullptr && drain_->acceptorsLeft == 0;
+}
+
+void TcpServer::armDrainDeadline(MonoTime due) {
+  if (drain_->timer.valid()) loop_->cancel(drain_->timer);
+  drain_->deadline = due;
+  drain_->timer = loop_->runAt(due, [watch = drainWatch_] {
+    if (watch->server) watch->server->forceDrain();
+  });
+}
+
+void TcpServer::stopAccepting() {
+  std::shared_ptr<DrainWatch> watch = drainWatch_;
+  if (!perLoop_) {
+    // The first inherited socket's acceptor and the others' (moreAcceptors_).
+    drain_->acceptorsLeft = 1 + moreAcceptors_.size();
+    auto stopped = [this, watch] {
+      // Not from inside the acceptor's own completion handler.
+      loop_->queueInLoop([watch] {
+        if (watch->server) watch->server->onAcceptorStopped();
+      });
+    };
+    acceptor_->stopAccepting(stopped);
+    for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) more->stopAccepting(stopped);
+    return;
+  }
+  // Each loop's acceptors: fixed since start(), so counted here.
+  drain_->acceptorsLeft = 0;
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    drain_->acceptorsLeft += 1 + state->moreAcceptors.size();
+  }
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->loop->runInLoop([state, watch] {
+      // None: the server is being destroyed (tearDown() ran).
+      if (!state->acceptor) return;
+      auto left = std::make_shared<size_t>(1 + state->moreAcceptors.size());
+      auto stopped = [state, watch, left] {
+        if (--*left == 0) {
+          state->loop->queueInLoop([state] {
+            state->acceptor.reset();
+            state->moreAcceptors.clear();
+          });
+        }
+        watch->loop->runInLoop([watch] {
+          if (watch->server) watch->server->onAcceptorStopped();
+        });
+      };
+      state->acceptor->stopAccepting(stopped);
+      for (const std::unique_ptr<Acceptor>& more : state->moreAcceptors) {
+        more->stopAccepting(stopped);
+      }
+    });
+  }
+}
+
+void TcpServer::onAcceptorStopped() {
+  if (--drain_->acceptorsLeft > 0) return;
+  if (!perLoop_) {
+    acceptor_.reset();
+    moreAcceptors_.clear();
+  }
+  LOG_DEBUG << "TcpServer " << name_ << " stopped accepting; draining " << connectionCount()
+            << " connection(s)";
+  if (drain_->forceAsked) {
+    forceDrain();
+  } else {
+    tellConnections();
+  }
+}
+
+void TcpServer::tellConnections() {
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->loop->runInLoop([state, watch = drainWatch_] { drainLoop(state.get(), watch); });
+  }
+}
+
+void TcpServer::drainLoop(LoopState* state, const std::shared_ptr<DrainWatch>& watch) {
+  state->draining = true;
+  state->drainWatch = watch;
+  // A copy: a callback may close its connection, which leaves the list.
+  const std::vector<TcpConnectionPtr> connections = state->connections;
+  for (const TcpConnectionPtr& conn : connections) {
+    if (conn->connected()) state->factory->drainCallback(conn);
+  }
+  report(watch, Report::kTold);
+}
+
+void TcpServer::forceDrain() {
+  drain_->timer = TimerId();
+  if (drain_->finished || drain_->forced) return;
+  if (drain_->acceptorsLeft > 0) {
+    drain_->forceAsked = true;  // onAcceptorStopped() comes back here
+    return;
+  }
+  drain_->forced = true;
+  LOG_INFO << "TcpServer " << name_ << ": drain deadline, closing " << connectionCount()
+           << " connection(s)";
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    state->loop->runInLoop([state, watch = drainWatch_] { forceLoop(state.get(), watch); });
+  }
+}
+
+void TcpServer::forceLoop(LoopState* state, const std::shared_ptr<DrainWatch>& watch) {
+  state->draining = true;
+  state->forcing = true;
+  state->drainWatch = watch;
+  const std::vector<TcpConnectionPtr> connections = state->connections;
+  for (const TcpConnectionPtr& conn : connections) conn->forceClose();
+  // Queued behind the closes forceClose() queued.
+  state->loop->queueInLoop([watch] { report(watch, Report::kForced); });
+}
+
+void TcpServer::reportEmpty(LoopState* state) {
+  if (state->drainWatch) report(state->drainWatch, Report::kEmpty);
+}
+
+void TcpServer::report(const std::shared_ptr<DrainWatch>& watch, Report what) {
+  watch->loop->runInLoop([watch, what] {
+    if (watch->server) watch->server->onLoopReport(what);
+  });
+}
+
+void TcpServer::onLoopReport(Report what) {
+  if (what == Report::kTold) ++drain_->loopsTold;
+  if (what == Report::kForced) ++drain_->loopsForced;
+  finishDrainIfDone();
+}
+
+void TcpServer::finishDrainIfDone() {
+  DrainState& d = *drain_;
+  if (d.finished) return;
+  if (d.forced) {
+    if (d.loopsForced < loopStates_.size()) return;
+  } else {
+    if (d.loopsTold < loopStates_.size() || connectionCount() != 0) return;
+    // kHandOver: a socket handed over ring to ring may still be on its way.
+    uint64_t made = 0;
+    for (const std::shared_ptr<LoopState>& state : loopStates_) {
+      made += state->accepted.load(std::memory_order_relaxed);
+    }
+    if (!perLoop_ && made != acceptedByServer_) return;
+  }
+  d.finished = true;
+  if (d.timer.valid()) loop_->cancel(d.timer);
+  d.timer = TimerId();
+  std::vector<std::function<void()>> done;
+  done.swap(d.done);
+  for (std::function<void()>& f : done) f();
 }
 
 }  // namespace libnet

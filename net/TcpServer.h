@@ -208,6 +208,26 @@ class TcpServer {
   // throws std::invalid_argument for a bad option.
   TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name);
   TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name, Options options);
+  // Serves sockets that are already bound and listening, inherited from the
+  // process that started this one (net/ListenFds.h: systemd socket
+  // activation, or a predecessor's hand-over), instead of binding; the
+  // server owns them. listenAddress() is the first one's. Which loop accepts
+  // on which socket:
+  // - with I/O threads and kPerLoop (a TCP first socket): one acceptor per
+  //   I/O loop at least, and one per socket at least: acceptor k runs on
+  //   loop k % loops and accepts on socket k % sockets (a socket shared by
+  //   two loops is dup()ed; both backends may wait on one listening socket
+  //   from several loops, and the kernel gives each connection to one);
+  // - otherwise (kHandOver, no I/O threads, a Unix first socket): the
+  //   server's loop accepts on all of them, and hands out as usual.
+  // Options::reusePort and unixFileMode do nothing here (the sockets are
+  // bound already); tcpNoDelay and deferAccept are set on every socket. A
+  // Unix socket's file is not removed when the server goes: we did not
+  // create it. Throws std::invalid_argument when there is no socket, and
+  // std::system_error when one is not a socket.
+  TcpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name);
+  TcpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name,
+            Options options);
   ~TcpServer();
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
@@ -218,6 +238,14 @@ class TcpServer {
   [[nodiscard]] SocketAddress listenAddress() const;
 
   [[nodiscard]] const Options& options() const { return options_; }
+
+  // The listening sockets, one fd per socket (not per acceptor), borrowed:
+  // for passing on to a successor (net/Successor.h), which then listens on
+  // the very same sockets. Before start(): the constructor's; after it,
+  // with kPerLoop and no inherited sockets, the per-loop ones; none once
+  // drain() has been called (the sockets are being closed). Server's
+  // thread only, while the server lives.
+  [[nodiscard]] std::vector<int> listeningFds() const;
 
   // The callbacks: before start(); a call after start() throws
   // std::logic_error (the connections are made with what start() copied).
@@ -233,6 +261,30 @@ class TcpServer {
   void setConnectionCallback(ConnectionCallback cb);
   void setMessageCallback(MessageCallback cb);
   void setWriteCompleteCallback(WriteCompleteCallback cb);
+
+  // Graceful drain.
+  // What a connection is told when the server starts draining (on its loop,
+  // once): the protocol above decides whether it closes now (idle) or after
+  // its current work. Before start(), like the other setters.
+  using DrainCallback = std::function<void(const TcpConnectionPtr&)>;
+  void setDrainCallback(DrainCallback cb);
+  // Server's loop thread, after start(). Stops accepting at once (every
+  // acceptor on its own loop: the sockets already in the backlog, whose
+  // handshakes the kernel completed, are accepted and served, and the
+  // listening socket is closed, never shut down), then calls the drain
+  // callback for every live connection (default: conn->shutdown(), which
+  // closes once queued output is written) and for every one made after
+  // that (a socket in flight to its loop). Runs `done` on this loop once
+  // the last connection has closed, or once `deadline` has passed, after
+  // force-closing those left. A second drain() with a shorter deadline
+  // brings it forward; drain(Duration::zero(), ...) forces at once; each
+  // `done` runs once. Destroying the server before `done` ran is fine (the
+  // pending ones never run).
+  void drain(Duration deadline, std::function<void()> done);
+  [[nodiscard]] bool draining() const { return drain_ != nullptr; }
+  // Draining, every listening socket is closed (from then on, connects are
+  // refused) and the connections are being told. Server's loop thread.
+  [[nodiscard]] bool stoppedAccepting() const;
 
   // Starts the I/O threads and listens. Idempotent. Loop thread only.
   void start();
@@ -299,8 +351,47 @@ class TcpServer {
   // On state's loop: the connection is done; it is destroyed from the loop's
   // queue (we may be inside its own event handler).
   static void removeConnection(LoopState* state, const TcpConnectionPtr& conn);
+  // newConnection(): what conn's close does (with the limits on, it gives
+  // back what admit() counted under peerKey).
+  static void setCloseCallback(LoopState* state, const TcpConnectionPtr& conn, bool limited,
+                               std::string peerKey);
   // On state's loop: the server is going; destroys its connections.
   static void tearDown(LoopState* state);
+
+  // Inherited sockets (the second constructor), from start(). The per-loop
+  // rule: acceptors on the I/O loops.
+  void startInheritedPerLoop();
+  // Otherwise: acceptor_ takes the first socket, moreAcceptors_ the others.
+  void adoptInheritedOnServerLoop();
+  // kHandOver or no I/O threads: the acceptors on the server's loop.
+  void startServerLoopAcceptors();
+  // Options::tcpNoDelay and deferAccept on an acceptor's socket.
+  void applySocketOptions(Acceptor& acceptor) const;
+  // Graceful drain (drain()), on the server's loop unless said otherwise.
+  struct DrainState;
+  // What the loops' messages reach the server through: nulled by
+  // ~TcpServer, so that one arriving later finds no server.
+  struct DrainWatch {
+    TcpServer* server;
+    EventLoop* loop;  // the server's
+  };
+  void armDrainDeadline(MonoTime due);
+  void stopAccepting();
+  void onAcceptorStopped();
+  // Every acceptor has stopped: each loop tells its connections.
+  void tellConnections();
+  // On state's loop: the drain callback for each connection.
+  static void drainLoop(LoopState* state, const std::shared_ptr<DrainWatch>& watch);
+  // The deadline: each loop force-closes what is left.
+  void forceDrain();
+  static void forceLoop(LoopState* state, const std::shared_ptr<DrainWatch>& watch);
+  // A loop told (or forced) its connections, or its last one closed.
+  enum class Report { kTold, kForced, kEmpty };
+  void onLoopReport(Report report);
+  static void report(const std::shared_ptr<DrainWatch>& watch, Report report);
+  void finishDrainIfDone();
+  // On state's loop, draining: its last connection has gone.
+  static void reportEmpty(LoopState* state);
 
   EventLoop* loop_;
   const std::string name_;
@@ -322,6 +413,17 @@ class TcpServer {
   // so it lives until its connections are gone.
   std::vector<std::shared_ptr<LoopState>> loopStates_;
   size_t nextLoop_ = 0;  // kHandOver's round-robin
+  // Inherited listening sockets: held from the constructor to start(), which
+  // gives them to acceptors. The server loop's acceptors after the first.
+  std::vector<UniqueFd> inherited_;
+  std::vector<std::unique_ptr<Acceptor>> moreAcceptors_;
+  std::vector<int> listeningFds_;  // from start() (listeningFds())
+  // Graceful drain.
+  DrainCallback drainCallback_;
+  bool perLoop_ = false;           // from start(): state->acceptor per loop
+  uint64_t acceptedByServer_ = 0;  // by acceptor_ (kHandOver, no threads)
+  std::unique_ptr<DrainState> drain_;
+  std::shared_ptr<DrainWatch> drainWatch_;
 };
 
 }  // namespace libnet

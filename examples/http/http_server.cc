@@ -12,10 +12,17 @@
 // and their streams in flight are answered first (at most --header-timeout
 // seconds); a second signal stops at once. Exit status 1 if it cannot be
 // set up (port in use, root unreadable), 2 for bad arguments.
+//
+// Restart: started with listening sockets (LISTEN_FDS, systemd's socket
+// activation: net/ListenFds.h) it serves those instead of binding. SIGHUP
+// starts a successor (the same binary and arguments) on its listening
+// sockets (net/Successor.h); once that serves, this one stops as on
+// SIGTERM; if it fails or is not ready within 10 s, this one goes on serving.
 
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -23,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "base/Logging.h"
@@ -30,8 +38,10 @@
 #include "examples/common/ServerTls.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
+#include "net/ListenFds.h"
 #include "net/ProxyProtocol.h"
 #include "net/SignalSet.h"
+#include "net/Successor.h"
 #include "net/TcpServer.h"
 #include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
@@ -47,6 +57,7 @@ using libnet::Flags;
 using libnet::InetAddress;
 using libnet::PollerKind;
 using libnet::SignalSet;
+using libnet::Successor;
 using libnet::TcpServer;
 using libnet::http::HttpRequest;
 using libnet::http::HttpResponse;
@@ -62,7 +73,7 @@ constexpr const char* kUsage =
     "                   [--loop-stats 0|1] [--tls-cert FILE --tls-key FILE] [--h2c]\n"
     "                   [--proxy-protocol] [--trusted-proxy ADDR[/BITS],...]\n"
     "                   [--max-connections N] [--max-connections-per-client N]\n"
-    "                   [--metrics-path PATH]\n"
+    "                   [--metrics-path PATH] [--drain-timeout S] [--drain-grace MS]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -108,13 +119,25 @@ constexpr const char* kUsage =
     "                        the same, per client IP address (default 0)\n"
     "  --metrics-path PATH   GET PATH answers the server's metrics in the Prometheus text\n"
     "                        format (default: off)\n"
+    "  --drain-timeout S     on SIGINT/SIGTERM, connections still open after S seconds of\n"
+    "                        draining are closed; 0 closes them at once (default 10)\n"
+    "  --drain-grace MS      draining, a keep-alive connection idle for less than MS ms is\n"
+    "                        given until then to send one more request (answered with\n"
+    "                        Connection: close) before it is closed (default 200)\n"
     "  --help                print this help and exit\n"
     "\n"
     "GET /hello answers \"hello world\\n\", POST /echo the request body, GET /client-address\n"
-    "the client's \"IP:PORT\\n\". Prints\n"
-    "\"http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it (HTTP/2\n"
-    "connections get GOAWAY and their streams in flight finish first; a second signal stops\n"
-    "at once).\n";
+    "the client's \"IP:PORT\\n\". Prints \"http_server listening on IP:PORT\" once ready.\n"
+    "SIGINT or SIGTERM drains it: it stops\n"
+    "accepting, closes idle keep-alive connections, answers the requests in flight (and any\n"
+    "that arrive) with Connection: close, sends GOAWAY to HTTP/2 connections, and exits 0 once\n"
+    "every connection has closed, or when --drain-timeout has passed (the rest closed). A\n"
+    "second signal closes what is left at once (still exit 0).\n"
+    "\n"
+    "Restart: with LISTEN_PID and LISTEN_FDS set (systemd socket activation), it serves the\n"
+    "inherited listening sockets (--address and --port are ignored). SIGHUP starts a new\n"
+    "http_server with the same arguments on the same listening sockets; once it serves, this\n"
+    "one drains as on SIGTERM; if it fails, this one goes on serving.\n";
 
 constexpr std::string_view kHello = "hello world\n";
 
@@ -142,6 +165,9 @@ struct Settings {
   int maxConnections = 0;
   int maxConnectionsPerClient = 0;
   std::string metricsPath;  // empty: no metrics
+  // Graceful drain.
+  int drainTimeout = 10;
+  int drainGraceMs = 200;
 };
 
 std::string parseAcceptMode(std::string_view value, Settings* settings) {
@@ -223,6 +249,9 @@ void addFlags(Flags* flags, Settings* settings) {
     settings->metricsPath = std::string(value);
     return std::string();
   });
+  // Graceful drain.
+  flags->addInt("--drain-timeout", &settings->drainTimeout, 0, 86400);
+  flags->addInt("--drain-grace", &settings->drainGraceMs, 0, 60000);
 }
 
 HttpServer::Options serverOptions(const Settings& settings) {
@@ -242,6 +271,8 @@ HttpServer::Options serverOptions(const Settings& settings) {
   // Connection limits.
   options.maxConnections = static_cast<size_t>(settings.maxConnections);
   options.maxConnectionsPerPeer = static_cast<size_t>(settings.maxConnectionsPerClient);
+  // Graceful drain.
+  options.drainGrace = std::chrono::milliseconds(settings.drainGraceMs);
   return options;
 }
 
@@ -267,31 +298,89 @@ void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpRes
   }
 }
 
-// The first SIGINT / SIGTERM: GOAWAY on every HTTP/2 connection, and the loop
-// ends once they have all closed, or after `grace` at the latest.
-void stopGracefully(EventLoop* loop, libnet::http2::Service* h2, libnet::Duration grace) {
-  h2->goAway([loop] { loop->quit(); });
-  loop->runAfter(grace, [loop] { loop->quit(); });
+// --- Restart: inherited listening sockets, and a successor on SIGHUP. ---
+
+// On the inherited sockets when there are any, else bound to --address and
+// --port.
+HttpServer makeServer(EventLoop* loop, const Settings& settings,
+                      std::vector<libnet::UniqueFd> inherited) {
+  if (inherited.empty()) {
+    const InetAddress listenAddr = *InetAddress::parse(settings.address, settings.port);
+    return HttpServer(loop, listenAddr, "http", serverOptions(settings));
+  }
+  std::cout << "http_server: serving " << inherited.size()
+            << " inherited listening socket(s) (LISTEN_FDS); --address and --port are ignored"
+            << std::endl;
+  return HttpServer(loop, std::move(inherited), "http", serverOptions(settings));
 }
 
-// Serves until SIGINT or SIGTERM. Throws what setting up throws.
-void serve(const Settings& settings) {
+// SIGHUP: a successor on our listening sockets; once it serves, `stop`.
+void startSuccessor(Successor* successor, const TcpServer& server,
+                    const std::vector<std::string>& argv, const std::function<void()>& stop) {
+  if (successor->pending()) {
+    std::cout << "http_server: SIGHUP ignored, a successor is starting already" << std::endl;
+    return;
+  }
+  successor->start(server.listeningFds(), {.argv = argv}, [stop](const Successor::Outcome& o) {
+    if (o.ready) {
+      std::cout << "http_server: successor " << o.pid << " is serving; stopping" << std::endl;
+      stop();
+    } else {
+      std::cerr << "http_server: successor " << o.pid << " failed: " << o.why << "; still serving"
+                << std::endl;
+    }
+  });
+}
+
+// What the first SIGINT / SIGTERM does: drain (HTTP/2 connections get
+// GOAWAY through the server), and end the loop once every connection has
+// closed, or at `deadline` after the rest were closed. Calling it again
+// with a zero deadline closes what is left at once.
+void startDrain(HttpServer* server, EventLoop* loop, libnet::Duration deadline) {
+  std::cout << "http_server draining " << server->tcpServer().connectionCount() << " connections"
+            << std::endl;
+  server->drain(deadline, [loop] { loop->quit(); });
+}
+
+// Serves until SIGINT or SIGTERM (or a successor serves). Throws what
+// setting up throws.
+// --loop-stats 1, at exit: how many connections each loop took.
+void printLoopStats(const TcpServer& server) {
+  const std::vector<TcpServer::LoopStats> stats = server.loopStats();
+  for (size_t i = 0; i < stats.size(); ++i) {
+    std::cout << "http_server loop " << i << ": " << stats[i].accepted << " connections, "
+              << stats[i].ringHandOvers << " handed over ring to ring\n";
+  }
+  std::cout << std::flush;
+}
+
+void serve(const Settings& settings, const std::vector<std::string>& argv) {
+  // First: nothing else may have opened an fd yet.
+  std::vector<libnet::UniqueFd> inherited = libnet::takeListenFds();
   std::unique_ptr<StaticFiles> files;
   if (!settings.root.empty()) files = std::make_unique<StaticFiles>(settings.root);
 
   EventLoop loop(settings.backend);
   std::shared_ptr<libnet::http2::Service> h2;
   int signals = 0;
+  HttpServer* started = nullptr;  // once it has started, a signal drains it
   // Before the server's threads: a signal from here on stops it cleanly.
-  SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) {
-    if (++signals > 1 || !h2) return loop.quit();
-    stopGracefully(&loop, h2.get(), std::chrono::seconds(settings.headerTimeout));
+  // What SIGINT / SIGTERM do, and a successor's readiness too.
+  const std::function<void()> onStopSignal = [&] {
+    if (started == nullptr) return loop.quit();
+    const bool first = ++signals == 1;
+    startDrain(started, &loop,
+               first ? std::chrono::seconds(settings.drainTimeout) : libnet::Duration::zero());
+  };
+  SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) { onStopSignal(); });
+  std::function<void()> onHangUp;  // once serving
+  SignalSet hangUp(&loop, {SIGHUP}, [&](int) {
+    if (onHangUp) onHangUp();
   });
-  const InetAddress listenAddr = *InetAddress::parse(settings.address, settings.port);
   // Before the server, which it outlives: the handler may render it until
   // the server's loops have stopped.
   libnet::metrics::MetricsRegistry registry;
-  HttpServer server(&loop, listenAddr, "http", serverOptions(settings));
+  HttpServer server = makeServer(&loop, settings, std::move(inherited));
   server.setHandler([files = files.get(), &registry, &settings](const HttpRequest& request,
                                                                 HttpResponse* response) {
     if (!settings.metricsPath.empty() &&
@@ -306,19 +395,18 @@ void serve(const Settings& settings) {
   server.start();
   registry.addServer(&server.tcpServer());
   if (settings.threads > 0) registry.addLoop(&loop, "http", "main");
+  started = &server;
   if (settings.tls.enabled()) {
     std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
   }
   std::cout << "http_server listening on " << server.listenAddress().toIpPort() << std::endl;
+  Successor successor(&loop);
+  onHangUp = [&] {
+    if (signals == 0) startSuccessor(&successor, server.tcpServer(), argv, onStopSignal);
+  };
+  Successor::notifyReady();
   loop.loop();
-  if (settings.loopStats != 0) {
-    const std::vector<TcpServer::LoopStats> stats = server.tcpServer().loopStats();
-    for (size_t i = 0; i < stats.size(); ++i) {
-      std::cout << "http_server loop " << i << ": " << stats[i].accepted << " connections, "
-                << stats[i].ringHandOvers << " handed over ring to ring\n";
-    }
-    std::cout << std::flush;
-  }
+  if (settings.loopStats != 0) printLoopStats(server.tcpServer());
 }
 
 }  // namespace
@@ -333,7 +421,7 @@ int main(int argc, char* argv[]) {
     return Flags::kExitUsage;
   }
   try {
-    serve(settings);
+    serve(settings, std::vector<std::string>(argv, argv + argc));
   } catch (const std::system_error& e) {
     std::cerr << "http_server: " << e.what() << "\n";
     return kExitSetupError;

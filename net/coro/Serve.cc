@@ -76,6 +76,13 @@ void serve(TcpServer& server, ConnectionHandler handler, const StreamOptions& op
     // Down: the connection's StreamState ends whatever is pending.
   });
   server.setMessageCallback(defaultMessageCallback);  // replaced per connection
+  // A drain asks each connection's coroutine to stop (Stream::stopToken());
+  // one that does not is closed at the drain's deadline.
+  server.setDrainCallback([](const TcpConnectionPtr& conn) {
+    if (auto* state = static_cast<StreamState*>(conn->attachment())) {
+      state->drainStop().request_stop();
+    }
+  });
 }
 
 }  // namespace libnet::coro

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <stop_token>
 
 #include "net/ConnectionAttachment.h"
 #include "net/TcpConnection.h"
@@ -83,6 +84,9 @@ class StreamState final : public ConnectionAttachment {
 
   [[nodiscard]] const StreamOptions& options() const { return options_; }
 
+  // Graceful drain: requested when the connection's server drains (serve()).
+  [[nodiscard]] std::stop_source& drainStop() { return drainStop_; }
+
   // ConnectionAttachment.
   void onPeerHalfClosed() override;
   void onClosed() override;
@@ -112,6 +116,7 @@ class StreamState final : public ConnectionAttachment {
   // least as many as it still holds open.
   size_t filesQueued_ = 0;
   TaskContext taskContext_{nullptr};
+  std::stop_source drainStop_;
 };
 
 }  // namespace libnet::coro

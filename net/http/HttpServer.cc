@@ -36,6 +36,8 @@ struct HttpServer::ConnectionState {
   bool continueSent = false;   // "100 Continue" already sent for this request
   bool linger = false;         // the client may still be sending: half-close, read on
   bool offered = false;        // the connection taker has seen the first bytes
+  bool draining = false;       // the server drains: the next answer closes
+  Timestamp lastActive;        // last bytes received (or the connection's start)
   int handles = 0;             // StateHandles that own it (loop thread only)
 };
 
@@ -186,9 +188,24 @@ HttpServer::HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::st
     : options_(checked(options)),
       bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
       server_(loop, listenAddr, std::move(name), tcpOptions(options_)) {
+  takeCallbacks();
+}
+
+HttpServer::HttpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name,
+                       Options options)
+    : options_(checked(options)),
+      bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
+      server_(loop, std::move(listeningSockets), std::move(name), tcpOptions(options_)) {
+  takeCallbacks();
+}
+
+void HttpServer::takeCallbacks() {
   server_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   server_.setMessageCallback(
       [this](const TcpConnectionPtr& conn, Buffer* buf, Timestamp t) { onMessage(conn, buf, t); });
+  // Static: it touches only the connection, and may run on an I/O loop.
+  server_.setDrainCallback(
+      [grace = options_.drainGrace](const TcpConnectionPtr& conn) { onDrain(conn, grace); });
 }
 
 void HttpServer::setHandler(Handler handler) {
@@ -209,6 +226,58 @@ void HttpServer::setConnectionTaker(ConnectionTaker taker) {
   taker_ = std::move(taker);
 }
 
+void HttpServer::addDrainListener(std::function<void()> listener) {
+  if (started_)
+    throw std::logic_error("HttpServer " + server_.name() + ": addDrainListener() after start()");
+  drainListeners_.push_back(std::move(listener));
+}
+
+void HttpServer::drain(Duration deadline, std::function<void()> done) {
+  if (!server_.draining()) {
+    for (const std::function<void()>& listener : drainListeners_) listener();
+  }
+  server_.drain(deadline, std::move(done));
+}
+
+void HttpServer::onDrain(const TcpConnectionPtr& conn, Duration grace) {
+  ConnectionState* state = stateOf(conn);
+  // None: taken (HTTP/2, WebSocket: their drain listeners), or a TLS
+  // handshake not done yet (left to the deadline).
+  if (state == nullptr) return;
+  state->draining = true;
+  if (!state->closing) closeIfIdle(conn, state, grace);
+}
+
+void HttpServer::closeIfIdle(const TcpConnectionPtr& conn, ConnectionState* state, Duration grace) {
+  // Mid-request, or requests buffered: the answer says Connection: close.
+  if (state->parser.midRequest() || conn->inputBuffer()->readableBytes() > 0) return;
+  const Timestamp now = Timestamp::now();
+  Duration wait;
+  if (conn->queuedOutputBytes() > 0) {
+    // Still answering (a keep-alive answer, sent before the drain): the
+    // client's next request comes only once it has read it, so the grace
+    // counts from when the output is gone, looked at every so often.
+    state->lastActive = now;
+    wait = std::clamp<Duration>(grace / 4, std::chrono::milliseconds(5),
+                                std::chrono::milliseconds(50));
+  } else if (const Duration idleFor = now - state->lastActive; idleFor < grace) {
+    wait = grace - idleFor;
+  } else {
+    // Half-closed rather than closed: a request racing the FIN is discarded
+    // instead of turning the close into a reset.
+    state->closing = true;
+    state->linger = true;
+    finishClosing(conn, state, conn->inputBuffer());
+    return;
+  }
+  conn->loop()->runAfter(wait, [weakConn = std::weak_ptr<TcpConnection>(conn), grace] {
+    const TcpConnectionPtr c = weakConn.lock();
+    if (!c || !c->connected()) return;
+    ConnectionState* s = stateOf(c);
+    if (s != nullptr && !s->closing) closeIfIdle(c, s, grace);
+  });
+}
+
 void HttpServer::start() {
   started_ = true;
   server_.start();
@@ -219,6 +288,7 @@ void HttpServer::onConnection(const TcpConnectionPtr& conn) {
     if (taker_ && taker_(conn, nullptr) == Take::kTaken) return;
     conn->setContext(StateHandle(new ConnectionState(options_.limits, bodyBudget_)));
     stateOf(conn)->parser.request().setConnection(conn);
+    stateOf(conn)->lastActive = Timestamp::now();
     if (!taker_) stateOf(conn)->offered = true;
   } else {
     // May run after the server is gone (its connections are torn down on
@@ -244,12 +314,13 @@ HttpServer::ConnectionState* HttpServer::stateOf(const TcpConnectionPtr& conn) {
   return holder != nullptr ? holder->get() : nullptr;
 }
 
-void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp) {
+void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp receiveTime) {
   ConnectionState* state = stateOf(conn);
   if (state == nullptr || state->closing) {  // answered already; drain until the peer goes
     buf->retrieveAll();
     return;
   }
+  state->lastActive = receiveTime;
   if (!state->offered && !offerFirstBytes(conn, state, buf)) return;
   BatchScope batch;
   Buffer& out = batch.buffer();
@@ -284,7 +355,9 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp)
         break;
       }
     }
-    state->closing = !respond(conn, parser.request(), &out);
+    // Draining, the last request buffered gets Connection: close.
+    state->closing =
+        !respond(conn, parser.request(), &out, state->draining && buf->readableBytes() == 0);
     state->continueSent = false;
     parser.reset();
     state->body.release();
@@ -466,9 +539,10 @@ HttpServer::Upgrade HttpServer::tryUpgrade(const TcpConnectionPtr& conn, Connect
   return upgrade;
 }
 
-bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out) {
-  HttpResponse response(!request.keepAlive());
-  if (request.version() == Version::kHttp10 && request.keepAlive()) {
+bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out,
+                         bool close) {
+  HttpResponse response(close || !request.keepAlive());
+  if (!close && request.version() == Version::kHttp10 && request.keepAlive()) {
     response.setKeepAliveHeader(true);
   }
   // Anything may be thrown (an int, a string): it costs this request a 500

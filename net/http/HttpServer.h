@@ -61,8 +61,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/Timestamp.h"
+#include "base/UniqueFd.h"
 #include "net/Callbacks.h"
 #include "net/SocketAddress.h"
 #include "net/TcpServer.h"
@@ -170,12 +172,22 @@ class HttpServer {
     size_t maxConnections = 0;
     size_t maxConnectionsPerPeer = 0;
     Duration retryAfter = std::chrono::seconds(1);
+    // Graceful drain (drain()).
+    // Keep-alive race: clients such as wrk send their next request right
+    // after reading a response, so a connection that went idle less than
+    // this long ago when the drain starts is given until then to send one
+    // more request (answered with Connection: close) before it is closed.
+    Duration drainGrace = std::chrono::milliseconds(200);
   };
 
   // Binds (throws std::system_error like TcpServer); throws
   // std::invalid_argument for a bad option.
   HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name);
   HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::string name, Options options);
+  // On sockets already listening, inherited (TcpServer's constructor of the
+  // same form says which loop accepts on which).
+  HttpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, std::string name,
+             Options options);
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
@@ -183,7 +195,23 @@ class HttpServer {
   void setHandler(Handler handler);
   void setUpgradeHandler(UpgradeHandler handler);
   void setConnectionTaker(ConnectionTaker taker);
+  // Before start(): called once on this loop when drain() starts, for the
+  // connections the server has handed over (HTTP/2 registers its GOAWAY
+  // here; a WebSocket application may close its own). A connection taken
+  // and not closed by its listener is force-closed at the drain deadline.
+  void addDrainListener(std::function<void()> listener);
   void start();
+
+  // Graceful drain, on this loop after start() (TcpServer::drain): stops
+  // accepting; a connection idle between requests closes (one idle for
+  // less than Options::drainGrace gets until then to send one more
+  // request); a request being received, or arriving later, is answered
+  // with Connection: close (requests pipelined behind it are all answered,
+  // the last with Connection: close), then the connection closes. `done`
+  // runs once every connection has closed, or at `deadline` after the rest
+  // were force-closed. A second call with a shorter deadline brings it
+  // forward (zero: now).
+  void drain(Duration deadline, std::function<void()> done);
 
   // The request handler, for a protocol front end that answers with it
   // (HTTP/2). Set before start(); read on any loop thread after it.
@@ -206,6 +234,8 @@ class HttpServer {
   // The HTTP state kept in conn's context; null once the connection is down.
   static ConnectionState* stateOf(const TcpConnectionPtr& conn);
 
+  // The constructors' part: the server's callbacks on the TcpServer.
+  void takeCallbacks();
   void onConnection(const TcpConnectionPtr& conn);
   void onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp receiveTime);
   // Before the next pipelined request: hands the answers batched so far to
@@ -227,7 +257,12 @@ class HttpServer {
   static void finishClosing(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf);
   // Appends one response (and sends any file body) to `out`; false when the
   // connection is to close after it.
-  bool respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out);
+  // `close`: answer with Connection: close whatever the request asked.
+  bool respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out, bool close);
+  // Draining: the drain callback of each HTTP/1.1 connection, and its
+  // re-check once the grace has passed.
+  static void onDrain(const TcpConnectionPtr& conn, Duration grace);
+  static void closeIfIdle(const TcpConnectionPtr& conn, ConnectionState* state, Duration grace);
   // A request with an Upgrade header and an upgrade handler: kDeclined to
   // answer it as usual; kTaken: the server is done with the connection
   // (`state` is gone); kRejected: the rejection is in `out`, close after it.
@@ -242,6 +277,7 @@ class HttpServer {
   Handler handler_;
   UpgradeHandler upgradeHandler_;
   ConnectionTaker taker_;
+  std::vector<std::function<void()>> drainListeners_;
   bool started_ = false;
   // Shared with every connection's reservation, which may outlive the server.
   std::shared_ptr<BodyBudget> bodyBudget_;

@@ -332,6 +332,9 @@ std::shared_ptr<Service> serve(http::HttpServer& server, Options options) {
   auto shared = std::make_shared<Shared>(&server, options);
   server.setConnectionTaker(
       [shared](const TcpConnectionPtr& conn, Buffer* input) { return take(shared, conn, input); });
+  // HttpServer::drain: GOAWAY to every HTTP/2 connection, and at once to
+  // those taken later.
+  server.addDrainListener([shared] { shared->goAway(nullptr); });
   return shared;
 }
 

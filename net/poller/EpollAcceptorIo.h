@@ -21,6 +21,11 @@ class EpollAcceptorIo final : public AcceptorIo {
 
   void start() override { channel_.enableReading(); }
   void resume() override { owner_->acceptPending(); }
+  // Nothing is in flight on epoll: accepts happen inside acceptPending().
+  void stop(std::function<void()> stopped) override {
+    channel_.disableAll();
+    stopped();
+  }
 
  private:
   Owner* owner_;

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "base/Logging.h"
 #include "net/poller/UringContext.h"
@@ -16,13 +17,19 @@ UringAcceptorIo::UringAcceptorIo(UringContext* context, EventLoopBase* loop, Own
   channel_.setReadCallback([this](Timestamp) { onReadable(); });
 }
 
+namespace {
+
+void cancelAccept(UringContext* context, uint64_t token) {
+  io_uring_sqe* sqe = context->getSqe();
+  io_uring_prep_cancel64(sqe, completionUserData(UringOp::kAccept, token), 0);
+  io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kIgnore, 0));
+}
+
+}  // namespace
+
 UringAcceptorIo::~UringAcceptorIo() {
   if (token_ != 0) {
-    if (acceptArmed_) {
-      io_uring_sqe* sqe = context_->getSqe();
-      io_uring_prep_cancel64(sqe, completionUserData(UringOp::kAccept, token_), 0);
-      io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kIgnore, 0));
-    }
+    if (acceptArmed_) cancelAccept(context_, token_);
     // A connection accepted before the cancel lands is closed by the poller,
     // which finds its owner gone.
     context_->unregisterHandler(token_);
@@ -36,6 +43,17 @@ void UringAcceptorIo::start() {
   armAccept();
 }
 
+void UringAcceptorIo::stop(std::function<void()> stopped) {
+  stopping_ = true;
+  channel_.disableAll();
+  if (!acceptArmed_) {
+    stopped();
+    return;
+  }
+  stopped_ = std::move(stopped);
+  cancelAccept(context_, token_);
+}
+
 void UringAcceptorIo::armAccept() {
   io_uring_sqe* sqe = context_->getSqe();
   io_uring_prep_multishot_accept(sqe, listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -45,6 +63,12 @@ void UringAcceptorIo::armAccept() {
 
 void UringAcceptorIo::onCompletion(UringOp, int32_t res, uint32_t flags) {
   if (!(flags & IORING_CQE_F_MORE)) acceptArmed_ = false;
+  if (stopping_) {
+    // Stopping: a socket accepted before the cancel landed is served.
+    if (res >= 0) owner_->onAccepted(UniqueFd(res), std::nullopt);
+    if (!acceptArmed_ && stopped_) std::exchange(stopped_, nullptr)();
+    return;
+  }
   if (res >= 0) {
     // Multishot accept has no per-connection address buffer; rather than a
     // getpeername per connection, the connection asks its socket if and

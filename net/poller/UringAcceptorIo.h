@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "net/AcceptorIo.h"
 #include "net/Channel.h"
@@ -28,7 +29,12 @@ class UringAcceptorIo final : public AcceptorIo, private CompletionHandler {
   ~UringAcceptorIo() override;
 
   void start() override;
-  void resume() override { onReadable(); }
+  void resume() override {
+    if (!stopping_) onReadable();
+  }
+  // Cancels the multishot accept and waits for its last completion: the
+  // connections completed before the cancel lands are delivered, not closed.
+  void stop(std::function<void()> stopped) override;
 
  private:
   void onCompletion(UringOp op, int32_t res, uint32_t flags) override;
@@ -41,6 +47,9 @@ class UringAcceptorIo final : public AcceptorIo, private CompletionHandler {
   Channel channel_;  // the readiness fallback while out of fds
   uint64_t token_ = 0;
   bool acceptArmed_ = false;
+  bool stopping_ = false;  // from stop() on
+  // From stop(): runs once the multishot accept has ended.
+  std::function<void()> stopped_;
 };
 
 }  // namespace libnet

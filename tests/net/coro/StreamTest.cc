@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <stop_token>
@@ -322,6 +323,42 @@ TEST_P(StreamTest, StopRequestedWhileAThousandCoroutinesAreSuspended) {
   clients.clear();
   stopServer();
   EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == fdBaseline_; }));
+}
+
+// A drain of the server requests every stream's stop token: a handler
+// waiting for input sees kCancelled, says goodbye and returns, and the drain
+// completes once the connections have closed.
+TEST_P(StreamTest, DrainRequestsEveryStreamsStop) {
+  constexpr int kClients = 3;
+  startServer([this](Stream stream) -> Task<> {
+    ++report_.entered;
+    for (;;) {
+      Input in = co_await withStop(stream.stopToken(), stream.read());
+      if (in.error() == Errc::kCancelled) {
+        ++report_.cancelled;
+        (void)co_await stream.write("bye");
+        co_return;
+      }
+      if (!in || co_await stream.write(&*in) != Errc::kOk) co_return;
+    }
+  });
+  std::vector<std::unique_ptr<BlockingClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<BlockingClient>(address_));
+    ASSERT_TRUE(clients.back()->sendAll("hi"));
+    ASSERT_EQ(clients.back()->recvExactly(2), "hi");
+  }
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> drained = done->get_future();
+  runSync(loop_, [&] { server_->drain(std::chrono::seconds(30), [done] { done->set_value(); }); });
+  for (auto& client : clients) {
+    bool eof = false;
+    EXPECT_EQ(client->recvUntilEof(&eof), "bye");
+    EXPECT_TRUE(eof);
+    client->close();
+  }
+  EXPECT_EQ(report_.cancelled.load(), kClients);
+  EXPECT_EQ(drained.wait_for(test::kWait), std::future_status::ready);
 }
 
 TEST_P(StreamTest, DestroyingTheServerEndsEverySuspendedRead) {
