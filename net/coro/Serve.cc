@@ -1,5 +1,7 @@
 #include "net/coro/Serve.h"
 
+#include "net/coro/DrainToken.h"
+
 #include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/EventLoop.h"
@@ -62,6 +64,12 @@ void startConnection(const Served& served, const TcpConnectionPtr& conn) {
 
 }  // namespace
 
+std::stop_token drainToken(const Stream& stream) {
+  if (!stream) return {};
+  auto* state = static_cast<StreamState*>(stream.connection()->attachment());
+  return state != nullptr ? state->drainStop().get_token() : std::stop_token();
+}
+
 void serve(TcpServer& server, ConnectionHandler handler, const StreamOptions& options) {
   EventLoop* loop = server.loop();
   loop->assertInLoopThread();
@@ -76,7 +84,7 @@ void serve(TcpServer& server, ConnectionHandler handler, const StreamOptions& op
     // Down: the connection's StreamState ends whatever is pending.
   });
   server.setMessageCallback(defaultMessageCallback);  // replaced per connection
-  // A drain asks each connection's coroutine to stop (Stream::stopToken());
+  // A drain asks each connection's coroutine to stop (drainToken());
   // one that does not is closed at the drain's deadline.
   server.setDrainCallback([](const TcpConnectionPtr& conn) {
     if (auto* state = static_cast<StreamState*>(conn->attachment())) {

@@ -11,14 +11,10 @@
 // that connection only (queued output dropped); the server and its other
 // connections go on. When the server is destroyed its connections close, so
 // every pending operation of their coroutines ends with Errc::kClosed.
-// When the server drains (TcpServer::drain), every Stream's stopToken() is
-// requested: a handler that awaits with withStop(stream.stopToken(), ...)
-// sees Errc::kCancelled, finishes its answer and returns; one that ignores
-// it is closed at the drain's deadline.
 //
 // Every Stream is bounded by `options`. Call before server.start(), on the
 // server's loop thread; it takes over the server's connection, message and
-// drain callbacks. The handler is kept until the server's loop is destroyed.
+// drain callbacks (net/coro/DrainToken.h). The handler is kept until the server's loop is gone.
 #pragma once
 
 #include <functional>

@@ -52,10 +52,6 @@ void Stream::shutdown() { conn_->shutdown(); }
 
 void Stream::close() { conn_->forceClose(); }
 
-std::stop_token Stream::stopToken() const {
-  return state_ != nullptr ? state_->drainStop().get_token() : std::stop_token();
-}
-
 size_t Stream::maxInput() const { return state_->options().maxInput; }
 
 size_t Stream::maxQueuedFiles() const { return state_->options().maxQueuedFiles; }

@@ -35,7 +35,6 @@
 
 #include <cstddef>
 #include <memory>
-#include <stop_token>
 #include <string_view>
 
 #include "net/coro/ClosedAwaiter.h"
@@ -105,13 +104,6 @@ class Stream {
   // Closes now, dropping queued output; pending operations end with kClosed.
   // Any thread.
   void close();
-
-  // Requested when the connection's server starts draining
-  // (TcpServer::drain, for a stream of serve()): a handler finishes its
-  // current answer and returns. co_await withStop(stream.stopToken(),
-  // stream.read()) ends with Errc::kCancelled then. Never requested for a
-  // stream of connect(). Loop thread.
-  [[nodiscard]] std::stop_token stopToken() const;
 
   // The options the stream was made with (StreamOptions).
   [[nodiscard]] size_t maxInput() const;

@@ -29,6 +29,7 @@
 #include "net/TcpConnection.h"
 #include "net/TcpServer.h"
 #include "net/coro/Coro.h"
+#include "net/coro/DrainToken.h"
 #include "tests/net/TestUtil.h"
 
 // Heap allocations made by each thread, for the steady-state test.
@@ -325,7 +326,7 @@ TEST_P(StreamTest, StopRequestedWhileAThousandCoroutinesAreSuspended) {
   EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == fdBaseline_; }));
 }
 
-// A drain of the server requests every stream's stop token: a handler
+// A drain of the server requests every stream's drainToken(): a handler
 // waiting for input sees kCancelled, says goodbye and returns, and the drain
 // completes once the connections have closed.
 TEST_P(StreamTest, DrainRequestsEveryStreamsStop) {
@@ -333,7 +334,7 @@ TEST_P(StreamTest, DrainRequestsEveryStreamsStop) {
   startServer([this](Stream stream) -> Task<> {
     ++report_.entered;
     for (;;) {
-      Input in = co_await withStop(stream.stopToken(), stream.read());
+      Input in = co_await withStop(drainToken(stream), stream.read());
       if (in.error() == Errc::kCancelled) {
         ++report_.cancelled;
         (void)co_await stream.write("bye");
