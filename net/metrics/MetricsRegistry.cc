@@ -112,6 +112,9 @@ void appendConnections(std::string* out, const std::vector<ConnectionSample>& c)
   appendSeries(out, c, "libnet_connections_refused_total", "counter",
                "Connections accepted and closed at once: over a connection limit.",
                R([](const ConnectionSample& s) { return integer(s.stats.refused); }));
+  appendSeries(out, c, "libnet_proxy_protocol_rejected_total", "counter",
+               "Connections closed for a missing, malformed or late PROXY protocol header.",
+               R([](const ConnectionSample& s) { return integer(s.stats.proxyRejected); }));
   appendSeries(out, c, "libnet_bytes_received_total", "counter",
                "Bytes received from clients (plaintext under TLS).",
                R([](const ConnectionSample& s) { return integer(s.stats.bytesReceived); }));

@@ -204,8 +204,24 @@ def check_forged_not_believed(server, what):
         fail("%s: forged address believed: %r" % (what, reply))
 
 
+def check_rejected_counted(server, want):
+    """The scrape (with a header of its own) counts `want` rejected headers."""
+    from prometheus_client.parser import text_string_to_metric_families
+    header = b"PROXY TCP4 127.0.0.3 127.0.0.1 4000 80\r\n"
+    status, body = body_of(exchange(server.port, header + get("/metrics"))[0])
+    if not status.startswith(b"HTTP/1.1 200"):
+        fail("metrics scrape answered %r" % status)
+    rejected = 0
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            if sample.name == "libnet_proxy_protocol_rejected_total":
+                rejected += sample.value
+    if rejected != want:
+        fail("libnet_proxy_protocol_rejected_total is %r, want %d" % (rejected, want))
+
+
 def run_backend(binary, backend, workdir):
-    with_option = Server(binary, backend, ["--proxy-protocol", "--h2c"])
+    with_option = Server(binary, backend, ["--proxy-protocol", "--h2c", "--metrics-path", "/metrics"])
     try:
         check_through_haproxy(with_option, workdir)
         reply, _ = exchange(with_option.port, b"PROXY TCP4 9.9.9.9 nowhere 1 2\r\n" + get("/"))
@@ -213,6 +229,7 @@ def run_backend(binary, backend, workdir):
             fail("malformed header answered %r" % reply)
         if not with_option.log_has(r"WARN.*127\.0\.0\.1:\d+ closed: PROXY protocol: v1: bad address"):
             fail("no log line for the malformed header: %r" % with_option.lines)
+        check_rejected_counted(with_option, 1)
     finally:
         with_option.stop()
 
