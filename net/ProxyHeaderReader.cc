@@ -164,6 +164,7 @@ void ProxyHeaderReader::reject(uint64_t id, std::string_view reason) {
   LOG_WARN << "TcpServer " << serverName_ << ": connection from "
            << (peer ? peer->toIpPort() : std::string("an unknown peer"))
            << " closed: PROXY protocol: " << reason;
+  if (onRejected_) onRejected_();
 }
 
 std::unique_ptr<ProxyHeaderReader::Pending> ProxyHeaderReader::release(uint64_t id) {

@@ -58,6 +58,9 @@ class ProxyHeaderReader : public std::enable_shared_from_this<ProxyHeaderReader>
 
   // A socket just accepted on this loop. Loop thread.
   void add(UniqueFd fd, const std::optional<SocketAddress>& peer);
+  // Called on the loop after each rejection (the server's drain counts
+  // every socket to its end). Before the first add().
+  void setRejectedCallback(std::function<void()> cb) { onRejected_ = std::move(cb); }
 
   // Sockets closed for a missing, malformed or late header. Any thread.
   [[nodiscard]] uint64_t rejected() const { return rejected_.load(std::memory_order_relaxed); }
@@ -85,6 +88,7 @@ class ProxyHeaderReader : public std::enable_shared_from_this<ProxyHeaderReader>
   const Duration timeout_;
   const std::vector<ProxyProtocol::TrustedSource> trusted_;
   const HandOn handOn_;
+  std::function<void()> onRejected_;
   std::unordered_map<uint64_t, std::unique_ptr<Pending>> pending_;
   uint64_t nextId_ = 1;
   std::atomic<uint64_t> rejected_{0};

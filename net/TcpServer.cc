@@ -686,7 +686,8 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
   if (limited && !admit(state, sockfd.get(), &peer, &peerKey)) {
     refuse(sockfd.get(), f.refusal);
     bump(state->refused);
-    return;  // sockfd closes
+    reportEmpty(state);  // draining: this socket too has reached its end
+    return;              // sockfd closes
   }
   // Bound to one address, every accepted socket's local address is that one;
   // bound to a wildcard, a connection looks its own up when asked. Either
@@ -747,6 +748,7 @@ void TcpServer::startProxyHeaderReaders() {
                           const std::optional<SocketAddress>& local) {
           newConnection(s, std::move(fd), peer, &local);
         });
+    state->proxyReader->setRejectedCallback([s = state.get()] { reportEmpty(s); });
   }
 }
 
@@ -927,10 +929,14 @@ void TcpServer::finishDrainIfDone() {
     if (d.loopsForced < loopStates_.size()) return;
   } else {
     if (d.loopsTold < loopStates_.size() || connectionCount() != 0) return;
-    // kHandOver: a socket handed over ring to ring may still be on its way.
+    // kHandOver: a socket handed over ring to ring may still be on its way
+    // (or waiting for its PROXY protocol header). Every socket ends as a
+    // connection, a refusal (limits) or a rejected header.
     uint64_t made = 0;
     for (const std::shared_ptr<LoopState>& state : loopStates_) {
-      made += state->accepted.load(std::memory_order_relaxed);
+      made += state->accepted.load(std::memory_order_relaxed) +
+              state->refused.load(std::memory_order_relaxed) +
+              (state->proxyReader ? state->proxyReader->rejected() : 0);
     }
     if (!perLoop_ && made != acceptedByServer_) return;
   }

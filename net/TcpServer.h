@@ -390,7 +390,8 @@ class TcpServer {
   void onLoopReport(Report report);
   static void report(const std::shared_ptr<DrainWatch>& watch, Report report);
   void finishDrainIfDone();
-  // On state's loop, draining: its last connection has gone.
+  // On state's loop, draining: its last connection has gone, or a socket
+  // ended without becoming one (refused by a limit, a rejected header).
   static void reportEmpty(LoopState* state);
 
   EventLoop* loop_;

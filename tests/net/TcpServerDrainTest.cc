@@ -45,9 +45,10 @@ class TcpServerDrainTest : public ::testing::TestWithParam<Param> {
   }
 
   // An echo server; `drainCallback` (if any) replaces the default; "big"
-  // from a client is answered with kBig bytes.
-  void startServer(TcpServer::DrainCallback drainCallback = {}) {
+  // from a client is answered with kBig bytes. maxConnections: Options'.
+  void startServer(TcpServer::DrainCallback drainCallback = {}, size_t maxConnections = 0) {
     TcpServer::Options options;
+    options.maxConnections = maxConnections;
     const Threads threads = std::get<1>(GetParam());
     options.threads = threads == Threads::kNone ? 0 : 2;
     options.acceptMode = threads == Threads::kHandOver ? TcpServer::AcceptMode::kHandOver
@@ -108,6 +109,28 @@ TEST_P(TcpServerDrainTest, ClosesIdleConnectionsThenRunsDone) {
   }
   ASSERT_TRUE(ready(done));
   EXPECT_EQ(connectionCount(), 0u);
+}
+
+// Every socket accepted must reach its end for the drain to be done; one
+// refused by a limit ends there (with kHandOver, the server counts what its
+// acceptor took against what the loops made of it).
+TEST_P(TcpServerDrainTest, RefusedConnectionsDoNotHoldTheDrain) {
+  startServer({}, /*maxConnections=*/1);
+  auto first = std::make_unique<BlockingClient>(address_);
+  ASSERT_TRUE(waitUntil([&] { return ups_.load() == 1; }));
+  BlockingClient refused(address_);
+  bool eof = false;
+  EXPECT_EQ(refused.recvUntilEof(&eof), "");
+  EXPECT_TRUE(eof);
+  first->close();
+  ASSERT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+  std::future<void> done = drain(std::chrono::seconds(60));
+  ASSERT_TRUE(ready(done));
+  uint64_t refusedCount = 0;
+  for (const TcpServer::LoopStats& s : runSync(loop_, [&] { return server_->loopStats(); })) {
+    refusedCount += s.refused;
+  }
+  EXPECT_EQ(refusedCount, 1u);
 }
 
 TEST_P(TcpServerDrainTest, QueuedOutputArrivesWholeBeforeTheClose) {

@@ -6,6 +6,7 @@ set -euo pipefail
 # shellcheck source=tests/net/test_lib.sh
 source "$(dirname "$0")/test_lib.sh"
 SERVER=$(runfile examples/http/http_server)
-command -v python3 >/dev/null || fail "python3 is needed (tools/setup.sh installs it)"
+# Debian's python3, which has python3-prometheus-client (the PATH one may not).
+[[ -x /usr/bin/python3 ]] || fail "/usr/bin/python3 is needed (tools/setup.sh installs it)"
 command -v haproxy >/dev/null || fail "haproxy is needed (tools/setup.sh installs it)"
-exec timeout -k 5 60 python3 "$(dirname "$0")/proxy_protocol_haproxy_test.py" "$SERVER"
+exec timeout -k 5 60 /usr/bin/python3 "$(dirname "$0")/proxy_protocol_haproxy_test.py" "$SERVER"
