@@ -7,7 +7,7 @@
 #   tools/install.sh --deb OUTDIR                      build libnet-dev_VERSION_ARCH.deb
 #
 # What lands under PREFIX (default /usr/local):
-#   include/{base,net,net/coro,net/http,net/tls,net/dns,net/websocket,net/http2}/*.h
+#   include/{base,net,net/coro,net/http,net/metrics,net/tls,net/dns,net/websocket,net/http2}/*.h
 #                                     the public headers (the
 #                                     hdrs of the libraries in dist/BUILD and
 #                                     below them; nothing of net/poller/, no

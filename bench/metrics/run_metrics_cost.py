@@ -27,13 +27,14 @@ test) checks that the script works and says nothing about the cost.
 
 import argparse
 import os
-import re
-import select
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import benchlib  # noqa: E402  (bench/benchlib.py: the "listening on" line)
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -59,24 +60,6 @@ def pinned(cpu, argv):
     return ["taskset", "-c", str(cpu)] + argv
 
 
-def wait_port(proc, limit):
-    """The port of the server's "listening on ADDR:PORT" line, or None."""
-    seen = b""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            break
-        chunk = os.read(proc.stdout.fileno(), 4096)
-        if not chunk:
-            break
-        seen += chunk
-        match = re.search(rb"listening on [0-9.]+:(\d+)", seen)
-        if match:
-            return int(match.group(1))
-    return None
-
-
 def stop(proc):
     if proc.poll() is None:
         proc.terminate()
@@ -92,7 +75,7 @@ def run_once(server_argv, client, backend, args):
     server = subprocess.Popen(pinned(0, server_argv + ["127.0.0.1", "0", "0"]),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        port = wait_port(server, 10)
+        port = benchlib.wait_listening(server, 10)
         if port is None:
             raise RuntimeError("server did not start: %s" % server.stderr.read()[-500:])
         cli = subprocess.Popen(pinned(1, [client, "--backend", backend, "127.0.0.1", str(port),
