@@ -1,6 +1,6 @@
 """coro_http_server drains on SIGTERM (TcpServer::drain through the drain token).
 
-argv: SERVER BACKEND THREADS. Three connections are open when SIGTERM comes:
+argv: SERVER BACKEND THREADS [SERVER FLAG...]. Three connections are open when SIGTERM comes:
 a keep-alive one idle for longer than the drain grace (200 ms), which must be
 closed at once; a WebSocket on /ws, which must get a close frame with 1001
 (going away); and a slow upload (a POST whose headers and half of whose body
@@ -143,11 +143,11 @@ def drain_with_connections(proc, port, name):
 
 
 def main():
-    server, backend, threads = sys.argv[1:4]
-    name = "coro_http_server (%s, %s threads)" % (backend, threads)
+    server, backend, threads, flags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    name = "coro_http_server (%s, %s threads%s)" % (backend, threads, "".join(" " + f for f in flags))
     proc = subprocess.Popen([server, "--backend", backend, "--threads", threads, "--port", "0",
-                             "--address", "127.0.0.1", "--drain-timeout", str(DRAIN_TIMEOUT)],
-                            stdout=subprocess.PIPE, text=True)
+                             "--address", "127.0.0.1", "--drain-timeout", str(DRAIN_TIMEOUT)]
+                            + flags, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
         if "listening on" not in line:

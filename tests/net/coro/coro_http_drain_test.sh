@@ -3,7 +3,9 @@
 # with an I/O thread:
 # - coro_http_drain_test.py: an idle keep-alive connection is closed at once,
 #   a WebSocket gets 1001, a slow upload is answered with Connection: close,
-#   the server exits 0 well within its deadline;
+#   the server exits 0 well within its deadline; also with --h2c (HTTP/1.1
+#   on a port that sniffs for HTTP/2: its GOAWAY on SIGTERM is
+#   coro_h2c_test's);
 # - under wrk (keep-alive, 20 connections, /hello) with SIGTERM about 1 s in:
 #   exit 0 within the deadline, no read or timeout error, no non-2xx answer,
 #   and every write error of wrk's is a refused reconnect.
@@ -103,6 +105,8 @@ for ((run = 0; run < ${DRAIN_RUNS:-1}; ++run)); do
         "$backend" "$threads" || fail "coro_http_drain_test.py ($backend, $threads threads)"
       wrk_case "$backend" "$threads"
     done
+    timeout 60 python3 "$runfiles/tests/net/coro/coro_http_drain_test.py" "$server" \
+      "$backend" 1 --h2c || fail "coro_http_drain_test.py ($backend, --h2c)"
   done
 done
 echo PASS
