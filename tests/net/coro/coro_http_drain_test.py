@@ -7,6 +7,8 @@ closed at once; a WebSocket on /ws, which must get a close frame with 1001
 have been sent), which must be answered in full with Connection: close once
 the rest of the body comes. New connections are refused, the server says it
 is draining 3 connections and exits 0 well within --drain-timeout.
+Then, on a fresh server: an upload that never completes holds the drain until
+a second SIGTERM, which closes it at once (exit 0).
 """
 
 import signal
@@ -142,17 +144,31 @@ def drain_with_connections(proc, port, name):
     return started
 
 
-def main():
-    server, backend, threads, flags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
-    name = "coro_http_server (%s, %s threads%s)" % (backend, threads, "".join(" " + f for f in flags))
-    proc = subprocess.Popen([server, "--backend", backend, "--threads", threads, "--port", "0",
-                             "--address", "127.0.0.1", "--drain-timeout", str(DRAIN_TIMEOUT)]
-                            + flags, stdout=subprocess.PIPE, text=True)
+def second_signal(proc, port, name):
+    stuck = connect(port)
+    stuck.sendall(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+    read_response(stuck)  # the server has taken the connection
+    stuck.sendall(b"POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345")
+    proc.send_signal(signal.SIGTERM)
+    line = proc.stdout.readline()
+    check(name + " says it is draining 1 connection",
+          line.strip() == "coro_http_server draining 1 connections", line)
+    stuck.settimeout(0.5)
+    check(name + " an upload in flight holds the drain", not closed_by_server(stuck))
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    stuck.settimeout(5)
+    check(name + " second SIGTERM closes it", closed_by_server(stuck))
+    return started
+
+
+def run_server(argv, name, scenario):
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()
         if "listening on" not in line:
             raise RuntimeError("server did not start: %r" % line)
-        started = drain_with_connections(proc, int(line.rsplit(":", 1)[1]), name)
+        started = scenario(proc, int(line.rsplit(":", 1)[1]), name)
         code = proc.wait(timeout=DRAIN_TIMEOUT + 5)
         elapsed = time.monotonic() - started
         check(name + " exits 0 well within the drain deadline",
@@ -161,6 +177,15 @@ def main():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def main():
+    server, backend, threads, flags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    name = "coro_http_server (%s, %s threads%s)" % (backend, threads, "".join(" " + f for f in flags))
+    argv = [server, "--backend", backend, "--threads", threads, "--port", "0", "--address",
+            "127.0.0.1", "--drain-timeout", str(DRAIN_TIMEOUT)] + flags
+    run_server(argv, name, drain_with_connections)
+    run_server(argv, name + " twice", second_signal)
     if failures:
         print("FAILED: %s" % ", ".join(failures))
         sys.exit(1)
