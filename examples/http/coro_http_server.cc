@@ -14,13 +14,16 @@
 // (net/http/HttpServer), with more protections (a server-wide body budget);
 // the HTTP benchmark compares the two.
 //
-// SIGINT / SIGTERM stop it cleanly (exit 0; with --h2c, HTTP/2 connections
-// get GOAWAY first and the streams they took are answered, for at most the
-// header timeout; a second signal stops it at once); 1 if it cannot be set
-// up, 2 for bad arguments.
+// SIGINT / SIGTERM drain it as http_server drains (TcpServer::drain): no
+// new connection is accepted, an idle HTTP/1.1 connection closes at once
+// (one idle for less than kDrainGrace gets until then to send one more
+// request), a request in flight is answered with Connection: close, HTTP/2
+// connections get GOAWAY and the streams they took are answered, a
+// WebSocket is closed with 1001 (going away); what is left after
+// --drain-timeout is closed, and so is everything on a second signal. Exit
+// status 0 then; 1 if it cannot be set up, 2 for bad arguments.
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -38,6 +41,7 @@
 #include "net/SignalSet.h"
 #include "net/TcpServer.h"
 #include "net/coro/Coro.h"
+#include "net/coro/DrainToken.h"
 #include "net/http/HttpDate.h"
 #include "net/http/HttpParser.h"
 #include "net/http/HttpRequest.h"
@@ -59,6 +63,7 @@ using http::HttpResponse;
 constexpr const char* kUsage =
     "usage: coro_http_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
     "                        [--root DIR] [--idle-timeout S] [--header-timeout S] [--h2c]\n"
+    "                        [--drain-timeout S]\n"
     "\n"
     "  --address ADDR      numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N            TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -73,14 +78,25 @@ constexpr const char* kUsage =
     "                      with the client preface) on the same port; an HTTP/2 connection\n"
     "                      that owes answers and moves none of their bytes for the idle\n"
     "                      timeout is closed\n"
+    "  --drain-timeout S   on SIGINT/SIGTERM, connections still open after S seconds of\n"
+    "                      draining are closed; 0 closes them at once (default 10)\n"
     "  --help              print this help and exit\n"
     "\n"
-    "Prints \"coro_http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM stops it\n"
-    "(with --h2c: GOAWAY on HTTP/2 connections, whose streams are answered first).\n";
+    "Prints \"coro_http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM drains it:\n"
+    "it prints \"coro_http_server draining N connections\", stops accepting, closes idle\n"
+    "connections, answers the requests in flight with Connection: close (HTTP/2: GOAWAY, the\n"
+    "streams it names are answered), closes WebSockets with 1001, and exits 0 once every\n"
+    "connection has closed or --drain-timeout has passed. A second signal closes the rest.\n";
 
 constexpr std::string_view kHello = "hello world\n";
 
 constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+// Draining, an HTTP/1.1 connection idle for less than this gets until then
+// to send one more request: clients such as wrk send the next request the
+// moment they have read an answer, and count a close before it as an error
+// (HttpServer::Options::drainGrace).
+constexpr Duration kDrainGrace = 200ms;
 
 struct Site {
   std::unique_ptr<http::StaticFiles> files;
@@ -90,36 +106,7 @@ struct Site {
   // the session configuration's handler.
   bool h2c = false;
   http2::ServerSession::Config http2{};
-  // The first SIGINT / SIGTERM under --h2c requests `stop`: every HTTP/2
-  // connection gets GOAWAY, and the main loop quits once the last of them
-  // has ended (or a header timeout later).
-  std::stop_source stop;
-  mutable std::atomic<int> http2Connections{0};
-  EventLoop* mainLoop = nullptr;
 };
-
-// An HTTP/2 connection being served, counted for the graceful stop.
-class Http2Count {
- public:
-  explicit Http2Count(const Site* site) : site_(site) { ++site_->http2Connections; }
-  ~Http2Count() {
-    if (--site_->http2Connections == 0 && site_->stop.stop_requested()) site_->mainLoop->quit();
-  }
-  Http2Count(const Http2Count&) = delete;
-  Http2Count& operator=(const Http2Count&) = delete;
-
- private:
-  const Site* site_;
-};
-
-// The first SIGINT / SIGTERM under --h2c: GOAWAY on every HTTP/2 connection.
-// The stop is requested before the count is read, and a connection ending
-// reads the request after lowering the count: one of the two sees the end.
-void stopGracefully(Site* site) {
-  site->stop.request_stop();
-  if (site->http2Connections == 0) return site->mainLoop->quit();
-  site->mainLoop->runAfter(site->headerTimeout, [loop = site->mainLoop] { loop->quit(); });
-}
 
 std::string_view currentDate() {
   thread_local http::HttpDateCache cache;
@@ -141,11 +128,14 @@ void handle(const Site& site, const HttpRequest& request, HttpResponse* response
 }
 
 // Appends the HTTP/1.1 answer to `request` to `out` (a file body: *file and
-// its length); returns whether the connection stays open.
-bool respond(const Site& site, const HttpRequest& request, Buffer* out, UniqueFd* file,
+// its length); returns whether the connection stays open. `last`: the server
+// is draining and this is the last request it has (or will take) from the
+// connection, answered with Connection: close.
+bool respond(const Site& site, const HttpRequest& request, bool last, Buffer* out, UniqueFd* file,
              size_t* fileLength) {
-  HttpResponse response(!request.keepAlive());
-  if (request.version() == http::Version::kHttp10 && request.keepAlive()) {
+  const bool keepAlive = request.keepAlive() && !last;
+  HttpResponse response(!keepAlive);
+  if (request.version() == http::Version::kHttp10 && keepAlive) {
     response.setKeepAliveHeader(true);
   }
   handle(site, request, &response);
@@ -169,17 +159,64 @@ coro::Task<> refuse(coro::Stream& stream, Buffer* out, int status) {
   co_await coro::withTimeout(5s, stream.closed());
 }
 
+// Closes an idle connection of a draining server: half-closed, then what
+// the client still sends is dropped until it closes (the drain's deadline
+// bounds the wait), so that a request racing the FIN is not answered with a
+// reset.
+coro::Task<> closeIdle(coro::Stream& stream) {
+  stream.shutdown();
+  co_await stream.closed();
+}
+
+// Draining, on an idle connection (`drain` requested; idle since `since`):
+// whether the client sent more within kDrainGrace of `since`, to be
+// answered as the connection's last request.
+coro::Task<bool> lastRequestInGrace(coro::Stream& stream, MonoTime since) {
+  const Duration left = since + kDrainGrace - MonoClock::now();
+  if (left <= Duration::zero()) co_return false;
+  const coro::Input in = co_await coro::withTimeout(left, stream.readMore());
+  co_return static_cast<bool>(in);
+}
+
 // GET /ws: the connection becomes a WebSocket that echoes every message with
-// its type until the client closes.
+// its type until the client closes; draining, it closes with 1001.
 coro::Task<> echoWebSocket(coro::Stream stream, const HttpRequest& request) {
+  const std::stop_token drain = coro::drainToken(stream);
   ws::AcceptResult accepted = co_await ws::accept(std::move(stream), request);
   if (!accepted) co_return;  // answered with the reason and closing
   ws::CoroWebSocket& socket = accepted.socket;
   for (;;) {
-    ws::Message message = co_await socket.read();
+    ws::Message message = co_await coro::withStop(drain, socket.read());
+    if (message.error == coro::Errc::kCancelled && drain.stop_requested()) {
+      co_await socket.close(ws::close_code::kGoingAway, "server going away");
+      co_return;
+    }
     if (message.isClose() || message.error != coro::Errc::kOk) co_return;
     if (co_await socket.send(message.type, message.payload) != coro::Errc::kOk) co_return;
   }
+}
+
+// A request started and not yet complete: waits for more of it. One not yet
+// through its headers must be through them by a deadline set when it was
+// first seen, however its bytes trickle in (else 408); a body is the
+// TcpServer's idle timeout's business. Returns whether to go on. Not under
+// the drain token: a request being received is answered.
+coro::Task<bool> readMoreOfRequest(coro::Stream& stream, const HttpParser& parser, const Site& site,
+                                   Buffer* out, std::optional<MonoTime>* headerDeadline) {
+  const bool midHeaders = parser.inHeaderPhase();
+  if (!midHeaders) {
+    headerDeadline->reset();
+  } else if (!*headerDeadline) {
+    *headerDeadline = MonoClock::now() + site.headerTimeout;
+  }
+  const coro::Input in = midHeaders ? co_await coro::withTimeout(
+                                          **headerDeadline - MonoClock::now(), stream.readMore())
+                                    : co_await stream.readMore();
+  if (in.error() == coro::Errc::kTimedOut) {
+    co_await refuse(stream, out, 408);
+    co_return false;
+  }
+  co_return static_cast<bool>(in);  // else closed, or the client is done
 }
 
 // HTTP/1.1 on `stream`; what it has read and not consumed (bytes the
@@ -187,12 +224,11 @@ coro::Task<> echoWebSocket(coro::Stream stream, const HttpRequest& request) {
 // deadline may have started then.
 coro::Task<> serveHttp1(coro::Stream stream, const Site* site,
                         std::optional<MonoTime> headerDeadline) {
+  const std::stop_token drain = coro::drainToken(stream);
   HttpParser parser;
   // The answers of one read, sent in one write. The connection's own, not
   // one per thread: a throw between gathering and writing (a failed
-  // allocation) must not leave this connection's answers for another to
-  // send. The write empties it; its storage is the connection's while it
-  // lives.
+  // allocation) must not leave its answers for another connection to send.
   Buffer out;
   for (;;) {
     bool open = true;
@@ -213,7 +249,10 @@ coro::Task<> serveHttp1(coro::Stream stream, const Site* site,
       }
       UniqueFd file;
       size_t fileLength = 0;
-      open = respond(*site, parser.request(), &out, &file, &fileLength);
+      // Draining, the last request of those read is answered with
+      // Connection: close (one cut short by the read is answered first).
+      const bool last = drain.stop_requested() && stream.input().readableBytes() == 0;
+      open = respond(*site, parser.request(), last, &out, &file, &fileLength);
       parser.reset();
       // The heads gathered so far go first, then the file, by sendfile(2).
       if (file &&
@@ -224,21 +263,19 @@ coro::Task<> serveHttp1(coro::Stream stream, const Site* site,
     if (out.readableBytes() > 0 && co_await stream.write(&out) != coro::Errc::kOk) co_return;
     if (!open) co_return;  // the stream goes: closed once the answers are out
     // What is unread is an incomplete request (the parser took every
-    // complete one): wait for more. A request started and not yet through
-    // its headers must be through them by a deadline set when it was first
-    // seen, however its bytes trickle in; an idle connection is the
-    // TcpServer's idle timeout's business.
-    const bool midHeaders = parser.midRequest() && parser.inHeaderPhase();
-    if (!midHeaders) {
-      headerDeadline.reset();
-    } else if (!headerDeadline) {
-      headerDeadline = MonoClock::now() + site->headerTimeout;
+    // complete one).
+    if (parser.midRequest()) {
+      if (!co_await readMoreOfRequest(stream, parser, *site, &out, &headerDeadline)) co_return;
+      continue;
     }
-    coro::Input in = midHeaders ? co_await coro::withTimeout(*headerDeadline - MonoClock::now(),
-                                                             stream.readMore())
-                                : co_await stream.readMore();
-    if (in.error() == coro::Errc::kTimedOut) {
-      co_await refuse(stream, &out, 408);
+    // Idle between requests (an idle connection is the TcpServer's idle
+    // timeout's business) until the next one, or the drain.
+    headerDeadline.reset();
+    const MonoTime idleSince = MonoClock::now();
+    const coro::Input in = co_await coro::withStop(drain, stream.readMore());
+    if (in.error() == coro::Errc::kCancelled && drain.stop_requested()) {
+      if (co_await lastRequestInGrace(stream, idleSince)) continue;
+      co_await closeIdle(stream);
       co_return;
     }
     if (!in) co_return;  // closed, or the client is done
@@ -280,6 +317,8 @@ Protocol classify(std::string_view bytes) {
 // HTTP/1.1 line goes on to its 408.
 coro::Task<Protocol> sniff(coro::Stream& stream, const Site& site,
                            std::optional<MonoTime>* deadline) {
+  const std::stop_token drain = coro::drainToken(stream);
+  const MonoTime since = MonoClock::now();
   for (;;) {
     coro::Errc result = coro::Errc::kOk;
     if (*deadline) {
@@ -287,8 +326,16 @@ coro::Task<Protocol> sniff(coro::Stream& stream, const Site& site,
       const coro::Input in = co_await coro::withTimeout(left, stream.readMore());
       result = in.error();
     } else {
-      const coro::Input in = co_await stream.read();
+      // Idle until the first byte, as between HTTP/1.1 requests.
+      const coro::Input in = co_await coro::withStop(drain, stream.read());
       result = in.error();
+      if (result == coro::Errc::kCancelled && drain.stop_requested()) {
+        if (!co_await lastRequestInGrace(stream, since)) {
+          co_await closeIdle(stream);
+          co_return Protocol::kUnknown;
+        }
+        result = coro::Errc::kOk;
+      }
     }
     const Buffer& input = stream.input();
     const std::string_view bytes(input.peek(), input.readableBytes());
@@ -306,13 +353,23 @@ coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
     const Protocol protocol = co_await sniff(stream, *site, &headerDeadline);
     if (protocol == Protocol::kUnknown) co_return;
     if (protocol == Protocol::kHttp2) {
-      const Http2Count counted(site);
+      // Draining: GOAWAY, then the streams it names are answered.
       co_await http2::serveConnection(stream, site->http2, site->headerTimeout, site->idleTimeout,
-                                      site->stop.get_token());
+                                      coro::drainToken(stream));
       co_return;
     }
   }
   co_await serveHttp1(std::move(stream), site, headerDeadline);
+}
+
+// What SIGINT / SIGTERM do once the server has started: the first drains it,
+// ending the loop once every connection has closed, or `timeout` later after
+// the rest were closed; the next closes what is left at once.
+void startDrain(TcpServer* server, EventLoop* loop, Duration timeout) {
+  if (server->draining()) return server->drain(Duration::zero(), [loop] { loop->quit(); });
+  std::cout << "coro_http_server draining " << server->connectionCount() << " connections"
+            << std::endl;
+  server->drain(timeout, [loop] { loop->quit(); });
 }
 
 }  // namespace
@@ -326,6 +383,7 @@ int main(int argc, char* argv[]) {
   int idleTimeout = 60;
   int headerTimeout = 10;
   bool h2c = false;
+  int drainTimeout = 10;
   Flags flags("coro_http_server", kUsage);
   flags.addAddress("--address", &address);
   flags.addPort("--port", &port);
@@ -335,6 +393,7 @@ int main(int argc, char* argv[]) {
   flags.addInt("--idle-timeout", &idleTimeout, 0, 86400);
   flags.addInt("--header-timeout", &headerTimeout, 1, 86400);
   flags.addSwitch("--h2c", &h2c);
+  flags.addInt("--drain-timeout", &drainTimeout, 0, 86400);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
 
   try {
@@ -348,12 +407,12 @@ int main(int argc, char* argv[]) {
     };
 
     EventLoop loop(backend);
-    // Before the server's threads: a signal from here on stops it cleanly.
-    site.mainLoop = &loop;
-    int signals = 0;
+    // Before the server's threads: a signal from here on stops it cleanly (the
+    // first drains the started server, a second closes what is left).
+    TcpServer* started = nullptr;
     SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) {
-      if (++signals > 1 || !site.h2c) return loop.quit();
-      stopGracefully(&site);
+      if (started == nullptr) return loop.quit();
+      startDrain(started, &loop, std::chrono::seconds(drainTimeout));
     });
     TcpServer server(&loop, *InetAddress::parse(address, port), "coro-http",
                      {.threads = threads,
@@ -365,6 +424,7 @@ int main(int argc, char* argv[]) {
     coro::serve(server,
                 [&site](coro::Stream stream) { return serveConnection(std::move(stream), &site); });
     server.start();
+    started = &server;
     std::cout << "coro_http_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
   } catch (const std::system_error& e) {
