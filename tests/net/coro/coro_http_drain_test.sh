@@ -26,6 +26,8 @@ fail() {
 runfiles=${TEST_SRCDIR:-${RUNFILES_DIR:-}}/libnet
 server=$runfiles/examples/http/coro_http_server
 [[ -x "$server" ]] || fail "examples/http/coro_http_server not found in the runfiles"
+# shellcheck source=tests/net/drain_wrk_lib.sh
+source "$runfiles/tests/net/drain_wrk_lib.sh"
 command -v wrk >/dev/null || fail "wrk is not installed (tools/setup.sh installs it)"
 command -v strace >/dev/null || fail "strace is not installed (tools/setup.sh installs it)"
 
@@ -38,27 +40,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-# check_wrk WHAT: wrk's summary and the failed writes strace recorded.
-check_wrk() {
-  local what=$1 out refused other errors="connect 0, read 0, write 0, timeout 0"
-  out=$(cat "$work/wrk.out")
-  [[ "$out" =~ ([0-9]+)\ requests\ in ]] || fail "$what: no request count from wrk: $out"
-  ((BASH_REMATCH[1] > 0)) || fail "$what: wrk made no request"
-  [[ "$out" != *"Non-2xx"* ]] || fail "$what: wrk saw non-2xx answers: $out"
-  refused=$(grep -c 'write(.* = -1 ECONNREFUSED' "$work/wrk.strace" || true)
-  other=$(grep -E 'write\(.* = -1 ' "$work/wrk.strace" | grep -v ECONNREFUSED || true)
-  [[ -z "$other" ]] || fail "$what: wrk's writes failed: $(head -5 <<<"$other")"
-  local re='Socket errors: (connect [0-9]+, read ([0-9]+), write ([0-9]+), timeout ([0-9]+))'
-  if [[ "$out" =~ $re ]]; then
-    errors=${BASH_REMATCH[1]}
-    ((BASH_REMATCH[2] == 0 && BASH_REMATCH[4] == 0)) || fail "$what: wrk saw errors: $errors"
-    ((BASH_REMATCH[3] == refused)) ||
-      fail "$what: $((BASH_REMATCH[3] - refused)) write errors were not refused reconnects: $errors"
-  fi
-  echo "ok: $what: $(grep -o '[0-9]* requests in' <<<"$out"); wrk: $errors;" \
-    "$refused refused reconnects"
-}
 
 # wrk_case BACKEND THREADS: one drain under load.
 wrk_case() {
@@ -95,7 +76,7 @@ wrk_case() {
   ((drained)) || fail "$what: server did not say it was draining"
   wait "$wrk_pid" || fail "$what: wrk failed: $(cat "$work/wrk.out")"
   wrk_pid=""
-  check_wrk "$what"
+  check_drained_wrk "$what" "$work/wrk.out" "$work/wrk.strace"
 }
 
 for ((run = 0; run < ${DRAIN_RUNS:-1}; ++run)); do

@@ -38,6 +38,8 @@ for path in "${TEST_SRCDIR:-}/libnet/examples/http/http_server" \
   [[ -x "$path" ]] && server=$path && break
 done
 [[ -n "$server" ]] || fail "examples/http/http_server not found in the runfiles"
+# shellcheck source=tests/net/drain_wrk_lib.sh
+source "${server%/examples/http/http_server}/tests/net/drain_wrk_lib.sh"
 command -v wrk >/dev/null || fail "wrk is not installed (tools/setup.sh installs it)"
 command -v strace >/dev/null || fail "strace is not installed (tools/setup.sh installs it)"
 
@@ -51,27 +53,6 @@ cleanup() {
 }
 trap cleanup EXIT
 head -c 1048576 /dev/zero >"$work/big"
-
-# check_wrk WHAT: wrk's summary and the failed calls strace recorded.
-check_wrk() {
-  local what=$1 out refused other errors="connect 0, read 0, write 0, timeout 0"
-  out=$(cat "$work/wrk.out")
-  [[ "$out" =~ ([0-9]+)\ requests\ in ]] || fail "$what: no request count from wrk: $out"
-  ((BASH_REMATCH[1] > 0)) || fail "$what: wrk made no request"
-  [[ "$out" != *"Non-2xx"* ]] || fail "$what: wrk saw non-2xx answers: $out"
-  refused=$(grep -c 'write(.* = -1 ECONNREFUSED' "$work/wrk.strace" || true)
-  other=$(grep -E 'write\(.* = -1 ' "$work/wrk.strace" | grep -v ECONNREFUSED || true)
-  [[ -z "$other" ]] || fail "$what: wrk's writes failed: $(head -5 <<<"$other")"
-  local re='Socket errors: (connect [0-9]+, read ([0-9]+), write ([0-9]+), timeout ([0-9]+))'
-  if [[ "$out" =~ $re ]]; then
-    errors=${BASH_REMATCH[1]}
-    ((BASH_REMATCH[2] == 0 && BASH_REMATCH[4] == 0)) || fail "$what: wrk saw errors: $errors"
-    ((BASH_REMATCH[3] == refused)) ||
-      fail "$what: $((BASH_REMATCH[3] - refused)) write errors were not refused reconnects: $errors"
-  fi
-  echo "ok: $what: $(grep -o '[0-9]* requests in' <<<"$out"); wrk: $errors;" \
-    "$refused refused reconnects"
-}
 
 # run_case BACKEND THREADS PATH: one loaded drain.
 run_case() {
@@ -109,7 +90,7 @@ run_case() {
   ((drained)) || fail "$what: server did not say it was draining"
   wait "$wrk_pid" || fail "$what: wrk failed: $(cat "$work/wrk.out")"
   wrk_pid=""
-  check_wrk "$what"
+  check_drained_wrk "$what" "$work/wrk.out" "$work/wrk.strace"
 }
 
 for ((run = 0; run < ${DRAIN_RUNS:-1}; ++run)); do
