@@ -96,6 +96,7 @@ class InputBackPressureTest : public ::testing::TestWithParam<Backend> {
         const int rcvbuf = 1024 * 1024;
         ::setsockopt(conn->fd(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
         conn->stopRead();
+        stoppedInTurn_ = loop_->iteration();
         conn_ = conn;
       });
       server_->setMessageCallback(
@@ -122,6 +123,12 @@ class InputBackPressureTest : public ::testing::TestWithParam<Backend> {
   // read, until its socket holds them all (bounded).
   void fillServerSocket(BlockingClient& client, size_t bytes) {
     ASSERT_TRUE(waitUntil([&] { return runSync(loop_, [&] { return conn_ != nullptr; }); }));
+    // The connection callback stopped reading; on io_uring that is a receive
+    // and its cancellation, submitted at the start of the loop's next turn.
+    // Bytes sent before that submission would be taken by the receive (all
+    // of them, with no receive limit): wait for a later turn.
+    ASSERT_TRUE(waitUntil(
+        [&] { return runSync(loop_, [&] { return loop_->iteration() > stoppedInTurn_; }); }));
     ASSERT_TRUE(client.sendAll(stream(0, bytes)));
     ASSERT_TRUE(waitUntil([&] { return serverSocketHolds() == bytes; }))
         << "the server's socket holds " << serverSocketHolds() << " of " << bytes << " bytes";
@@ -146,6 +153,7 @@ class InputBackPressureTest : public ::testing::TestWithParam<Backend> {
   SocketAddress address_;
   // Loop thread only.
   TcpConnectionPtr conn_;
+  int64_t stoppedInTurn_ = 0;       // the loop turn whose connection callback stopped reading
   std::vector<size_t> deliveries_;  // bytes handed to each callback
   size_t maxTakenIn_ = 0;           // output queued plus input kept, after an echo
   std::string received_;
