@@ -9,4 +9,4 @@ SERVER=$(runfile examples/http/http_server)
 # Debian's python3, which has python3-prometheus-client (the PATH one may not).
 [[ -x /usr/bin/python3 ]] || fail "/usr/bin/python3 is needed (tools/setup.sh installs it)"
 command -v haproxy >/dev/null || fail "haproxy is needed (tools/setup.sh installs it)"
-exec timeout -k 5 60 /usr/bin/python3 "$(dirname "$0")/proxy_protocol_haproxy_test.py" "$SERVER"
+exec timeout -k 5 200 /usr/bin/python3 "$(dirname "$0")/proxy_protocol_haproxy_test.py" "$SERVER"
