@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "net/TcpConnection.h"
 #include "net/http/HttpChars.h"
 #include "net/http/RequestTarget.h"
 
@@ -97,12 +96,6 @@ HttpRequest& HttpRequest::operator=(const HttpRequest& other) {
   body_ = other.body_;
   connection_ = other.connection_;
   return *this;
-}
-
-std::optional<SocketAddress> HttpRequest::peerAddress() const {
-  const std::shared_ptr<const TcpConnection> conn = connection_.lock();
-  if (!conn) return std::nullopt;
-  return conn->peerAddress();
 }
 
 std::optional<std::string_view> HttpRequest::header(std::string_view name) const {
