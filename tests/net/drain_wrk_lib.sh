@@ -29,3 +29,28 @@ check_drained_wrk() {
   echo "ok: $what: $(grep -o '[0-9]* requests in' <<<"$out"); wrk: $errors;" \
     "$refused refused reconnects"
 }
+
+# await_drained_exit WHAT PROGRAM FD: after the SIGTERM to $server_pid, reads
+# the server's output on FD until it reaches end of file (it exited; 15 s
+# bound), then requires that PROGRAM said it was draining, exited 0, and that
+# wrk ($wrk_pid, output and trace in $work) lost nothing. Clears server_pid
+# and wrk_pid (the callers' clean-up skips them then).
+await_drained_exit() {
+  local what=$1 program=$2 fd=$3 line deadline=$((SECONDS + 15)) exited=0 status=0 drained=0
+  while ((SECONDS <= deadline)); do
+    if read -t 1 -r line <&"$fd" 2>/dev/null; then
+      [[ "$line" == *"$program draining "*" connections"* ]] && drained=1
+      continue
+    fi
+    (($? <= 128)) && exited=1 && break  # above 128 is read's timeout
+  done
+  ((exited)) || fail "$what: server still running 15 s after SIGTERM"
+  exec {fd}<&-
+  wait "$server_pid" || status=$?
+  server_pid=""
+  [[ $status -eq 0 ]] || fail "$what: server exited $status after SIGTERM"
+  ((drained)) || fail "$what: server did not say it was draining"
+  wait "$wrk_pid" || fail "$what: wrk failed: $(cat "$work/wrk.out")"
+  wrk_pid=""
+  check_drained_wrk "$what" "$work/wrk.out" "$work/wrk.strace"
+}

@@ -72,25 +72,7 @@ run_case() {
   wrk_pid=$!
   sleep 1  # load, not synchronisation: the drain must meet requests in flight
   kill -TERM "$server_pid"
-  # The server must exit within its 10 s deadline (plus slack): its output
-  # reaching end of file is the sign; `wait` then collects its status.
-  local deadline=$((SECONDS + 15)) exited=0 status=0 drained=0
-  while ((SECONDS <= deadline)); do
-    if read -t 1 -r line <&"$server_out" 2>/dev/null; then
-      [[ "$line" == *"draining "*" connections"* ]] && drained=1
-      continue
-    fi
-    (($? <= 128)) && exited=1 && break  # above 128 is read's timeout
-  done
-  ((exited)) || fail "$what: server still running 15 s after SIGTERM"
-  exec {server_out}<&-
-  wait "$server_pid" || status=$?
-  server_pid=""
-  [[ $status -eq 0 ]] || fail "$what: server exited $status after SIGTERM"
-  ((drained)) || fail "$what: server did not say it was draining"
-  wait "$wrk_pid" || fail "$what: wrk failed: $(cat "$work/wrk.out")"
-  wrk_pid=""
-  check_drained_wrk "$what" "$work/wrk.out" "$work/wrk.strace"
+  await_drained_exit "$what" http_server "$server_out"
 }
 
 for ((run = 0; run < ${DRAIN_RUNS:-1}; ++run)); do
