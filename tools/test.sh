@@ -25,81 +25,95 @@
 # LIBNET_FUZZ_SECONDS sets the fuzzing time (0 skips it); without clang++
 # (tools/setup.sh installs it) the fuzzing is skipped with a notice.
 #
-# Prints one summary line per run: "tests: N passed, M failed, K skipped" (the
-# test cases of that run's targets).
+# Prints one summary line per run: "tests: N passed, M failed, K skipped;
+# targets: T passed, F failed" (the test cases and targets of that run; a
+# target that failed without a failed case of its own, a script test or a
+# sanitizer report at exit, counts as a failed case too and is named), each
+# phase's duration as it ends, and a table of all phases at the end.
+#
+# Tests tagged "load" (long load and soak tests: wrk, thousands of
+# connections, the benchmark scripts) run once, in the plain phase; the
+# sanitizer phases and the run without io_uring leave them out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 
-# Counts the test cases of the given test labels (their test.xml from the
-# run just made): each phase reports its own cases, not the whole tree's.
-summarize() {
-  local passed=0 failed=0 skipped=0 tests failures errors skips header label xml
-  for label in "$@"; do
-    xml="bazel-testlogs/$(sed -n 's|^//\([^:]*\):\(.*\)$|\1/\2|p' <<<"$label")/test.xml"
-    [[ -f "$xml" ]] || continue
-    header=$(grep -m1 -o '<testsuites [^>]*>' "$xml" || true)
-    [[ -z "$header" ]] && continue
-    tests=$(sed -n 's/.* tests="\([0-9]*\)".*/\1/p' <<<"$header")
-    failures=$(sed -n 's/.* failures="\([0-9]*\)".*/\1/p' <<<"$header")
-    errors=$(sed -n 's/.* errors="\([0-9]*\)".*/\1/p' <<<"$header")
-    # GoogleTest counts a skipped case among its tests; reported apart.
-    skips=$(grep -c '<skipped' "$xml" || true)
-    failed=$((failed + ${failures:-0} + ${errors:-0}))
-    skipped=$((skipped + ${skips:-0}))
-    passed=$((passed + ${tests:-0} - ${failures:-0} - ${errors:-0} - ${skips:-0}))
-  done
-  echo "tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
+phase_names=()
+phase_times=()
+phase_results=()
+# phase NAME COMMAND...: runs one phase, prints and records its duration.
+phase() {
+  local name=$1 began=$SECONDS rc=0
+  shift
+  echo "== $name" >&2
+  "$@" || rc=$?
+  local took=$((SECONDS - began))
+  phase_names+=("$name")
+  phase_times+=("$took")
+  phase_results+=("$([[ $rc -eq 0 ]] && echo ok || echo "FAILED ($rc)")")
+  printf -- '-- %s: %dm%02ds, %s\n' "$name" $((took / 60)) $((took % 60)) "${phase_results[-1]}" >&2
+  return $rc
 }
 
-run() {
-  echo "== bazel test $* //..." >&2
-  local status=0
-  bazel test "$@" //... || status=$?
-  # shellcheck disable=SC2046  # one label per word
-  summarize $(bazel query 'tests(//...)' 2>/dev/null)
+# bazel_test OUTPUT_FILE QUERY BAZEL_ARGUMENT...: `bazel test` with the
+# arguments given, its output kept for the summary of the tests QUERY names.
+bazel_test() {
+  local out=$1 query=$2 status=0 labels
+  shift 2
+  bazel test "$@" 2>&1 | tee "$out" || status=$?
+  labels=$(bazel query "$query" 2>/dev/null)
+  # shellcheck disable=SC2086  # one label per word
+  python3 tools/test_summary.py "$out" $labels
   return $status
 }
 
+log_dir=$(mktemp -d)
+trap 'rm -rf "$log_dir"' EXIT
+no_load=--test_tag_filters=-load
+
 status=0
 if (($# > 0)); then
-  run "$@" || status=$?
+  phase "bazel test $*" bazel_test "$log_dir/run.log" 'tests(//...)' "$@" //... || status=$?
 else
-  # Every configuration runs even after one fails, so one report shows all.
-  run || status=$?
-  echo "== bazel test C++ tests without io_uring" >&2
+  # Every phase runs even after one fails, so one report shows all.
+  phase "bazel test (plain)" bazel_test "$log_dir/plain.log" 'tests(//...)' //... || status=$?
   cc_tests=$(bazel query 'kind(cc_test, //...)' 2>/dev/null)
   # shellcheck disable=SC2086  # one label per word
-  bazel test --run_under=//tests/net:without_io_uring $cc_tests || status=$?
-  # shellcheck disable=SC2086
-  summarize $cc_tests
-  run --config=asan || status=$?
-  run --config=tsan || status=$?
-  echo "== tools/format_check.sh" >&2
-  tools/format_check.sh || status=$?
-  echo "== tools/function_lengths.py" >&2
-  python3 tools/function_lengths.py base net examples bench pingpong tools || status=$?
-  echo "== tools/thread_safety.sh" >&2
-  tools/thread_safety.sh || status=$?
+  phase "bazel test C++ tests without io_uring" bazel_test "$log_dir/no_uring.log" \
+    'kind(cc_test, //...)' --run_under=//tests/net:without_io_uring "$no_load" $cc_tests ||
+    status=$?
+  phase "bazel test --config=asan" bazel_test "$log_dir/asan.log" 'tests(//...)' \
+    --config=asan "$no_load" //... || status=$?
+  phase "bazel test --config=tsan" bazel_test "$log_dir/tsan.log" 'tests(//...)' \
+    --config=tsan "$no_load" //... || status=$?
+  phase "tools/format_check.sh" tools/format_check.sh || status=$?
+  phase "tools/function_lengths.py" \
+    python3 tools/function_lengths.py base net examples bench pingpong tools || status=$?
+  phase "tools/thread_safety.sh" tools/thread_safety.sh || status=$?
   # Built and run from outside the repository, as an application would:
   # another Bazel workspace, an installed tree found by CMake, pkg-config.
   for consumer_test in tests/consumers/bazel_consumer_test.sh \
                        tests/consumers/cmake_consumer_test.sh \
                        tests/consumers/pkgconfig_consumer_test.sh \
                        tests/consumers/install_staging_test.sh; do
-    echo "== $consumer_test" >&2
-    "$consumer_test" || status=$?
+    phase "$consumer_test" "$consumer_test" || status=$?
   done
   fuzz_seconds=${LIBNET_FUZZ_SECONDS:-60}
   if ((fuzz_seconds > 0)); then
     if command -v "${CLANG_CXX:-clang++}" >/dev/null 2>&1; then
-      echo "== tools/fuzz.sh $fuzz_seconds" >&2
-      tools/fuzz.sh "$fuzz_seconds" || status=$?
+      phase "tools/fuzz.sh $fuzz_seconds" tools/fuzz.sh "$fuzz_seconds" || status=$?
     else
       echo "== fuzzing skipped: no clang++ (tools/setup.sh installs it)" >&2
     fi
   fi
-  echo "== tools/h2spec.sh" >&2
-  tools/h2spec.sh || status=$?
+  phase "tools/h2spec.sh" tools/h2spec.sh || status=$?
 fi
+
+echo "== phases" >&2
+total=0
+for i in "${!phase_names[@]}"; do
+  printf '%6ds  %-48s %s\n' "${phase_times[$i]}" "${phase_names[$i]}" "${phase_results[$i]}" >&2
+  total=$((total + phase_times[i]))
+done
+printf '%6ds  %s\n' "$total" "in all" >&2
 exit $status
