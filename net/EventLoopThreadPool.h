@@ -41,6 +41,12 @@ class EventLoopThreadPool {
   [[nodiscard]] bool started() const { return started_; }
   [[nodiscard]] const std::string& name() const { return name_; }
 
+  // The names of 0.1, kept for one minor version (CHANGELOG.md).
+  [[deprecated("use nextLoop()")]] EventLoop* getNextLoop() { return nextLoop(); }
+  [[deprecated("use allLoops()")]] [[nodiscard]] std::vector<EventLoop*> getAllLoops() const {
+    return allLoops();
+  }
+
  private:
   EventLoop* baseLoop_;
   std::string name_;

@@ -52,6 +52,9 @@ class InetAddress {
   [[nodiscard]] const sockaddr* sockAddr() const {
     return reinterpret_cast<const sockaddr*>(&addr6_);
   }
+  [[deprecated("use sockAddr()")]] [[nodiscard]] const sockaddr* getSockAddr() const {
+    return sockAddr();
+  }
   [[nodiscard]] socklen_t sockLen() const {
     return family() == AF_INET6 ? sizeof addr6_ : sizeof addr_;
   }

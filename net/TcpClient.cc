@@ -93,6 +93,21 @@ void TcpClient::checkNotStarted(const char* what) const {
   }
 }
 
+void TcpClient::enableRetry() {
+  checkNotStarted("enableRetry");
+  options_.retry = true;
+}
+
+void TcpClient::setTcpNoDelay(bool on) {
+  checkNotStarted("setTcpNoDelay");
+  options_.tcpNoDelay = on;
+}
+
+void TcpClient::setConnectionLayer(std::shared_ptr<const ConnectionLayer> layer) {
+  checkNotStarted("setConnectionLayer");
+  options_.layer = std::move(layer);
+}
+
 void TcpClient::setConnectionCallback(ConnectionCallback cb) {
   checkNotStarted("setConnectionCallback");
   connectionCallback_ = std::move(cb);

@@ -95,6 +95,17 @@ class TcpClient {
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] int connectAttempts() const;
 
+  // The names of 0.1, kept for one minor version (CHANGELOG.md). The setters
+  // set their Options field before connect() (std::logic_error after it).
+  [[deprecated("use Options::retry")]] void enableRetry();
+  [[deprecated("use options().retry")]] [[nodiscard]] bool retry() const {
+    return options_.retry;
+  }
+  [[deprecated("use Options::tcpNoDelay")]] void setTcpNoDelay(bool on);
+  [[deprecated("use Options::layer")]] void setConnectionLayer(
+      std::shared_ptr<const ConnectionLayer> layer);
+  [[deprecated("use loop()")]] [[nodiscard]] EventLoop* getLoop() const { return loop_; }
+
   // Before connect() (std::logic_error after it).
   void setConnectionCallback(ConnectionCallback cb);
   void setMessageCallback(MessageCallback cb);
@@ -132,7 +143,7 @@ class TcpClient {
   void checkNotStarted(const char* what) const;
 
   EventLoop* loop_;
-  const Options options_;
+  Options options_;  // changed only by the deprecated setters, before connect()
   std::shared_ptr<Connector> connector_;
   const std::string name_;
   ConnectionCallback connectionCallback_;

@@ -148,6 +148,14 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void setContext(std::any context) { context_ = std::move(context); }
   [[nodiscard]] const std::any& context() const { return context_; }
   [[nodiscard]] std::any* mutableContext() { return &context_; }
+  // The names of 0.1, kept for one minor version (CHANGELOG.md).
+  [[deprecated("use context()")]] [[nodiscard]] const std::any& getContext() const {
+    return context_;
+  }
+  [[deprecated("use mutableContext()")]] [[nodiscard]] std::any* getMutableContext() {
+    return &context_;
+  }
+  [[deprecated("use loop()")]] [[nodiscard]] EventLoop* getLoop() const { return loop_; }
 
   void setConnectionCallback(ConnectionCallback cb) { connectionCallback_ = std::move(cb); }
   void setMessageCallback(MessageCallback cb) { messageCallback_ = std::move(cb); }

@@ -371,6 +371,59 @@ void TcpServer::setMessageCallback(MessageCallback cb) {
   messageCallback_ = std::move(cb);
 }
 
+void TcpServer::reconfigure(const char* what, Options options) {
+  checkNotStarted(what);
+  const int threadsBefore = options_.threads;
+  options_ = checked(options);
+  // The pool is made in the constructor, and not started before start().
+  if (options_.threads != threadsBefore) {
+    threadPool_ = std::make_unique<EventLoopThreadPool>(loop_, name_, options_.threads);
+  }
+}
+
+void TcpServer::setThreadNum(int numThreads) {
+  Options changed = options_;
+  changed.threads = numThreads;
+  reconfigure("setThreadNum", std::move(changed));
+}
+
+void TcpServer::setAcceptMode(AcceptMode mode) {
+  Options changed = options_;
+  changed.acceptMode = mode;
+  reconfigure("setAcceptMode", std::move(changed));
+}
+
+void TcpServer::setDeferAccept(int seconds) {
+  Options changed = options_;
+  changed.deferAccept = std::chrono::seconds(seconds);
+  reconfigure("setDeferAccept", std::move(changed));
+}
+
+void TcpServer::setTcpNoDelay(bool on) {
+  Options changed = options_;
+  changed.tcpNoDelay = on;
+  reconfigure("setTcpNoDelay", std::move(changed));
+}
+
+void TcpServer::setConnectionLayer(std::shared_ptr<const ConnectionLayer> layer) {
+  Options changed = options_;
+  changed.layer = std::move(layer);
+  reconfigure("setConnectionLayer", std::move(changed));
+}
+
+void TcpServer::setMaxQueuedOutput(size_t bytes) {
+  Options changed = options_;
+  changed.maxQueuedOutput = bytes;
+  reconfigure("setMaxQueuedOutput", std::move(changed));
+}
+
+void TcpServer::setIdleTimeout(Duration timeout, Duration tick) {
+  Options changed = options_;
+  changed.idleTimeout = timeout;
+  changed.idleTick = tick;
+  reconfigure("setIdleTimeout", std::move(changed));
+}
+
 void TcpServer::setWriteCompleteCallback(WriteCompleteCallback cb) {
   checkNotStarted("setWriteCompleteCallback");
   writeCompleteCallback_ = std::move(cb);

@@ -38,7 +38,8 @@
 // the constructor, so "port in use" or "permission denied" surfaces there as
 // std::system_error; listen() failures surface from start(). Configuration
 // is the Options given to the constructor, checked there (a bad value throws
-// std::invalid_argument); there is no setter to call too late. Callbacks are
+// std::invalid_argument); the setters of 0.1 that remain, deprecated, change
+// the same fields before start() and throw std::logic_error after it. Callbacks are
 // set before start() (one set after it throws std::logic_error: the I/O
 // loops make connections with what start() copied). Callbacks run on the
 // connection's loop thread.
@@ -289,6 +290,20 @@ class TcpServer {
   // Starts the I/O threads and listens. Idempotent. Loop thread only.
   void start();
 
+  // The configuration setters of 0.1, kept for one minor version
+  // (CHANGELOG.md): each sets its Options field, checked as the constructor
+  // checks it, before start() (after it: std::logic_error).
+  [[deprecated("use Options::threads")]] void setThreadNum(int numThreads);
+  [[deprecated("use Options::acceptMode")]] void setAcceptMode(AcceptMode mode);
+  [[deprecated("use Options::deferAccept")]] void setDeferAccept(int seconds);
+  [[deprecated("use Options::tcpNoDelay")]] void setTcpNoDelay(bool on);
+  [[deprecated("use Options::layer")]] void setConnectionLayer(
+      std::shared_ptr<const ConnectionLayer> layer);
+  [[deprecated("use Options::maxQueuedOutput")]] void setMaxQueuedOutput(size_t bytes);
+  [[deprecated("use Options::idleTimeout and idleTick")]] void setIdleTimeout(
+      Duration timeout, Duration tick = std::chrono::seconds(1));
+  [[deprecated("use loop()")]] [[nodiscard]] EventLoop* getLoop() const { return loop_; }
+
   // Live connections. Any thread; with I/O threads, a sum of per-loop counts
   // that each loop updates on its own.
   [[nodiscard]] size_t connectionCount() const;
@@ -319,6 +334,8 @@ class TcpServer {
   // Throws std::logic_error when `what` (a callback setter) comes after
   // start().
   void checkNotStarted(const char* what) const;
+  // The deprecated setters: `what` before start(), the options checked.
+  void reconfigure(const char* what, Options options);
   void startPerLoopAcceptors();
   // Destroys every per-loop acceptor on its own loop and waits (bounded)
   // until all are gone.
@@ -396,8 +413,9 @@ class TcpServer {
 
   EventLoop* loop_;
   const std::string name_;
-  // Before the acceptor and the pool, which are made from it.
-  const Options options_;
+  // Before the acceptor and the pool, which are made from it. Changed only
+  // by the deprecated setters, before start().
+  Options options_;
   std::unique_ptr<Acceptor> acceptor_;  // kHandOver, or no I/O threads
   std::unique_ptr<EventLoopThreadPool> threadPool_;
   ConnectionCallback connectionCallback_;

@@ -116,8 +116,15 @@ done
 
 cd "$(dirname "$0")/.."
 version=$(tr -d '[:space:]' <VERSION)
-[[ $version =~ ^([0-9]+)\.[0-9]+\.[0-9]+$ ]] || die "VERSION '$version' is not MAJOR.MINOR.PATCH"
-soversion=${BASH_REMATCH[1]}
+[[ $version =~ ^([0-9]+)\.([0-9]+)\.[0-9]+$ ]] || die "VERSION '$version' is not MAJOR.MINOR.PATCH"
+# The API and ABI a program gets: before 1.0 each minor release may change
+# them (0.1 and 0.2 are different APIs), so the soname carries MAJOR.MINOR
+# (libnet.so.0.2); from 1.0 on, MAJOR only.
+if ((BASH_REMATCH[1] == 0)); then
+  soversion=${BASH_REMATCH[1]}.${BASH_REMATCH[2]}
+else
+  soversion=${BASH_REMATCH[1]}
+fi
 
 manifest_name=share/libnet/install_manifest.txt
 

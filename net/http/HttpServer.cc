@@ -199,6 +199,15 @@ HttpServer::HttpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, 
   takeCallbacks();
 }
 
+void HttpServer::setThreadNum(int numThreads) {
+// Forwarding one deprecated setter to the other.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  server_.setThreadNum(numThreads);  // checks it, and that start() has not run
+#pragma GCC diagnostic pop
+  options_.threads = numThreads;
+}
+
 void HttpServer::takeCallbacks() {
   server_.setConnectionCallback([this](const TcpConnectionPtr& conn) { onConnection(conn); });
   server_.setMessageCallback(

@@ -227,6 +227,10 @@ class HttpServer {
   // over all loop threads. Any thread.
   [[nodiscard]] size_t bufferedBodyBytes() const;
 
+  // The setter of 0.1, kept for one minor version (CHANGELOG.md): sets
+  // Options::threads before start() (std::logic_error after it).
+  [[deprecated("use Options::threads")]] void setThreadNum(int numThreads);
+
  private:
   struct ConnectionState;
   // What a connection's context holds: its ConnectionState (HttpServer.cc).
@@ -273,7 +277,7 @@ class HttpServer {
   // onMessage is to go on with HTTP/1.1.
   bool offerFirstBytes(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf);
 
-  const Options options_;
+  Options options_;  // changed only by the deprecated setThreadNum(), before start()
   Handler handler_;
   UpgradeHandler upgradeHandler_;
   ConnectionTaker taker_;
@@ -288,5 +292,8 @@ class HttpServer {
   // already destroyed, mid-request.
   TcpServer server_;
 };
+
+// The name of 0.1, kept for one minor version (CHANGELOG.md).
+using HttpServerOptions [[deprecated("use HttpServer::Options")]] = HttpServer::Options;
 
 }  // namespace libnet::http

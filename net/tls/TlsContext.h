@@ -118,3 +118,10 @@ class Context {
 };
 
 }  // namespace libnet::tls
+
+namespace libnet {
+// The names of 0.1, kept for one minor version (CHANGELOG.md).
+using TlsContext [[deprecated("use tls::Context")]] = tls::Context;
+using TlsError [[deprecated("use tls::Error")]] = tls::Error;
+using TlsVersion [[deprecated("use tls::Version")]] = tls::Version;
+}  // namespace libnet

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A CMake project outside the repository builds echo_roundtrip.cc against an
-# installed libnet with find_package(libnet 0.1) and nothing else: no C++
+# installed libnet with find_package(libnet 0.2) and nothing else: no C++
 # standard of its own, so the build only works if libnet::libnet carries
 # cxx_std_20. Checks both targets (libnet::libnet, the static library, and
 # libnet::libnet_shared), that the installed tree still works after it is
@@ -26,6 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
 
 command -v cmake >/dev/null || fail "cmake is not installed (apt-get install cmake)"
 version=$(tr -d '[:space:]' <"$repo/VERSION")
+soversion=$(soversion_of "$version")
 
 install_libnet --prefix "$tmp/prefix"
 
@@ -37,7 +38,7 @@ cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtri
 cat >project/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(libnet_consumer CXX)
-find_package(libnet 0.1 REQUIRED COMPONENTS tls dns http_client websocket http2)
+find_package(libnet 0.2 REQUIRED COMPONENTS tls dns http_client websocket http2)
 if(NOT libnet_LICENSE STREQUAL "MIT")
   message(FATAL_ERROR "libnet_LICENSE is '${libnet_LICENSE}', expected MIT")
 endif()
@@ -81,14 +82,14 @@ run_echo build/echo_roundtrip
 run_echo build/echo_roundtrip_shared
 run_tls build/tls_roundtrip "$tmp/certs"
 run_tls build/tls_roundtrip_shared "$tmp/certs"
-needs_library build/tls_roundtrip_shared "libnet_tls\.so\.${version%%.*}" ||
-  fail "tls_roundtrip_shared (libnet::tls_shared) does not need libnet_tls.so.${version%%.*}"
+needs_library build/tls_roundtrip_shared "libnet_tls\.so\.${soversion}" ||
+  fail "tls_roundtrip_shared (libnet::tls_shared) does not need libnet_tls.so.${soversion}"
 needs_library build/echo_roundtrip_shared 'libssl\.so.*' &&
   fail "echo_roundtrip_shared links OpenSSL without using TLS"
 run_dns build/dns_roundtrip
 run_dns build/dns_roundtrip_shared
-needs_library build/dns_roundtrip_shared "libnet_dns\.so\.${version%%.*}" ||
-  fail "dns_roundtrip_shared (libnet::dns_shared) does not need libnet_dns.so.${version%%.*}"
+needs_library build/dns_roundtrip_shared "libnet_dns\.so\.${soversion}" ||
+  fail "dns_roundtrip_shared (libnet::dns_shared) does not need libnet_dns.so.${soversion}"
 needs_library build/dns_roundtrip 'libnet\(_dns\)\?\.so.*' &&
   fail "dns_roundtrip (libnet::dns) needs a libnet shared library; the archives were expected"
 needs_library build/dns_roundtrip 'libcares\.so.*' ||
@@ -97,13 +98,13 @@ needs_library build/echo_roundtrip_shared 'libcares\.so.*' &&
   fail "echo_roundtrip_shared links c-ares without using the resolver"
 run_http build/http_fetch_roundtrip
 run_http build/http_fetch_roundtrip_shared
-needs_library build/http_fetch_roundtrip_shared "libnet_http_client\.so\.${version%%.*}" ||
+needs_library build/http_fetch_roundtrip_shared "libnet_http_client\.so\.${soversion}" ||
   fail "http_fetch_roundtrip_shared (libnet::http_client_shared) does not need libnet_http_client.so"
 needs_library build/http_fetch_roundtrip 'libnet\(_[a-z_]*\)\?\.so.*' &&
   fail "http_fetch_roundtrip (libnet::http_client) needs a libnet shared library"
 run_ws build/ws_roundtrip
 run_ws build/ws_roundtrip_shared
-needs_library build/ws_roundtrip_shared "libnet_websocket\.so\.${version%%.*}" ||
+needs_library build/ws_roundtrip_shared "libnet_websocket\.so\.${soversion}" ||
   fail "ws_roundtrip_shared (libnet::websocket_shared) does not need libnet_websocket.so"
 needs_library build/ws_roundtrip 'libnet\(_[a-z_]*\)\?\.so.*' &&
   fail "ws_roundtrip (libnet::websocket) needs a libnet shared library; the archives were expected"
@@ -112,7 +113,7 @@ needs_library build/echo_roundtrip_shared 'libz\.so.*' &&
   fail "echo_roundtrip_shared links zlib without using WebSocket"
 run_h2 build/http2_roundtrip
 run_h2 build/http2_roundtrip_shared
-needs_library build/http2_roundtrip_shared "libnet_http2\.so\.${version%%.*}" ||
+needs_library build/http2_roundtrip_shared "libnet_http2\.so\.${soversion}" ||
   fail "http2_roundtrip_shared (libnet::http2_shared) does not need libnet_http2.so"
 needs_library build/http2_roundtrip 'libnet\(_[a-z_0-9]*\)\?\.so.*' &&
   fail "http2_roundtrip (libnet::http2) needs a libnet shared library; the archives were expected"
@@ -122,8 +123,8 @@ needs_library build/echo_roundtrip_shared 'libnghttp2\.so.*' &&
   fail "echo_roundtrip_shared links nghttp2 without using HTTP/2"
 needs_library build/echo_roundtrip 'libnet\.so.*' &&
   fail "echo_roundtrip (libnet::libnet) needs libnet.so; the static library was expected"
-needs_library build/echo_roundtrip_shared "libnet\.so\.${version%%.*}" ||
-  fail "echo_roundtrip_shared (libnet::libnet_shared) does not need libnet.so.${version%%.*}"
+needs_library build/echo_roundtrip_shared "libnet\.so\.${soversion}" ||
+  fail "echo_roundtrip_shared (libnet::libnet_shared) does not need libnet.so.${soversion}"
 
 # Moved: nothing in the installed package may name the old prefix.
 mv prefix moved-prefix
@@ -133,7 +134,8 @@ run_echo build-moved/echo_roundtrip_shared
 grep -q "$tmp/moved-prefix/lib/libnet.a" build-moved/CMakeFiles/echo_roundtrip.dir/link.txt ||
   fail "after the move, echo_roundtrip did not link $tmp/moved-prefix/lib/libnet.a"
 
-# Version requests: the same MAJOR and not newer than installed (0.1.0).
+# Version requests: the same API (MAJOR.MINOR before 1.0) and not newer than
+# installed (0.2.0); a request of MAJOR alone takes any MINOR.
 mkdir versions
 cat >versions/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.19)
@@ -148,13 +150,13 @@ foreach(request IN LISTS ACCEPT REJECT)
   endif()
 endforeach()
 EOF
-[[ $version == 0.1.0 ]] || fail "update the version requests here for VERSION $version"
+[[ $version == 0.2.0 ]] || fail "update the version requests here for VERSION $version"
 bounded 120 "find_package version requests" cmake -S versions -B build-versions \
   -DCMAKE_PREFIX_PATH="$tmp/moved-prefix" \
-  "-DACCEPT=0;0.1;0.1.0;0.0.9;0.1...<1;0...0.1.0" \
-  "-DREJECT=0.1.1;0.2;1;1.0;0.2...<1;1...<2;0.0.1...<0.1"
+  "-DACCEPT=0;0.2;0.2.0;0.1...<1;0...0.2.0;0.2...<0.3" \
+  "-DREJECT=0.1;0.1.0;0.1.5;0.0.9;0.2.1;0.3;1;1.0;0.3...<1;1...<2;0.0.1...<0.2"
 
-echo "ok: cmake consumer: find_package(libnet 0.1 COMPONENTS tls dns http_client websocket" \
+echo "ok: cmake consumer: find_package(libnet 0.2 COMPONENTS tls dns http_client websocket" \
   "http2), libnet::libnet(_shared), libnet::tls(_shared), libnet::dns(_shared)," \
   "libnet::http_client(_shared), libnet::websocket(_shared) and libnet::http2(_shared) built" \
   "and ran, also from a" \

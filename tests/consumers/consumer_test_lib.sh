@@ -55,6 +55,13 @@ run_echo() {
   grep -q '^echo_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'echo_roundtrip: OK'"
 }
 
+# soversion_of VERSION: the version in the libraries' sonames (tools/install.sh):
+# MAJOR.MINOR before 1.0 (libnet.so.0.2), MAJOR from 1.0 on.
+soversion_of() {
+  local major=${1%%.*} rest=${1#*.}
+  if ((major == 0)); then echo "0.${rest%%.*}"; else echo "$major"; fi
+}
+
 needs_library() {
   local dynamic
   dynamic=$(readelf -d "$1" 2>&1) || fail "readelf -d $1: $dynamic"

@@ -11,7 +11,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
 
 version=$(tr -d '[:space:]' <"$repo/VERSION")
-soversion=${version%%.*}
+soversion=$(soversion_of "$version")
 checkout_before=$(git -C "$repo" status --porcelain --ignored=no)
 
 # Something of someone else's in the staging root, which must survive.

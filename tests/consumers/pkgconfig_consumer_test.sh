@@ -20,6 +20,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
 
 command -v pkg-config >/dev/null || fail "pkg-config is not installed (apt-get install pkgconf)"
 version=$(tr -d '[:space:]' <"$repo/VERSION")
+soversion=$(soversion_of "$version")
 prefix=$tmp/prefix
 # A copy, so that no header can come from the checkout next to the source.
 cp "$repo/tests/consumers/echo_roundtrip.cc" .
@@ -40,8 +41,8 @@ read -r -a static_flags <<<"$(pkg-config --cflags --libs --static libnet)"
 
 bounded 300 "g++ with pkg-config --libs libnet" \
   g++ "$source_file" "${flags[@]}" -Wl,-rpath,"$prefix/lib" -o echo_shared
-needs_library echo_shared "libnet\.so\.${version%%.*}" ||
-  fail "echo_shared does not need libnet.so.${version%%.*}"
+needs_library echo_shared "libnet\.so\.${soversion}" ||
+  fail "echo_shared does not need libnet.so.${soversion}"
 run_echo ./echo_shared
 
 # glibc warns that getaddrinfo (InetAddress::resolve) in a static program
@@ -51,6 +52,18 @@ bounded 300 "g++ -static with pkg-config --libs --static libnet" \
 dynamic=$(readelf -d echo_static 2>&1) || true
 grep -q 'no dynamic section' <<<"$dynamic" || fail "echo_static is not static: $dynamic"
 run_echo ./echo_static
+
+# A program written for 0.1: the deprecated names still compile, each with a
+# warning that names its replacement, and the program works.
+cp "$repo/tests/consumers/api_0_1_roundtrip.cc" .
+bounded 300 "g++ of a program written for 0.1" \
+  g++ api_0_1_roundtrip.cc "${flags[@]}" -Wl,-rpath,"$prefix/lib" -o api_0_1_roundtrip
+for name in setThreadNum setTcpNoDelay enableRetry getLoop getContext; do
+  grep -q "warning: .*$name.* is deprecated" "$tmp/log" ||
+    fail "no deprecation warning for $name: $(cat "$tmp/log")"
+done
+bounded 30 "running api_0_1_roundtrip" ./api_0_1_roundtrip
+grep -q '^api_0_1_roundtrip: OK' "$tmp/log" || fail "api_0_1_roundtrip did not print OK"
 
 bounded 300 "g++ with libnet.a named" \
   g++ -std=c++20 -I"$prefix/include" "$source_file" "$prefix/lib/libnet.a" -luring -pthread \
@@ -65,7 +78,7 @@ read -r -a tls_flags <<<"$(pkg-config --cflags --libs libnet_tls)" ||
   fail "pkg-config does not find libnet_tls"
 bounded 300 "g++ with pkg-config --libs libnet_tls" \
   g++ tls_roundtrip.cc "${tls_flags[@]}" -Wl,-rpath,"$prefix/lib" -o tls_shared
-needs_library tls_shared "libnet_tls\.so\.${version%%.*}" || fail "tls_shared does not need libnet_tls.so"
+needs_library tls_shared "libnet_tls\.so\.${soversion}" || fail "tls_shared does not need libnet_tls.so"
 run_tls ./tls_shared "$tmp/certs"
 bounded 300 "g++ with libnet_tls.a and libnet.a named" \
   g++ -std=c++20 -I"$prefix/include" tls_roundtrip.cc "$prefix/lib/libnet_tls.a" \
@@ -79,7 +92,7 @@ read -r -a dns_flags <<<"$(pkg-config --cflags --libs libnet_dns)" ||
   fail "pkg-config does not find libnet_dns"
 bounded 300 "g++ with pkg-config --libs libnet_dns" \
   g++ dns_roundtrip.cc "${dns_flags[@]}" -Wl,-rpath,"$prefix/lib" -o dns_shared
-needs_library dns_shared "libnet_dns\.so\.${version%%.*}" || fail "dns_shared does not need libnet_dns.so"
+needs_library dns_shared "libnet_dns\.so\.${soversion}" || fail "dns_shared does not need libnet_dns.so"
 run_dns ./dns_shared
 read -r -a dns_static_flags <<<"$(pkg-config --libs --static libnet_dns)"
 [[ " ${dns_static_flags[*]} " == *" -lcares "* ]] ||
@@ -114,7 +127,7 @@ for program in http_fetch_roundtrip:libnet_http_client ws_roundtrip:libnet_webso
     fail "pkg-config does not find $pc"
   bounded 300 "g++ with pkg-config --libs $pc" \
     g++ "$program.cc" "${component_flags[@]}" -Wl,-rpath,"$prefix/lib" -o "${program}_shared"
-  needs_library "${program}_shared" "${pc}\.so\.${version%%.*}" ||
+  needs_library "${program}_shared" "${pc}\.so\.${soversion}" ||
     fail "${program}_shared does not need $pc.so"
   mapfile -t archive_flags < <(archives_for "$pc")
   bounded 300 "g++ with the archives of $pc named" \
@@ -138,7 +151,7 @@ needs_library http2_roundtrip_archive 'libnghttp2\.so.*' ||
 needs_library echo_shared 'libnghttp2\.so.*' && fail "echo_shared links nghttp2 without using HTTP/2"
 
 echo "ok: pkg-config consumer: libnet $version linked shared (-lnet), fully static (--static)" \
-  "and from libnet.a, each echoed; libnet_tls shared and from the archives, echoed over" \
+  "and from libnet.a, each echoed; a program of 0.1 built with deprecation warnings and echoed; libnet_tls shared and from the archives, echoed over" \
   "TLS; libnet_dns shared and from the archives, resolved and echoed; libnet_http_client," \
   "libnet_websocket and libnet_http2 shared and from the archives, fetched, echoed and" \
   "answered over h2c ($(elapsed) s)"
