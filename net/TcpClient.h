@@ -98,9 +98,7 @@ class TcpClient {
   // The names of 0.1, kept for one minor version (CHANGELOG.md). The setters
   // set their Options field before connect() (std::logic_error after it).
   [[deprecated("use Options::retry")]] void enableRetry();
-  [[deprecated("use options().retry")]] [[nodiscard]] bool retry() const {
-    return options_.retry;
-  }
+  [[deprecated("use options().retry")]] [[nodiscard]] bool retry() const { return options_.retry; }
   [[deprecated("use Options::tcpNoDelay")]] void setTcpNoDelay(bool on);
   [[deprecated("use Options::layer")]] void setConnectionLayer(
       std::shared_ptr<const ConnectionLayer> layer);
