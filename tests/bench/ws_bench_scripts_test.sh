@@ -31,9 +31,12 @@ trap 'rm -rf "$scratch"' EXIT
   --csv "$scratch/ws.csv" >"$scratch/ws.md" 2>"$scratch/ws.err" ||
   fail "run_ws_bench.py exited $?: $(tail -5 "$scratch/ws.err")"
 grep -q "^- Machine: " "$scratch/ws.md" || fail "no machine line: $(cat "$scratch/ws.md")"
-rows=$(grep -Ec '^\| (libnet-epoll|libnet-uring|beast) \| [13] \| (32|2000) \| (off|on) \| [0-9]+ \| [0-9.]+ \|' \
+# A server's CPU time within a 0.3 s window may round to no clock tick at all
+# on a loaded machine ("-"): a timing, not a failure.
+rows=$(grep -Ec '^\| (libnet-epoll|libnet-uring|beast) \| [13] \| (32|2000) \| (off|on) \| [0-9]+ \| ([0-9.]+|-) \|' \
   "$scratch/ws.md") || true
-[[ $rows -eq 24 ]] || fail "expected 24 measured rows, got $rows: $(cat "$scratch/ws.md")"
+[[ $rows -eq 24 ]] ||
+  fail "expected 24 measured rows, got $rows: $(cat "$scratch/ws.md") $(tail -20 "$scratch/ws.err")"
 [[ $(($(wc -l <"$scratch/ws.csv") - 1)) -eq 24 ]] || fail "expected 24 CSV rows"
 ! grep -q FAILED "$scratch/ws.err" || fail "a run failed: $(grep FAILED "$scratch/ws.err")"
 
