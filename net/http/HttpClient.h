@@ -142,9 +142,11 @@ class HttpClient {
  private:
   friend class detail::ClientConnection;
   struct Pool;
+  struct SettleHook;
 
   void start(std::shared_ptr<detail::Exchange> exchange);
   void dispatch(Pool& pool);
+  detail::ClientConnection* takeIdle(Pool& pool);
   void assign(Pool& pool, std::shared_ptr<detail::ClientConnection> conn,
               std::shared_ptr<detail::Exchange> exchange);
   void openConnection(Pool& pool, std::shared_ptr<detail::Exchange> exchange);
@@ -163,6 +165,8 @@ class HttpClient {
   bool redirect(const std::shared_ptr<detail::Exchange>& exchange, const Response& response);
   void retire(Pool& pool, detail::ClientConnection* conn);
   void release(Pool& pool, detail::ClientConnection* conn);
+  static void runSettle(SettleHook* hook);
+  void settle();
   void armRequestTimer(const std::shared_ptr<detail::Exchange>& exchange);
   void sweepIdle();
 
@@ -171,6 +175,8 @@ class HttpClient {
   std::shared_ptr<NameResolver> resolver_;
   std::shared_ptr<tls::Context> tlsContext_;
   std::unordered_map<std::string, std::unique_ptr<Pool>> pools_;
+  std::vector<Pool*> settlingPools_;  // pools with connections settling this turn
+  std::unique_ptr<SettleHook> settleHook_;
   TimerId sweepTimer_;
   Stats stats_;
   // Callbacks queued to run after request() returns, cancelled with the client.
