@@ -131,15 +131,20 @@ void ClientConnection::send(std::shared_ptr<Exchange> exchange) {
   writeRequest();
 }
 
-// Asked just before an idle connection takes a request. The loop hears of
-// a server's FIN or reset only when it next polls, and a server that closes
-// an idle connection may have done so a moment ago: recv(MSG_PEEK) sees
-// what is already at the socket, whichever backend reads it (an io_uring
-// receive that took bytes leaves the FIN or the error visible). EOF, an
-// error, or any byte (an answer nobody asked for, a TLS close_notify) all
-// mean the connection cannot carry a request. One system call per reuse.
+// Asked just before an idle connection takes a request. The connection may
+// have heard the server's end already and not be closed yet (a TLS
+// close_notify read with the response: on io_uring the close waits for our
+// own close_notify to be sent). And the loop hears of a FIN or reset only
+// when it next polls, while a server that closes an idle connection may
+// have done so a moment ago: recv(MSG_PEEK) sees what is already at the
+// socket, whichever backend reads it (an io_uring receive that took bytes
+// leaves the FIN or the error visible). EOF, an error, or any byte (an
+// answer nobody asked for, a TLS alert) all mean the connection cannot
+// carry a request. One system call per reuse.
 bool ClientConnection::reusable() const {
-  if (state_ != State::kIdle || !conn_ || !conn_->connected()) return false;
+  if (state_ != State::kIdle || !conn_ || !conn_->connected() || conn_->peerClosed()) {
+    return false;
+  }
   const int fd = conn_->fd();
   if (fd < 0) return false;
   char byte = 0;

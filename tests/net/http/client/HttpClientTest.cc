@@ -14,11 +14,13 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "net/EventLoop.h"
 #include "net/dns/Resolver.h"
+#include "tests/net/http/client/HalfClosingServer.h"
 #include "tests/net/http/client/ScriptedServerTest.h"
 
 namespace libnet::test {
@@ -85,6 +87,37 @@ TEST_P(HttpClientTest, PooledConnectionWhoseFinHasArrivedIsNotReused) {
   EXPECT_EQ(client().stats().connectionsOpened, 2u);
   EXPECT_EQ(client().stats().retries, 0u);
   EXPECT_EQ(client().stats().reusedRequests, 1u) << "the second connection carries /ok";
+}
+
+// The other way a FIN beats a request: the connection has been idle in the
+// pool since an earlier turn, and the FIN arrives while the loop is busy
+// (here, in the callback that makes the request). The loop has not seen it;
+// the check at the socket before reuse does.
+TEST_P(HttpClientTest, IdleConnectionWhoseFinArrivedSinceTheLastPollIsNotReused) {
+  HalfClosingServer server;
+  ASSERT_NE(server.port(), 0);
+  const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
+  std::optional<FetchResult> post;
+  client().request(Request{.url = base + "/first"}, [&](FetchResult first) {
+    EXPECT_TRUE(first.ok()) << first.errorMessage();
+    // Queued after the end-of-turn step that pools the connection.
+    loop_->queueInLoop([&] {
+      EXPECT_EQ(client().idleConnectionCount(), 1u);
+      EXPECT_TRUE(server.closeFirstAndWaitForAck());
+      client().request(Request{.method = Method::kPost, .url = base + "/second", .body = "payload"},
+                       [&](FetchResult r) {
+                         post = std::move(r);
+                         loop_->quit();
+                       });
+    });
+  });
+  loop_->loop();
+  ASSERT_TRUE(post.has_value()) << "the loop's watchdog fired";
+  ASSERT_TRUE(post->ok()) << post->errorMessage();
+  EXPECT_EQ(post->response().body, "new");
+  EXPECT_EQ(server.secondRequest().find("POST /second"), 0u);
+  EXPECT_EQ(client().stats().connectionsOpened, 2u);
+  EXPECT_EQ(client().stats().retries, 0u);
 }
 
 // The client frames the body: a caller's Transfer-Encoding, or a
