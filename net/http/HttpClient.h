@@ -16,8 +16,9 @@
 // maxQueuedPerOrigin, then ClientError::kQueueFull). A connection is kept
 // for the next request after a complete response that allows it (HTTP/1.1
 // without "Connection: close", not close-delimited, and no byte after the
-// response); one that receives bytes or EOF while idle, or stays idle for
-// idleTimeout, is closed.
+// response), from the end of that loop turn; one that receives bytes or EOF
+// while idle, or stays idle for idleTimeout, is closed, and one is checked
+// right before it takes a request (nothing from the server at its socket).
 //
 // Retry rule: a request sent on a reused connection that ends before any
 // byte of the response arrived is sent again once, on a new connection, if
@@ -25,7 +26,8 @@
 // server may have closed the idle connection just as the request left. A
 // POST or PATCH may have been acted on, so it fails with
 // kClosedBeforeResponse instead. Nothing is retried once a byte of the
-// response arrived, and a truncated response is never reported as success.
+// response (an interim 1xx included) arrived, and a truncated response is
+// never reported as success.
 //
 // Threads: loop thread only, construction and destruction included; the
 // callback runs on the loop thread, never inside request(). Destroying the
