@@ -81,6 +81,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   [[nodiscard]] std::optional<ucred> peerCredentials() const;
   [[nodiscard]] bool connected() const { return state_.load() == State::kConnected; }
   [[nodiscard]] bool disconnected() const { return state_.load() == State::kDisconnected; }
+  // The peer has ended its side (EOF read; with TLS, its close_notify),
+  // though the connection may not be closed yet (what is owed to the peer
+  // still goes out first). Loop thread.
+  [[nodiscard]] bool peerClosed() const { return peerClosed_; }
   // -1 once the connection has handed its fd back to be closed. Loop thread.
   [[nodiscard]] int fd() const;
   // Whether the connection (up) callback has run: false while a layer's

@@ -1,6 +1,7 @@
 #include "net/http/ClientConnection.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -130,6 +131,27 @@ void ClientConnection::send(std::shared_ptr<Exchange> exchange) {
   writeRequest();
 }
 
+// Asked just before an idle connection takes a request. The connection may
+// have heard the server's end already and not be closed yet (a TLS
+// close_notify read with the response: on io_uring the close waits for our
+// own close_notify to be sent). And the loop hears of a FIN or reset only
+// when it next polls, while a server that closes an idle connection may
+// have done so a moment ago: recv(MSG_PEEK) sees what is already at the
+// socket, whichever backend reads it (an io_uring receive that took bytes
+// leaves the FIN or the error visible). EOF, an error, or any byte (an
+// answer nobody asked for, a TLS alert) all mean the connection cannot
+// carry a request. One system call per reuse.
+bool ClientConnection::reusable() const {
+  if (state_ != State::kIdle || !conn_ || !conn_->connected() || conn_->peerClosed()) {
+    return false;
+  }
+  const int fd = conn_->fd();
+  if (fd < 0) return false;
+  char byte = 0;
+  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 void ClientConnection::writeRequest() {
   state_ = State::kBusy;
   const PreparedRequest& prepared = *exchange_->request;
@@ -218,7 +240,7 @@ void ClientConnection::onMessage(const TcpConnectionPtr&, Buffer* buf) {
       fail({Kind::kMalformed, "unexpected 101 Switching Protocols (no upgrade was asked)"}, false);
       return;
     }
-    parser_.start(exchange_->request->head);  // 100, 103...: the answer follows
+    parser_.continueAfterInterim();  // 100, 103...: the answer follows
   }
   completeResponse(parser_.keepAlive() && buf->readableBytes() == 0);
 }

@@ -49,6 +49,9 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   void send(std::shared_ptr<Exchange> exchange);
   // Closes now; nothing is reported.
   void abort();
+  // Idle, open, and nothing from the server waiting at the socket: fit to
+  // take the next request (checked right before each reuse).
+  [[nodiscard]] bool reusable() const;
   // Back-pressure for a streamed body: stop reading now; resume from the
   // loop's queue (never inside a callback that may be inside the parser).
   void pauseReading();

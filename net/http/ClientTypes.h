@@ -48,7 +48,10 @@ struct Request {
   Method method = Method::kGet;
   std::string url;  // http:// or https://
   // Sent as given, after Host (and before Content-Length, which the client
-  // writes itself). A Host or Content-Length here replaces the client's.
+  // writes itself). A Host here replaces the client's. The body's framing is
+  // the client's: a Transfer-Encoding here, or a Content-Length that is not
+  // the body's length, is refused (kBadRequest) before anything is sent; a
+  // Content-Length equal to it is sent once, as the client's.
   std::vector<std::pair<std::string, std::string>> headers{};
   // The body, from memory...
   std::string body{};

@@ -24,8 +24,22 @@ using Kind = ClientError::Kind;
 struct HttpClient::Pool {
   std::vector<std::shared_ptr<ClientConnection>> connections;  // open or opening
   std::vector<ClientConnection*> idle;                         // most recent last
+  // Done with a response in this loop turn; idle once the turn's events
+  // have been handled (settle()).
+  std::vector<ClientConnection*> settling;
+  bool listedForSettle = false;  // in HttpClient::settlingPools_
   std::deque<std::shared_ptr<Exchange>> waiting;
   std::shared_ptr<const ConnectionLayer> layer;
+};
+
+// What the end-of-turn functor of settle() holds: a plain pointer, which
+// std::function keeps inline, so that a keep-alive request costs no
+// allocation for it. A client destroyed while the functor is queued hands
+// its hook over to the functor, which frees it when it runs (the loop runs
+// every queued functor, at the latest when it is destroyed).
+struct HttpClient::SettleHook {
+  HttpClient* client = nullptr;
+  bool queued = false;
 };
 
 bool RequestHandle::pending() const {
@@ -44,7 +58,9 @@ HttpClient::HttpClient(EventLoop* loop, Options options)
     : loop_(loop),
       options_(std::move(options)),
       resolver_(options_.resolver),
+      settleHook_(std::make_unique<SettleHook>()),
       alive_(std::make_shared<bool>(true)) {
+  settleHook_->client = this;
   loop_->assertInLoopThread();
   if (options_.maxConnectionsPerOrigin == 0) {
     throw std::invalid_argument("HttpClient: maxConnectionsPerOrigin must be at least 1");
@@ -55,6 +71,10 @@ HttpClient::HttpClient(EventLoop* loop, Options options)
 HttpClient::~HttpClient() {
   loop_->assertInLoopThread();
   if (sweepTimer_.valid()) loop_->cancel(sweepTimer_);
+  if (settleHook_->queued) {
+    settleHook_->client = nullptr;
+    (void)settleHook_.release();  // runSettle() deletes it
+  }
   for (auto& [key, pool] : pools_) {
     for (const std::shared_ptr<Exchange>& exchange : pool->waiting) {
       if (exchange->requestTimer.valid()) loop_->cancel(exchange->requestTimer);
@@ -146,17 +166,20 @@ void HttpClient::start(std::shared_ptr<Exchange> exchange) {
 
 // Hands waiting requests to idle connections (most recently used first: the
 // least likely to have been closed by the server), then to new ones while
-// the origin has room; the rest wait for a connection to free up.
+// the origin has room; the rest wait for a connection to free up. While a
+// connection of the origin settles, requests wait for the end of the loop
+// turn rather than open a connection that one of them may not need.
 void HttpClient::dispatch(Pool& pool) {
   while (!pool.waiting.empty()) {
     std::shared_ptr<Exchange>& next = pool.waiting.front();
-    if (!next->freshOnly && !pool.idle.empty()) {
-      ClientConnection* conn = pool.idle.back();
-      pool.idle.pop_back();
-      std::shared_ptr<Exchange> exchange = std::move(next);
-      pool.waiting.pop_front();
-      conn->send(std::move(exchange));
-      continue;
+    if (!next->freshOnly) {
+      if (ClientConnection* conn = takeIdle(pool)) {
+        std::shared_ptr<Exchange> exchange = std::move(next);
+        pool.waiting.pop_front();
+        conn->send(std::move(exchange));
+        continue;
+      }
+      if (!pool.settling.empty()) return;
     }
     if (pool.connections.size() >= options_.maxConnectionsPerOrigin) {
       // A retry needs a new connection: make room by closing an idle one.
@@ -170,6 +193,20 @@ void HttpClient::dispatch(Pool& pool) {
     pool.waiting.pop_front();
     openConnection(pool, std::move(exchange));
   }
+}
+
+// The most recently used idle connection still fit to carry a request, or
+// null. One the server has closed or spoken on, though the loop has not
+// seen it yet (ClientConnection::reusable()), is retired: a request sent on
+// it would be lost, and a POST could not be sent again.
+ClientConnection* HttpClient::takeIdle(Pool& pool) {
+  while (!pool.idle.empty()) {
+    ClientConnection* conn = pool.idle.back();
+    pool.idle.pop_back();
+    if (conn->reusable()) return conn;
+    retire(pool, conn);
+  }
+  return nullptr;
 }
 
 std::shared_ptr<const ConnectionLayer> HttpClient::layerFor(const PreparedRequest& request) {
@@ -256,12 +293,50 @@ void HttpClient::onIdleClosed(ClientConnection* conn) {
   dispatch(pool);
 }
 
+// A connection done with its response joins the pool at the end of this
+// loop turn, not now: the event that brought the response may bring more
+// right after this callback returns (the server's FIN read next, a TLS
+// close_notify that came with the response, an io_uring completion of the
+// same batch), and a request handed over in between would go down with the
+// connection. A request that the response's callback makes waits for the
+// same moment (dispatch()).
 void HttpClient::release(Pool& pool, ClientConnection* conn) {
-  pool.idle.push_back(conn);
+  pool.settling.push_back(conn);
+  if (!pool.listedForSettle) {
+    pool.listedForSettle = true;
+    settlingPools_.push_back(&pool);
+  }
+  if (!settleHook_->queued) {
+    settleHook_->queued = true;
+    loop_->queueInLoop([hook = settleHook_.get()] { runSettle(hook); });
+  }
   if (!sweepTimer_.valid() && options_.idleTimeout > Duration::zero()) {
     const Duration period =
         std::max<Duration>(options_.idleTimeout / 4, std::chrono::milliseconds(10));
     sweepTimer_ = loop_->runEvery(period, [this] { sweepIdle(); });
+  }
+}
+
+void HttpClient::runSettle(SettleHook* hook) {
+  hook->queued = false;
+  if (hook->client == nullptr) {
+    delete hook;  // handed over by ~HttpClient()
+    return;
+  }
+  hook->client->settle();
+}
+
+// The end of the turn in which connections finished a response: those still
+// idle (the others were retired by what the turn brought) join the pool, and
+// the requests that waited for them go.
+void HttpClient::settle() {
+  while (!settlingPools_.empty()) {
+    Pool& pool = *settlingPools_.back();
+    settlingPools_.pop_back();
+    pool.listedForSettle = false;
+    pool.idle.insert(pool.idle.end(), pool.settling.begin(), pool.settling.end());
+    pool.settling.clear();
+    dispatch(pool);
   }
 }
 
@@ -284,6 +359,7 @@ void HttpClient::sweepIdle() {
 void HttpClient::retire(Pool& pool, ClientConnection* conn) {
   conn->abort();
   std::erase(pool.idle, conn);
+  std::erase(pool.settling, conn);
   auto it = std::find_if(pool.connections.begin(), pool.connections.end(),
                          [conn](const auto& c) { return c.get() == conn; });
   if (it == pool.connections.end()) return;
@@ -426,7 +502,7 @@ size_t HttpClient::connectionCount() const {
 
 size_t HttpClient::idleConnectionCount() const {
   size_t n = 0;
-  for (const auto& [key, pool] : pools_) n += pool->idle.size();
+  for (const auto& [key, pool] : pools_) n += pool->idle.size() + pool->settling.size();
   return n;
 }
 

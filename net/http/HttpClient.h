@@ -16,8 +16,9 @@
 // maxQueuedPerOrigin, then ClientError::kQueueFull). A connection is kept
 // for the next request after a complete response that allows it (HTTP/1.1
 // without "Connection: close", not close-delimited, and no byte after the
-// response); one that receives bytes or EOF while idle, or stays idle for
-// idleTimeout, is closed.
+// response), from the end of that loop turn; one that receives bytes or EOF
+// while idle, or stays idle for idleTimeout, is closed, and one is checked
+// right before it takes a request (nothing from the server at its socket).
 //
 // Retry rule: a request sent on a reused connection that ends before any
 // byte of the response arrived is sent again once, on a new connection, if
@@ -25,7 +26,8 @@
 // server may have closed the idle connection just as the request left. A
 // POST or PATCH may have been acted on, so it fails with
 // kClosedBeforeResponse instead. Nothing is retried once a byte of the
-// response arrived, and a truncated response is never reported as success.
+// response (an interim 1xx included) arrived, and a truncated response is
+// never reported as success.
 //
 // Threads: loop thread only, construction and destruction included; the
 // callback runs on the loop thread, never inside request(). Destroying the
@@ -142,9 +144,11 @@ class HttpClient {
  private:
   friend class detail::ClientConnection;
   struct Pool;
+  struct SettleHook;
 
   void start(std::shared_ptr<detail::Exchange> exchange);
   void dispatch(Pool& pool);
+  detail::ClientConnection* takeIdle(Pool& pool);
   void assign(Pool& pool, std::shared_ptr<detail::ClientConnection> conn,
               std::shared_ptr<detail::Exchange> exchange);
   void openConnection(Pool& pool, std::shared_ptr<detail::Exchange> exchange);
@@ -163,6 +167,8 @@ class HttpClient {
   bool redirect(const std::shared_ptr<detail::Exchange>& exchange, const Response& response);
   void retire(Pool& pool, detail::ClientConnection* conn);
   void release(Pool& pool, detail::ClientConnection* conn);
+  static void runSettle(SettleHook* hook);
+  void settle();
   void armRequestTimer(const std::shared_ptr<detail::Exchange>& exchange);
   void sweepIdle();
 
@@ -171,6 +177,8 @@ class HttpClient {
   std::shared_ptr<NameResolver> resolver_;
   std::shared_ptr<tls::Context> tlsContext_;
   std::unordered_map<std::string, std::unique_ptr<Pool>> pools_;
+  std::vector<Pool*> settlingPools_;  // pools with connections settling this turn
+  std::unique_ptr<SettleHook> settleHook_;
   TimerId sweepTimer_;
   Stats stats_;
   // Callbacks queued to run after request() returns, cancelled with the client.

@@ -320,7 +320,12 @@ bool HttpParser::onContentLength(std::string_view value) {
   // A list of identical values ("42, 42", from a proxy joining duplicates) is
   // one length (RFC 9112 6.3); anything else is a framing error.
   size_t length = 0;
-  if (!detail::parseContentLength(value, &length)) {
+  const detail::NumberParse parsed = detail::parseContentLength(value, &length);
+  if (parsed == detail::NumberParse::kOverflow) {
+    fail(413, "body too large");  // 2^64 or more: past any limit
+    return false;
+  }
+  if (parsed != detail::NumberParse::kValid) {
     fail(400, "invalid Content-Length");
     return false;
   }
@@ -421,8 +426,10 @@ HttpParser::Step HttpParser::parseChunkSizeState(const char*& p, const char* end
       break;
   }
   size_t size = 0;
-  if (!detail::parseChunkSize(line, &size)) return fail(400, "invalid chunk size");
-  if (size > limits_.maxBodyBytes - request_.body_.size()) {
+  const detail::NumberParse parsed = detail::parseChunkSize(line, &size);
+  if (parsed == detail::NumberParse::kInvalid) return fail(400, "invalid chunk size");
+  if (parsed == detail::NumberParse::kOverflow ||
+      size > limits_.maxBodyBytes - request_.body_.size()) {
     return fail(413, "body too large");
   }
   if (size == 0) {

@@ -25,22 +25,37 @@ void HttpResponseParser::start(bool headRequest) {
   hasContentLength_ = false;
   hasTransferEncoding_ = false;
   chunked_ = false;
+  unsupportedCoding_ = false;
   connectionClose_ = false;
   untilClose_ = false;
   status_ = 0;
   versionMinor_ = 1;
   reasonLength_ = 0;
   scanned_ = 0;
+  statusLineBytes_ = 0;
   headerBytes_ = 0;
   headerCount_ = 0;
   contentLength_ = 0;
   remaining_ = 0;
   bodyBytes_ = 0;
+  codingField_ = 0;
+  interimResponses_ = 0;
+  interimBytes_ = 0;
   text_.clear();
   fields_.clear();
   body_.clear();
   if (body_.capacity() > kMaxBodyReserve) std::string().swap(body_);
   errorMessage_.clear();
+}
+
+void HttpResponseParser::continueAfterInterim() {
+  const size_t responses = interimResponses_;
+  const size_t bytes = interimBytes_;
+  start(headRequest_);
+  interimResponses_ = responses;
+  interimBytes_ = bytes;
+  // The answer has begun: a connection that ends now ended inside it.
+  seenBytes_ = true;
 }
 
 std::string HttpResponseParser::takeBody() {
@@ -131,6 +146,11 @@ HttpResponseParser::Result HttpResponseParser::finish() {
         fail(Error::kNoResponse, "connection closed before any byte of the response");
         return Result::kError;
       }
+      if (interimResponses_ > 0) {
+        fail(Error::kTruncated, "connection closed after " + std::to_string(interimResponses_) +
+                                    " interim (1xx) response(s), before the final response");
+        return Result::kError;
+      }
       [[fallthrough]];
     case State::kHeaders:
       fail(Error::kTruncated, "connection closed inside the response's header section");
@@ -169,7 +189,8 @@ HttpResponseParser::Step HttpResponseParser::parseStatusLineState(const char*& p
     }
     return Step::kNeedMore;
   }
-  if (static_cast<size_t>(lf + 1 - p) > limits_.maxStatusLine) {
+  statusLineBytes_ = static_cast<size_t>(lf + 1 - p);
+  if (statusLineBytes_ > limits_.maxStatusLine) {
     return fail(Error::kTooLarge, "status line too long");
   }
   const std::string_view line = lineBefore(p, lf);
@@ -280,8 +301,11 @@ bool HttpResponseParser::onFramingField(std::string_view name, std::string_view 
     case 14:
       if (equalsLower(name, "content-length")) {
         size_t length = 0;
-        if (!detail::parseContentLength(value, &length)) {
-          fail(Error::kMalformed, "invalid Content-Length");
+        const detail::NumberParse parsed = detail::parseContentLength(value, &length);
+        if (parsed != detail::NumberParse::kValid) {
+          fail(Error::kMalformed, parsed == detail::NumberParse::kOverflow
+                                      ? "Content-Length of 2^64 or more"
+                                      : "invalid Content-Length");
           return false;
         }
         if (hasContentLength_ && length != contentLength_) {
@@ -293,26 +317,66 @@ bool HttpResponseParser::onFramingField(std::string_view name, std::string_view 
       }
       return true;
     case 17:
-      if (equalsLower(name, "transfer-encoding")) {
-        hasTransferEncoding_ = true;
-        // The last coding decides (RFC 9112 6.3): several fields make one list.
-        chunked_ = false;
-        detail::forEachListElement(
-            value, [this](std::string_view coding) { chunked_ = equalsLower(coding, "chunked"); });
-      }
+      if (equalsLower(name, "transfer-encoding")) onTransferEncoding(value);
       return true;
     default:
       return true;
   }
 }
 
+// Several Transfer-Encoding fields make one list, and its last coding
+// decides the framing (RFC 9112 6.3). Only chunked is decoded, and only as
+// the one coding: a body under any other coding (gzip, or chunked and gzip)
+// is not the representation, and must not be handed over as if it were
+// (RFC 9112 6.1); an empty list names no coding at all.
+void HttpResponseParser::onTransferEncoding(std::string_view value) {
+  bool any = false;
+  detail::forEachListElement(value, [this, &any](std::string_view coding) {
+    any = true;
+    const bool chunked = equalsLower(coding, "chunked");
+    if (!chunked || chunked_) noteUnsupportedCoding();
+    chunked_ = chunked;
+  });
+  if (!any) noteUnsupportedCoding();
+  hasTransferEncoding_ = true;
+}
+
+void HttpResponseParser::noteUnsupportedCoding() {
+  if (unsupportedCoding_) return;
+  unsupportedCoding_ = true;
+  codingField_ = fields_.size() - 1;  // the field being parsed, already kept
+}
+
+HttpResponseParser::Step HttpResponseParser::finishInterim() {
+  // 101 ends the HTTP/1.1 exchange (the protocol changes): not interim.
+  if (status_ == 101) return done();
+  ++interimResponses_;
+  interimBytes_ += statusLineBytes_ + headerBytes_;
+  if (interimResponses_ > limits_.maxInterimResponses) {
+    return fail(Error::kTooLarge, "too many interim (1xx) responses (limit " +
+                                      std::to_string(limits_.maxInterimResponses) + ")");
+  }
+  if (interimBytes_ > limits_.maxInterimBytes) {
+    return fail(Error::kTooLarge, "interim (1xx) responses too large (limit " +
+                                      std::to_string(limits_.maxInterimBytes) + " bytes in all)");
+  }
+  return done();
+}
+
 HttpResponseParser::Step HttpResponseParser::finishHeaders() {
-  if (headRequest_ || informational() || status_ == 204 || status_ == 304) return done();
+  if (informational()) return finishInterim();
+  if (headRequest_ || status_ == 204 || status_ == 304) return done();
   if (hasTransferEncoding_ && hasContentLength_) {
     return fail(Error::kMalformed, "both Transfer-Encoding and Content-Length");
   }
   if (hasTransferEncoding_ && versionMinor_ == 0) {
     return fail(Error::kMalformed, "Transfer-Encoding in an HTTP/1.0 response");
+  }
+  if (unsupportedCoding_) {
+    constexpr size_t kShown = 64;
+    return fail(Error::kMalformed, "unsupported transfer coding (Transfer-Encoding: " +
+                                       std::string(headerValue(codingField_).substr(0, kShown)) +
+                                       "); only chunked is decoded");
   }
   if (chunked_) {
     state_ = State::kChunkSize;
@@ -382,7 +446,14 @@ HttpResponseParser::Step HttpResponseParser::parseChunkSizeState(const char*& p,
       break;
   }
   size_t size = 0;
-  if (!detail::parseChunkSize(line, &size)) return fail(Error::kMalformed, "invalid chunk size");
+  switch (detail::parseChunkSize(line, &size)) {
+    case detail::NumberParse::kInvalid:
+      return fail(Error::kMalformed, "invalid chunk size");
+    case detail::NumberParse::kOverflow:
+      return fail(Error::kMalformed, "chunk size of 2^64 or more");
+    case detail::NumberParse::kValid:
+      break;
+  }
   if (mode_ == BodyMode::kStore && size > limits_.maxBodyBytes - body_.size()) {
     return fail(Error::kTooLarge,
                 "body too large (limit " + std::to_string(limits_.maxBodyBytes) + " bytes)");

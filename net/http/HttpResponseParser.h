@@ -8,16 +8,22 @@
 //
 // Framing (RFC 9112 6.3), decided once the header section is complete:
 //   - the answer to a HEAD request, any 1xx, 204 and 304: no body;
-//   - Transfer-Encoding whose last coding is chunked: chunked, trailers
-//     checked against the header limits and dropped; another coding: the body
-//     runs to the end of the connection; Transfer-Encoding together with
-//     Content-Length is refused (a smuggling sign, RFC 9112 6.3 point 3);
+//   - Transfer-Encoding "chunked": chunked, trailers checked against the
+//     header limits and dropped; any other coding (gzip, "gzip, chunked",
+//     chunked twice) is refused, since the body would not be the
+//     representation (RFC 9112 6.1: nothing here decodes it), and so is
+//     Transfer-Encoding together with Content-Length (a smuggling sign, RFC
+//     9112 6.3 point 3);
 //   - Content-Length: that many bytes (a list of equal values is one value,
 //     different ones are an error);
 //   - otherwise the body runs to the end of the connection (finish()).
+// A Content-Length or chunk size of 2^64 or more is refused as soon as it is
+// read, whatever the body mode (RFC 9112 7.1), never clamped.
 // Parsing stops right after a complete response, including a 1xx's header
 // section: the bytes that follow (the next response, or a WebSocket stream
-// after "101 Switching Protocols") stay in the buffer.
+// after "101 Switching Protocols") stay in the buffer. Interim responses
+// (1xx but 101) of one request are bounded in number and bytes
+// (Limits::maxInterimResponses, maxInterimBytes): continueAfterInterim().
 //
 // Headers are kept as views into one string the parser owns, which keeps its
 // capacity from response to response, so a steady stream of responses
@@ -59,6 +65,12 @@ class HttpResponseParser {
     // Content-Length, a chunk size or the bytes received pass it. Streamed
     // and discarded bodies are not bounded.
     size_t maxBodyBytes = 8 * 1024 * 1024;
+    // Interim responses (1xx other than 101) before the final one, and the
+    // bytes of their status lines and header sections in all. A server
+    // sends one 100 Continue and a few 103 Early Hints; without a bound an
+    // endless stream of them holds a request open forever.
+    size_t maxInterimResponses = 32;
+    size_t maxInterimBytes = 64 * 1024;
   };
 
   enum class Result : uint8_t { kNeedMore, kComplete, kError };
@@ -82,9 +94,16 @@ class HttpResponseParser {
 
   // Ready for the next response: `headRequest` says whether it answers a
   // HEAD (which has no body whatever its headers say). Keeps the body mode
-  // and sink, and the capacity of its strings. Also how to go on after a
-  // 1xx that is not the final answer.
+  // and sink, and the capacity of its strings. A new request: the count of
+  // interim responses starts again (continueAfterInterim() goes on after a
+  // 1xx of the same request).
   void start(bool headRequest);
+  // After an interim response (kComplete with informational(), not 101):
+  // ready for the next response to the same request. Unlike start(), the
+  // interim responses so far keep counting against their limits, and the
+  // response counts as started: a connection that ends now is kTruncated,
+  // never kNoResponse (a byte of the answer has arrived).
+  void continueAfterInterim();
   // Until changed. kStream hands the body to the sink (setBodySink()).
   void setBodyMode(BodyMode mode) { mode_ = mode; }
   void setBodySink(BodySink sink) { sink_ = std::move(sink); }
@@ -121,7 +140,8 @@ class HttpResponseParser {
   // (HTTP/1.1 without "Connection: close", and a body that did not run to
   // the end of the connection). HTTP/1.0 responses are never kept.
   [[nodiscard]] bool keepAlive() const;
-  // Some byte of this response has been consumed.
+  // Some byte of this response (or of an interim response before it, see
+  // continueAfterInterim()) has been consumed.
   [[nodiscard]] bool started() const { return seenBytes_; }
   [[nodiscard]] bool complete() const { return state_ == State::kComplete; }
   // The header section is complete (status() and header() are final).
@@ -166,6 +186,9 @@ class HttpResponseParser {
   bool parseStatusLine(std::string_view line);
   bool parseFieldLine(std::string_view line, bool trailer);
   bool onFramingField(std::string_view name, std::string_view value);
+  void onTransferEncoding(std::string_view value);
+  void noteUnsupportedCoding();
+  Step finishInterim();
   Step finishHeaders();
   // Hands n body bytes at p to the body mode; false (and an error) past the
   // memory limit.
@@ -183,17 +206,22 @@ class HttpResponseParser {
   bool hasContentLength_ = false;
   bool hasTransferEncoding_ = false;
   bool chunked_ = false;
+  bool unsupportedCoding_ = false;  // a transfer coding other than one chunked
   bool connectionClose_ = false;
   bool untilClose_ = false;  // the body ran (or runs) to the end of the connection
   int status_ = 0;
   int versionMinor_ = 1;
   uint32_t reasonLength_ = 0;  // the reason is the first bytes of text_
   size_t scanned_ = 0;
+  size_t statusLineBytes_ = 0;
   size_t headerBytes_ = 0;
   size_t headerCount_ = 0;
   size_t contentLength_ = 0;
   size_t remaining_ = 0;
   size_t bodyBytes_ = 0;
+  size_t codingField_ = 0;       // the Transfer-Encoding field with the first coding refused
+  size_t interimResponses_ = 0;  // of this request (continueAfterInterim())
+  size_t interimBytes_ = 0;
   std::string text_;  // the reason phrase, then every field's name and value
   std::vector<Field> fields_;
   std::string body_;

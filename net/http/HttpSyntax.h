@@ -94,41 +94,64 @@ enum class ChunkEnd : uint8_t { kNeedMore, kDone, kBad };
   return static_cast<unsigned>(toLowerAscii(c) - 'a' + 10);
 }
 
-// Decimal digits only (no sign, no spaces inside); saturates at SIZE_MAX,
-// which every body limit rejects.
-[[nodiscard]] inline bool parseDecimal(std::string_view s, size_t* out) {
-  if (s.empty()) return false;
+// What reading a length (Content-Length, a chunk size, a port) gave.
+// kOverflow: the value is 2^64 or more (does not fit a size_t). It is never
+// clamped to SIZE_MAX: a body read with no memory limit (streamed,
+// discarded) would then take the bytes that follow as body, so every caller
+// refuses it at once (RFC 9112 7.1: guard against integer overflow).
+enum class NumberParse : uint8_t { kValid, kInvalid, kOverflow };
+
+// Decimal digits only (no sign, no spaces inside); leading zeros are fine.
+[[nodiscard]] inline NumberParse parseDecimal(std::string_view s, size_t* out) {
+  if (s.empty()) return NumberParse::kInvalid;
   size_t v = 0;
+  bool overflow = false;
   for (char c : s) {
-    if (!isDigit(c)) return false;
+    if (!isDigit(c)) return NumberParse::kInvalid;
     const auto d = static_cast<size_t>(c - '0');
-    v = v > (SIZE_MAX - d) / 10 ? SIZE_MAX : v * 10 + d;
+    if (v > (SIZE_MAX - d) / 10) overflow = true;
+    if (!overflow) v = v * 10 + d;
   }
+  if (overflow) return NumberParse::kOverflow;
   *out = v;
-  return true;
+  return NumberParse::kValid;
 }
 
 // A Content-Length value: one length, or a list of identical ones ("42, 42",
-// from a proxy joining duplicates, RFC 9112 6.3). False for anything else.
-[[nodiscard]] inline bool parseContentLength(std::string_view value, size_t* out) {
-  bool valid = true;
+// from a proxy joining duplicates, RFC 9112 6.3). kInvalid for anything
+// else; kOverflow when a value is valid but too large, and none is invalid.
+[[nodiscard]] inline NumberParse parseContentLength(std::string_view value, size_t* out) {
+  bool invalid = false;
+  bool overflow = false;
   bool any = false;
   size_t length = 0;
   forEachListElement(value, [&](std::string_view element) {
     size_t v = 0;
-    if (!parseDecimal(element, &v) || (any && v != length)) valid = false;
-    length = v;
-    any = true;
+    switch (parseDecimal(element, &v)) {
+      case NumberParse::kInvalid:
+        invalid = true;
+        break;
+      case NumberParse::kOverflow:
+        overflow = true;
+        break;
+      case NumberParse::kValid:
+        if (any && v != length) invalid = true;
+        length = v;
+        any = true;
+        break;
+    }
   });
-  if (!valid || !any) return false;
+  if (invalid || (!any && !overflow)) return NumberParse::kInvalid;
+  if (overflow) return NumberParse::kOverflow;
   *out = length;
-  return true;
+  return NumberParse::kValid;
 }
 
-// chunk-size [ chunk-ext ] (the line without its end): the size is hex,
-// extensions are checked for legal bytes and ignored. False when malformed;
-// a size that overflows comes back as SIZE_MAX, which every limit rejects.
-[[nodiscard]] inline bool parseChunkSize(std::string_view line, size_t* out) {
+// chunk-size [ chunk-ext ] (the line without its end): the size is hex (any
+// number of leading zeros), extensions are checked for legal bytes and
+// ignored. kOverflow for a size of 2^64 or more on a line that is otherwise
+// well formed.
+[[nodiscard]] inline NumberParse parseChunkSize(std::string_view line, size_t* out) {
   size_t i = 0;
   size_t size = 0;
   bool overflow = false;
@@ -140,12 +163,15 @@ enum class ChunkEnd : uint8_t { kNeedMore, kDone, kBad };
     }
     ++i;
   }
-  if (i == 0) return false;
+  if (i == 0) return NumberParse::kInvalid;
   std::string_view ext = line.substr(i);
   while (!ext.empty() && isOws(ext.front())) ext.remove_prefix(1);
-  if (!ext.empty() && (ext.front() != ';' || !allOf(ext, kFieldChar))) return false;
-  *out = overflow ? SIZE_MAX : size;
-  return true;
+  if (!ext.empty() && (ext.front() != ';' || !allOf(ext, kFieldChar))) {
+    return NumberParse::kInvalid;
+  }
+  if (overflow) return NumberParse::kOverflow;
+  *out = size;
+  return NumberParse::kValid;
 }
 
 }  // namespace libnet::http::detail

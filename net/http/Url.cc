@@ -36,7 +36,8 @@ bool isNameChar(char c) {
 
 bool parsePort(std::string_view text, uint16_t* port) {
   size_t value = 0;
-  if (text.size() > 5 || !detail::parseDecimal(text, &value) || value == 0 || value > 65535) {
+  if (text.size() > 5 || detail::parseDecimal(text, &value) != detail::NumberParse::kValid ||
+      value == 0 || value > 65535) {
     return false;
   }
   *port = static_cast<uint16_t>(value);

@@ -157,6 +157,71 @@ TEST(HttpResponseParserTest, InformationalStopsRightAfterItsHeaders) {
   EXPECT_EQ(buf.readableBytes(), 0u);
 }
 
+// Parses `bytes` as one request's answer, going on after each interim
+// response as the client does.
+Result parseWithInterims(HttpResponseParser& parser, Buffer& buf, std::string_view bytes) {
+  buf.append(bytes);
+  Result r = parser.parse(&buf);
+  while (r == Result::kComplete && parser.informational()) {
+    parser.continueAfterInterim();
+    r = parser.parse(&buf);
+  }
+  return r;
+}
+
+TEST(HttpResponseParserTest, InterimResponsesAreBoundedInNumberAndBytes) {
+  const std::string hundred = "HTTP/1.1 100 Continue\r\n\r\n";
+  const std::string final = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  std::string atLimit;
+  for (int i = 0; i < 32; ++i) atLimit += hundred;
+  HttpResponseParser parser;
+  parser.start(false);
+  Buffer buf;
+  ASSERT_EQ(parseWithInterims(parser, buf, atLimit + final), Result::kComplete);
+  EXPECT_EQ(parser.status(), 200);
+  EXPECT_EQ(parser.body(), "ok");
+  // A new request counts from zero; one past the limit is refused.
+  parser.start(false);
+  ASSERT_EQ(parseWithInterims(parser, buf, atLimit + hundred + final), Result::kError);
+  EXPECT_EQ(parser.error(), Error::kTooLarge);
+  EXPECT_NE(parser.errorMessage().find("too many interim (1xx) responses (limit 32)"),
+            std::string_view::npos)
+      << parser.errorMessage();
+  // Their bytes in all: three 103s of about 400 bytes against 1000.
+  HttpResponseParser::Limits limits;
+  limits.maxInterimBytes = 1000;
+  HttpResponseParser small(limits);
+  small.start(false);
+  buf.retrieveAll();
+  const std::string hints =
+      "HTTP/1.1 103 Early Hints\r\nLink: </" + std::string(360, 'a') + ">\r\n\r\n";
+  ASSERT_EQ(parseWithInterims(small, buf, hints + hints), Result::kNeedMore);
+  ASSERT_EQ(parseWithInterims(small, buf, hints), Result::kError);
+  EXPECT_EQ(small.error(), Error::kTooLarge);
+  EXPECT_NE(small.errorMessage().find("1000 bytes in all"), std::string_view::npos)
+      << small.errorMessage();
+  // 101 is not interim: a WebSocket handshake parses it with any limit.
+  HttpResponseParser::Limits none;
+  none.maxInterimResponses = 0;
+  HttpResponseParser upgrade(none);
+  upgrade.start(false);
+  buf.retrieveAll();
+  EXPECT_EQ(feed(upgrade, buf, "HTTP/1.1 101 Switching Protocols\r\n\r\n"), Result::kComplete);
+}
+
+TEST(HttpResponseParserTest, ConnectionEndingAfterAnInterimResponseIsTruncated) {
+  HttpResponseParser parser;
+  parser.start(false);
+  Buffer buf;
+  ASSERT_EQ(parseWithInterims(parser, buf, "HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n"),
+            Result::kNeedMore);
+  EXPECT_TRUE(parser.started()) << "an interim response is a byte of the answer";
+  ASSERT_EQ(parser.finish(), Result::kError);
+  EXPECT_EQ(parser.error(), Error::kTruncated);
+  EXPECT_NE(parser.errorMessage().find("after 1 interim (1xx) response"), std::string_view::npos)
+      << parser.errorMessage();
+}
+
 TEST(HttpResponseParserTest, CloseDelimitedBodyCompletesAtEofOnly) {
   HttpResponseParser parser;
   parser.start(false);
@@ -167,12 +232,47 @@ TEST(HttpResponseParserTest, CloseDelimitedBodyCompletesAtEofOnly) {
   ASSERT_EQ(parser.finish(), Result::kComplete);
   EXPECT_EQ(parser.body(), "some bytes");
   EXPECT_FALSE(parser.keepAlive());
-  // A coding other than chunked also runs to the close.
-  parser.start(false);
-  ASSERT_EQ(feed(parser, buf, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz"),
-            Result::kNeedMore);
-  ASSERT_EQ(parser.finish(), Result::kComplete);
-  EXPECT_EQ(parser.body(), "zz");
+}
+
+// RFC 9112 6.1: a body under a transfer coding the client does not decode
+// is not the representation, and is never handed over as if it were.
+TEST(HttpResponseParserTest, TransferCodingsOtherThanChunkedAreRefused) {
+  std::string body;
+  for (const char* codings :
+       {"Transfer-Encoding: gzip\r\n", "Transfer-Encoding: gzip, chunked\r\n",
+        "Transfer-Encoding: chunked, gzip\r\n", "Transfer-Encoding: chunked, chunked\r\n",
+        "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+        "Transfer-Encoding: identity\r\n", "Transfer-Encoding: \r\n"}) {
+    const std::string response =
+        std::string("HTTP/1.1 200 OK\r\n") + codings + "\r\n5\r\nhello\r\n0\r\n\r\n";
+    EXPECT_EQ(feedEverySplit(response, &body), Result::kError) << codings;
+    for (auto mode :
+         {HttpResponseParser::BodyMode::kStream, HttpResponseParser::BodyMode::kDiscard}) {
+      HttpResponseParser parser;
+      std::string streamed;
+      parser.setBodyMode(mode);
+      parser.setBodySink([&](std::string_view piece) { streamed.append(piece); });
+      parser.start(false);
+      Buffer buf;
+      ASSERT_EQ(feed(parser, buf, response), Result::kError) << codings;
+      EXPECT_EQ(parser.error(), Error::kMalformed);
+      EXPECT_NE(parser.errorMessage().find("unsupported transfer coding"), std::string_view::npos)
+          << parser.errorMessage();
+      EXPECT_EQ(streamed, "") << codings;
+      EXPECT_EQ(parser.bodyBytes(), 0u) << codings;
+    }
+  }
+  EXPECT_EQ(
+      feedEverySplit("HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+                     &body),
+      Result::kComplete);
+  EXPECT_EQ(body, "hello");
+  // No body to decode: the answer to a HEAD, a 304.
+  EXPECT_EQ(feedEverySplit("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", &body, true),
+            Result::kComplete);
+  EXPECT_EQ(feedEverySplit("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: gzip\r\n\r\n", &body),
+            Result::kComplete);
 }
 
 TEST(HttpResponseParserTest, LyingContentLengthIsAnErrorAtEof) {
@@ -202,6 +302,72 @@ TEST(HttpResponseParserTest, LyingContentLengthIsAnErrorAtEof) {
   EXPECT_FALSE(parser.started());
   EXPECT_EQ(parser.finish(), Result::kError);
   EXPECT_EQ(parser.error(), Error::kNoResponse);
+}
+
+// A Content-Length or chunk size of 2^64 or more (RFC 9112 7.1) in every
+// body mode: refused as soon as it is read, nothing handed over as body;
+// the largest value that fits, and any number of leading zeros, are fine.
+struct ModeRun {
+  Result result;
+  Error error;
+  std::string message;
+  std::string body;  // stored or streamed
+};
+
+ModeRun runInMode(HttpResponseParser::BodyMode mode, const std::string& response) {
+  HttpResponseParser parser;
+  std::string streamed;
+  parser.setBodyMode(mode);
+  parser.setBodySink([&](std::string_view piece) { streamed.append(piece); });
+  parser.start(false);
+  Buffer buf;
+  const Result r = feed(parser, buf, response);
+  return {r, parser.error(), std::string(parser.errorMessage()), streamed + parser.body()};
+}
+
+TEST(HttpResponseParserTest, LengthsOf2To64OrMoreAreRefusedInEveryMode) {
+  using Mode = HttpResponseParser::BodyMode;
+  const std::string hello = "hello\r\n0\r\n\r\n";
+  std::vector<std::string> overflowing;
+  for (const char* length : {"18446744073709551616", "184467440737095516150",
+                             "99999999999999999999999", "00018446744073709551616"}) {
+    overflowing.push_back(std::string("HTTP/1.1 200 OK\r\nContent-Length: ") + length + "\r\n\r\n" +
+                          hello);
+  }
+  for (const char* size : {"10000000000000000", "fffffffffffffffff", "10000000000000000;a=b",
+                           "000ffffffffffffffff0"}) {
+    overflowing.push_back(std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n") +
+                          size + "\r\n" + hello);
+  }
+  for (const std::string& response : overflowing) {
+    for (Mode mode : {Mode::kStore, Mode::kStream, Mode::kDiscard}) {
+      const ModeRun run = runInMode(mode, response);
+      EXPECT_EQ(run.result, Result::kError) << response;
+      EXPECT_EQ(run.error, Error::kMalformed) << response;
+      EXPECT_NE(run.message.find("2^64 or more"), std::string::npos) << run.message;
+      EXPECT_EQ(run.body, "") << response;
+    }
+  }
+  // 2^64 - 1 fits: stored, past the memory limit; streamed, a body that
+  // has only begun.
+  for (const std::string framing :
+       {"Content-Length: 18446744073709551615\r\n\r\nhello",
+        "Transfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\nhello"}) {
+    const std::string response = "HTTP/1.1 200 OK\r\n" + framing;
+    EXPECT_EQ(runInMode(Mode::kStore, response).error, Error::kTooLarge) << framing;
+    const ModeRun streamed = runInMode(Mode::kStream, response);
+    EXPECT_EQ(streamed.result, Result::kNeedMore) << framing;
+    EXPECT_EQ(streamed.body, "hello");
+  }
+  for (const std::string framing :
+       {"Content-Length: 0000000000000000000000005\r\n\r\nhello",
+        "Transfer-Encoding: chunked\r\n\r\n00000000000000005\r\nhello\r\n0\r\n\r\n"}) {
+    for (Mode mode : {Mode::kStore, Mode::kStream}) {
+      const ModeRun run = runInMode(mode, "HTTP/1.1 200 OK\r\n" + framing);
+      EXPECT_EQ(run.result, Result::kComplete) << framing;
+      EXPECT_EQ(run.body, "hello");
+    }
+  }
 }
 
 TEST(HttpResponseParserTest, ContentLengthConflictsAreErrors) {

@@ -2,7 +2,8 @@
 """examples/http:fetch end to end against scripted_http_server.py: bodies on
 stdout and with -o (appended in order), two URLs of one origin over one
 connection, exit 1 with "URL: STATUS REASON" for a 404 and with the error for
-a refused connection, exit 2 for bad arguments."""
+a refused connection or a response framed beyond what the client reads
+(nothing written as body), exit 2 for bad arguments."""
 import os
 import subprocess
 import sys
@@ -72,6 +73,23 @@ class FetchExampleTest(unittest.TestCase):
         refused = self.fetch("http://127.0.0.1:1/")
         self.assertEqual(refused.returncode, 1)
         self.assertIn(b"refused", refused.stderr)
+
+    def test_framing_errors_write_nothing_to_the_output(self):
+        # A length of 2^64 or more (once taken as "no limit" when streaming,
+        # so the chunk framing went to the file as body), and a gzip
+        # transfer coding (once handed over raw as the body).
+        cases = (("/chunk/10000000000000000", b"2^64 or more"),
+                 ("/length/18446744073709551616", b"2^64 or more"),
+                 ("/gzip-coded", b"unsupported transfer coding"))
+        with tempfile.TemporaryDirectory() as tmp:
+            for backend in ("epoll", "uring"):
+                for path, why in cases:
+                    out = os.path.join(tmp, "out")
+                    result = self.fetch("--backend", backend, "-o", out, self.base + path)
+                    self.assertEqual(result.returncode, 1, (backend, path, result.stderr))
+                    self.assertIn(why, result.stderr, (backend, path))
+                    with open(out, "rb") as f:
+                        self.assertEqual(f.read(), b"", (backend, path))
 
     def test_bad_arguments_exit_2(self):
         for args in ([], ["--bogus", self.base + "/ok"], ["-o"], ["--backend", "kqueue", "x"]):

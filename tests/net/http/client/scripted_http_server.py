@@ -21,10 +21,21 @@ depends on its path:
   /connections      200 with the number of connections accepted so far
   /late-bytes       200 "ok", then 100 ms later bytes nobody asked for
   /close-after      200 "ok", then 100 ms later the connection is closed
+  /ok-then-fin      200 "ok" (keep-alive) with the FIN in the same segment
+                    (TCP_CORK, then shutdown): it is at the client's socket
+                    when the client reads the response
+  /length/DIGITS    "Content-Length: DIGITS", the body "hello", then close
+  /chunk/HEX        chunked, a chunk-size line HEX, "hello", the last chunk,
+                    then close
+  /interim-flood    20,000 "100 Continue", then 200 "final"
+  /interim-then-close  103 Early Hints, then close
+  /gzip-coded       "Transfer-Encoding: gzip" and a gzip body, then close
+  /request-head     200 with the request's header section as the body
   anything else     404
 A HEAD request gets the headers the GET would get, "Content-Length: 1000"
 for /ok, and no body.
 """
+import gzip
 import socket
 import sys
 import threading
@@ -34,7 +45,7 @@ ACCEPTED = [0]  # connections accepted (only the accepting thread writes it)
 
 
 def read_request(conn, buf):
-    """Returns (method, path, body, rest) or None at EOF."""
+    """Returns (method, path, body, rest, head) or None at EOF."""
     while b"\r\n\r\n" not in buf:
         data = conn.recv(65536)
         if not data:
@@ -53,7 +64,7 @@ def read_request(conn, buf):
         if not data:
             return None
         rest += data
-    return method, path, rest[:length], rest[length:]
+    return method, path, rest[:length], rest[length:], head
 
 
 def response(status, body=b"", extra="", length=None):
@@ -70,9 +81,42 @@ def endless(conn):
         conn.sendall(chunk)
 
 
+def answer_framing(conn, path):
+    """The framing cases: returns None when `path` is not one of them, else
+    whether the connection stays open."""
+    if path == "/ok-then-fin":
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+        conn.sendall(response("200 OK", b"ok"))
+        conn.shutdown(socket.SHUT_WR)  # the FIN goes out with the corked response
+        while conn.recv(65536):
+            pass
+        return False
+    if path.startswith("/length/"):
+        conn.sendall(("HTTP/1.1 200 OK\r\nContent-Length: %s\r\n\r\nhello" % path[8:]).encode())
+        return False
+    if path.startswith("/chunk/"):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                     path[7:].encode() + b"\r\nhello\r\n0\r\n\r\n")
+        return False
+    if path == "/interim-flood":
+        conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n" * 20000 + response("200 OK", b"final"))
+        return True
+    if path == "/interim-then-close":
+        conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>\r\n\r\n")
+        return False
+    if path == "/gzip-coded":
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n\r\n" +
+                     gzip.compress(b"hello"))
+        return False
+    return None
+
+
 def answer(conn, method, path, body):
     """Sends the answer; returns False when the connection must close."""
     head_only = method == "HEAD"
+    framing = answer_framing(conn, path)
+    if framing is not None:
+        return framing
     if path == "/ok":
         conn.sendall(response("200 OK", length=1000) if head_only else response("200 OK", b"ok"))
     elif path == "/echo":
@@ -127,9 +171,12 @@ def serve(conn):
             request = read_request(conn, buf)
             if request is None:
                 return
-            method, path, body, buf = request
+            method, path, body, buf, head = request
             if armed:
                 return  # read, never answered
+            if path == "/request-head":
+                conn.sendall(response("200 OK", head))
+                continue
             if path == "/close-next":
                 conn.sendall(response("200 OK", b"armed"))
                 armed = True
