@@ -97,6 +97,9 @@ class Server:
             i, m = self.find(pattern, start)
             if m:
                 found.append(m)
+            elif not self.reader.is_alive() and self.find(pattern, start)[1] is None:
+                fail(f"{self.name} ended its output (exit status {self.proc.wait(IO_TIMEOUT)}) without a "
+                     f"line matching '{pattern}'")
             return m is not None
 
         wait_until(seen, f"{self.name} printing a line matching '{pattern}'", timeout)
