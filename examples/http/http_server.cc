@@ -147,6 +147,10 @@ constexpr const char* kUsage =
 
 constexpr std::string_view kHello = "hello world\n";
 
+// --metrics-path: how often every loop sums the output queued on its
+// connections (libnet_output_queued_bytes).
+constexpr libnet::Duration kMetricsRefresh = std::chrono::seconds(1);
+
 // The command line, holding the defaults until Flags::parse() overwrites them.
 struct Settings {
   std::string address = "0.0.0.0";
@@ -366,6 +370,10 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
   server.start();
   registry.addServer(&server.tcpServer());
   if (settings.threads > 0) registry.addLoop(&loop, "http", "main");
+  // The queued-output gauge, summed by each loop from its queue: at most
+  // about a second old at a scrape, whatever the scrape interval.
+  if (!settings.metricsPath.empty())
+    loop.runEvery(kMetricsRefresh, [&registry] { registry.refresh(); });
   if (settings.tls.enabled()) {
     std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
   }
