@@ -152,7 +152,16 @@ EventLoop::Metrics EventLoop::metrics() const {
                  .lag = lag_.summary(clockNow()),
                  .timersArmed = timerQueue_->armed(),
                  .timersFired = timerQueue_->fired(),
-                 .functorsRun = functorsRun_.load(std::memory_order_relaxed)};
+                 .functorsRun = functorsRun_.load(std::memory_order_relaxed),
+                 .blockingWaits = blockingWaits_.load(std::memory_order_relaxed)};
+}
+
+void EventLoop::noteBlockingWait() {
+  // Written by the loop's own thread only: a relaxed load and store.
+  if (EventLoop* loop = t_loopInThisThread) {
+    loop->blockingWaits_.store(loop->blockingWaits_.load(std::memory_order_relaxed) + 1,
+                               std::memory_order_relaxed);
+  }
 }
 
 void EventLoop::runOnDestroy(Functor cb) {

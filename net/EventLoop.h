@@ -104,8 +104,17 @@ class EventLoop final : public EventLoopBase {
     size_t timersArmed = 0;    // timers waiting now
     uint64_t timersFired = 0;  // timer callbacks run
     uint64_t functorsRun = 0;  // queued functors run
+    // Times this loop's thread blocked until another loop ran something for
+    // it (noteBlockingWait()): each stalled every connection of this loop.
+    uint64_t blockingWaits = 0;
   };
   [[nodiscard]] Metrics metrics() const;
+  // Counts a blocking wait on the calling thread's loop, if it runs one:
+  // called by code about to block its thread until another loop has run
+  // something for it (the library's: TcpServer::queuedOutput(wait), a
+  // server's start() and destruction with I/O threads). Any thread; a
+  // thread without a loop counts nothing.
+  static void noteBlockingWait();
   // Number of eventfd writes so far (merged wake-ups are not counted).
   [[nodiscard]] uint64_t wakeupCount() const {
     return wakeupCount_.load(std::memory_order_relaxed);
@@ -162,6 +171,7 @@ class EventLoop final : public EventLoopBase {
   std::atomic<uint64_t> turns_{0};
   std::atomic<int64_t> busyNanos_{0};
   std::atomic<uint64_t> functorsRun_{0};
+  std::atomic<uint64_t> blockingWaits_{0};
   LatencyHistogram lag_;
 };
 

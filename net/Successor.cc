@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,10 @@ namespace {
 constexpr std::string_view kReady = "READY\n";
 constexpr const char* kReadyFdVariable = "LIBNET_READY_FD";
 constexpr std::string_view kListenPidPrefix = "LISTEN_PID=";
+constexpr const char* kClosedEarly = "closed its readiness pipe before it was ready";
+// How long a successor that closed its readiness pipe has to exit before it
+// is stopped as one that runs.
+constexpr Duration kExitAfterClose = std::chrono::milliseconds(200);
 
 bool isOurVariable(std::string_view entry) {
   for (std::string_view name :
@@ -113,131 +118,279 @@ std::string describeStatus(int status) {
   return "status " + std::to_string(status);
 }
 
-// Reaps a successor that is not to serve, killing it first if it still runs.
-std::string reap(pid_t pid) {
-  int status = 0;
-  pid_t got = ::waitpid(pid, &status, WNOHANG);
-  if (got == 0) {
-    ::kill(pid, SIGKILL);
-    got = ::waitpid(pid, &status, 0);
-  }
-  return got == pid ? describeStatus(status) : "not reaped";
+// Through syscall(2): glibc 2.36's <sys/pidfd.h> declares its wrappers
+// without C linkage, so C++ cannot link them.
+int pidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0U)); }
+
+bool pidfdSendSignal(int pidfd, int signo) {
+  return ::syscall(SYS_pidfd_send_signal, pidfd, signo, nullptr, 0U) == 0;
+}
+
+std::string seconds(Duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
 }
 
 }  // namespace
 
-// One successor being started: its readiness pipe on the loop, the timeout,
-// and the outcome. Shared by the Successor and whatever it has queued to the
-// loop, so that the owner may go first.
-class Successor::Attempt : public std::enable_shared_from_this<Attempt> {
+// One successor: its readiness pipe and its exit (a pidfd) watched on the
+// loop, the readiness timeout, and the stop of one that is not to serve.
+// Shared by the Successor and whatever it has queued to the loop (and tied
+// to its channels), so that the owner may go first.
+class Successor::Child : public std::enable_shared_from_this<Child> {
  public:
-  Attempt(EventLoop* loop, Successor* owner, pid_t pid, UniqueFd pipe, Callback done)
-      : loop_(loop), owner_(owner), pipe_(std::move(pipe)), done_(std::move(done)) {
-    outcome_.pid = pid;
+  Child(EventLoop* loop, pid_t pid, UniqueFd pidfd, UniqueFd pipe, Duration stopGrace,
+        Callback done)
+      : loop_(loop),
+        pid_(pid),
+        pidfd_(std::move(pidfd)),
+        pipe_(std::move(pipe)),
+        stopGrace_(stopGrace),
+        done_(std::move(done)) {}
+  ~Child() {
+    closeChannel(&pipeChannel_);
+    closeChannel(&exitChannel_);
+    cancelTimer(&readyTimer_);
+    cancelTimer(&graceTimer_);
   }
-  ~Attempt() { closePipe(); }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
 
-  void watch(Duration timeout) {
-    channel_ = std::make_unique<Channel>(loop_, pipe_.get());
-    channel_->setReadCallback([this](Timestamp) { onReadable(); });
-    channel_->setCloseCallback([this] { onReadable(); });
-    channel_->enableReading();
-    timer_ = loop_->runAfter(timeout, [weak = weak_from_this(), timeout] {
+  void watch(Duration readyTimeout) {
+    pipeChannel_ = std::make_unique<Channel>(loop_, pipe_.get());
+    pipeChannel_->tie(shared_from_this());
+    pipeChannel_->setReadCallback([this](Timestamp) { onReadable(); });
+    pipeChannel_->setCloseCallback([this] { onReadable(); });
+    pipeChannel_->enableReading();
+    exitChannel_ = std::make_unique<Channel>(loop_, pidfd_.get());
+    exitChannel_->tie(shared_from_this());
+    exitChannel_->setReadCallback([this](Timestamp) { onExit(); });
+    exitChannel_->enableReading();
+    readyTimer_ = loop_->runAfter(readyTimeout, [weak = weak_from_this(), readyTimeout] {
       if (auto self = weak.lock()) {
-        self->timer_ = TimerId();
-        self->settle(false, "not ready within " + std::to_string(toMillis(timeout)) + " ms");
+        self->readyTimer_ = TimerId();
+        self->notReady("not ready within " + seconds(readyTimeout));
       }
     });
   }
 
-  // The owner is going: no callback; a successor not known to be ready is
-  // killed.
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] bool reported() const { return reported_; }
+  [[nodiscard]] bool exited() const { return exited_; }
+
+  bool signal(int signo) {
+    if (exited_) return false;
+    return pidfdSendSignal(pidfd_.get(), signo);
+  }
+
+  void setExitCallback(ExitCallback exited) {
+    exitCallback_ = std::move(exited);
+    if (exited_) runExitCallback();
+  }
+
+  // The owner is going: no callback runs; a successor whose readiness is
+  // not known yet may be serving already, so it is asked to drain, not
+  // killed; one being stopped keeps the SIGTERM it got.
   void abandon() {
-    if (finished_) return;
-    finished_ = true;
-    if (timer_.valid()) loop_->cancel(timer_);
-    closePipe();
-    if (!outcome_.ready) (void)reap(outcome_.pid);
+    done_ = nullptr;
+    exitCallback_ = nullptr;
+    if (!exited_ && readiness_ == Readiness::kWaiting && signal(SIGTERM)) {
+      LOG_WARN << "successor " << pid_
+               << " abandoned before it was ready: sent SIGTERM, so that it drains the "
+                  "connections it may have accepted";
+    }
+    cancelTimer(&readyTimer_);
+    cancelTimer(&graceTimer_);
+    closeChannel(&pipeChannel_);
+    closeChannel(&exitChannel_);
+    pipe_.reset();
   }
 
  private:
-  static long long toMillis(Duration d) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-  }
+  enum class Readiness { kWaiting, kReady, kFailed };
 
   void onReadable() {
+    if (readiness_ != Readiness::kWaiting) return;
     char buf[64];
     for (;;) {
       const ssize_t n = ::read(pipe_.get(), buf, sizeof buf);
       if (n > 0) {
         received_.append(buf, static_cast<size_t>(n));
         if (received_.size() >= kReady.size()) {
-          const bool ready = received_.starts_with(kReady);
-          return settle(ready, ready ? "" : "wrote something other than READY");
+          if (received_.starts_with(kReady)) return becomeReady();
+          return notReady("wrote something other than READY");
         }
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) return;
-      return settle(false, n == 0 ? "closed its readiness pipe before it was ready"
-                                  : std::string("readiness pipe: ") + std::strerror(errno));
+      if (n == 0) return pipeClosed();
+      return notReady(std::string("readiness pipe: ") + std::strerror(errno));
     }
   }
 
-  // Once: stops watching, and finishes from the loop's queue (not inside
-  // the channel's own event handling).
-  void settle(bool ready, std::string why) {
-    if (settled_) return;
-    settled_ = true;
-    outcome_.ready = ready;
-    outcome_.why = std::move(why);
-    channel_->disableAll();
-    if (timer_.valid()) loop_->cancel(timer_);
-    timer_ = TimerId();
-    loop_->queueInLoop([self = shared_from_this()] { self->finish(); });
+  // A closed pipe is nearly always a successor on its way out (its fds are
+  // closed before it can be waited for): its exit is given a moment to come,
+  // so that one that exited is reported as such rather than signalled.
+  void pipeClosed() {
+    if (pipeClosed_) return;
+    pipeClosed_ = true;
+    if (pipeChannel_) pipeChannel_->disableAll();
+    if (exited_) return notReady(kClosedEarly);
+    cancelTimer(&readyTimer_);
+    readyTimer_ = loop_->runAfter(kExitAfterClose, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        self->readyTimer_ = TimerId();
+        self->notReady(kClosedEarly);
+      }
+    });
   }
 
-  void finish() {
-    if (finished_) return;
-    finished_ = true;
-    closePipe();
-    if (!outcome_.ready) outcome_.why += " (" + reap(outcome_.pid) + ")";
-    // From here the owner may start another (from the callback, say).
-    std::shared_ptr<Attempt> keep = std::move(owner_->attempt_);
-    Callback done = std::move(done_);
-    if (done) done(outcome_);
+  void becomeReady() {
+    readiness_ = Readiness::kReady;
+    stopWaitingForReadiness();
+    report({.ready = true, .pid = pid_, .why = ""});
   }
 
-  void closePipe() {
-    if (channel_) {
-      channel_->disableAll();
-      channel_->remove();
-      channel_.reset();
+  // Not to serve: reported once it has exited; stopped meanwhile if it runs.
+  void notReady(std::string why) {
+    if (readiness_ != Readiness::kWaiting) return;
+    readiness_ = Readiness::kFailed;
+    why_ = std::move(why);
+    stopWaitingForReadiness();
+    if (exited_) return reportFailure();
+    // It may have begun to accept from the shared sockets: a libnet server
+    // drains on SIGTERM and answers what it took; SIGKILL would reset it.
+    stopNote_ = signal(SIGTERM) ? "sent SIGTERM; " : "";
+    graceTimer_ = loop_->runAfter(stopGrace_, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->onGraceOver();
+    });
+  }
+
+  void onGraceOver() {
+    graceTimer_ = TimerId();
+    if (exited_) return;
+    LOG_WARN << "successor " << pid_ << " still runs " << seconds(stopGrace_)
+             << " after SIGTERM: sending SIGKILL";
+    if (signal(SIGKILL)) stopNote_ += "SIGKILL after " + seconds(stopGrace_) + "; ";
+  }
+
+  // The pidfd is readable: the process has exited (and can be reaped).
+  void onExit() {
+    if (exited_) return;
+    int status = 0;
+    const pid_t got = ::waitpid(pid_, &status, WNOHANG);
+    if (got == 0) {
+      // Readable before the zombie can be waited for (not seen, but an
+      // edge-triggered event would not come again): look again shortly.
+      loop_->runAfter(std::chrono::milliseconds(10), [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->onExit();
+      });
+      return;
     }
-    pipe_.reset();
+    exited_ = true;
+    status_ =
+        got == pid_ ? describeStatus(status) : "not reaped: " + std::string(std::strerror(errno));
+    if (exitChannel_) exitChannel_->disableAll();
+    cancelTimer(&graceTimer_);
+    // What it wrote before it went (READY, say) is still in the pipe.
+    if (readiness_ == Readiness::kWaiting) pipeClosed_ ? notReady(kClosedEarly) : onReadable();
+    if (readiness_ == Readiness::kFailed) reportFailure();
+    runExitCallback();
+  }
+
+  // From the loop's queue; taken from this object when it runs, so that an
+  // owner that went meanwhile (abandon()) is not called.
+  void runExitCallback() {
+    loop_->queueInLoop([self = shared_from_this()] {
+      ExitCallback exited = std::move(self->exitCallback_);
+      self->exitCallback_ = nullptr;
+      if (exited) exited(self->pid_, self->status_);
+    });
+  }
+
+  void reportFailure() {
+    if (!exited_) return;
+    report({.ready = false, .pid = pid_, .why = why_ + " (" + stopNote_ + status_ + ")"});
+  }
+
+  // Once, from the loop's queue (not inside a channel's own event handling).
+  void report(Outcome outcome) {
+    if (reported_) return;
+    reported_ = true;
+    loop_->queueInLoop([self = shared_from_this(), outcome = std::move(outcome)] {
+      Callback done = std::move(self->done_);
+      self->done_ = nullptr;
+      if (done) done(outcome);
+    });
+  }
+
+  void stopWaitingForReadiness() {
+    cancelTimer(&readyTimer_);
+    if (pipeChannel_) pipeChannel_->disableAll();
+    // Closed from the queue: this may run inside the pipe channel's handler.
+    loop_->queueInLoop([self = shared_from_this()] {
+      self->closeChannel(&self->pipeChannel_);
+      self->pipe_.reset();
+    });
+  }
+
+  void cancelTimer(TimerId* timer) {
+    if (timer->valid()) loop_->cancel(*timer);
+    *timer = TimerId();
+  }
+
+  static void closeChannel(std::unique_ptr<Channel>* channel) {
+    if (!*channel) return;
+    (*channel)->disableAll();
+    (*channel)->remove();
+    channel->reset();
   }
 
   EventLoop* loop_;
-  Successor* owner_;  // while not finished
+  const pid_t pid_;
+  UniqueFd pidfd_;
   UniqueFd pipe_;
+  const Duration stopGrace_;
   Callback done_;
-  std::unique_ptr<Channel> channel_;
-  TimerId timer_;
+  ExitCallback exitCallback_;
+  std::unique_ptr<Channel> pipeChannel_;
+  std::unique_ptr<Channel> exitChannel_;
+  TimerId readyTimer_;
+  TimerId graceTimer_;
   std::string received_;
-  Outcome outcome_;
-  bool settled_ = false;
-  bool finished_ = false;
+  Readiness readiness_ = Readiness::kWaiting;
+  std::string why_;
+  std::string stopNote_;  // what was sent to stop it
+  std::string status_;    // how it ended, once exited_
+  bool pipeClosed_ = false;
+  bool exited_ = false;
+  bool reported_ = false;
 };
 
 Successor::Successor(EventLoop* loop) : loop_(loop) {}
 
 Successor::~Successor() {
-  if (attempt_) attempt_->abandon();
+  if (child_) child_->abandon();
+}
+
+bool Successor::pending() const { return child_ && !child_->reported(); }
+
+pid_t Successor::pid() const { return child_ && !child_->exited() ? child_->pid() : -1; }
+
+bool Successor::signal(int signo) {
+  loop_->assertInLoopThread();
+  return child_ && child_->signal(signo);
+}
+
+void Successor::watchExit(ExitCallback exited) {
+  loop_->assertInLoopThread();
+  if (child_) return child_->setExitCallback(std::move(exited));
+  loop_->queueInLoop([exited = std::move(exited)] { exited(-1, "not running"); });
 }
 
 bool Successor::start(const std::vector<int>& listeningFds, const Options& options, Callback done) {
   loop_->assertInLoopThread();
-  if (attempt_) return false;
+  if (pending()) return false;
   auto fail = [&](const char* call) {
     const std::string why = std::string(call) + ": " + std::strerror(errno);
     loop_->queueInLoop([done = std::move(done), why] { done({.ready = false, .why = why}); });
@@ -252,10 +405,25 @@ bool Successor::start(const std::vector<int>& listeningFds, const Options& optio
   if (pid < 0) return fail("fork");
   if (pid == 0) execInChild(plan);
   writeEnd.reset();
+  // Our own unreaped child: its pid cannot be reused before we wait for it.
+  // Our own child, not waited for: its pid cannot have been reused (unless
+  // SIGCHLD is ignored, and then it is gone: ESRCH). Close-on-exec already.
+  UniqueFd pidfd(pidfdOpen(pid));
+  if (!pidfd) {
+    const int error = errno;
+    if (error != ESRCH) {
+      ::kill(pid, SIGKILL);  // just forked: it cannot be serving yet
+      ::waitpid(pid, nullptr, 0);
+    }
+    errno = error;
+    return fail("pidfd_open");
+  }
   LOG_INFO << "started successor " << pid << " on " << listeningFds.size()
            << " listening socket(s)";
-  attempt_ = std::make_shared<Attempt>(loop_, this, pid, std::move(readEnd), std::move(done));
-  attempt_->watch(options.readyTimeout);
+  if (child_) child_->abandon();  // an earlier, ready one: no longer watched
+  child_ = std::make_shared<Child>(loop_, pid, std::move(pidfd), std::move(readEnd),
+                                   options.stopGrace, std::move(done));
+  child_->watch(options.readyTimeout);
   return true;
 }
 

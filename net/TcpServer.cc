@@ -192,6 +192,10 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   std::atomic<uint64_t> closed{0};
   std::atomic<uint64_t> refused{0};
   ConnectionCounters counters;  // bytes of this loop's connections
+  // LoopStats::queuedOutput: the loop's last sum of its connections' queued
+  // bytes, and whether a request for the next one waits in its queue.
+  std::atomic<size_t> queuedOutput{0};
+  std::atomic<bool> queuedSumAsked{false};
   // Graceful drain, this loop's part: set when the server tells (or
   // forces) its connections; a connection made later is told (or closed)
   // as it comes up, and the last one to leave reports through the watch.
@@ -307,6 +311,7 @@ void TcpServer::stopPerLoopAcceptors() {
       stopped->countDown();
     });
   }
+  EventLoop::noteBlockingWait();
   if (!stopped->waitFor(kAcceptorStopWait)) {
     LOG_ERROR << "TcpServer " << name_ << ": " << stopped->count()
               << " I/O loop(s) did not stop accepting within "
@@ -611,7 +616,8 @@ std::vector<TcpServer::LoopStats> TcpServer::loopStats() const {
                      .closed = state->closed.load(std::memory_order_relaxed),
                      .refused = state->refused.load(std::memory_order_relaxed),
                      .bytesReceived = bytes.bytesReceived.load(std::memory_order_relaxed),
-                     .bytesSent = bytes.bytesSent.load(std::memory_order_relaxed)});
+                     .bytesSent = bytes.bytesSent.load(std::memory_order_relaxed),
+                     .queuedOutput = state->queuedOutput.load(std::memory_order_relaxed)});
   }
   return stats;
 }
@@ -623,6 +629,26 @@ std::vector<EventLoop*> TcpServer::ioLoops() const {
   return loops;
 }
 
+size_t TcpServer::sumQueuedOutput(LoopState* state) {
+  size_t bytes = 0;
+  for (const TcpConnectionPtr& conn : state->connections) bytes += conn->queuedOutputBytes();
+  state->queuedOutput.store(bytes, std::memory_order_relaxed);
+  return bytes;
+}
+
+void TcpServer::refreshQueuedOutput() const {
+  for (const std::shared_ptr<LoopState>& state : loopStates_) {
+    // However many ask at once (scrapes on every loop), a loop's queue holds
+    // one request: a loop stuck in a callback cannot pile them up.
+    if (state->queuedSumAsked.exchange(true, std::memory_order_relaxed)) continue;
+    state->loop->runInLoop([state] {
+      // Cleared first: a request that comes during the sum gets a later one.
+      state->queuedSumAsked.store(false, std::memory_order_relaxed);
+      sumQueuedOutput(state.get());
+    });
+  }
+}
+
 std::vector<size_t> TcpServer::queuedOutput(Duration wait) const {
   std::vector<size_t> result;
   result.reserve(loopStates_.size());
@@ -631,11 +657,10 @@ std::vector<size_t> TcpServer::queuedOutput(Duration wait) const {
     auto sum = std::make_shared<std::atomic<size_t>>(0);
     auto done = std::make_shared<CountDownLatch>(1);
     state->loop->runInLoop([state, sum, done] {
-      size_t bytes = 0;
-      for (const TcpConnectionPtr& conn : state->connections) bytes += conn->queuedOutputBytes();
-      sum->store(bytes, std::memory_order_relaxed);
+      sum->store(sumQueuedOutput(state.get()), std::memory_order_relaxed);
       done->countDown();
     });
+    if (!state->loop->isInLoopThread()) EventLoop::noteBlockingWait();
     result.push_back(done->waitFor(wait) ? sum->load(std::memory_order_relaxed) : 0);
   }
   return result;
@@ -692,6 +717,7 @@ void TcpServer::startRingHandOver() {
       registered->countDown();
     });
   }
+  EventLoop::noteBlockingWait();
   if (!registered->waitFor(kReceiverStartWait)) {
     LOG_WARN << "TcpServer " << name_ << ": " << registered->count()
              << " I/O loop(s) not ready for ring-to-ring hand-over yet; their queues carry "

@@ -203,6 +203,9 @@ class TcpServer {
     uint64_t refused = 0;        // accepted and closed at once: over a limit
     uint64_t bytesReceived = 0;  // handed to the message callback (plaintext under TLS)
     uint64_t bytesSent = 0;      // sent by the application (written or still queued)
+    // Bytes queued on the loop's connections and not yet written, as of the
+    // loop's last sum (refreshQueuedOutput(), queuedOutput()); 0 before one.
+    size_t queuedOutput = 0;
   };
 
   // Binds (std::system_error, with the call's name, when it cannot);
@@ -313,10 +316,17 @@ class TcpServer {
   // The I/O loops, in loopStats()' order (the server's own without
   // threads), after start(); empty before. Any thread.
   [[nodiscard]] std::vector<EventLoop*> ioLoops() const;
+  // Asks every I/O loop to sum the bytes queued on its connections, from its
+  // own queue, into LoopStats::queuedOutput; returns at once (on an I/O
+  // loop, its own sum is taken at once). At most one request per loop waits
+  // in its queue: calls made while one does are answered by it. Any thread.
+  void refreshQueuedOutput() const;
   // Per I/O loop as loopStats(): bytes queued on the loop's connections and
   // not yet written. Each loop sums its own, while this waits (at most
-  // `wait` each; a loop that does not answer in time reads 0). Any thread
-  // (on an I/O loop, its own sum is taken at once).
+  // `wait` each; a loop that does not answer in time reads 0). Any thread,
+  // but it blocks: called on a loop thread it stalls that loop's
+  // connections meanwhile (counted in EventLoop::Metrics::blockingWaits);
+  // a loop should use refreshQueuedOutput() and loopStats() instead.
   [[nodiscard]] std::vector<size_t> queuedOutput(Duration wait = std::chrono::seconds(1)) const;
 
  private:
@@ -374,6 +384,9 @@ class TcpServer {
                                std::string peerKey);
   // On state's loop: the server is going; destroys its connections.
   static void tearDown(LoopState* state);
+  // On the state's loop: the bytes queued on its connections, also kept for
+  // LoopStats::queuedOutput.
+  static size_t sumQueuedOutput(LoopState* state);
 
   // Inherited sockets (the second constructor), from start(). The per-loop
   // rule: acceptors on the I/O loops.

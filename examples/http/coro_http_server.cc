@@ -22,23 +22,34 @@
 // WebSocket is closed with 1001 (going away); what is left after
 // --drain-timeout is closed, and so is everything on a second signal. Exit
 // status 0 then; 1 if it cannot be set up, 2 for bad arguments.
+//
+// SIGHUP restarts it in place as http_server does: a successor (the same
+// binary and arguments) starts on the listening sockets (LISTEN_FDS,
+// net/Successor.h), and once it serves this one drains; one that fails
+// leaves this one serving. A SIGTERM during a restart stops both
+// (examples/http/ServerLifecycle.h).
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include "base/Logging.h"
 #include "examples/common/Flags.h"
+#include "examples/http/ServerLifecycle.h"
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
-#include "net/SignalSet.h"
+#include "net/ListenFds.h"
 #include "net/TcpServer.h"
 #include "net/coro/Coro.h"
 #include "net/coro/DrainToken.h"
@@ -86,7 +97,12 @@ constexpr const char* kUsage =
     "it prints \"coro_http_server draining N connections\", stops accepting, closes idle\n"
     "connections, answers the requests in flight with Connection: close (HTTP/2: GOAWAY, the\n"
     "streams it names are answered), closes WebSockets with 1001, and exits 0 once every\n"
-    "connection has closed or --drain-timeout has passed. A second signal closes the rest.\n";
+    "connection has closed or --drain-timeout has passed. A second signal closes the rest.\n"
+    "\n"
+    "SIGHUP starts a new coro_http_server with the same arguments on the same listening\n"
+    "sockets (LISTEN_FDS: --address and --port are then ignored); once it serves, this one\n"
+    "drains as on SIGTERM; if it fails, this one goes on serving. SIGINT or SIGTERM before\n"
+    "this one has exited stops both.\n";
 
 constexpr std::string_view kHello = "hello world\n";
 
@@ -362,19 +378,20 @@ coro::Task<> serveConnection(coro::Stream stream, const Site* site) {
   co_await serveHttp1(std::move(stream), site, headerDeadline);
 }
 
-// What SIGINT / SIGTERM do once the server has started: the first drains it,
-// ending the loop once every connection has closed, or `timeout` later after
-// the rest were closed; the next closes what is left at once.
-void startDrain(TcpServer* server, EventLoop* loop, Duration timeout) {
-  if (server->draining()) return server->drain(Duration::zero(), [loop] { loop->quit(); });
-  std::cout << "coro_http_server draining " << server->connectionCount() << " connections"
+// On the inherited listening sockets when there are any (a predecessor's,
+// or systemd's), else bound to `address`.
+std::unique_ptr<TcpServer> makeServer(EventLoop* loop, std::vector<UniqueFd> inherited,
+                                      const InetAddress& address,
+                                      const TcpServer::Options& options) {
+  if (inherited.empty()) return std::make_unique<TcpServer>(loop, address, "coro-http", options);
+  std::cout << "coro_http_server: serving " << inherited.size()
+            << " inherited listening socket(s) (LISTEN_FDS); --address and --port are ignored"
             << std::endl;
-  server->drain(timeout, [loop] { loop->quit(); });
+  return std::make_unique<TcpServer>(loop, std::move(inherited), "coro-http", options);
 }
 
-}  // namespace
-
-int main(int argc, char* argv[]) {
+// The command line, holding the defaults until Flags::parse() overwrites them.
+struct Settings {
   std::string address = "0.0.0.0";
   uint16_t port = 8000;
   int threads = 0;
@@ -384,50 +401,75 @@ int main(int argc, char* argv[]) {
   int headerTimeout = 10;
   bool h2c = false;
   int drainTimeout = 10;
+};
+
+// What the lifecycle (signals: drain, restart) needs of the server.
+ServerLifecycle::Server lifecycleParts(TcpServer* server) {
+  return {
+      .listeningFds = [server] { return server->listeningFds(); },
+      .connectionCount = [server] { return server->connectionCount(); },
+      .drain = [server](Duration deadline,
+                        std::function<void()> done) { server->drain(deadline, std::move(done)); }};
+}
+
+// Serves until stopped (examples/http/ServerLifecycle.h). Throws what
+// setting up throws.
+void serve(const Settings& settings, const std::vector<std::string>& argv) {
+  // First: nothing else may have opened an fd yet.
+  std::vector<UniqueFd> inherited = takeListenFds();
+  Site site;
+  if (!settings.root.empty()) site.files = std::make_unique<http::StaticFiles>(settings.root);
+  site.headerTimeout = std::chrono::seconds(settings.headerTimeout);
+  site.idleTimeout = std::chrono::seconds(settings.idleTimeout);
+  site.h2c = settings.h2c;
+  site.http2.handler = [&site](const HttpRequest& request, HttpResponse* response) {
+    handle(site, request, response);
+  };
+
+  EventLoop loop(settings.backend);
+  // Before the server's threads: a signal from here on is handled (the first
+  // SIGINT/SIGTERM drains the started server, a second closes what is left,
+  // SIGHUP restarts it).
+  ServerLifecycle lifecycle(&loop, {.name = "coro_http_server",
+                                    .argv = argv,
+                                    .drainTimeout = std::chrono::seconds(settings.drainTimeout)});
+  const std::unique_ptr<TcpServer> server =
+      makeServer(&loop, std::move(inherited), *InetAddress::parse(settings.address, settings.port),
+                 {.threads = settings.threads,
+                  // HttpServer's limit: what a client that does not read can
+                  // make a connection hold (HTTP/2 answers; files sent by
+                  // sendfile count as their bytes)
+                  .maxQueuedOutput = 1024 * 1024,
+                  .idleTimeout = std::chrono::seconds(settings.idleTimeout)});
+  coro::serve(*server,
+              [&site](coro::Stream stream) { return serveConnection(std::move(stream), &site); });
+  server->start();
+  std::cout << "coro_http_server listening on " << server->listenAddress().toIpPort() << std::endl;
+  lifecycle.serving(lifecycleParts(server.get()));
+  loop.loop();
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  Settings settings;
   Flags flags("coro_http_server", kUsage);
-  flags.addAddress("--address", &address);
-  flags.addPort("--port", &port);
-  flags.addInt("--threads", &threads, 0, 1024);
-  flags.addBackend("--backend", &backend);
-  flags.addDirectory("--root", &root);
-  flags.addInt("--idle-timeout", &idleTimeout, 0, 86400);
-  flags.addInt("--header-timeout", &headerTimeout, 1, 86400);
-  flags.addSwitch("--h2c", &h2c);
-  flags.addInt("--drain-timeout", &drainTimeout, 0, 86400);
+  flags.addAddress("--address", &settings.address);
+  flags.addPort("--port", &settings.port);
+  flags.addInt("--threads", &settings.threads, 0, 1024);
+  flags.addBackend("--backend", &settings.backend);
+  flags.addDirectory("--root", &settings.root);
+  flags.addInt("--idle-timeout", &settings.idleTimeout, 0, 86400);
+  flags.addInt("--header-timeout", &settings.headerTimeout, 1, 86400);
+  flags.addSwitch("--h2c", &settings.h2c);
+  flags.addInt("--drain-timeout", &settings.drainTimeout, 0, 86400);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
-
   try {
-    Site site;
-    if (!root.empty()) site.files = std::make_unique<http::StaticFiles>(root);
-    site.headerTimeout = std::chrono::seconds(headerTimeout);
-    site.idleTimeout = std::chrono::seconds(idleTimeout);
-    site.h2c = h2c;
-    site.http2.handler = [&site](const HttpRequest& request, HttpResponse* response) {
-      handle(site, request, response);
-    };
-
-    EventLoop loop(backend);
-    // Before the server's threads: a signal from here on stops it cleanly (the
-    // first drains the started server, a second closes what is left).
-    TcpServer* started = nullptr;
-    SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) {
-      if (started == nullptr) return loop.quit();
-      startDrain(started, &loop, std::chrono::seconds(drainTimeout));
-    });
-    TcpServer server(&loop, *InetAddress::parse(address, port), "coro-http",
-                     {.threads = threads,
-                      // HttpServer's limit: what a client that does not read
-                      // can make a connection hold (HTTP/2 answers; files
-                      // sent by sendfile count as their bytes)
-                      .maxQueuedOutput = 1024 * 1024,
-                      .idleTimeout = std::chrono::seconds(idleTimeout)});
-    coro::serve(server,
-                [&site](coro::Stream stream) { return serveConnection(std::move(stream), &site); });
-    server.start();
-    started = &server;
-    std::cout << "coro_http_server listening on " << server.listenAddress().toIpPort() << std::endl;
-    loop.loop();
+    serve(settings, std::vector<std::string>(argv, argv + argc));
   } catch (const std::system_error& e) {
+    std::cerr << "coro_http_server: " << e.what() << "\n";
+    return 1;
+  } catch (const std::invalid_argument& e) {  // a malformed LISTEN_FDS
     std::cerr << "coro_http_server: " << e.what() << "\n";
     return 1;
   }

@@ -16,8 +16,10 @@
 // Restart: started with listening sockets (LISTEN_FDS, systemd's socket
 // activation: net/ListenFds.h) it serves those instead of binding. SIGHUP
 // starts a successor (the same binary and arguments) on its listening
-// sockets (net/Successor.h); once that serves, this one stops as on
-// SIGTERM; if it fails or is not ready within 10 s, this one goes on serving.
+// sockets (net/Successor.h); once that serves, this one drains; if it fails
+// or is not ready within 10 s (it is then stopped with SIGTERM), this one
+// goes on serving. A SIGTERM during a restart stops both generations
+// gracefully. What each signal means when: examples/http/ServerLifecycle.h.
 
 #include <charconv>
 #include <chrono>
@@ -36,12 +38,11 @@
 #include "base/Logging.h"
 #include "examples/common/Flags.h"
 #include "examples/common/ServerTls.h"
+#include "examples/http/ServerLifecycle.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
 #include "net/ListenFds.h"
 #include "net/ProxyProtocol.h"
-#include "net/SignalSet.h"
-#include "net/Successor.h"
 #include "net/TcpServer.h"
 #include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
@@ -56,8 +57,7 @@ using libnet::EventLoop;
 using libnet::Flags;
 using libnet::InetAddress;
 using libnet::PollerKind;
-using libnet::SignalSet;
-using libnet::Successor;
+using libnet::ServerLifecycle;
 using libnet::TcpServer;
 using libnet::http::HttpRequest;
 using libnet::http::HttpResponse;
@@ -74,6 +74,7 @@ constexpr const char* kUsage =
     "                   [--proxy-protocol] [--trusted-proxy ADDR[/BITS],...]\n"
     "                   [--max-connections N] [--max-connections-per-client N]\n"
     "                   [--metrics-path PATH] [--drain-timeout S] [--drain-grace MS]\n"
+    "                   [--ready-delay MS]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -124,6 +125,9 @@ constexpr const char* kUsage =
     "  --drain-grace MS      draining, a keep-alive connection idle for less than MS ms is\n"
     "                        given until then to send one more request (answered with\n"
     "                        Connection: close) before it is closed (default 200)\n"
+    "  --ready-delay MS      started by a predecessor's SIGHUP, tell it we serve only MS ms\n"
+    "                        after we do (a warm-up: both serve meanwhile); 0 at once\n"
+    "                        (default 0; under 10000, the predecessor's wait)\n"
     "  --help                print this help and exit\n"
     "\n"
     "GET /hello answers \"hello world\\n\", POST /echo the request body, GET /client-address\n"
@@ -137,9 +141,15 @@ constexpr const char* kUsage =
     "Restart: with LISTEN_PID and LISTEN_FDS set (systemd socket activation), it serves the\n"
     "inherited listening sockets (--address and --port are ignored). SIGHUP starts a new\n"
     "http_server with the same arguments on the same listening sockets; once it serves, this\n"
-    "one drains as on SIGTERM; if it fails, this one goes on serving.\n";
+    "one drains as on SIGTERM; if it fails, this one goes on serving. SIGINT or SIGTERM\n"
+    "before this one has exited stops both: each drains, and this one exits 0 once the\n"
+    "successor has exited too.\n";
 
 constexpr std::string_view kHello = "hello world\n";
+
+// --metrics-path: how often every loop sums the output queued on its
+// connections (libnet_output_queued_bytes).
+constexpr libnet::Duration kMetricsRefresh = std::chrono::seconds(1);
 
 // The command line, holding the defaults until Flags::parse() overwrites them.
 struct Settings {
@@ -168,6 +178,7 @@ struct Settings {
   // Graceful drain.
   int drainTimeout = 10;
   int drainGraceMs = 200;
+  int readyDelayMs = 0;
 };
 
 std::string parseAcceptMode(std::string_view value, Settings* settings) {
@@ -252,6 +263,7 @@ void addFlags(Flags* flags, Settings* settings) {
   // Graceful drain.
   flags->addInt("--drain-timeout", &settings->drainTimeout, 0, 86400);
   flags->addInt("--drain-grace", &settings->drainGraceMs, 0, 60000);
+  flags->addInt("--ready-delay", &settings->readyDelayMs, 0, 9999);
 }
 
 HttpServer::Options serverOptions(const Settings& settings) {
@@ -314,36 +326,6 @@ HttpServer makeServer(EventLoop* loop, const Settings& settings,
   return HttpServer(loop, std::move(inherited), "http", serverOptions(settings));
 }
 
-// SIGHUP: a successor on our listening sockets; once it serves, `stop`.
-void startSuccessor(Successor* successor, const TcpServer& server,
-                    const std::vector<std::string>& argv, const std::function<void()>& stop) {
-  if (successor->pending()) {
-    std::cout << "http_server: SIGHUP ignored, a successor is starting already" << std::endl;
-    return;
-  }
-  successor->start(server.listeningFds(), {.argv = argv}, [stop](const Successor::Outcome& o) {
-    if (o.ready) {
-      std::cout << "http_server: successor " << o.pid << " is serving; stopping" << std::endl;
-      stop();
-    } else {
-      std::cerr << "http_server: successor " << o.pid << " failed: " << o.why << "; still serving"
-                << std::endl;
-    }
-  });
-}
-
-// What the first SIGINT / SIGTERM does: drain (HTTP/2 connections get
-// GOAWAY through the server), and end the loop once every connection has
-// closed, or at `deadline` after the rest were closed. Calling it again
-// with a zero deadline closes what is left at once.
-void startDrain(HttpServer* server, EventLoop* loop, libnet::Duration deadline) {
-  std::cout << "http_server draining " << server->tcpServer().connectionCount() << " connections"
-            << std::endl;
-  server->drain(deadline, [loop] { loop->quit(); });
-}
-
-// Serves until SIGINT or SIGTERM (or a successor serves). Throws what
-// setting up throws.
 // --loop-stats 1, at exit: how many connections each loop took.
 void printLoopStats(const TcpServer& server) {
   const std::vector<TcpServer::LoopStats> stats = server.loopStats();
@@ -354,6 +336,8 @@ void printLoopStats(const TcpServer& server) {
   std::cout << std::flush;
 }
 
+// Serves until stopped (examples/http/ServerLifecycle.h: SIGINT, SIGTERM,
+// or a successor that serves). Throws what setting up throws.
 void serve(const Settings& settings, const std::vector<std::string>& argv) {
   // First: nothing else may have opened an fd yet.
   std::vector<libnet::UniqueFd> inherited = libnet::takeListenFds();
@@ -362,21 +346,12 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
 
   EventLoop loop(settings.backend);
   std::shared_ptr<libnet::http2::Service> h2;
-  int signals = 0;
-  HttpServer* started = nullptr;  // once it has started, a signal drains it
-  // Before the server's threads: a signal from here on stops it cleanly.
-  // What SIGINT / SIGTERM do, and a successor's readiness too.
-  const std::function<void()> onStopSignal = [&] {
-    if (started == nullptr) return loop.quit();
-    const bool first = ++signals == 1;
-    startDrain(started, &loop,
-               first ? std::chrono::seconds(settings.drainTimeout) : libnet::Duration::zero());
-  };
-  SignalSet stop(&loop, {SIGINT, SIGTERM}, [&](int) { onStopSignal(); });
-  std::function<void()> onHangUp;  // once serving
-  SignalSet hangUp(&loop, {SIGHUP}, [&](int) {
-    if (onHangUp) onHangUp();
-  });
+  // Before the server's threads: a signal from here on is handled.
+  ServerLifecycle lifecycle(&loop,
+                            {.name = "http_server",
+                             .argv = argv,
+                             .drainTimeout = std::chrono::seconds(settings.drainTimeout),
+                             .readyDelay = std::chrono::milliseconds(settings.readyDelayMs)});
   // Before the server, which it outlives: the handler may render it until
   // the server's loops have stopped.
   libnet::metrics::MetricsRegistry registry;
@@ -395,16 +370,20 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
   server.start();
   registry.addServer(&server.tcpServer());
   if (settings.threads > 0) registry.addLoop(&loop, "http", "main");
-  started = &server;
+  // The queued-output gauge, summed by each loop from its queue: at most
+  // about a second old at a scrape, whatever the scrape interval.
+  if (!settings.metricsPath.empty())
+    loop.runEvery(kMetricsRefresh, [&registry] { registry.refresh(); });
   if (settings.tls.enabled()) {
     std::cout << "http_server: " << libnet::ServerTls::kernelTlsNote() << "\n";
   }
   std::cout << "http_server listening on " << server.listenAddress().toIpPort() << std::endl;
-  Successor successor(&loop);
-  onHangUp = [&] {
-    if (signals == 0) startSuccessor(&successor, server.tcpServer(), argv, onStopSignal);
-  };
-  Successor::notifyReady();
+  lifecycle.serving({.listeningFds = [&server] { return server.tcpServer().listeningFds(); },
+                     .connectionCount = [&server] { return server.tcpServer().connectionCount(); },
+                     .drain =
+                         [&server](libnet::Duration deadline, std::function<void()> done) {
+                           server.drain(deadline, std::move(done));
+                         }});
   loop.loop();
   if (settings.loopStats != 0) printLoopStats(server.tcpServer());
 }

@@ -15,6 +15,9 @@ bool serveMetrics(const MetricsRegistry& registry, std::string_view path,
   response->setContentType(MetricsRegistry::kContentType);
   // Never cached: every scrape is a new reading.
   response->addHeader("Cache-Control", "no-store");
+  // The loops' queued output as each last summed it (this loop's now); the
+  // request for new sums serves the next scrape. Nothing waits.
+  registry.refresh();
   response->setBody(registry.render());
   return true;
 }

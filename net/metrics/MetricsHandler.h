@@ -15,8 +15,9 @@
 namespace libnet::metrics {
 
 // True when `request` is for `path` and `response` has been filled: the
-// rendered text for GET and HEAD, 405 (Allow: GET, HEAD) for any other
-// method. False for any other path (the response left untouched).
+// rendered text for GET and HEAD (after registry.refresh(): it never waits
+// for a loop), 405 (Allow: GET, HEAD) for any other method. False for any
+// other path (the response left untouched).
 bool serveMetrics(const MetricsRegistry& registry, std::string_view path,
                   const http::HttpRequest& request, http::HttpResponse* response);
 

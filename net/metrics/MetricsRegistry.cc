@@ -1,7 +1,6 @@
 #include "net/metrics/MetricsRegistry.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <functional>
@@ -14,17 +13,12 @@ namespace libnet::metrics {
 
 namespace {
 
-// How long a loop may take to sum its queued output: a loop stuck in a
-// callback must not hold the scrape (it reads 0 then).
-constexpr Duration kQueuedOutputWait = std::chrono::milliseconds(250);
-
 // What one server loop or one loop reads, taken before anything is written
 // (every family lists all of them, and a family's samples go together).
 struct ConnectionSample {
   std::string server;
   std::string loop;
   TcpServer::LoopStats stats;
-  size_t queued = 0;
 };
 
 struct LoopSample {
@@ -123,7 +117,7 @@ void appendConnections(std::string* out, const std::vector<ConnectionSample>& c)
                R([](const ConnectionSample& s) { return integer(s.stats.bytesSent); }));
   appendSeries(out, c, "libnet_output_queued_bytes", "gauge",
                "Bytes queued for clients and not yet written.",
-               R([](const ConnectionSample& s) { return integer(s.queued); }));
+               R([](const ConnectionSample& s) { return integer(s.stats.queuedOutput); }));
 }
 
 void appendLag(std::string* out, const std::vector<LoopSample>& loops) {
@@ -157,6 +151,9 @@ void appendLoops(std::string* out, const std::vector<LoopSample>& l) {
   appendSeries(out, l, "libnet_loop_functors_total", "counter",
                "Functors queued to the loop and run.",
                R([](const LoopSample& s) { return integer(s.metrics.functorsRun); }));
+  appendSeries(out, l, "libnet_loop_blocking_waits_total", "counter",
+               "Times the loop's thread blocked until another loop answered.",
+               R([](const LoopSample& s) { return integer(s.metrics.blockingWaits); }));
 }
 
 }  // namespace
@@ -183,25 +180,28 @@ void MetricsRegistry::remove(const EventLoop* loop) {
   std::erase_if(loops_, [loop](const Loop& l) { return l.loop == loop; });
 }
 
+void MetricsRegistry::refresh() const {
+  MutexLock lock(mutex_);
+  for (const TcpServer* server : servers_) server->refreshQueuedOutput();
+}
+
 std::string MetricsRegistry::render() const {
   std::vector<const TcpServer*> servers;
   std::vector<Loop> extraLoops;
   {
-    // Copied, so that the waits below hold no lock: a scrape on another
-    // loop may be waiting for this one's.
     MutexLock lock(mutex_);
     servers = servers_;
     extraLoops = loops_;
   }
+  // Nothing here waits for a loop: the counters are atomics that each loop
+  // writes for itself, and the queued output is each loop's last sum.
   std::vector<ConnectionSample> connections;
   std::vector<LoopSample> loops;
   for (const TcpServer* server : servers) {
     const std::vector<TcpServer::LoopStats> stats = server->loopStats();
-    const std::vector<size_t> queued = server->queuedOutput(kQueuedOutputWait);
     const std::vector<EventLoop*> ioLoops = server->ioLoops();
     for (size_t i = 0; i < stats.size(); ++i) {
-      connections.push_back(
-          {server->name(), std::to_string(i), stats[i], i < queued.size() ? queued[i] : 0});
+      connections.push_back({server->name(), std::to_string(i), stats[i]});
       if (i < ioLoops.size()) {
         loops.push_back({server->name(), std::to_string(i), ioLoops[i]->metrics()});
       }

@@ -4,12 +4,19 @@
 // docs/operations.md lists every series.
 //
 // It holds plain pointers: whatever is added must outlive the registry, or
-// be removed first. Any thread: add/remove/render take a lock of the
-// registry's own (not held while rendering). render() reads the counters of
-// every loop (relaxed loads) and asks each server's loops for their queued
-// output (TcpServer::queuedOutput(), waiting at most 250 ms per loop, which
-// then reads 0: two scrapes at once on two loops of one server may each wait
-// for the other's loop that long).
+// be removed first. Any thread: add/remove/refresh/render take a lock of the
+// registry's own (not held while rendering).
+//
+// Nothing here waits for a loop, so a scrape served on any loop never
+// blocks it (nor another): render() reads the counters of every loop
+// (relaxed loads of atomics that each loop writes for itself, current at
+// the scrape) and, for the queued output, each loop's last sum
+// (TcpServer::LoopStats::queuedOutput). refresh() asks every server loop
+// for a new sum through its queue and returns at once; concurrent refreshes
+// are merged (one request per loop waits in its queue). serveMetrics() calls
+// refresh() then render(): the scrape's own loop sums at once, the others
+// show the sum that the previous refresh made. An application that wants
+// the gauge fresher calls refresh() on a timer (http_server: every second).
 #pragma once
 
 #include <string>
@@ -44,7 +51,10 @@ class MetricsRegistry {
   void remove(const TcpServer* server);
   void remove(const EventLoop* loop);
 
-  // Every series, each family with its # HELP and # TYPE.
+  // Asks every server's loops to sum their queued output again, from their
+  // own queues (TcpServer::refreshQueuedOutput()); returns at once.
+  void refresh() const;
+  // Every series, each family with its # HELP and # TYPE. Never waits.
   [[nodiscard]] std::string render() const;
 
  private:

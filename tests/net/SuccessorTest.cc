@@ -1,10 +1,14 @@
 // Successor: a fork and exec of a helper (successor_child_main) on listening
 // sockets, on every backend: the sockets reach it on 3, 4, ... with nothing
 // else of ours, its readiness is reported, and a successor that exits, hangs
-// or says something else is reported as failed and reaped.
+// or says something else is reported as failed and reaped; one that runs is
+// stopped with SIGTERM (SIGKILL only past the grace), never killed first,
+// also when the Successor goes while it is pending; a ready one can be
+// signalled and its exit is reported.
 #include "net/Successor.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,13 +57,16 @@ class SuccessorTest : public test::LoopTest {
 
   // Starts the helper in `mode` on `fds` and runs the loop until the outcome.
   Successor::Outcome run(const std::vector<int>& fds, const std::string& mode,
-                         Duration timeout = std::chrono::seconds(10)) {
+                         Duration timeout = std::chrono::seconds(10),
+                         Duration stopGrace = std::chrono::seconds(10)) {
     EventLoop loop(GetParam());
     armWatchdog(loop);
     Successor successor(&loop);
     std::optional<Successor::Outcome> outcome;
-    const Successor::Options options{
-        .program = child_, .argv = {child_, mode, outFile_}, .readyTimeout = timeout};
+    const Successor::Options options{.program = child_,
+                                     .argv = {child_, mode, outFile_},
+                                     .readyTimeout = timeout,
+                                     .stopGrace = stopGrace};
     EXPECT_TRUE(successor.start(fds, options, [&](const Successor::Outcome& o) {
       outcome = o;
       loop.quit();
@@ -114,13 +121,80 @@ TEST_P(SuccessorTest, OneThatExitsFirstFailsWithItsStatus) {
   EXPECT_EQ(::waitpid(outcome.pid, nullptr, WNOHANG), -1);
 }
 
-TEST_P(SuccessorTest, OneNotReadyInTimeIsKilled) {
+// It may have accepted connections from the shared sockets already: asked
+// to drain (SIGTERM), not killed.
+TEST_P(SuccessorTest, OneNotReadyInTimeIsSentSigterm) {
   UniqueFd socket = listeningSocket();
   const Successor::Outcome outcome = run({socket.get()}, "hang", std::chrono::milliseconds(300));
   EXPECT_FALSE(outcome.ready);
-  EXPECT_NE(outcome.why.find("not ready within 300 ms"), std::string::npos) << outcome.why;
-  EXPECT_NE(outcome.why.find("killed by signal 9"), std::string::npos) << outcome.why;
+  EXPECT_NE(outcome.why.find("not ready within 300 ms (sent SIGTERM; killed by signal 15)"),
+            std::string::npos)
+      << outcome.why;
   EXPECT_EQ(::waitpid(outcome.pid, nullptr, WNOHANG), -1);
+}
+
+TEST_P(SuccessorTest, OneThatIgnoresSigtermIsKilledAfterTheGrace) {
+  UniqueFd socket = listeningSocket();
+  const Successor::Outcome outcome = run({socket.get()}, "stubborn", std::chrono::milliseconds(300),
+                                         std::chrono::milliseconds(300));
+  EXPECT_FALSE(outcome.ready);
+  EXPECT_NE(outcome.why.find("(sent SIGTERM; SIGKILL after 300 ms; killed by signal 9)"),
+            std::string::npos)
+      << outcome.why;
+  EXPECT_EQ(::waitpid(outcome.pid, nullptr, WNOHANG), -1);
+}
+
+// The owner stops waiting (its process is exiting): a successor not known to
+// be ready is asked to drain, never SIGKILLed.
+TEST_P(SuccessorTest, DestroyedWhilePendingSendsSigtermNotSigkill) {
+  UniqueFd socket = listeningSocket();
+  pid_t pid = -1;
+  {
+    EventLoop loop(GetParam());
+    Successor successor(&loop);
+    ASSERT_TRUE(successor.start({socket.get()},
+                                {.program = child_, .argv = {child_, "hang", outFile_}},
+                                [](const Successor::Outcome&) {}));
+    pid = successor.pid();
+    ASSERT_GT(pid, 0);
+  }
+  int status = 0;
+  ASSERT_TRUE(test::waitUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }))
+      << "the successor still runs";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+}
+
+// A ready successor stays reachable: signal() reaches it, watchExit()
+// reports its end, and it is reaped.
+TEST_P(SuccessorTest, AReadyOneIsSignalledAndItsExitReported) {
+  UniqueFd socket = listeningSocket();
+  EventLoop loop(GetParam());
+  armWatchdog(loop);
+  Successor successor(&loop);
+  pid_t readyPid = -1;
+  pid_t exitedPid = -1;
+  std::string status;
+  ASSERT_TRUE(successor.start({socket.get()},
+                              {.program = child_, .argv = {child_, "drain", outFile_}},
+                              [&](const Successor::Outcome& o) {
+                                EXPECT_TRUE(o.ready) << o.why;
+                                readyPid = o.pid;
+                                EXPECT_EQ(successor.pid(), o.pid);
+                                EXPECT_TRUE(successor.signal(SIGTERM));
+                                successor.watchExit([&](pid_t pid, const std::string& how) {
+                                  exitedPid = pid;
+                                  status = how;
+                                  loop.quit();
+                                });
+                              }));
+  loop.loop();
+  EXPECT_FALSE(timedOut_);
+  EXPECT_GT(readyPid, 0);
+  EXPECT_EQ(exitedPid, readyPid);
+  EXPECT_EQ(status, "exited with status 7");
+  EXPECT_EQ(successor.pid(), -1);
+  EXPECT_FALSE(successor.signal(SIGTERM));
+  EXPECT_EQ(::waitpid(readyPid, nullptr, WNOHANG), -1);  // reaped
 }
 
 TEST_P(SuccessorTest, OneThatSaysSomethingElseFails) {

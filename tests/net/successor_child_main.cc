@@ -3,10 +3,13 @@
 //            fds to OUTFILE ("0 1 2 3 ..."), says READY, then answers one
 //            connection on each socket with "child PID\n" and exits 0
 //   exit     exits 3 without a word
-//   hang     waits until it is killed
+//   hang     waits until it is killed (SIGTERM kills it)
+//   stubborn ignores SIGTERM, waits until it is killed
+//   drain    says READY, then exits 7 on SIGTERM (as a server that drains)
 //   garbage  writes "NOPE!!\n" to the readiness pipe
 #include <dirent.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -67,9 +70,23 @@ int ready(const char* outFile) {
 
 }  // namespace
 
+// Ready, then exits 7 on SIGTERM, blocked first so that it cannot kill us
+// between READY and the wait.
+int drain() {
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  ::sigprocmask(SIG_BLOCK, &term, nullptr);
+  if (!libnet::Successor::notifyReady()) return 5;
+  int signo = 0;
+  ::sigwait(&term, &signo);
+  return 7;
+}
+
 int main(int argc, char* argv[]) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: successor_child_main ready|exit|hang|garbage OUTFILE\n");
+    std::fprintf(stderr,
+                 "usage: successor_child_main ready|exit|hang|stubborn|drain|garbage OUTFILE\n");
     return 2;
   }
   const std::string_view mode = argv[1];
@@ -78,6 +95,11 @@ int main(int argc, char* argv[]) {
   if (mode == "hang") {
     for (;;) ::pause();
   }
+  if (mode == "stubborn") {
+    ::signal(SIGTERM, SIG_IGN);
+    for (;;) ::pause();
+  }
+  if (mode == "drain") return drain();
   if (mode == "garbage") {
     const char* fd = std::getenv("LIBNET_READY_FD");
     if (!fd) return 4;

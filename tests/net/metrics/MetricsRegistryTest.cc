@@ -1,11 +1,16 @@
 // MetricsRegistry: the text of a started server and a loop, line by line in
-// the exposition format, and what removing them leaves.
+// the exposition format, and what removing them leaves; a scrape while an
+// I/O loop is stuck neither waits for it nor reads it as 0, and refreshes
+// asked meanwhile are merged into one request in its queue.
 #include "net/metrics/MetricsRegistry.h"
 
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "base/CountDownLatch.h"
 #include "gtest/gtest.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
@@ -67,6 +72,70 @@ TEST_P(MetricsRegistryTest, RendersAServerAndALoop) {
   registry.remove(server_.get());
   registry.remove(loop_);
   EXPECT_EQ(registry.render(), "");
+}
+
+// The loop that holds the (one) connection.
+size_t busyLoop(const TcpServer& server) {
+  const std::vector<TcpServer::LoopStats> stats = server.loopStats();
+  for (size_t i = 0; i < stats.size(); ++i) {
+    if (stats[i].connections > 0) return i;
+  }
+  return stats.size();
+}
+
+std::string queuedSample(size_t loop, size_t bytes) {
+  return "libnet_output_queued_bytes{server=\"test\",loop=\"" + std::to_string(loop) + "\"} " +
+         std::to_string(bytes) + "\n";
+}
+
+// A scrape served on one I/O loop while another is stuck in a callback: it
+// answers without waiting (its loop counts no blocking wait), with the stuck
+// loop's last sum of its queued output (not 0), and the stuck loop's queue
+// holds one refresh request however many scrapes asked for one.
+TEST_P(MetricsRegistryTest, AScrapeNeverWaitsForAStuckLoop) {
+  startServer({}, {.threads = 2});
+  constexpr size_t kSent = 4 << 20;
+  // A client that sends and never reads: the echo queues on its loop.
+  test::BlockingClient client(address_, 4096);
+  ASSERT_TRUE(client.sendAll(std::string(kSent, 'x')));
+  ASSERT_TRUE(test::waitUntil([&] {
+    const size_t k = busyLoop(*server_);
+    return k < 2 && server_->loopStats()[k].bytesReceived == kSent;
+  }));
+  const size_t stuck = busyLoop(*server_);
+  const size_t other = 1 - stuck;
+  EventLoop* stuckLoop = server_->ioLoops()[stuck];
+  EventLoop* otherLoop = server_->ioLoops()[other];
+  MetricsRegistry registry;
+  registry.addServer(server_.get());
+
+  CountDownLatch entered(1);
+  CountDownLatch release(1);
+  size_t expected = 0;
+  stuckLoop->runInLoop([&] {
+    // Its own sum, taken at once (nothing of this loop moves until released).
+    expected = server_->queuedOutput(Duration::zero())[stuck];
+    entered.countDown();
+    EXPECT_TRUE(release.waitFor(test::kWait));
+  });
+  ASSERT_TRUE(entered.waitFor(test::kWait));
+  ASSERT_GT(expected, 0U);
+
+  const auto [text, waits] = test::runSync(otherLoop, [&] {
+    const uint64_t before = otherLoop->metrics().blockingWaits;
+    for (int i = 0; i < 100; ++i) registry.refresh();
+    std::string rendered = registry.render();
+    return std::make_pair(rendered, otherLoop->metrics().blockingWaits - before);
+  });
+  EXPECT_EQ(waits, 0U) << "the scrape's loop blocked waiting for the stuck one";
+  EXPECT_NE(text.find(queuedSample(stuck, expected)), std::string::npos)
+      << "want " << queuedSample(stuck, expected) << text;
+  EXPECT_EQ(stuckLoop->queueSize(), 1U);
+  release.countDown();
+  // The request queued meanwhile is answered once the loop goes on.
+  ASSERT_TRUE(test::waitUntil([&] { return stuckLoop->queueSize() == 0; }));
+  EXPECT_NE(registry.render().find("libnet_loop_blocking_waits_total{server=\"test\",loop=\""),
+            std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MetricsRegistryTest,
