@@ -31,7 +31,7 @@ class StaticFiles {
     // process is out of descriptors or memory (EMFILE, ENFILE, ENOMEM), 500
     // for another error of the server's (EIO).
     int status = 404;
-    UniqueFd fd;       // open for reading when status is 200
+    UniqueFd fd;  // open for reading when status is 200
     size_t size = 0;
     std::string_view contentType;
   };
