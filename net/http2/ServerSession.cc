@@ -672,16 +672,19 @@ bool ServerSession::reserveBody(Stream* stream, size_t total) {
 
 void ServerSession::grantWindows() {
   if (receiving_.empty()) return;
-  // The pool holds every body received and not yet handed to its handler,
-  // the windows open on streams receiving, and a first window for each
-  // stream the client may still open.
-  size_t used = bodyBytes_;
-  for (const auto& [id, stream] : receiving_) used += credit(stream);
-  const size_t slots = config_.options.maxConcurrentStreams > streams_.size()
-                           ? config_.options.maxConcurrentStreams - streams_.size()
-                           : 0;
-  const size_t promised = used + slots * config_.options.initialWindowSize;
-  size_t free = pool_ > promised ? pool_ - promised : 0;
+  // Every stream the client may open comes with a first window: the pool
+  // keeps that much for each of maxConcurrentStreams, and what a stream
+  // holds beyond it (its body received and not yet handed to its handler,
+  // plus the window still open on it) comes out of the rest.
+  const size_t first = config_.options.initialWindowSize;
+  const size_t kept = size_t{config_.options.maxConcurrentStreams} * first;
+  size_t beyond = 0;
+  for (const auto& [id, stream] : streams_) {
+    const size_t holds =
+        stream->request.body().size() + (stream->receiving ? credit(stream.get()) : 0);
+    beyond += holds > first ? holds - first : 0;
+  }
+  size_t free = pool_ > kept + beyond ? pool_ - kept - beyond : 0;
   // Oldest first, and a stream only out of what is left once every older
   // one could complete: then the oldest always can, and after it the next.
   size_t olderNeeds = 0;
