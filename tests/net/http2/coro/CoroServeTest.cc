@@ -3,8 +3,8 @@
 // fed first, requests are answered, a client's half-close is answered before
 // the end, and its deadlines alone end a connection (the TcpServer's idle
 // timeout is off here): the header deadline, a zero window, a window opened
-// a byte at a time, and a client that does not read while answers are pending; a stop request is a GOAWAY
-// after which the stream in flight is answered.
+// a byte at a time, and a client that does not read while answers are pending; a stop request is a
+// GOAWAY after which the stream in flight is answered.
 #include <gtest/gtest.h>
 
 #include <atomic>
