@@ -339,12 +339,15 @@ def slow_reader_case(server):
     byte of window every 0.2 s (moving, far under 1024 bytes a second)."""
     what = "a window opened a byte every 0.2 s"
     base = server.fds()
+    before = server.rss()
     conn = Conn(server.port, settings=[(INITIAL_WINDOW_SIZE, 0)])
     conn.send(b"".join(headers_frame(s, request_block("/big.bin")) for s in range(1, 41, 2)))
     start = time.monotonic()
     held = 0
+    grown = 0
     while time.monotonic() - start < WAIT:
         held = max(held, server.fds() - base)
+        grown = max(grown, server.rss() - before)
         if not conn.send(window_update_frame(1, 1) + window_update_frame(0, 1)):
             break
         if not conn.read_for(0.2):
@@ -358,6 +361,7 @@ def slow_reader_case(server):
         what, server.fds() - base))
     check(held <= 16 + 1, "%s: %d descriptors held (16 files at most, and the socket)" % (
         what, held))
+    check(grown < 16 * MIB, "%s: the server grew by %d MiB" % (what, grown // MIB))
     print("  %s: closed after %.1f s, %s; at most %d descriptors held, all given back" % (
         what, took, conn.goaway() or "no GOAWAY", held))
 

@@ -644,6 +644,36 @@ TEST_F(HostileTest, FilesHeldByAnswersAreBoundedPerConnection) {
   EXPECT_EQ(openDescriptors(), before);
 }
 
+// The same with answers held in memory (300 KB bodies): the connection holds
+// at most Options::maxConnectionResponseBytes (1 MiB by default) of them, and
+// the answer that passes it.
+TEST_F(HostileTest, ResponseBodiesHeldAreBoundedPerConnection) {
+  config_.handler = [this](const HttpRequest&, HttpResponse* response) {
+    ++handled_;
+    response->setBody(std::string(300 * 1000, 'm'));
+  };
+  ServerSession server(config_, "test");
+  std::string requests;
+  for (int32_t id = 1; id <= 19; id += 2) {
+    requests += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, id,
+                      test::getBlock("/m"));
+  }
+  const std::string shut("\x00\x04\x00\x00\x00\x00", 6);  // INITIAL_WINDOW_SIZE 0
+  EXPECT_TRUE(
+      server.receive(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, shut) + requests));
+  frames_ = test::parseFrames(test::drain(server));
+  EXPECT_EQ(handled_, 4);  // 0, 300, 600, 900 KB held when each began
+  const std::string open("\x00\x04\x00\x10\x00\x00", 6);  // 1 MiB
+  EXPECT_TRUE(
+      server.receive(frame(NGHTTP2_SETTINGS, 0, 0, open) +
+                     frame(NGHTTP2_WINDOW_UPDATE, 0, 0, std::string("\x01\x00\x00\x00", 4))));
+  frames_ = test::parseFrames(test::drain(server));
+  EXPECT_EQ(handled_, 10);
+  for (int32_t id = 1; id <= 19; id += 2) {
+    EXPECT_EQ(framesOf(frames_, id).body.size(), 300U * 1000) << "stream " << id;
+  }
+}
+
 TEST_F(HostileTest, FilesPastTheServerWideBoundAre503) {
   config_.fileBudget = std::make_shared<http::BodyBudget>(2);
   ServerSession server(config_, "test");
