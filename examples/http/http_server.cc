@@ -74,7 +74,8 @@ constexpr const char* kUsage =
     "                   [--proxy-protocol] [--trusted-proxy ADDR[/BITS],...]\n"
     "                   [--max-connections N] [--max-connections-per-client N]\n"
     "                   [--metrics-path PATH] [--drain-timeout S] [--drain-grace MS]\n"
-    "                   [--ready-delay MS]\n"
+    "                   [--h2-min-send-rate BYTES] [--h2-files-per-connection N]\n"
+    "                   [--h2-response-memory BYTES] [--h2-max-files N] [--ready-delay MS]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -106,6 +107,19 @@ constexpr const char* kUsage =
     "                        certificate chain\n"
     "  --tls-key FILE        ... and this PEM private key (both or neither)\n"
     "  --h2c                 also serve HTTP/2 with prior knowledge on plain TCP\n"
+    "  --h2-min-send-rate BYTES\n"
+    "                        an HTTP/2 connection that owes answers must send BYTES a second,\n"
+    "                        over each --idle-timeout, or what is left of them; else it is\n"
+    "                        closed (a client that opens its window a byte at a time, or\n"
+    "                        reads a trickle); 0: one byte per --idle-timeout (default 1024)\n"
+    "  --h2-files-per-connection N\n"
+    "                        answers not yet sent hold at most N open files on one HTTP/2\n"
+    "                        connection; later requests wait for them (default 16)\n"
+    "  --h2-response-memory BYTES\n"
+    "                        ... and at most BYTES of response bodies (default 1048576)\n"
+    "  --h2-max-files N      open files held by HTTP/2 answers over the whole server; past it\n"
+    "                        a file is answered 503; 0: a quarter of the open file limit\n"
+    "                        (ulimit -n) (default 0)\n"
     "  --proxy-protocol      every connection starts with a PROXY protocol header (v1 or v2,\n"
     "                        as haproxy's send-proxy / send-proxy-v2 send) naming the client;\n"
     "                        one missing, malformed or not complete within 5 s is closed\n"
@@ -167,6 +181,7 @@ struct Settings {
   bool ringHandOver = true;  // false: --accept hand-over-queue
   int loopStats = 0;
   bool h2c = false;
+  libnet::http2::Options h2{};
   libnet::ServerTls tls;
   // PROXY protocol (--proxy-protocol, --trusted-proxy).
   bool proxyProtocol = false;
@@ -227,6 +242,24 @@ std::string parseByteCount(std::string_view value, size_t* bytes) {
   return std::string();
 }
 
+// The HTTP/2 bounds on slow readers (net/http2/Options.h).
+void addHttp2Flags(Flags* flags, libnet::http2::Options* h2) {
+  flags->addCustom("--h2-min-send-rate", [h2](std::string_view value) {
+    return parseByteCount(value, &h2->minSendRate);
+  });
+  flags->addCustom("--h2-files-per-connection", [h2](std::string_view value) {
+    std::string error = parseByteCount(value, &h2->maxConnectionFiles);
+    if (error.empty() && h2->maxConnectionFiles == 0) error = "invalid value '0' (at least 1)";
+    return error;
+  });
+  flags->addCustom("--h2-response-memory", [h2](std::string_view value) {
+    return parseByteCount(value, &h2->maxConnectionResponseBytes);
+  });
+  flags->addCustom("--h2-max-files", [h2](std::string_view value) {
+    return parseByteCount(value, &h2->maxServerFiles);
+  });
+}
+
 void addFlags(Flags* flags, Settings* settings) {
   flags->addAddress("--address", &settings->address);
   flags->addPort("--port", &settings->port);
@@ -244,6 +277,7 @@ void addFlags(Flags* flags, Settings* settings) {
     return parseByteCount(value, &settings->maxBodyMemory);
   });
   flags->addSwitch("--h2c", &settings->h2c);
+  addHttp2Flags(flags, &settings->h2);
   settings->tls.addTo(flags);
   // PROXY protocol.
   flags->addSwitch("--proxy-protocol", &settings->proxyProtocol);
@@ -365,7 +399,9 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
     handleRequest(files, request, response);
   });
   if (settings.h2c || settings.tls.enabled()) {
-    h2 = libnet::http2::serve(server, {.priorKnowledge = settings.h2c});
+    libnet::http2::Options h2Options = settings.h2;
+    h2Options.priorKnowledge = settings.h2c;
+    h2 = libnet::http2::serve(server, h2Options);
   }
   server.start();
   registry.addServer(&server.tcpServer());

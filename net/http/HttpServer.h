@@ -226,6 +226,9 @@ class HttpServer {
   // Bytes of request bodies counted against maxBufferedBodyBytes right now,
   // over all loop threads. Any thread.
   [[nodiscard]] size_t bufferedBodyBytes() const;
+  // The budget itself, for a protocol front end whose request bodies draw on
+  // it as HTTP/1.1's do (HTTP/2). Any thread.
+  [[nodiscard]] const std::shared_ptr<BodyBudget>& bodyBudget() const { return bodyBudget_; }
 
   // The setter of 0.1, kept for one minor version (CHANGELOG.md): sets
   // Options::threads before start() (std::logic_error after it).

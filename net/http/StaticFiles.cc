@@ -29,8 +29,21 @@ int statusForErrno(int err) {
     case ENOTDIR:
     case ENAMETOOLONG:
       return 404;
-    default:  // EXDEV / ELOOP (would leave the root), EACCES, ...
+    case EXDEV:  // would leave the root (openat2 RESOLVE_BENEATH)
+    case ELOOP:  // a symlink on the fallback walk, or a loop
+    case EACCES:
+    case EPERM:
       return 403;
+    // The server is out of descriptors or memory: nothing wrong with the
+    // request, which may well succeed in a moment. A 403 here would tell the
+    // client (and its caches) that the file is forbidden.
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case ENOBUFS:
+      return 503;
+    default:  // EIO and the like: a fault of the server's
+      return 500;
   }
 }
 
@@ -139,7 +152,7 @@ StaticFiles::File StaticFiles::openRelative(const std::string& relative) const {
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
-    file.status = 403;
+    file.status = statusForErrno(errno);
     return file;
   }
   std::string_view typePath = relative;
@@ -151,7 +164,7 @@ StaticFiles::File StaticFiles::openRelative(const std::string& relative) const {
     }
     fd = std::move(index);
     if (::fstat(fd.get(), &st) != 0) {
-      file.status = 403;
+      file.status = statusForErrno(errno);
       return file;
     }
     typePath = "index.html";
@@ -177,6 +190,8 @@ void StaticFiles::serve(const HttpRequest& request, HttpResponse* response) cons
   File file = open(request.path());
   if (file.status != 200) {
     response->setStatusPage(file.status);
+    // Out of descriptors passes as others finish: worth a retry soon.
+    if (file.status == 503) response->addHeader("Retry-After", "1");
     return;
   }
   response->setStatus(200);

@@ -27,8 +27,11 @@ namespace libnet::http {
 class StaticFiles {
  public:
   struct File {
-    int status = 404;  // 200, or the error status to answer: 400, 403, 404
-    UniqueFd fd;       // open for reading when status is 200
+    // 200, or the error status to answer: 400, 403, 404; 503 when the
+    // process is out of descriptors or memory (EMFILE, ENFILE, ENOMEM), 500
+    // for another error of the server's (EIO).
+    int status = 404;
+    UniqueFd fd;  // open for reading when status is 200
     size_t size = 0;
     std::string_view contentType;
   };
@@ -41,7 +44,8 @@ class StaticFiles {
   [[nodiscard]] File open(std::string_view rawPath) const;
 
   // Answers a GET or HEAD of request.path(): the file with its type, or a
-  // short error page (400 / 403 / 404; 405 for any other method).
+  // short error page (400 / 403 / 404 / 500; 503 with Retry-After: 1 when
+  // out of descriptors; 405 for any other method).
   void serve(const HttpRequest& request, HttpResponse* response) const;
 
   // MIME type by file extension; application/octet-stream when unknown.

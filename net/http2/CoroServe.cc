@@ -38,14 +38,23 @@ class Deadlines {
     } else if (!headerSince_) {
       headerSince_ = now;
     }
-    // Progress is response bytes produced, which a client holding its
-    // window shut or not reading stops; its PINGs' acks do not count.
+    // Progress is response bytes produced, at the session's minimum rate
+    // over each window, which a client holding its window shut, opening it
+    // a byte at a time or not reading falls short of; its PINGs' acks do
+    // not count.
     if (idle_ <= Duration::zero() || session.pendingResponses() == 0) {
       stallSince_.reset();
-    } else if (!stallSince_ || session.responseBytes() != mark_) {
-      stallSince_ = now;
-      mark_ = session.responseBytes();
+    } else if (!stallSince_) {
+      startWindow(session, now);
     }
+  }
+
+  // The stall deadline passed: true, and the next window begun, if this one
+  // moved what it had to.
+  [[nodiscard]] bool renew(const ServerSession& session, MonoTime now) {
+    if (session.responseBytes() - mark_ < needed_) return false;
+    startWindow(session, now);
+    return true;
   }
 
   // The nearest deadline running (kNone: none), and when it falls in `at`.
@@ -66,8 +75,15 @@ class Deadlines {
   const Duration header_;
   const Duration idle_;
   std::optional<MonoTime> headerSince_;
+  void startWindow(const ServerSession& session, MonoTime now) {
+    stallSince_ = now;
+    mark_ = session.responseBytes();
+    needed_ = session.progressNeeded(idle_);
+  }
+
   std::optional<MonoTime> stallSince_;
-  uint64_t mark_ = 0;
+  uint64_t mark_ = 0;    // response bytes when the window began
+  uint64_t needed_ = 0;  // what it must move
 };
 
 Duration until(MonoTime at) { return std::max(Duration::zero(), at - MonoClock::now()); }
@@ -98,7 +114,7 @@ coro::Task<> end(coro::Stream& stream, Duration linger) {
 coro::Task<> expire(coro::Stream& stream, ServerSession* session, Deadlines::Kind kind,
                     Duration headerTimeout) {
   const bool stalled = kind == Deadlines::Kind::kStall;
-  const char* why = stalled ? "answers stalled: no byte moved in the idle timeout"
+  const char* why = stalled ? "answers too slow: under the minimum rate over the idle timeout"
                             : "preface or header block not complete in time";
   session->terminate(0 /* NO_ERROR */, why);
   Buffer out;
@@ -109,6 +125,36 @@ coro::Task<> expire(coro::Stream& stream, ServerSession* session, Deadlines::Kin
     co_return;
   }
   co_await end(stream, headerTimeout);
+}
+
+// The connection's output is over its limit (a write that timed out left
+// its bytes queued): nothing more is produced until it drains, or a client
+// that does not read would have a write's worth more queued every window.
+bool behind(coro::Stream& stream) {
+  const TcpConnectionPtr& conn = stream.connection();
+  return conn->maxQueuedOutput() != 0 && conn->queuedOutputBytes() > conn->maxQueuedOutput();
+}
+
+// One wait of the connection: the write of `out`, the drain of the output,
+// or a read (which also ends at the stop request, through `watch`), under
+// the nearer deadline when one runs (`at`).
+coro::Task<Errc> waitOnce(coro::Stream& stream, Buffer* out, bool drain, std::optional<MonoTime> at,
+                          std::stop_token watch) {
+  if (out->readableBytes() > 0 || drain) {
+    if (!at) {
+      const Errc written = co_await stream.write(out);
+      co_return written;
+    }
+    const Errc written = co_await coro::withTimeout(until(*at), stream.write(out));
+    co_return written;
+  }
+  if (!at) {
+    const coro::Input in = co_await coro::withStop(watch, stream.read());
+    co_return in.error();
+  }
+  const coro::Input in =
+      co_await coro::withStop(watch, coro::withTimeout(until(*at), stream.read()));
+  co_return in.error();
 }
 
 }  // namespace
@@ -129,31 +175,21 @@ coro::Task<> serveConnection(coro::Stream& stream, const ServerSession::Config& 
       session.goAway();
     }
     ok = feed(&session, &stream.input(), ok);
-    if (session.wantsWrite()) session.produce(&out, kWriteBudget);
+    const bool drain = behind(stream);
+    if (session.wantsWrite() && !drain) session.produce(&out, kWriteBudget);
     deadlines.update(session, MonoClock::now());
     MonoTime at{};
     const Deadlines::Kind kind = deadlines.next(&at);
     const bool bounded = kind != Deadlines::Kind::kNone;
+    if (out.readableBytes() == 0 && !drain && (!ok || eof || session.finished())) break;
     // A read waits for the stop request too, until it has been acted on (a
     // token that cannot stop costs no registration); a write goes on, under
     // the stall deadline.
     const std::stop_token watch = goingAway ? std::stop_token() : stop;
-    Errc result = Errc::kOk;
-    if (out.readableBytes() == 0 && (!ok || eof || session.finished())) {
-      break;
-    } else if (out.readableBytes() > 0 && bounded) {
-      result = co_await coro::withTimeout(until(at), stream.write(&out));
-    } else if (out.readableBytes() > 0) {
-      result = co_await stream.write(&out);
-    } else if (bounded) {
-      const coro::Input in =
-          co_await coro::withStop(watch, coro::withTimeout(until(at), stream.read()));
-      result = in.error();
-    } else {
-      const coro::Input in = co_await coro::withStop(watch, stream.read());
-      result = in.error();
-    }
+    const Errc result =
+        co_await waitOnce(stream, &out, drain, bounded ? std::optional(at) : std::nullopt, watch);
     if (result == Errc::kTimedOut && bounded) {
+      if (kind == Deadlines::Kind::kStall && deadlines.renew(session, MonoClock::now())) continue;
       co_await expire(stream, &session, kind, headerTimeout);
       co_return;
     }

@@ -22,9 +22,11 @@
 //   header block once begun, must be complete within it; else GOAWAY
 //   (NO_ERROR) and the connection ends.
 // - idleTimeout (zero: off): while answers are pending, a connection that
-//   has moved no response byte for this long (a client that keeps its
-//   window shut, or never reads) gets GOAWAY if its output has room and is
-//   closed. PINGs and other control frames do not count as progress.
+//   has sent fewer response bytes than the session's minimum rate asks over
+//   a window this long (ServerSession::progressNeeded(): a client that keeps
+//   its window shut, opens it a byte at a time, or never reads) gets GOAWAY
+//   if its output has room and is closed. PINGs and other control frames do
+//   not count as progress.
 //
 // Graceful close: once `stop` is requested (any thread), the connection gets
 // GOAWAY (NO_ERROR) naming the last stream it took; those streams are

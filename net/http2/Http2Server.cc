@@ -1,5 +1,7 @@
 #include "net/http2/Http2Server.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <any>
 #include <cstring>
@@ -23,6 +25,18 @@ namespace {
 
 constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
+// Options::maxServerFiles, or a quarter of the descriptors this process may
+// open: room is left for the connections themselves, for HTTP/1.1's files
+// and for the application's own.
+size_t serverFiles(const Options& options) {
+  if (options.maxServerFiles != 0) return options.maxServerFiles;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return 1 << 16;
+  }
+  return std::max<size_t>(limit.rlim_cur / 4, 1);
+}
+
 // What every HTTP/2 connection of one server shares.
 class Shared : public Service {
  public:
@@ -36,6 +50,8 @@ class Shared : public Service {
       config_.options = options_;
       config_.limits = serverOptions_.limits;
       config_.handler = server_->handler();
+      config_.bodyBudget = server_->bodyBudget();
+      config_.fileBudget = std::make_shared<http::BodyBudget>(serverFiles(options_));
       server_ = nullptr;  // the server may go before its connections
     });
     return config_;
@@ -88,9 +104,10 @@ struct Link {
 
   std::shared_ptr<Shared> shared;
   ServerSession session;
-  TimerId headerTimer;  // armed while the preface or a header block is incomplete
-  TimerId stallTimer;   // armed while answers are pending
-  uint64_t stallMark = 0;
+  TimerId headerTimer;       // armed while the preface or a header block is incomplete
+  TimerId stallTimer;        // armed while answers are pending: one window of the rate check
+  uint64_t stallMark = 0;    // response bytes when the window began
+  uint64_t stallNeeded = 0;  // what the window must move
   bool ending = false;
 };
 
@@ -168,11 +185,13 @@ void onStallCheck(const std::weak_ptr<TcpConnection>& weak) {
   if (link == nullptr) return;
   link->stallTimer = TimerId();
   if (link->session.pendingResponses() == 0) return;
-  if (link->session.responseBytes() != link->stallMark) {
-    updateTimers(conn, link.get());  // progress: check again a timeout from now
+  const uint64_t moved = link->session.responseBytes() - link->stallMark;
+  if (moved >= link->stallNeeded) {
+    updateTimers(conn, link.get());  // progress: the next window starts now
     return;
   }
-  LOG_DEBUG << conn->name() << ": HTTP/2 answers stalled, no byte moved in the idle timeout";
+  LOG_DEBUG << conn->name() << ": HTTP/2 answers too slow: " << moved << " of " << link->stallNeeded
+            << " bytes sent in the idle timeout";
   link->session.terminate(0 /* NO_ERROR */, "stalled");
   flush(conn, link.get());
   conn->forceClose();
@@ -193,6 +212,7 @@ void updateTimers(const TcpConnectionPtr& conn, Link* link) {
   if (idle > Duration::zero() && link->session.pendingResponses() > 0 &&
       !link->stallTimer.valid()) {
     link->stallMark = link->session.responseBytes();
+    link->stallNeeded = link->session.progressNeeded(idle);
     link->stallTimer =
         loop->runAfter(idle, [weak = std::weak_ptr<TcpConnection>(conn)] { onStallCheck(weak); });
   }
@@ -329,6 +349,7 @@ void Shared::goAway(std::function<void()> done) {
 }  // namespace
 
 std::shared_ptr<Service> serve(http::HttpServer& server, Options options) {
+  ServerSession::validate(options, server.options().limits);
   auto shared = std::make_shared<Shared>(&server, options);
   server.setConnectionTaker(
       [shared](const TcpConnectionPtr& conn, Buffer* input) { return take(shared, conn, input); });

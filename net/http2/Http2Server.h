@@ -21,8 +21,12 @@
 // DATA frame at a time into the output, whatever its size), the output limit (frames are produced
 // only while the connection's queued output is under it; reading pauses past it, as for HTTP/1.1),
 // the header timeout (the client preface, and any header block, must be complete within it) and the
-// idle timeout (a connection that owes the client response bytes and has moved none for that long
-// is closed: a client that keeps its window shut or never reads; PINGs do not count).
+// idle timeout as the window of a rate check (a connection that owes the client response bytes and
+// has sent fewer than Options::minSendRate a second over a window is closed: a client that keeps
+// its window shut, opens it a byte at a time, or reads a trickle; PINGs do not count), and the
+// server-wide budget of request bodies (HttpServer::Options::maxBufferedBodyBytes, drawn on by both
+// protocols). serve() throws std::invalid_argument for options that cannot work together
+// (ServerSession::validate()).
 //
 // Call serve() after setHandler() and before start(). The Service may be
 // dropped: connections keep what they need.

@@ -16,8 +16,9 @@ struct Options {
   // SETTINGS_MAX_CONCURRENT_STREAMS: streams past it are refused.
   uint32_t maxConcurrentStreams = 100;
   // SETTINGS_INITIAL_WINDOW_SIZE: how much of a request body a client may
-  // send on one stream before the server has taken it in.
-  uint32_t initialWindowSize = 1024 * 1024;
+  // send on one stream before the server grants more (WINDOW_UPDATE, as the
+  // connection's body pool allows). Also the size of each later grant.
+  uint32_t initialWindowSize = 64 * 1024;
   // Rapid Reset (CVE-2023-44487): streams the client resets (or that end
   // before their answer) draw from a bucket of this many tokens, refilled at
   // resetsPerSecond; an empty bucket is a GOAWAY (ENHANCE_YOUR_CALM).
@@ -32,9 +33,30 @@ struct Options {
   // GOAWAY. Its decoded size is bounded by the header section limit per
   // stream (431), and by four times that per block (HPACK bomb: GOAWAY).
   uint32_t maxHeaderBlockFrames = 32;
-  // Request bodies buffered on one connection, over all its streams; a
-  // stream whose body would pass it is answered 503.
-  size_t maxConnectionBodyBytes = 8 * 1024 * 1024;
+  // Request bodies held on one connection, over all its streams: the pool
+  // that stream windows are granted from, so that a client sending more is
+  // slowed by flow control, never refused. 0: maxConcurrentStreams x
+  // initialWindowSize + limits.maxBodyBytes (7.25 MiB by default), which is
+  // also the least it may be (else http2::serve() throws
+  // std::invalid_argument): every stream's first window, and one whole body.
+  size_t maxConnectionBodyBytes = 0;
+
+  // Slow readers. While a connection owes response bytes, it must send at
+  // least minSendRate bytes a second, counted over each window of the
+  // HttpServer's idleTimeout (or what is left of its answers, if less);
+  // one that does not (a window opened a byte at a time, a client that
+  // reads a trickle) gets GOAWAY and is closed. 0: one byte per window.
+  size_t minSendRate = 1024;
+  // Answers not yet sent hold at most this many open files on one
+  // connection, and this many bytes of response bodies in memory (past
+  // either, the next request's handler waits until an answer is out; the
+  // answer being made may pass the byte bound once).
+  size_t maxConnectionFiles = 16;
+  size_t maxConnectionResponseBytes = 1024 * 1024;
+  // Open files held by HTTP/2 answers over the whole server; past it a file
+  // answer becomes 503 with Retry-After. 0: a quarter of the process's
+  // RLIMIT_NOFILE when http2::serve() runs.
+  size_t maxServerFiles = 0;
 };
 
 }  // namespace libnet::http2

@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -16,6 +20,7 @@
 #include "net/http/HttpDate.h"
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
+#include "net/http2/LargeFieldFilter.h"
 
 namespace libnet::http2 {
 
@@ -27,18 +32,31 @@ struct ServerSession::Stream {
   int32_t id = 0;
   HttpRequest request;
   std::string method;     // :method
+  std::string scheme;     // :scheme
   std::string target;     // :path (:authority for CONNECT)
   std::string authority;  // :authority, the Host field unless one came too
   std::string cookies;    // cookie fields joined with "; " (RFC 9113 8.2.3)
   size_t headerBytes = 0;
   size_t headerCount = 0;
-  int refuse = 0;         // the status answered instead of the handler's, or 0
-  bool answered = false;  // a response was submitted
-  bool open = false;      // answered and not all of its body sent
+  bool sawCookie = false;  // the cookie crumbs, however many, count as one field
+  // Content-Length, when sent (UINT64_MAX when too large to read).
+  std::optional<uint64_t> declaredLength;
+  int refuse = 0;                 // the status answered instead of the handler's, or 0
+  bool remoteEnded = false;       // the client's END_STREAM has come
+  bool receiving = false;         // its body is arriving (in receiving_)
+  bool overrun = false;           // the client sent past its window (nghttp2 resets it)
+  bool resetAfterAnswer = false;  // answered early: reset once the answer is out
+  bool answered = false;          // a response was submitted
+  bool open = false;              // answered and not all of its body sent
+  // The request body's share of the server-wide budget: its Content-Length,
+  // or what it holds plus the window it may still fill.
+  http::BodyBudget::Reservation bodyShare;
   // The body to send: `body`, or `length` bytes of `file`; `scheduled`
-  // bytes handed to DATA frames so far, `sent` written out.
+  // bytes handed to DATA frames so far, `sent` written out. `fileShare` is
+  // the file's place in the server-wide count of open files.
   std::string body;
   UniqueFd file;
+  http::BodyBudget::Reservation fileShare;
   size_t length = 0;
   size_t scheduled = 0;
   size_t sent = 0;
@@ -49,6 +67,12 @@ namespace {
 constexpr size_t kFrameHeader = 9;
 // RFC 7541 4.1: each field counts 32 bytes beyond its name and value.
 constexpr size_t kFieldOverhead = 32;
+// The longest name or value nghttp2's HPACK decoder takes (NGHTTP2_HD_MAX_NV,
+// not in its public header).
+constexpr size_t kMaxHpackString = 64 * 1024;
+// The least a stream's window is topped up by, whatever initialWindowSize
+// says (a tiny or zero setting must still let bodies through).
+constexpr size_t kMinGrant = 16 * 1024;
 
 ServerSession* self(void* userData) { return static_cast<ServerSession*>(userData); }
 
@@ -85,6 +109,24 @@ std::string lowered(std::string_view name) {
   return out;
 }
 
+// A Content-Length value (nghttp2 has checked it is digits); UINT64_MAX when
+// it does not fit.
+uint64_t parseLength(std::string_view value) {
+  uint64_t length = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), length);
+  return error == std::errc() && end == value.data() + value.size() ? length : UINT64_MAX;
+}
+
+// An authority in the form it is compared in (RFC 9113 8.3.1, RFC 3986
+// 6.2.3): the host in lower case, and without the scheme's default port.
+std::string normalizedAuthority(std::string_view authority, std::string_view scheme) {
+  std::string out = lowered(authority);
+  const std::string_view defaultPort = scheme == "https" ? ":443" : ":80";
+  if (std::string_view(out).ends_with(defaultPort)) out.resize(out.size() - defaultPort.size());
+  if (std::string_view(out).ends_with(':')) out.pop_back();  // an empty port is the default
+  return out;
+}
+
 }  // namespace
 
 // nghttp2's callbacks, each a static function that finds its session in
@@ -109,29 +151,44 @@ struct ServerSession::Callbacks {
     if (frame->data.padlen > 0)
       out->append(std::string(1, static_cast<char>(frame->data.padlen - 1)));
     if (stream->file.valid()) {
-      out->ensureWritableBytes(length);
-      size_t done = 0;
-      while (done < length) {
-        const ssize_t n = ::pread(stream->file.get(), out->beginWrite() + done, length - done,
-                                  static_cast<off_t>(stream->sent + done));
-        if (n > 0) {
-          done += static_cast<size_t>(n);
-        } else if (n < 0 && errno == EINTR) {
-          continue;
-        } else {
-          LOG_SYSERR << s->name_ << ": reading the file of stream " << stream->id;
-          out->unwrite(kFrameHeader + (frame->data.padlen > 0 ? 1 : 0));
-          return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        }
+      if (!readFile(s, stream, out, length)) {
+        out->unwrite(kFrameHeader + (frame->data.padlen > 0 ? 1 : 0));
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
-      out->hasWritten(length);
     } else {
       out->append(std::string_view(stream->body).substr(stream->sent, length));
     }
     if (frame->data.padlen > 1) out->append(std::string(frame->data.padlen - 1, '\0'));
     stream->sent += length;
     s->responseBytes_ += length;
+    s->unsentBytes_ -= length;
+    if (stream->sent == stream->length) {
+      // All of it is out: the file and the bytes are given back now, not
+      // when the stream closes (which waits for the client's END_STREAM).
+      stream->open = false;
+      --s->pending_;
+      s->releaseAnswer(stream);
+    }
     return 0;
+  }
+
+  static bool readFile(ServerSession* s, Stream* stream, Buffer* out, size_t length) {
+    out->ensureWritableBytes(length);
+    size_t done = 0;
+    while (done < length) {
+      const ssize_t n = ::pread(stream->file.get(), out->beginWrite() + done, length - done,
+                                static_cast<off_t>(stream->sent + done));
+      if (n > 0) {
+        done += static_cast<size_t>(n);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        LOG_SYSERR << s->name_ << ": reading the file of stream " << stream->id;
+        return false;
+      }
+    }
+    out->hasWritten(length);
+    return true;
   }
 
   static ssize_t readData(nghttp2_session*, int32_t, uint8_t*, size_t length, uint32_t* flags,
@@ -168,6 +225,13 @@ struct ServerSession::Callbacks {
         s->terminate(NGHTTP2_ENHANCE_YOUR_CALM, "header block too long");
       }
     }
+    if (hd->type == NGHTTP2_DATA) {
+      // A frame larger than the stream's window: nghttp2 resets the stream
+      // (FLOW_CONTROL_ERROR) but still hands over the bytes; they are not
+      // kept, so that what a stream holds is bounded by what it was granted.
+      Stream* stream = s->streamFor(hd->stream_id);
+      if (stream != nullptr && hd->length > s->credit(stream)) stream->overrun = true;
+    }
     return s->stopIfFailed();
   }
 
@@ -184,7 +248,14 @@ struct ServerSession::Callbacks {
     }
     auto stream = std::make_unique<Stream>();
     stream->id = frame->hd.stream_id;
+    if (std::erase(s->largeFieldStreams_, stream->id) > 0) stream->refuse = 431;
     stream->request.setConnection(s->connection_);
+    if (s->config_.bodyBudget) {
+      stream->bodyShare = http::BodyBudget::Reservation(s->config_.bodyBudget);
+    }
+    if (s->config_.fileBudget) {
+      stream->fileShare = http::BodyBudget::Reservation(s->config_.fileBudget);
+    }
     s->highestRequestStream_ = std::max(s->highestRequestStream_, stream->id);
     nghttp2_session_set_stream_user_data(session, stream->id, stream.get());
     s->streams_[stream->id] = std::move(stream);
@@ -198,8 +269,13 @@ struct ServerSession::Callbacks {
     if (s->failed_) return NGHTTP2_ERR_CALLBACK_FAILURE;
     Stream* stream = s->streamFor(frame->hd.stream_id);
     if (stream == nullptr) return 0;
+    const std::string_view fieldName = view(name, nameLength);
     stream->headerBytes += nameLength + valueLength + kFieldOverhead;
-    ++stream->headerCount;
+    // A browser sends each cookie as a field of its own (RFC 9113 8.2.3),
+    // which HTTP/1.1 would have on one line: the crumbs count as one field.
+    // Their bytes count in full against the header section limit.
+    if (fieldName != "cookie" || !stream->sawCookie) ++stream->headerCount;
+    if (fieldName == "cookie") stream->sawCookie = true;
     const size_t limit = s->config_.limits.maxHeaderBytes;
     if (stream->headerBytes > 4 * limit) {
       // Far past what the client was told (SETTINGS_MAX_HEADER_LIST_SIZE):
@@ -211,13 +287,15 @@ struct ServerSession::Callbacks {
       stream->refuse = 431;
     }
     if (stream->refuse != 0 || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-    addField(stream, view(name, nameLength), view(value, valueLength));
+    addField(stream, fieldName, view(value, valueLength));
     return 0;
   }
 
   static void addField(Stream* stream, std::string_view name, std::string_view value) {
     if (name == ":method") {
       stream->method.assign(value);
+    } else if (name == ":scheme") {
+      stream->scheme.assign(value);
     } else if (name == ":path") {
       stream->target.assign(value);
     } else if (name == ":authority") {
@@ -226,6 +304,7 @@ struct ServerSession::Callbacks {
       if (!stream->cookies.empty()) stream->cookies.append("; ");
       stream->cookies.append(value);
     } else if (name.empty() || name[0] != ':') {
+      if (name == "content-length") stream->declaredLength = parseLength(value);
       stream->request.appendHeader(name, value);
     }
   }
@@ -234,25 +313,39 @@ struct ServerSession::Callbacks {
                        void* user) {
     ServerSession* s = self(user);
     if (s->failed_) return NGHTTP2_ERR_CALLBACK_FAILURE;
+    // Every byte received gives its room back to the connection window at
+    // once: what a connection holds is bounded by its streams' windows.
+    s->unconsumed_ += length;
     Stream* stream = s->streamFor(id);
-    if (stream == nullptr || stream->refuse != 0) return 0;
+    if (stream == nullptr || !stream->receiving || stream->overrun) return 0;
     std::string& body = stream->request.body();
     if (body.size() + length > s->config_.limits.maxBodyBytes) {
-      stream->refuse = 413;
-    } else if (s->bodyBytes_ + length > s->config_.options.maxConnectionBodyBytes) {
-      stream->refuse = 503;
-    } else {
-      body.append(view(data, length));
-      s->bodyBytes_ += length;
+      s->refuse(stream, 413);
       return 0;
     }
-    s->bodyBytes_ -= body.size();
-    std::string().swap(body);
+    body.append(view(data, length));
+    s->bodyBytes_ += length;
     return 0;
   }
 
   static int frameReceived(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     ServerSession* s = self(user);
+    countControlFrame(s, frame);
+    if (frame->hd.type == NGHTTP2_HEADERS && (frame->hd.flags & NGHTTP2_FLAG_END_HEADERS) != 0) {
+      s->headerBlockOpen_ = false;
+    }
+    const bool ends = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    Stream* stream = s->failed_ ? nullptr : s->streamFor(frame->hd.stream_id);
+    if (stream == nullptr) return s->stopIfFailed();
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+      s->headersDone(stream, ends);
+    } else if (ends && (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)) {
+      s->requestDone(stream);
+    }
+    return s->stopIfFailed();
+  }
+
+  static void countControlFrame(ServerSession* s, const nghttp2_frame* frame) {
     const MonoTime now = MonoClock::now();
     switch (frame->hd.type) {
       case NGHTTP2_SETTINGS:
@@ -276,15 +369,21 @@ struct ServerSession::Callbacks {
       default:
         break;
     }
-    if (frame->hd.type == NGHTTP2_HEADERS && (frame->hd.flags & NGHTTP2_FLAG_END_HEADERS) != 0) {
-      s->headerBlockOpen_ = false;
+  }
+
+  // A refusal answered before the request ended (RFC 9113 8.1): once its
+  // last frame is out, RST_STREAM NO_ERROR tells the client to stop sending
+  // the body.
+  static int frameSent(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
+    if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0 ||
+        (frame->hd.type != NGHTTP2_DATA && frame->hd.type != NGHTTP2_HEADERS)) {
+      return 0;
     }
-    const bool ends = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
-    if (!s->failed_ && ends &&
-        (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA)) {
-      if (Stream* stream = s->streamFor(frame->hd.stream_id)) s->refuseOrServe(stream);
+    Stream* stream = self(user)->streamFor(frame->hd.stream_id);
+    if (stream != nullptr && stream->resetAfterAnswer && !stream->remoteEnded) {
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_NO_ERROR);
     }
-    return s->stopIfFailed();
+    return 0;
   }
 
   static int streamClosed(nghttp2_session*, int32_t id, uint32_t errorCode, void* user) {
@@ -324,6 +423,7 @@ nghttp2_session_callbacks* sharedCallbacks() {
       nghttp2_session_callbacks_set_on_header_callback(callbacks, C::header);
       nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, C::dataChunk);
       nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, C::frameReceived);
+      nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, C::frameSent);
       nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, C::streamClosed);
     }
     ~Holder() { nghttp2_session_callbacks_del(callbacks); }
@@ -334,21 +434,64 @@ nghttp2_session_callbacks* sharedCallbacks() {
 
 }  // namespace
 
+size_t ServerSession::connectionBodyPool(const Options& options,
+                                         const http::HttpParser::Limits& limits) {
+  if (options.maxConnectionBodyBytes != 0) return options.maxConnectionBodyBytes;
+  return size_t{options.maxConcurrentStreams} * options.initialWindowSize + limits.maxBodyBytes;
+}
+
+void ServerSession::validate(const Options& options, const http::HttpParser::Limits& limits) {
+  const size_t least =
+      size_t{options.maxConcurrentStreams} * options.initialWindowSize + limits.maxBodyBytes;
+  if (options.maxConnectionBodyBytes != 0 && options.maxConnectionBodyBytes < least) {
+    throw std::invalid_argument(
+        "http2::Options::maxConnectionBodyBytes (" +
+        std::to_string(options.maxConnectionBodyBytes) + ") is less than maxConcurrentStreams x " +
+        "initialWindowSize + limits.maxBodyBytes (" + std::to_string(least) +
+        "): with every stream's first window taken, no body could be completed");
+  }
+}
+
 ServerSession::ServerSession(const Config& config, std::string name)
     : config_(config),
       name_(std::move(name)),
+      pool_(connectionBodyPool(config.options, config.limits)),
+      streamWindow_(std::max<size_t>(config.options.initialWindowSize, kMinGrant)),
       resets_(config.options.resetBurst, config.options.resetsPerSecond),
       control_(config.options.controlBurst, config.options.controlPerSecond) {
   nghttp2_option* option = nullptr;
   if (nghttp2_option_new(&option) != 0) throw std::bad_alloc();
   nghttp2_option_set_max_continuations(option, config.options.maxHeaderBlockFrames);
+  // Stream windows are granted here, from the connection's body pool, not
+  // by nghttp2 as each byte arrives.
+  nghttp2_option_set_no_auto_window_update(option, 1);
   const int rv = nghttp2_session_server_new2(&session_, sharedCallbacks(), this, option);
   nghttp2_option_del(option);
   if (rv != 0) throw std::bad_alloc();
+  // nghttp2 takes no name or value over NGHTTP2_HD_MAX_NV (64 KiB): the
+  // filter turns one into a 431 for its stream, where nghttp2 would end the
+  // connection (COMPRESSION_ERROR). It also bounds a block's bytes on the
+  // wire, which nghttp2 no longer sees whole when a field was cut.
+  filter_ = std::make_unique<LargeFieldFilter>(
+      kMaxHpackString, 2 * config.limits.maxHeaderBytes, [this](int32_t id) { fieldTooLarge(id); },
+      [this] { terminate(NGHTTP2_ENHANCE_YOUR_CALM, "header block too long"); });
   submitSettings();
 }
 
 ServerSession::~ServerSession() { nghttp2_session_del(session_); }
+
+bool ServerSession::awaitingHeaders() const {
+  return !prefaceDone_ || headerBlockOpen_ || filter_->holding();
+}
+
+void ServerSession::fieldTooLarge(int32_t id) {
+  LOG_DEBUG << name_ << ": a header field of stream " << id << " is over 64 KiB: 431";
+  if (Stream* stream = streamFor(id)) {
+    stream->refuse = 431;
+  } else {
+    largeFieldStreams_.push_back(id);
+  }
+}
 
 void ServerSession::submitSettings() {
   const nghttp2_settings_entry settings[] = {
@@ -358,10 +501,34 @@ void ServerSession::submitSettings() {
        static_cast<uint32_t>(std::min<size_t>(config_.limits.maxHeaderBytes, UINT32_MAX))},
   };
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  // The connection window never holds bodies back (each byte received gives
+  // its room back at once): as large as the pool, so that it never slows
+  // what the stream windows allow.
+  const size_t window = std::min<size_t>(pool_, NGHTTP2_MAX_WINDOW_SIZE);
+  if (window > NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE) {
+    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                          static_cast<int32_t>(window));
+  }
 }
 
 bool ServerSession::receive(std::string_view data) {
   if (failed_) return false;
+  segments_.clear();
+  filter_->filter(data, &segments_);
+  for (const std::string_view segment : segments_) {
+    if (!failed_) feed(segment);
+  }
+  largeFieldStreams_.clear();  // those nghttp2 did not open never will be
+  if (failed_) return false;
+  if (unconsumed_ > 0) {
+    nghttp2_session_consume_connection(session_, unconsumed_);
+    unconsumed_ = 0;
+  }
+  settle();
+  return true;
+}
+
+void ServerSession::feed(std::string_view data) {
   const ssize_t rv = nghttp2_session_mem_recv(
       session_, reinterpret_cast<const uint8_t*>(data.data()), data.size());
   if (rv < 0) {
@@ -373,13 +540,18 @@ bool ServerSession::receive(std::string_view data) {
         session_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
     failed_ = true;
   }
-  return !failed_;
 }
 
 void ServerSession::produce(Buffer* out, size_t budget) {
   out_ = out;
   budget_ = budget;
-  const int rv = nghttp2_session_send(session_);
+  // Answers that went out make room for requests waiting for their handler,
+  // whose answers go out in the same call.
+  int rv = 0;
+  do {
+    settle();
+    rv = nghttp2_session_send(session_);
+  } while (rv == 0 && !failed_ && out->readableBytes() < budget && mayServe());
   out_ = nullptr;
   if (rv != 0) {
     LOG_DEBUG << name_ << ": HTTP/2 output failed: " << nghttp2_strerror(rv);
@@ -387,7 +559,9 @@ void ServerSession::produce(Buffer* out, size_t budget) {
   }
 }
 
-bool ServerSession::wantsWrite() const { return nghttp2_session_want_write(session_) != 0; }
+bool ServerSession::wantsWrite() const {
+  return nghttp2_session_want_write(session_) != 0 || mayServe();
+}
 
 bool ServerSession::finished() const {
   return nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0;
@@ -406,6 +580,12 @@ void ServerSession::terminate(uint32_t errorCode, std::string_view why) {
   failed_ = true;
 }
 
+uint64_t ServerSession::progressNeeded(Duration window) const {
+  const auto seconds = std::chrono::duration_cast<std::chrono::milliseconds>(window).count();
+  const uint64_t byRate = config_.options.minSendRate * static_cast<uint64_t>(seconds) / 1000;
+  return std::max<uint64_t>(1, std::min(byRate, unsentBytes_));
+}
+
 int ServerSession::stopIfFailed() const { return failed_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0; }
 
 ServerSession::Stream* ServerSession::streamFor(int32_t id) {
@@ -417,39 +597,193 @@ void ServerSession::closeStream(int32_t id, uint32_t errorCode) {
   const auto it = streams_.find(id);
   if (it == streams_.end()) return;
   Stream* stream = it->second.get();
-  if (stream->open) --pending_;
+  if (stream->open) {
+    --pending_;
+    unsentBytes_ -= stream->length - stream->sent;
+  }
   if (errorCode != NGHTTP2_NO_ERROR && !stream->answered) {
     LOG_DEBUG << name_ << ": stream " << id << " closed before its answer, code " << errorCode;
   }
-  bodyBytes_ -= stream->request.body().size();
-  streams_.erase(it);
+  stopReceiving(stream, /*dropBody=*/true);
+  releaseAnswer(stream);
+  streams_.erase(it);  // its shares of the server-wide budgets go with it
 }
 
-void ServerSession::refuseOrServe(Stream* stream) {
-  if (stream->answered) return;
-  stream->answered = true;
+// --- Requests and their bodies ---
+
+void ServerSession::headersDone(Stream* stream, bool endStream) {
+  if (stream->refuse == 0) stream->refuse = prepare(stream);
+  stream->remoteEnded = endStream;
+  if (stream->refuse != 0) {
+    refuse(stream, stream->refuse);
+  } else if (endStream) {
+    ready_.push_back(stream->id);
+  } else {
+    beginBody(stream);
+  }
+}
+
+int ServerSession::prepare(Stream* stream) {
   HttpRequest& request = stream->request;
-  if (stream->refuse == 0) {
-    const std::optional<http::Method> method = http::methodFromName(stream->method);
-    if (!method) {
-      stream->refuse = 501;
+  const std::optional<http::Method> method = http::methodFromName(stream->method);
+  if (!method) return 501;
+  const std::string_view target =
+      *method == http::Method::kConnect ? stream->authority : stream->target;
+  if (const int status = request.assign(*method, http::Version::kHttp2, target); status != 0) {
+    return status;
+  }
+  if (!stream->authority.empty()) {
+    // RFC 9113 8.3.1: a Host naming another entity than :authority makes
+    // the request malformed; the server answers it 400 rather than pick one.
+    if (const std::optional<std::string_view> host = request.header("host")) {
+      if (normalizedAuthority(*host, stream->scheme) !=
+          normalizedAuthority(stream->authority, stream->scheme)) {
+        return 400;
+      }
     } else {
-      const std::string_view target =
-          *method == http::Method::kConnect ? stream->authority : stream->target;
-      stream->refuse = request.assign(*method, http::Version::kHttp2, target);
+      request.appendHeader("host", stream->authority);
     }
   }
-  if (!stream->authority.empty() && !request.header("host")) {
-    request.appendHeader("host", stream->authority);
-  }
   if (!stream->cookies.empty()) request.appendHeader("cookie", stream->cookies);
+  return 0;
+}
+
+void ServerSession::beginBody(Stream* stream) {
+  if (stream->declaredLength && *stream->declaredLength > config_.limits.maxBodyBytes) {
+    refuse(stream, 413);  // before a byte of it is sent
+    return;
+  }
+  // The server-wide budget, as HTTP/1.1 draws on it: the whole body when
+  // its length is declared, else the window the client may fill now.
+  const size_t share = stream->declaredLength ? *stream->declaredLength : credit(stream);
+  if (!reserveBody(stream, share)) {
+    LOG_DEBUG << name_ << ": no room for the body of stream " << stream->id;
+    refuse(stream, 503);
+    return;
+  }
+  stream->receiving = true;
+  receiving_.emplace(stream->id, stream);
+}
+
+void ServerSession::requestDone(Stream* stream) {
+  stream->remoteEnded = true;
+  if (!stream->receiving) return;  // refused already, or not a request
+  stopReceiving(stream, /*dropBody=*/false);
+  ready_.push_back(stream->id);
+}
+
+void ServerSession::refuse(Stream* stream, int status) {
+  stream->refuse = status;
+  stopReceiving(stream, /*dropBody=*/true);
+  dropBody(stream);
+  if (stream->answered) return;
+  stream->resetAfterAnswer = !stream->remoteEnded;
   answer(stream);
 }
 
+void ServerSession::stopReceiving(Stream* stream, bool dropBody) {
+  if (stream->receiving) {
+    stream->receiving = false;
+    receiving_.erase(stream->id);
+  }
+  if (dropBody) this->dropBody(stream);
+}
+
+void ServerSession::dropBody(Stream* stream) {
+  bodyBytes_ -= stream->request.body().size();
+  std::string().swap(stream->request.body());
+  stream->bodyShare.release();
+}
+
+size_t ServerSession::credit(const Stream* stream) const {
+  const int32_t window = nghttp2_session_get_stream_local_window_size(session_, stream->id);
+  return window > 0 ? static_cast<size_t>(window) : 0;
+}
+
+bool ServerSession::reserveBody(Stream* stream, size_t total) {
+  return !config_.bodyBudget || stream->bodyShare.cover(total);
+}
+
+void ServerSession::grantWindows() {
+  if (receiving_.empty()) return;
+  // Every stream the client may open comes with a first window: the pool
+  // keeps that much for each of maxConcurrentStreams, and what a stream
+  // holds beyond it (its body received and not yet handed to its handler,
+  // plus the window still open on it) comes out of the rest.
+  const size_t first = config_.options.initialWindowSize;
+  const size_t kept = size_t{config_.options.maxConcurrentStreams} * first;
+  size_t beyond = 0;
+  for (const auto& [id, stream] : streams_) {
+    const size_t holds =
+        stream->request.body().size() + (stream->receiving ? credit(stream.get()) : 0);
+    beyond += holds > first ? holds - first : 0;
+  }
+  size_t free = pool_ > kept + beyond ? pool_ - kept - beyond : 0;
+  // Oldest first, and a stream only out of what is left once every older
+  // one could complete: then the oldest always can, and after it the next.
+  size_t olderNeeds = 0;
+  std::vector<Stream*> blocked;
+  for (const auto& [id, stream] : receiving_) {
+    const size_t have = credit(stream);
+    const size_t received = stream->request.body().size();
+    // One byte past the limit, when the length is not declared: it shows
+    // the body too large (413), where a window shut at the limit would
+    // leave such a client waiting.
+    const uint64_t total =
+        stream->declaredLength ? *stream->declaredLength : config_.limits.maxBodyBytes + 1;
+    const uint64_t remaining = total > received ? total - received : 0;
+    size_t need = remaining > have ? static_cast<size_t>(remaining - have) : 0;
+    if (need == 0) continue;
+    // Topped up a window at a time, once half of it is used (or to finish).
+    const size_t topUp = have < streamWindow_ ? streamWindow_ - have : 0;
+    size_t grant = have <= streamWindow_ / 2 || need <= topUp ? std::min(need, topUp) : 0;
+    grant = std::min(grant, free > olderNeeds ? free - olderNeeds : 0);
+    if (grant > 0 && !stream->declaredLength && !reserveBody(stream, received + have + grant)) {
+      if (have == 0) blocked.push_back(stream);  // it cannot go on: the server is full
+      grant = 0;
+    }
+    if (grant > 0) {
+      nghttp2_submit_window_update(session_, NGHTTP2_FLAG_NONE, stream->id,
+                                   static_cast<int32_t>(grant));
+      free -= grant;
+      need -= grant;
+    }
+    olderNeeds += need;
+  }
+  for (Stream* stream : blocked) {
+    LOG_DEBUG << name_ << ": no room for more of the body of stream " << stream->id;
+    refuse(stream, 503);
+  }
+}
+
+// --- Answers ---
+
+bool ServerSession::roomForAnswer() const {
+  return pending_ == 0 || (openFiles_ < config_.options.maxConnectionFiles &&
+                           answerBytes_ < config_.options.maxConnectionResponseBytes);
+}
+
+bool ServerSession::mayServe() const { return !failed_ && !ready_.empty() && roomForAnswer(); }
+
+void ServerSession::serveReady() {
+  while (mayServe()) {
+    Stream* stream = streamFor(ready_.front());
+    ready_.pop_front();
+    if (stream != nullptr && !stream->answered) answer(stream);  // else reset meanwhile
+  }
+}
+
+void ServerSession::settle() {
+  serveReady();
+  grantWindows();  // the bodies just handed over left the pool
+}
+
 void ServerSession::answer(Stream* stream) {
+  stream->answered = true;
   HttpResponse response(/*close=*/false);
   if (stream->refuse != 0) {
     response.setStatusPage(stream->refuse);
+    if (stream->refuse == 503) response.addHeader("Retry-After", "1");
   } else {
     const bool answered = callGuarded(HandlerOf{name_}, [&] {
       if (config_.handler) {
@@ -463,21 +797,24 @@ void ServerSession::answer(Stream* stream) {
       response.setStatusPage(500);
     }
   }
-  // The request is done with: its body leaves the connection's count.
-  bodyBytes_ -= stream->request.body().size();
-  std::string().swap(stream->request.body());
+  // The request is done with: its body leaves the connection's pool and
+  // the server's budget.
+  dropBody(stream);
   submitResponse(stream, &response);
 }
 
 void ServerSession::submitResponse(Stream* stream, HttpResponse* response) {
+  // A refused request has no parsed method: the one sent decides (RFC 9110
+  // 9.3.2: no body in the answer to a HEAD, whatever its status).
+  const bool headOnly = stream->method == "HEAD";
+  if (!headOnly) admitFile(stream, response);
   const int status = response->status();
-  const bool headOnly = stream->request.method() == http::Method::kHead;
   const bool noLength = status < 200 || status == 204;
   const bool noBody = noLength || status == 304 || headOnly;
   // The strings first, then the field list pointing into them.
   std::vector<std::pair<std::string, std::string>> fields;
   fields.reserve(8);
-  fields.emplace_back(":status", std::to_string(status));
+  fields.emplace_back(":status", std::to_string(response->status()));
   fields.emplace_back("date", std::string(currentDate()));
   if (!response->contentType().empty()) {
     fields.emplace_back("content-type", response->contentType());
@@ -493,15 +830,7 @@ void ServerSession::submitResponse(Stream* stream, HttpResponse* response) {
     nv.push_back({reinterpret_cast<uint8_t*>(name.data()), reinterpret_cast<uint8_t*>(value.data()),
                   name.size(), value.size(), NGHTTP2_NV_FLAG_NONE});
   }
-  stream->length = noBody ? 0 : response->contentLength();
-  // A file is read one DATA frame at a time, straight into the output: no
-  // copy of it is held, whatever its size.
-  if (!noBody && response->hasFile()) {
-    stream->file = response->takeFile();
-  } else if (!noBody) {
-    stream->body = response->takeBody();
-    stream->length = stream->body.size();
-  }
+  takeBody(stream, response, noBody);
   nghttp2_data_provider provider{};
   provider.source.ptr = stream;
   provider.read_callback = Callbacks::readData;
@@ -510,7 +839,46 @@ void ServerSession::submitResponse(Stream* stream, HttpResponse* response) {
   if (rv == 0 && stream->length > 0) {
     stream->open = true;
     ++pending_;
+    unsentBytes_ += stream->length;
+  } else {
+    releaseAnswer(stream);
   }
+}
+
+void ServerSession::admitFile(Stream* stream, HttpResponse* response) {
+  // Each file an answer holds counts against the server's bound on files
+  // held by HTTP/2 answers: past it, 503 (the descriptor closes here).
+  if (!response->hasFile() || !config_.fileBudget || stream->fileShare.cover(1)) return;
+  LOG_DEBUG << name_ << ": too many files held by HTTP/2 answers; stream " << stream->id;
+  *response = HttpResponse(false);
+  response->setStatusPage(503);
+  response->addHeader("Retry-After", "1");
+}
+
+void ServerSession::takeBody(Stream* stream, HttpResponse* response, bool noBody) {
+  stream->length = 0;
+  if (noBody) return;
+  if (response->hasFile()) {
+    // Read one DATA frame at a time, straight into the output: no copy of
+    // it is held, whatever its size.
+    stream->length = response->contentLength();
+    stream->file = response->takeFile();
+    ++openFiles_;
+    return;
+  }
+  stream->body = response->takeBody();
+  stream->length = stream->body.size();
+  answerBytes_ += stream->body.size();
+}
+
+void ServerSession::releaseAnswer(Stream* stream) {
+  if (stream->file.valid()) {
+    stream->file.reset();
+    stream->fileShare.release();
+    --openFiles_;
+  }
+  answerBytes_ -= stream->body.size();
+  std::string().swap(stream->body);
 }
 
 }  // namespace libnet::http2

@@ -7,23 +7,44 @@
 // (net/http2/Http2Server.cc), the coroutine server and the fuzz target feed
 // it bytes with receive() and take frames with produce().
 //
-// Back-pressure: produce() stops at the budget it is given (the room under
-// the connection's output limit) and resumes where it stopped; a stream
-// whose peer does not open its window produces nothing; request bodies are
-// bounded per stream and per connection.
+// Back-pressure, both ways, bounded per connection by construction:
+// - answers: produce() stops at the budget it is given (the room under the
+//   connection's output limit) and resumes where it stopped; a stream whose
+//   peer does not open its window produces nothing. The handler of a
+//   complete request waits (in order of arrival) while the connection holds
+//   Options::maxConnectionFiles open files or maxConnectionResponseBytes of
+//   response bodies in answers not yet sent, so that a client that reads
+//   slowly pins a bounded set of files and bytes; the caller's rate check
+//   (progressNeeded()) ends one that reads too slowly.
+// - request bodies: the server grants stream windows (WINDOW_UPDATE) only
+//   out of a per-connection pool (Options::maxConnectionBodyBytes), oldest
+//   stream first, each stream only once every older one can still complete
+//   (so that some stream always can: no deadlock with every stream
+//   half-received); bytes held count against the server-wide body budget
+//   (Config::bodyBudget), as HTTP/1.1's do. A body over limits.maxBodyBytes
+//   is answered 413 as soon as that is known (Content-Length, or the byte
+//   past it), without waiting for the rest; a request the server-wide budget
+//   cannot take is answered 503; either way the stream is then reset
+//   (RST_STREAM NO_ERROR, RFC 9113 8.1) and its window never reopened.
 //
-// Handlers run inside receive(), on the caller's thread; anything they throw
-// is caught (a 500 for that stream). One thread at a time; not copyable.
+// Handlers run inside receive() and produce(), on the caller's thread;
+// anything they throw is caught (a 500 for that stream). One thread at a
+// time; not copyable.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
+#include "base/Duration.h"
 #include "base/Timestamp.h"
+#include "net/http/BodyBudget.h"
 #include "net/http/HttpParser.h"
 #include "net/http/HttpServer.h"
 #include "net/http2/Options.h"
@@ -36,6 +57,8 @@ class Buffer;
 
 namespace libnet::http2 {
 
+class LargeFieldFilter;
+
 class ServerSession {
  public:
   // What a session shares with its server: read only once serving starts.
@@ -43,7 +66,22 @@ class ServerSession {
     Options options{};
     http::HttpParser::Limits limits{};
     http::HttpServer::Handler handler{};
+    // The server-wide budget that request bodies being received draw on (the
+    // HttpServer's, shared with HTTP/1.1); null: none.
+    std::shared_ptr<http::BodyBudget> bodyBudget{};
+    // The server-wide count of files held open by answers (a BodyBudget
+    // counting files, not bytes: Options::maxServerFiles); null: none.
+    std::shared_ptr<http::BodyBudget> fileBudget{};
   };
+
+  // Throws std::invalid_argument for options that cannot work together (a
+  // maxConnectionBodyBytes too small for one stream's window per concurrent
+  // stream plus one whole body).
+  static void validate(const Options& options, const http::HttpParser::Limits& limits);
+  // The per-connection body pool these options give (maxConnectionBodyBytes,
+  // or what it defaults to).
+  [[nodiscard]] static size_t connectionBodyPool(const Options& options,
+                                                 const http::HttpParser::Limits& limits);
 
   // `name` names the connection in log lines. Queues the server's SETTINGS.
   ServerSession(const Config& config, std::string name);
@@ -71,12 +109,20 @@ class ServerSession {
 
   // The preface and the client's first SETTINGS have not arrived yet, or a
   // header block is open: the header deadline runs.
-  [[nodiscard]] bool awaitingHeaders() const { return !prefaceDone_ || headerBlockOpen_; }
+  [[nodiscard]] bool awaitingHeaders() const;
   // Answers submitted and not yet finished (streams that owe the client
-  // bytes), and the response bytes produced so far: no progress for a while
-  // with answers pending is a stalled client.
+  // bytes), and the response bytes produced so far.
   [[nodiscard]] size_t pendingResponses() const { return pending_; }
   [[nodiscard]] uint64_t responseBytes() const { return responseBytes_; }
+  // The response bytes a connection with answers pending must produce in
+  // the next `window` to count as progressing: Options::minSendRate over
+  // the window, or what is left to send if that is less; at least one.
+  [[nodiscard]] uint64_t progressNeeded(Duration window) const;
+  // Request body bytes held (received and not yet handed to a handler).
+  [[nodiscard]] size_t bodyBytes() const { return bodyBytes_; }
+  // Open files, and bytes of response bodies held, by answers not sent yet.
+  [[nodiscard]] size_t openFiles() const { return openFiles_; }
+  [[nodiscard]] size_t responseBodyBytes() const { return answerBytes_; }
 
   // The connection served, given to every request for its
   // HttpRequest::peerAddress().
@@ -109,23 +155,77 @@ class ServerSession {
   // The GOAWAY already queued still goes out.
   [[nodiscard]] int stopIfFailed() const;
   void submitSettings();
-  // The handler's answer (or `status` when the request was refused before
-  // it), submitted on `stream`.
-  void answer(Stream* stream);
-  void submitResponse(Stream* stream, http::HttpResponse* response);
-  void refuseOrServe(Stream* stream);
+  // One piece of input, as the filter passes it on, to nghttp2.
+  void feed(std::string_view data);
   Stream* streamFor(int32_t id);
   void closeStream(int32_t id, uint32_t errorCode);
+  // The header block of stream `id` had a field too large for nghttp2's
+  // HPACK decoder (LargeFieldFilter): 431.
+  void fieldTooLarge(int32_t id);
+
+  // A request's header block is complete: refused at once, ready to serve,
+  // or its body starts arriving.
+  void headersDone(Stream* stream, bool endStream);
+  // The method, target and authority checked, Host and Cookie set: a status
+  // to refuse with, or 0.
+  int prepare(Stream* stream);
+  void beginBody(Stream* stream);
+  // The client's END_STREAM.
+  void requestDone(Stream* stream);
+  // Answers `status` now, whatever of the body is still to come, and resets
+  // the stream once the answer is out if the client is still sending.
+  void refuse(Stream* stream, int status);
+  // The stream leaves the streams receiving a body; its body (and its share
+  // of the budget) goes when `dropBody`.
+  void stopReceiving(Stream* stream, bool dropBody);
+  void dropBody(Stream* stream);
+  // Stream windows for the bodies being received (see the file comment).
+  void grantWindows();
+  [[nodiscard]] size_t credit(const Stream* stream) const;
+  [[nodiscard]] bool reserveBody(Stream* stream, size_t total);
+  // Runs the handlers of complete requests while the connection has room
+  // for their answers.
+  void serveReady();
+  [[nodiscard]] bool roomForAnswer() const;
+  // A complete request waits for its handler, and its answer has room.
+  [[nodiscard]] bool mayServe() const;
+  // serveReady() and grantWindows(), after anything that may have made room.
+  void settle();
+  // The handler's answer (or the refusal's status page), submitted.
+  void answer(Stream* stream);
+  void submitResponse(Stream* stream, http::HttpResponse* response);
+  // A file answer past the server's bound on open files becomes a 503.
+  void admitFile(Stream* stream, http::HttpResponse* response);
+  // The body to send moves from the response to the stream.
+  void takeBody(Stream* stream, http::HttpResponse* response, bool noBody);
+  // The answer's body is all sent, or the stream is gone: its file and its
+  // bytes are given back.
+  void releaseAnswer(Stream* stream);
 
   const Config& config_;
   const std::string name_;
+  const size_t pool_;          // connectionBodyPool()
+  const size_t streamWindow_;  // the window granted a stream at a time
   nghttp2_session* session_ = nullptr;
+  std::unique_ptr<LargeFieldFilter> filter_;
+  std::vector<std::string_view> segments_;  // what filter_ gives nghttp2 of one input
+  // Streams fieldTooLarge() named before nghttp2 had opened them (the filter
+  // runs over an input before nghttp2 does): refused as they open.
+  std::vector<int32_t> largeFieldStreams_;
   std::unordered_map<int32_t, std::unique_ptr<Stream>> streams_;
+  // Streams whose body is arriving, by id: oldest first.
+  std::map<int32_t, Stream*> receiving_;
+  // Complete requests waiting for their handler, oldest first.
+  std::deque<int32_t> ready_;
   Buffer* out_ = nullptr;  // produce()'s target while it runs
   size_t budget_ = 0;
   size_t pending_ = 0;
   uint64_t responseBytes_ = 0;
-  size_t bodyBytes_ = 0;  // request bodies buffered over all streams
+  uint64_t unsentBytes_ = 0;  // of the answers pending
+  size_t bodyBytes_ = 0;      // request bodies held over all streams
+  size_t unconsumed_ = 0;     // DATA bytes not yet given back to the connection window
+  size_t answerBytes_ = 0;    // response bodies held by answers pending
+  size_t openFiles_ = 0;      // files held by answers pending
   // The header block being received: its frames and wire bytes so far.
   bool headerBlockOpen_ = false;
   uint32_t blockFrames_ = 0;

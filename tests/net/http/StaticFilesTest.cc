@@ -2,7 +2,9 @@
 // small pure helpers (percent-decoding, MIME types).
 #include "net/http/StaticFiles.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +12,9 @@
 #include <fstream>
 #include <string>
 #include <system_error>
+#include <vector>
+
+#include "base/UniqueFd.h"
 
 namespace libnet::http {
 namespace {
@@ -78,6 +83,62 @@ TEST_F(StaticFilesTest, ErrorStatuses) {
   EXPECT_EQ(status("/%zz"), 400);
   EXPECT_EQ(status("/%4"), 400);
   EXPECT_EQ(status("/a%00.txt"), 400);
+}
+
+// Every descriptor of the process taken (RLIMIT_NOFILE lowered to what is
+// open now plus a few, then those few opened): the server is out of a
+// resource, which is no fault of the request. Restored on destruction.
+class FdTableFull {
+ public:
+  FdTableFull() {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit low = saved_;
+    low.rlim_cur = static_cast<rlim_t>(highestOpen() + 8);
+    ::setrlimit(RLIMIT_NOFILE, &low);
+    for (;;) {
+      UniqueFd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+      if (!fd) break;
+      held_.push_back(std::move(fd));
+    }
+  }
+  ~FdTableFull() {
+    held_.clear();
+    ::setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  FdTableFull(const FdTableFull&) = delete;
+  FdTableFull& operator=(const FdTableFull&) = delete;
+
+ private:
+  static int highestOpen() {
+    int highest = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+      highest = std::max(highest, std::stoi(entry.path().filename().string()));
+    }
+    return highest;
+  }
+  rlimit saved_{};
+  std::vector<UniqueFd> held_;
+};
+
+TEST_F(StaticFilesTest, NoDescriptorLeftIsAServerErrorNotAForbidden) {
+  StaticFiles files((base_ / "root").string());
+  HttpRequest request;
+  ASSERT_EQ(request.assign(Method::kGet, Version::kHttp11, "/a.txt"), 0);
+  int status = 0;
+  HttpResponse response(false);
+  {
+    FdTableFull full;
+    status = files.open("/a.txt").status;
+    files.serve(request, &response);
+  }
+  EXPECT_EQ(status, 503);
+  EXPECT_EQ(response.status(), 503);
+  std::string retryAfter;
+  response.forEachHeader([&](std::string_view name, std::string_view value) {
+    if (name == "Retry-After") retryAfter = value;
+  });
+  EXPECT_EQ(retryAfter, "1");
+  EXPECT_EQ(files.open("/a.txt").status, 200);  // and served again once there are
 }
 
 TEST_F(StaticFilesTest, MissingRootThrows) {

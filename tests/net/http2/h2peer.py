@@ -16,6 +16,7 @@ condition up to a deadline).
 import atexit
 import os
 import re
+import resource
 import select
 import signal
 import socket
@@ -418,13 +419,20 @@ class Conn:
 class Server:
     """examples/http:http_server on an ephemeral loopback port."""
 
-    def __init__(self, binary, backend, *args):
+    def __init__(self, binary, backend, *args, nofile=None):
+        """`nofile`: the server's RLIMIT_NOFILE (soft and hard), if given."""
         self.log = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "http_server.log")
         log = open(self.log, "a")
         self.log_start = log.tell()
         self.argv = [binary, "--address", "127.0.0.1", "--port", "0", "--backend", backend,
                      *args]
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=log)
+
+        def limit_files():
+            if nofile:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=log,
+                                     preexec_fn=limit_files)
         atexit.register(self.proc.kill)  # a failing check must not leave it running
         # Raw reads: the banner may follow another line (the kernel TLS note),
         # which a buffered readline() would take along unseen by select().
@@ -453,6 +461,10 @@ class Server:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024
         return 0
+
+    def fds(self):
+        """The server's open file descriptors."""
+        return len(os.listdir("/proc/%d/fd" % self.proc.pid))
 
     def signal(self, signum=signal.SIGTERM):
         self.proc.send_signal(signum)

@@ -2,9 +2,9 @@
 // both backends, with a raw-frame client: the preface the caller has read is
 // fed first, requests are answered, a client's half-close is answered before
 // the end, and its deadlines alone end a connection (the TcpServer's idle
-// timeout is off here): the header deadline, a zero window, and a client
-// that does not read while answers are pending; a stop request is a GOAWAY
-// after which the stream in flight is answered.
+// timeout is off here): the header deadline, a zero window, a window opened
+// a byte at a time, and a client that does not read while answers are pending; a stop request is a
+// GOAWAY after which the stream in flight is answered.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -206,6 +206,24 @@ TEST_P(CoroServeTest, ZeroWindowEndsAfterTheIdleTimeout) {
   } while (f.type != kGoAway && f.type != 0xff);
   ASSERT_EQ(f.type, kGoAway);
   EXPECT_EQ(f.payload.substr(4, 4), u32(0));
+}
+
+// Bytes move, a byte of window every 50 ms, but under the session's
+// minimum rate (1024 bytes a second over each idle timeout): the connection
+// ends all the same (any byte used to count as progress).
+TEST_P(CoroServeTest, AWindowOpenedAByteAtATimeEndsUnderTheMinimumRate) {
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll(std::string(kPreface) + settings(0x4, 0) + get(1, "/big")));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (ended_ == 0 && std::chrono::steady_clock::now() < deadline) {
+    if (!client.sendAll(frame(kWindowUpdate, 0, 1, u32(1)) + frame(kWindowUpdate, 0, 0, u32(1)))) {
+      break;
+    }
+    waitUntil([&] { return ended_ == 1; }, 50ms);  // the client's pace
+  }
+  // Ended while the client still trickled (a stalled client would be ended
+  // once it stopped, one idle timeout later).
+  EXPECT_EQ(ended_, 1) << "still served after 10 s of a byte of window every 50 ms";
 }
 
 TEST_P(CoroServeTest, ClientThatDoesNotReadEndsAfterTheIdleTimeout) {

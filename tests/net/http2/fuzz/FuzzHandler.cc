@@ -98,7 +98,7 @@ const ServerSession::Config& fuzzConfig(bool small) {
     config.options.controlBurst = 8;
     config.options.controlPerSecond = 1;
     config.options.maxHeaderBlockFrames = 3;
-    config.options.maxConnectionBodyBytes = 300;
+    config.options.maxConnectionBodyBytes = 450;  // 3 streams x 100 + 128, and a little
     return config;
   }();
   return small ? tiny : normal;

@@ -1,12 +1,14 @@
 // http2::serve() on a real HttpServer, over loopback sockets, on every
 // backend: HTTP/1.1 and HTTP/2 with prior knowledge on one port with one
 // handler, the header deadline of a client that stops inside the preface,
-// the close of a client that never opens its window, and GOAWAY on a
-// graceful stop. The frames are read off the socket.
+// the close of a client that never opens its window or opens it a byte at a
+// time, and GOAWAY on a graceful stop. The frames are read off the socket.
 #include "net/http2/Http2Server.h"
 
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -183,6 +185,43 @@ TEST_P(Http2ServerTest, AClientThatNeverOpensItsWindowIsClosedAfterTheIdleTimeou
   const auto frames = FrameReader(&client).until(never, &closed);
   EXPECT_TRUE(closed);
   EXPECT_EQ(bodyOf(frames, 1), "");
+}
+
+// A window opened a byte at a time (every 50 ms): bytes move, but far
+// under the minimum rate (1024 bytes a second by default, over each idle
+// timeout), so the connection is closed anyway. Any byte used to count as
+// progress, and such a client held its answers forever.
+TEST_P(Http2ServerTest, AWindowOpenedAByteAtATimeIsClosedUnderTheMinimumRate) {
+  startServer({.idleTimeout = 300ms});
+  BlockingClient client(address_);
+  const std::string settings("\x00\x04\x00\x00\x00\x00", 6);
+  ASSERT_TRUE(
+      client.sendAll(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, settings) +
+                     frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                           test::getBlock("/big"))));
+  const std::string one("\x00\x00\x00\x01", 4);
+  size_t received = 0;
+  bool closed = false;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!closed && std::chrono::steady_clock::now() < deadline) {
+    // The pace of the client: a byte of window, then 50 ms of reading.
+    if (!client.sendAll(frame(NGHTTP2_WINDOW_UPDATE, 0, 1, one) +
+                        frame(NGHTTP2_WINDOW_UPDATE, 0, 0, one))) {
+      closed = true;
+      break;
+    }
+    pollfd pfd{client.fd(), POLLIN, 0};
+    while (!closed && ::poll(&pfd, 1, 50) > 0) {
+      char buf[4096];
+      const ssize_t n = ::recv(client.fd(), buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        received += static_cast<size_t>(n);
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        closed = true;
+      }
+    }
+  }
+  EXPECT_TRUE(closed) << received << " bytes received in 10 s";
 }
 
 TEST_P(Http2ServerTest, GoAwayAnswersStreamsInFlightThenSaysDone) {

@@ -9,10 +9,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "base/UniqueFd.h"
 #include "net/Buffer.h"
+#include "net/http/BodyBudget.h"
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
 #include "tests/net/http2/session/H2Peer.h"
@@ -325,6 +330,457 @@ TEST_F(HostileTest, StreamsPastAnAcknowledgedLimitEndTheConnection) {
   frames_ = test::parseFrames(test::drain(server));
   EXPECT_EQ(test::goAwayCode(frames_), NGHTTP2_PROTOCOL_ERROR);
   EXPECT_TRUE(server.finished());
+}
+
+// --- Requests the server refuses, and request bodies under flow control ---
+
+// The frames of the server's answer on one stream.
+struct StreamFrames {
+  int status = 0;
+  bool headersEndStream = false;
+  std::string body;
+  bool dataEndStream = false;
+  int64_t reset = -1;          // RST_STREAM error code
+  uint32_t windowGranted = 0;  // WINDOW_UPDATE increments on the stream
+};
+
+// The :status of a HEADERS frame the server made: it sends the status as
+// an indexed field of the static table (":status: 200" is index 8, 204 9,
+// 206 10, 304 11, 400 12, 404 13, 500 14) or as a literal.
+int statusOf(const std::string& block) {
+  nghttp2_hd_inflater* inflater = nullptr;
+  nghttp2_hd_inflate_new(&inflater);
+  int status = 0;
+  auto* in = reinterpret_cast<const uint8_t*>(block.data());
+  size_t left = block.size();
+  for (;;) {
+    nghttp2_nv nv;
+    int flags = 0;
+    const ssize_t n = nghttp2_hd_inflate_hd2(inflater, &nv, &flags, in, left, 1);
+    if (n < 0) break;
+    in += n;
+    left -= static_cast<size_t>(n);
+    if ((flags & NGHTTP2_HD_INFLATE_EMIT) != 0 &&
+        std::string_view(reinterpret_cast<const char*>(nv.name), nv.namelen) == ":status") {
+      status = std::stoi(std::string(reinterpret_cast<const char*>(nv.value), nv.valuelen));
+    }
+    if ((flags & NGHTTP2_HD_INFLATE_FINAL) != 0) break;
+    if (n == 0 && left == 0) break;
+  }
+  nghttp2_hd_inflate_del(inflater);
+  return status;
+}
+
+// The :status of every answer among `frames`, all of the server's output
+// since its start, decoded in order with one decoder (a status sent twice
+// is a reference to the dynamic table the second time).
+std::map<int32_t, int> statusesOf(const std::vector<test::Frame>& frames) {
+  nghttp2_hd_inflater* inflater = nullptr;
+  nghttp2_hd_inflate_new(&inflater);
+  std::map<int32_t, int> statuses;
+  for (const test::Frame& f : frames) {
+    if (f.type != NGHTTP2_HEADERS) continue;
+    auto* in = reinterpret_cast<const uint8_t*>(f.payload.data());
+    size_t left = f.payload.size();
+    for (;;) {
+      nghttp2_nv nv;
+      int flags = 0;
+      const ssize_t n = nghttp2_hd_inflate_hd2(inflater, &nv, &flags, in, left, 1);
+      if (n < 0) break;
+      in += n;
+      left -= static_cast<size_t>(n);
+      if ((flags & NGHTTP2_HD_INFLATE_EMIT) != 0 &&
+          std::string_view(reinterpret_cast<const char*>(nv.name), nv.namelen) == ":status") {
+        statuses[f.stream] =
+            std::stoi(std::string(reinterpret_cast<const char*>(nv.value), nv.valuelen));
+      }
+      if ((flags & NGHTTP2_HD_INFLATE_FINAL) != 0) {
+        nghttp2_hd_inflate_end_headers(inflater);
+        break;
+      }
+    }
+  }
+  nghttp2_hd_inflate_del(inflater);
+  return statuses;
+}
+
+StreamFrames framesOf(const std::vector<test::Frame>& frames, int32_t stream) {
+  StreamFrames out;
+  for (const test::Frame& f : frames) {
+    if (f.stream != stream) continue;
+    if (f.type == NGHTTP2_HEADERS) {
+      out.status = statusOf(f.payload);
+      out.headersEndStream = (f.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    } else if (f.type == NGHTTP2_DATA) {
+      out.body += f.payload;
+      out.dataEndStream = out.dataEndStream || (f.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    } else if (f.type == NGHTTP2_RST_STREAM && f.payload.size() == 4) {
+      out.reset = static_cast<uint8_t>(f.payload[3]);
+    } else if (f.type == NGHTTP2_WINDOW_UPDATE && f.payload.size() == 4) {
+      const auto* p = reinterpret_cast<const uint8_t*>(f.payload.data());
+      out.windowGranted +=
+          (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+    }
+  }
+  return out;
+}
+
+std::string postBlock(std::string_view method,
+                      std::vector<std::pair<std::string, std::string>> extra = {}) {
+  std::vector<std::pair<std::string, std::string>> fields = {{":method", std::string(method)},
+                                                             {":scheme", "http"},
+                                                             {":authority", "localhost"},
+                                                             {":path", "/upload"}};
+  for (auto& field : extra) fields.push_back(std::move(field));
+  return test::headerBlock(fields);
+}
+
+std::string data(int32_t stream, size_t bytes, bool end = false) {
+  std::string out;
+  while (bytes > 0 || end) {
+    const size_t n = std::min<size_t>(bytes, 16384);
+    bytes -= n;
+    const bool last = bytes == 0 && end;
+    out += frame(NGHTTP2_DATA, last ? NGHTTP2_FLAG_END_STREAM : 0, stream, std::string(n, 'd'));
+    if (bytes == 0) break;
+  }
+  return out;
+}
+
+TEST_F(HostileTest, CookieCrumbsCountAsOneField) {
+  std::string cookie;
+  config_.handler = [&cookie](const HttpRequest& request, HttpResponse* response) {
+    cookie = std::string(request.header("cookie").value_or(""));
+    response->setStatus(200);
+  };
+  ServerSession server(config_, "test");
+  // 120 cookie fields, as a browser sends its cookies over HTTP/2 (RFC 9113
+  // 8.2.3): one cookie line in HTTP/1.1, which the field count allows.
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {":method", "GET"}, {":scheme", "http"}, {":authority", "localhost"}, {":path", "/"}};
+  std::string expected;
+  for (int i = 0; i < 120; ++i) {
+    fields.emplace_back("cookie", "c" + std::to_string(i) + "=v");
+    expected += (i == 0 ? "" : "; ") + fields.back().second;
+  }
+  EXPECT_TRUE(
+      feed(server, frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                         test::headerBlock(fields))));
+  EXPECT_EQ(framesOf(frames_, 1).status, 200);
+  EXPECT_EQ(cookie, expected);
+  // The crumbs still count in full against the header section's bytes.
+  fields.emplace_back("cookie", std::string(9000, 'c'));
+  EXPECT_TRUE(
+      server.receive(frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 3,
+                           test::headerBlock(fields))));
+  EXPECT_EQ(framesOf(test::parseFrames(test::drain(server)), 3).status, 431);
+}
+
+TEST_F(HostileTest, ARefusedHeadHasNoBody) {
+  ServerSession server(config_, "test");
+  EXPECT_TRUE(
+      feed(server, frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                         postBlock("HEAD", {{"x-big", std::string(9000, 'h')}}))));
+  const StreamFrames head = framesOf(frames_, 1);
+  EXPECT_EQ(head.status, 431);
+  EXPECT_TRUE(head.headersEndStream);  // RFC 9110 9.3.2: the answer to a HEAD has no body
+  EXPECT_EQ(head.body, "");
+}
+
+TEST_F(ServerSessionTest, AHostThatNamesAnotherAuthorityIsMalformed) {
+  ServerSession server(config_, "test");
+  Client client;
+  const int32_t other = client.request("GET", "/a", {}, {{"host", "elsewhere.example"}});
+  // The same authority, written otherwise (RFC 3986 6.2.3): case, default port.
+  const int32_t same = client.request("GET", "/b", {}, {{"host", "LocalHost:80"}});
+  const int32_t none = client.request("GET", "/c");
+  ASSERT_TRUE(client.exchange(server));
+  EXPECT_EQ(client.response(other).status, 400);
+  EXPECT_EQ(client.response(same).status, 200);
+  EXPECT_EQ(client.response(same).body, "/b HTTP/2 0 LocalHost:80");
+  EXPECT_EQ(client.response(none).body, "/c HTTP/2 0 localhost");
+  EXPECT_EQ(handled_, 2);
+}
+
+TEST_F(HostileTest, ADeclaredBodyOverTheLimitIs413AtOnceThenAReset) {
+  ServerSession server(config_, "test");
+  // Content-Length past limits.maxBodyBytes (64 KiB here), not a byte of
+  // the body sent yet.
+  EXPECT_TRUE(feed(server, frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+                                 postBlock("POST", {{"content-length", "100000"}}))));
+  const StreamFrames answer = framesOf(frames_, 1);
+  EXPECT_EQ(answer.status, 413);
+  EXPECT_TRUE(answer.dataEndStream);
+  EXPECT_EQ(answer.reset, NGHTTP2_NO_ERROR);  // RFC 9113 8.1: stop sending, no error
+  EXPECT_EQ(answer.windowGranted, 0U);
+  EXPECT_EQ(handled_, 0);
+  // What was in flight is dropped, and the connection goes on.
+  EXPECT_TRUE(server.receive(
+      data(1, 30000) + frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 3,
+                             test::getBlock("/next"))));
+  frames_ = test::parseFrames(test::drain(server));
+  EXPECT_EQ(framesOf(frames_, 3).status, 200);
+  EXPECT_EQ(framesOf(frames_, 1).windowGranted, 0U);
+  EXPECT_EQ(server.bodyBytes(), 0U);
+}
+
+TEST_F(HostileTest, AnUndeclaredBodyPastTheLimitIs413AtTheFirstByteTooMany) {
+  ServerSession server(config_, "test");
+  // 64 KiB, the limit and the first window (once the client has taken the
+  // server's SETTINGS): the server opens the window by one byte, so that a
+  // body too large shows itself.
+  EXPECT_TRUE(
+      feed(server, frame(NGHTTP2_SETTINGS, NGHTTP2_FLAG_ACK, 0, {}) +
+                       frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1, postBlock("POST")) +
+                       data(1, 64 * 1024)));
+  EXPECT_EQ(framesOf(frames_, 1).status, 0);  // not answered yet: it may end here
+  EXPECT_EQ(framesOf(frames_, 1).windowGranted, 1U);
+  EXPECT_TRUE(server.receive(data(1, 1)));
+  frames_ = test::parseFrames(test::drain(server));
+  const StreamFrames answer = framesOf(frames_, 1);
+  EXPECT_EQ(answer.status, 413);
+  EXPECT_EQ(answer.reset, NGHTTP2_NO_ERROR);
+  EXPECT_EQ(answer.windowGranted, 0U);
+  EXPECT_EQ(server.bodyBytes(), 0U);
+  EXPECT_EQ(handled_, 0);
+}
+
+// Many uploads at once on one connection whose body pool is small: flow
+// control slows the client, it is never refused, and the bodies held stay
+// within the pool.
+TEST_F(ServerSessionTest, MultiplexedUploadsAreSlowedNeverRefused) {
+  config_.options.maxConcurrentStreams = 10;
+  config_.options.initialWindowSize = 16 * 1024;
+  const size_t pool = 10 * 16 * 1024 + config_.limits.maxBodyBytes;
+  config_.options.maxConnectionBodyBytes = pool;
+  ServerSession server(config_, "test");
+  Client client;
+  // The SETTINGS first: a client that opens 40 streams before it knows of
+  // the limit of 10 has the extra ones refused (REFUSED_STREAM).
+  ASSERT_TRUE(client.exchange(server));
+  std::vector<std::pair<int32_t, size_t>> posts;
+  for (int i = 0; i < 40; ++i) {
+    const size_t size = config_.limits.maxBodyBytes - static_cast<size_t>(i) * 997;
+    std::vector<std::pair<std::string, std::string>> extra;
+    if (i % 2 == 0) extra.emplace_back("content-length", std::to_string(size));
+    posts.emplace_back(client.request("POST", "/p", std::string(size, 'u'), extra), size);
+  }
+  size_t peak = 0;
+  for (int round = 0; round < 5000; ++round) {
+    if (!client.exchange(server, SIZE_MAX, 1)) break;
+    peak = std::max(peak, server.bodyBytes());
+    if (handled_ == 40) break;
+  }
+  EXPECT_EQ(handled_, 40);
+  for (const auto& [id, size] : posts) {
+    EXPECT_EQ(client.response(id).status, 200) << "stream " << id;
+    EXPECT_EQ(client.response(id).body, "/p HTTP/2 " + std::to_string(size) + " localhost");
+  }
+  EXPECT_LE(peak, pool);
+  EXPECT_GT(peak, 0U);
+}
+
+TEST_F(HostileTest, BodiesDrawOnTheServerWideBudgetAsHttp11Does) {
+  auto budget = std::make_shared<http::BodyBudget>(100 * 1000);
+  config_.bodyBudget = budget;
+  ServerSession first(config_, "first");
+  ServerSession second(config_, "second");
+  // 60 KB declared on the first connection, half of it sent: reserved.
+  EXPECT_TRUE(feed(first, frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+                                postBlock("POST", {{"content-length", "60000"}})) +
+                              data(1, 30000)));
+  EXPECT_EQ(budget->used(), 60000U);
+  // 60 KB more on another connection cannot fit the 100 KB: 503 at once,
+  // before its body comes, and a reset.
+  EXPECT_TRUE(feed(second, frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+                                 postBlock("POST", {{"content-length", "60000"}}))));
+  const StreamFrames refused = framesOf(frames_, 1);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.reset, NGHTTP2_NO_ERROR);
+  EXPECT_EQ(budget->used(), 60000U);
+  // The first finishes: answered, and its share given back.
+  EXPECT_TRUE(first.receive(data(1, 30000, /*end=*/true)));
+  EXPECT_EQ(framesOf(test::parseFrames(test::drain(first)), 1).status, 200);
+  EXPECT_EQ(budget->used(), 0U);
+  EXPECT_EQ(handled_, 1);
+}
+
+size_t openDescriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++n;
+  }
+  return n;
+}
+
+// A client that keeps its windows shut while asking for file after file:
+// the connection holds at most Options::maxConnectionFiles of them open (16
+// by default); the rest wait for their handler, and are answered once the
+// client reads.
+TEST_F(HostileTest, FilesHeldByAnswersAreBoundedPerConnection) {
+  ServerSession server(config_, "test");
+  const size_t before = openDescriptors();
+  std::string requests;
+  for (int32_t id = 1; id <= 39; id += 2) {
+    requests += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, id,
+                      test::getBlock("/file"));
+  }
+  const std::string shut("\x00\x04\x00\x00\x00\x00", 6);  // INITIAL_WINDOW_SIZE 0
+  EXPECT_TRUE(
+      server.receive(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, shut) + requests));
+  frames_ = test::parseFrames(test::drain(server));
+  EXPECT_EQ(openDescriptors() - before, 16U);
+  EXPECT_EQ(handled_, 16);
+  // The windows open: every answer comes, whole, and every file is closed.
+  const std::string open("\x00\x04\x00\x10\x00\x00", 6);  // 1 MiB
+  EXPECT_TRUE(
+      server.receive(frame(NGHTTP2_SETTINGS, 0, 0, open) +
+                     frame(NGHTTP2_WINDOW_UPDATE, 0, 0, std::string("\x01\x00\x00\x00", 4))));
+  frames_ = test::parseFrames(test::drain(server));
+  EXPECT_EQ(handled_, 20);
+  for (int32_t id = 1; id <= 39; id += 2) {
+    EXPECT_TRUE(framesOf(frames_, id).body == file_.content()) << "stream " << id;
+  }
+  EXPECT_EQ(openDescriptors(), before);
+}
+
+// The same with answers held in memory (300 KB bodies): the connection holds
+// at most Options::maxConnectionResponseBytes (1 MiB by default) of them, and
+// the answer that passes it.
+TEST_F(HostileTest, ResponseBodiesHeldAreBoundedPerConnection) {
+  config_.handler = [this](const HttpRequest&, HttpResponse* response) {
+    ++handled_;
+    response->setBody(std::string(300 * 1000, 'm'));
+  };
+  ServerSession server(config_, "test");
+  std::string requests;
+  for (int32_t id = 1; id <= 19; id += 2) {
+    requests += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, id,
+                      test::getBlock("/m"));
+  }
+  const std::string shut("\x00\x04\x00\x00\x00\x00", 6);  // INITIAL_WINDOW_SIZE 0
+  EXPECT_TRUE(
+      server.receive(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, shut) + requests));
+  frames_ = test::parseFrames(test::drain(server));
+  EXPECT_EQ(handled_, 4);  // 0, 300, 600, 900 KB held when each began
+  const std::string open("\x00\x04\x00\x10\x00\x00", 6);  // 1 MiB
+  EXPECT_TRUE(
+      server.receive(frame(NGHTTP2_SETTINGS, 0, 0, open) +
+                     frame(NGHTTP2_WINDOW_UPDATE, 0, 0, std::string("\x01\x00\x00\x00", 4))));
+  frames_ = test::parseFrames(test::drain(server));
+  EXPECT_EQ(handled_, 10);
+  for (int32_t id = 1; id <= 19; id += 2) {
+    EXPECT_EQ(framesOf(frames_, id).body.size(), 300U * 1000) << "stream " << id;
+  }
+}
+
+TEST_F(HostileTest, FilesPastTheServerWideBoundAre503) {
+  config_.fileBudget = std::make_shared<http::BodyBudget>(2);
+  ServerSession server(config_, "test");
+  const std::string shut("\x00\x04\x00\x00\x00\x00", 6);
+  std::string requests;
+  for (int32_t id = 1; id <= 5; id += 2) {
+    requests += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, id,
+                      test::getBlock("/file"));
+  }
+  EXPECT_TRUE(
+      server.receive(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, shut) + requests));
+  frames_ = test::parseFrames(test::drain(server));
+  EXPECT_EQ(framesOf(frames_, 1).status, 200);
+  EXPECT_EQ(framesOf(frames_, 3).status, 200);
+  EXPECT_EQ(framesOf(frames_, 5).status, 503);
+  EXPECT_EQ(config_.fileBudget->used(), 2U);
+}
+
+// An HPACK string literal, not Huffman-coded (RFC 7541 5.2).
+std::string hpackString(std::string_view text) {
+  std::string out;
+  size_t length = text.size();
+  if (length < 127) {
+    out.push_back(static_cast<char>(length));
+  } else {
+    out.push_back(static_cast<char>(127));
+    for (length -= 127; length >= 128; length >>= 7) {
+      out.push_back(static_cast<char>(0x80 | (length & 0x7f)));
+    }
+    out.push_back(static_cast<char>(length));
+  }
+  return out.append(text);
+}
+
+// A request block whose :path (static table index 4) is `path`, added to the
+// dynamic table (0x44) or not (0x04), then `tail`.
+std::string pathBlock(std::string_view path, bool indexing, std::string_view tail = {}) {
+  std::string block =
+      test::headerBlock({{":method", "GET"}, {":scheme", "http"}, {":authority", "localhost"}});
+  block.push_back(static_cast<char>(indexing ? 0x44 : 0x04));
+  return block + hpackString(path) + std::string(tail);
+}
+
+// A header block as HEADERS and CONTINUATION frames of at most `size` bytes.
+std::string blockFrames(int32_t stream, const std::string& block, size_t size = 16384) {
+  std::string out;
+  for (size_t at = 0; at < block.size(); at += size) {
+    const bool first = at == 0;
+    const bool last = at + size >= block.size();
+    const uint8_t flags = static_cast<uint8_t>((first ? NGHTTP2_FLAG_END_STREAM : 0) |
+                                               (last ? NGHTTP2_FLAG_END_HEADERS : 0));
+    out += frame(first ? NGHTTP2_HEADERS : NGHTTP2_CONTINUATION, flags, stream,
+                 block.substr(at, size));
+  }
+  return out;
+}
+
+// A :path longer than nghttp2's HPACK decoder takes (64 KiB) is over the
+// header section limit: 431 for that stream, and the connection goes on
+// (it used to end with GOAWAY COMPRESSION_ERROR). Also when the encoder
+// added it to the dynamic table, which both ends then empty, and when its
+// length straddles two frames.
+TEST_F(HostileTest, AFieldTooLargeForHpackIs431ForItsStreamOnly) {
+  config_.limits.maxHeaderBytes = 64 * 1024;
+  std::string xAfter;
+  config_.handler = [&](const HttpRequest& request, HttpResponse* response) {
+    ++handled_;
+    xAfter = std::string(request.header("x-after").value_or("none"));
+    response->setStatus(200);
+  };
+  ServerSession server(config_, "test");
+  const std::string big = "/" + std::string(70000, 'p');
+  // Stream 1: without indexing; stream 3: with, then a field that goes into
+  // the (now empty) table and a reference to it (index 62) on stream 5.
+  const std::string after = std::string("\x40", 1) + hpackString("x-after") + hpackString("2");
+  std::string bytes =
+      blockFrames(1, pathBlock(big, false)) + blockFrames(3, pathBlock(big, true, after), 3000) +
+      // :method GET, :scheme http, :authority and :path not
+      // indexed, then the table's newest entry: x-after.
+      blockFrames(
+          5, "\x82\x86\x01" + hpackString("localhost") + "\x04" + hpackString("/next") + "\xbe");
+  // Stream 7: the length of its :path cut across two frames.
+  const std::string seventh = pathBlock(big, false);
+  const size_t cut = seventh.size() - big.size() - 2;  // inside the 4-byte length
+  bytes += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_STREAM, 7, seventh.substr(0, cut)) +
+           blockFrames(7, seventh.substr(cut)).replace(3, 2, "\x09\x00", 2);
+  EXPECT_TRUE(feed(server, bytes));
+  EXPECT_EQ(test::goAwayCode(frames_), -1);
+  std::map<int32_t, int> statuses = statusesOf(frames_);
+  EXPECT_EQ(statuses[1], 431);
+  EXPECT_EQ(statuses[3], 431);
+  EXPECT_EQ(statuses[5], 200);
+  EXPECT_EQ(statuses[7], 431);
+  EXPECT_EQ(handled_, 1);
+  EXPECT_EQ(xAfter, "2");
+}
+
+// The same length with the block ending ten bytes into the string: a
+// malformed block stays a compression error (h2spec hpack/5.2/3 sends one).
+TEST_F(HostileTest, AnOversizedStringCutShortByItsBlockIsStillACompressionError) {
+  config_.limits.maxHeaderBytes = 64 * 1024;
+  ServerSession server(config_, "test");
+  const std::string block = pathBlock("/" + std::string(70000, 'p'), false);
+  feed(server, frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                     block.substr(0, block.size() - 69990)));
+  EXPECT_EQ(test::goAwayCode(frames_), NGHTTP2_COMPRESSION_ERROR);
+  EXPECT_EQ(handled_, 0);
 }
 
 }  // namespace
