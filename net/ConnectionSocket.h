@@ -14,7 +14,7 @@
 // or IPv6 address is kept inline (an InetAddress, 28 bytes); a Unix
 // socket's addresses (a sockaddr_un is 110 bytes) and credentials live in a
 // block of their own, made for a Unix socket only. The lock is one of a few
-// that all connections share (lockFor()): it is taken once per lookup and
+// that all connections share (lock()): it is taken once per lookup and
 // once when the fd is handed over, never per message, so a mutex of its own
 // (40 bytes) would cost every connection more than the rare wait on another
 // connection's lookup costs anyone.
