@@ -168,9 +168,11 @@ void Acceptor::bindUnix(const SocketAddress& listenAddr, std::optional<mode_t> f
   if (file_) file_->bound(fileMode);
   // Listening at once: a socket bound but not yet listening refuses
   // connections, so another server's stale-file check would take it for a
-  // dead one's and remove its file. Clients that come before listen() wait
+  // dead one's and remove its file (UnixSocketFile holds the directory's
+  // lock until now for that reason). Clients that come before listen() wait
   // in the backlog.
   socket_.listen();
+  if (file_) file_->listening();
 }
 
 Acceptor::~Acceptor() {

@@ -45,6 +45,7 @@ class Channel {
   // is gone, and the owner is kept alive while a handler runs.
   void tie(const std::shared_ptr<void>& owner);
 
+  [[nodiscard]] EventLoopBase* loop() const { return loop_; }
   [[nodiscard]] int fd() const { return fd_; }
   [[nodiscard]] uint32_t events() const { return events_; }
   void setReturnedEvents(uint32_t revents) { revents_ = revents; }

@@ -4,17 +4,17 @@
 
 namespace libnet {
 
-void ConnectionInput::settle(Buffer* buffer, InputKind kind, bool keepLeftover) {
+void ConnectionInput::settle(BufferPool& pool, Buffer* buffer, InputKind kind, bool keepLeftover) {
   delivering_ = nullptr;
   switch (kind) {
     case InputKind::kConnectionInput:
       if (!keepLeftover) buffer->retrieveAll();
-      pool_->reclaim(&kept_);  // if nothing is left
+      pool.reclaim(&kept_);  // if nothing is left
       return;
     case InputKind::kTransient:
     case InputKind::kRingView:
       // Usually nothing is left; a partial message moves to our own buffer.
-      keep(buffer, keepLeftover && buffer->readableBytes() > 0);
+      keep(pool, buffer, keepLeftover && buffer->readableBytes() > 0);
       return;
     case InputKind::kApplication:
       break;

@@ -6,7 +6,9 @@
 // not reading, in the connection's own buffer, in order. Reading resumed, the
 // kept bytes go back to the callback a slice at a time.
 //
-// Owned by its TcpConnection (TcpConnection::Impl); loop thread only.
+// Owned by its TcpConnection (TcpConnection::Impl); loop thread only. The
+// calls that may take or give back storage are handed the loop's BufferPool
+// (every connection carries this object: no pointer of its own to it).
 #pragma once
 
 #include <algorithm>
@@ -30,7 +32,7 @@ class ConnectionInput {
   // of a read into the loop's scratch buffer.
   static constexpr size_t kSlice = 64 * 1024;
 
-  explicit ConnectionInput(BufferPool* pool) : pool_(pool) {}
+  ConnectionInput() = default;
   ConnectionInput(const ConnectionInput&) = delete;
   ConnectionInput& operator=(const ConnectionInput&) = delete;
 
@@ -43,9 +45,9 @@ class ConnectionInput {
   // Appends `received`'s bytes behind the kept ones (unless `open` is
   // false: the connection is closed and they are dropped), and empties it
   // (a view handed back).
-  void keep(Buffer* received, bool open) {
+  void keep(BufferPool& pool, Buffer* received, bool open) {
     if (open) {
-      pool_->lend(&kept_);
+      pool.lend(&kept_);
       kept_.append(received->view());
     }
     received->retrieveAll();
@@ -60,7 +62,7 @@ class ConnectionInput {
     delivering_ = buffer;
     deliveringKind_ = kind;
   }
-  void settle(Buffer* buffer, InputKind kind, bool keepLeftover);
+  void settle(BufferPool& pool, Buffer* buffer, InputKind kind, bool keepLeftover);
 
   // The kind of a Buffer passed to send(): the input being delivered, the
   // kept bytes, or the application's own.
@@ -74,16 +76,15 @@ class ConnectionInput {
   // settles it), kSlice bytes at a time while `reading()`; what is left
   // when it stops stays kept if `open()`, in order, for the next resume.
   template <class Reading, class Open, class Deliver>
-  void resume(Reading&& reading, Open&& open, Deliver&& deliverKept);
+  void resume(BufferPool& pool, Reading&& reading, Open&& open, Deliver&& deliverKept);
 
   // The connection closed after a callback threw: unread input is dropped.
-  void drop() {
+  void drop(BufferPool& pool) {
     kept_.retrieveAll();
-    pool_->reclaim(&kept_);
+    pool.reclaim(&kept_);
   }
 
  private:
-  BufferPool* pool_;
   // Empty until used: most connections read through shared storage, and an
   // idle one costs no buffer memory.
   Buffer kept_{0};
@@ -93,7 +94,8 @@ class ConnectionInput {
 };
 
 template <class Reading, class Open, class Deliver>
-void ConnectionInput::resume(Reading&& reading, Open&& open, Deliver&& deliverKept) {
+void ConnectionInput::resume(BufferPool& pool, Reading&& reading, Open&& open,
+                             Deliver&& deliverKept) {
   if (kept_.readableBytes() <= kSlice) {
     if (kept_.readableBytes() > 0) deliverKept();
     return;
@@ -104,18 +106,18 @@ void ConnectionInput::resume(Reading&& reading, Open&& open, Deliver&& deliverKe
   held.swap(kept_);
   while (held.readableBytes() > 0 && reading()) {
     const size_t n = std::min(held.readableBytes(), kSlice);
-    pool_->lend(&kept_);
+    pool.lend(&kept_);
     kept_.append(std::string_view(held.peek(), n));
     held.retrieve(n);
     deliverKept();
   }
   if (held.readableBytes() > 0 && open()) {
     // Paused again: the rest waits, in order, for the next resume.
-    pool_->lend(&kept_);
+    pool.lend(&kept_);
     kept_.append(held.view());
   }
   held.retrieveAll();
-  pool_->reclaim(&held);
+  pool.reclaim(&held);
 }
 
 }  // namespace libnet

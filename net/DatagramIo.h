@@ -80,6 +80,16 @@ class DatagramIo {
   // Sends `data` to `to` (nullptr: the connected peer). On kError, `*err`
   // is the errno.
   [[nodiscard]] virtual SendStatus send(const InetAddress* to, std::string_view data, int* err) = 0;
+  // Sends `data` with one sendmsg(2) now, ahead of anything queued, and says
+  // what became of it: kSent, kError (the kernel refused it; `*err` is the
+  // errno), or kQueued when the socket buffer is full, where nothing was
+  // sent and the caller send()s it instead. For a datagram the kernel may
+  // refuse on its arguments alone (udp::UdpSocket decides which), so that
+  // the refusal is the result on every backend and every path: a datagram
+  // in an io_uring batch, or a reply queued while a received batch is
+  // handed up on epoll, would learn it only when it goes, after send() has
+  // said kSent. The strategy's own direct send (epoll) is this too.
+  [[nodiscard]] SendStatus sendNow(const InetAddress* to, std::string_view data, int* err) const;
   // The owner is going away: nothing more reaches it, and receiving stops.
   // Returns whether the strategy may be destroyed now: false while its own
   // handler is on the stack (the owner destroyed from inside its callback);

@@ -27,7 +27,8 @@ void OutputQueue::append(Buffer* buffer, bool lendBack) {
 
 void OutputQueue::appendFile(UniqueFd file, off_t offset, size_t length) {
   if (length == 0) return;
-  files_.push_back(File{std::move(file), offset, length});
+  if (!files_) files_ = std::make_unique<std::list<File>>();
+  files_->push_back(File{std::move(file), offset, length});
 }
 
 void OutputQueue::appendFile(UniqueFd file, off_t offset, size_t length, Buffer* head) {
@@ -39,8 +40,8 @@ void OutputQueue::appendFile(UniqueFd file, off_t offset, size_t length, Buffer*
 }
 
 void OutputQueue::fileSent() {
-  waiting_.swap(files_.front().after);  // waiting_ is empty whenever a file is first
-  files_.pop_front();
+  waiting_.swap(files_->front().after);  // waiting_ is empty whenever a file is first
+  files_->pop_front();
 }
 
 bool OutputQueue::startSend() {
@@ -71,19 +72,25 @@ void OutputQueue::releaseViews() {
 
 size_t OutputQueue::bufferedBytes() const {
   size_t bytes = inFlight_.readableBytes() + waiting_.readableBytes();
-  for (const File& file : files_) bytes += file.after.readableBytes();
+  if (hasFile()) {
+    for (const File& file : *files_) bytes += file.after.readableBytes();
+  }
   return bytes;
 }
 
 size_t OutputQueue::queuedBytes() const {
   size_t bytes = bufferedBytes();
-  for (const File& file : files_) bytes += file.remaining;
+  if (hasFile()) {
+    for (const File& file : *files_) bytes += file.remaining;
+  }
   return bytes;
 }
 
 size_t OutputQueue::capacity() const {
   size_t bytes = inFlight_.capacity() + waiting_.capacity();
-  for (const File& file : files_) bytes += file.after.capacity();
+  if (hasFile()) {
+    for (const File& file : *files_) bytes += file.after.capacity();
+  }
   return bytes;
 }
 
@@ -101,7 +108,7 @@ void OutputQueue::recycle() {
 }
 
 void OutputQueue::clear() {
-  files_.clear();
+  if (files_) files_->clear();
   waiting_.retrieveAll();
   pool_->reclaim(&waiting_);
   // inFlight_ is left alone: a send may still be reading it, and its storage

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <list>
+#include <memory>
 #include <string_view>
 
 #include "base/UniqueFd.h"
@@ -45,7 +46,7 @@ class OutputQueue {
 
   // The bytes to write next (none of them in flight), ahead of any file.
   [[nodiscard]] Buffer& waiting() { return waiting_; }
-  [[nodiscard]] bool hasFile() const { return !files_.empty(); }
+  [[nodiscard]] bool hasFile() const { return files_ && !files_->empty(); }
 
   // A file range still to send, and the bytes queued after it.
   struct File {
@@ -55,7 +56,7 @@ class OutputQueue {
     Buffer after{0};
   };
   // The first file (hasFile()): its sender advances offset and remaining.
-  [[nodiscard]] File& firstFile() { return files_.front(); }
+  [[nodiscard]] File& firstFile() { return files_->front(); }
   // The first file is all sent: the bytes queued after it become waiting().
   void fileSent();
 
@@ -75,7 +76,7 @@ class OutputQueue {
   // Everything still to write: buffered bytes and file bytes.
   [[nodiscard]] size_t queuedBytes() const;
   [[nodiscard]] bool empty() const {
-    return inFlight_.readableBytes() == 0 && waiting_.readableBytes() == 0 && files_.empty();
+    return inFlight_.readableBytes() == 0 && waiting_.readableBytes() == 0 && !hasFile();
   }
   // Storage held (capacity, not content).
   [[nodiscard]] size_t capacity() const;
@@ -95,14 +96,15 @@ class OutputQueue {
   static constexpr size_t kReleaseStep = 256 * 1024;
 
   // Where appended bytes go: behind the last file, or waiting.
-  Buffer& tail() { return files_.empty() ? waiting_ : files_.back().after; }
+  Buffer& tail() { return hasFile() ? files_->back().after : waiting_; }
 
   BufferPool* pool_;
   Buffer inFlight_{0};
   Buffer waiting_{0};
-  // A list, not a deque: an empty std::deque allocates, and most connections
-  // never send a file.
-  std::list<File> files_;
+  // Made when the first file is queued: most connections never send one,
+  // and every connection carries this queue (8 bytes, not a list's 24). A
+  // list, not a deque: a deque allocates even when empty.
+  std::unique_ptr<std::list<File>> files_;
   size_t inFlightReleased_ = 0;  // Buffer::releaseSpentPages() of inFlight_
 };
 

@@ -40,6 +40,26 @@ TcpConnection::TcpConnection(EventLoop* loop, std::string name)
 
 TcpConnection::~TcpConnection() = default;
 
+TcpConnection::Seldom& TcpConnection::seldom() {
+  if (!seldom_) seldom_ = std::make_unique<Seldom>();
+  return *seldom_;
+}
+
+std::string_view TcpConnection::layerFailure() const {
+  return seldom_ ? std::string_view(seldom_->layerFailure) : std::string_view();
+}
+
+void TcpConnection::setWriteCompleteCallback(WriteCompleteCallback cb) {
+  // Servers and clients hand every connection theirs, most often empty.
+  if (cb || seldom_) seldom().writeCompleteCallback = std::move(cb);
+}
+
+void TcpConnection::setHighWaterMarkCallback(HighWaterMarkCallback cb, size_t highWaterMark) {
+  Seldom& s = seldom();
+  s.highWaterMarkCallback = std::move(cb);
+  s.highWaterMark = highWaterMark;
+}
+
 SocketAddress TcpConnection::localAddress() const {
   return impl().socket_.address(ConnectionSocket::kLocal);
 }

@@ -93,9 +93,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Why the connection's layer closed it before it was announced: "" unless
   // its handshake failed ("certificate verify failed: hostname mismatch",
   // "the TLS handshake timed out"). Loop thread.
-  [[nodiscard]] std::string_view layerFailure() const {
-    return layerFailure_ ? std::string_view(*layerFailure_) : std::string_view();
-  }
+  [[nodiscard]] std::string_view layerFailure() const;
 
   // The protocol its layer negotiated for the application (TLS ALPN: "h2",
   // "http/1.1"); empty without a layer or without ALPN. Loop thread.
@@ -163,13 +161,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
   void setConnectionCallback(ConnectionCallback cb) { connectionCallback_ = std::move(cb); }
   void setMessageCallback(MessageCallback cb) { messageCallback_ = std::move(cb); }
-  void setWriteCompleteCallback(WriteCompleteCallback cb) {
-    writeCompleteCallback_ = std::move(cb);
-  }
-  void setHighWaterMarkCallback(HighWaterMarkCallback cb, size_t highWaterMark) {
-    highWaterMarkCallback_ = std::move(cb);
-    highWaterMark_ = highWaterMark;
-  }
+  void setWriteCompleteCallback(WriteCompleteCallback cb);
+  void setHighWaterMarkCallback(HighWaterMarkCallback cb, size_t highWaterMark);
 
   // Memory its buffers hold (capacity, not content). Loop thread.
   [[nodiscard]] size_t bufferCapacity() const;
@@ -221,10 +214,16 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   [[nodiscard]] Impl& impl();
   [[nodiscard]] const Impl& impl() const;
 
-  enum class State { kConnecting, kConnected, kDisconnecting, kDisconnected };
+  enum class State : uint8_t { kConnecting, kConnected, kDisconnecting, kDisconnected };
   // Why reading is off (bits of readBlocks_).
   enum ReadBlock : uint8_t { kStoppedByUser = 1, kOutputFull = 2 };
+  // What most connections never set (docs/benchmarks.md, "Memory per idle
+  // connection"): made when first set, so that the others do not carry it.
+  struct Seldom;
+  [[nodiscard]] Seldom& seldom();
 
+  // Every connection carries these: keep them few and packed (an idle
+  // connection's size is asserted in tests/net/IdleConnectionMemoryTest).
   EventLoop* loop_;
   const std::string name_;
   std::atomic<State> state_{State::kConnecting};
@@ -233,18 +232,15 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool writeShutdown_ = false;     // shutdown(SHUT_WR) done
   bool closeWhenDrained_ = false;  // closeAfterOutput()
   bool announced_ = false;         // the connection (up) callback ran
+  uint32_t serverSlot_ = 0;        // TcpServer's: where its loop's list keeps this connection
   ConnectionCallback connectionCallback_;
   MessageCallback messageCallback_;
-  WriteCompleteCallback writeCompleteCallback_;
-  HighWaterMarkCallback highWaterMarkCallback_;
   CloseCallback closeCallback_;
-  size_t highWaterMark_ = kDefaultHighWaterMark;
   size_t maxQueuedOutput_ = kDefaultMaxQueuedOutput;
-  size_t serverSlot_ = 0;  // TcpServer's: where its loop's list keeps this connection
   ConnectionCounters* counters_ = nullptr;  // TcpServer's metrics; null: not counted
   std::any context_;
   std::shared_ptr<ConnectionAttachment> attachment_;
-  std::unique_ptr<std::string> layerFailure_;  // only once a layer has failed
+  std::unique_ptr<Seldom> seldom_;  // null until something in it is set
 };
 
 }  // namespace libnet

@@ -15,17 +15,38 @@
 
 namespace libnet {
 
+#if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8
+// Every connection is one of these and its control block, one allocation
+// (784 bytes, a 800-byte malloc chunk). What an idle connection costs is
+// docs/benchmarks.md's "Memory per idle connection", held at 1 KiB by
+// tests/net/IdleConnectionMemoryTest; a member added here costs every
+// connection, so this says when the total moves (libstdc++, 64-bit).
+static_assert(sizeof(ConnectionSocket) == 72);
+static_assert(sizeof(ConnectionInput) == 80);
+constexpr size_t kImplSize = 768;
+#endif
+
 TcpConnection::Impl::Impl(EventLoop* loop, std::string name, UniqueFd sockfd,
                           std::optional<SocketAddress> localAddr,
                           std::optional<SocketAddress> peerAddr, const SocketAddress& localFallback,
                           const ConnectionLayer* layer)
     : TcpConnection(loop, std::move(name)),
       socket_(std::move(sockfd), std::move(localAddr), std::move(peerAddr), localFallback),
-      input_(&LoopInternals::bufferPool(*loop)),
-      io_(layer ? layer->newConnectionIo(loop, {this, socket_.fd(), &strategyRoom_})
-                : LoopInternals::poller(*loop).newConnectionIo(
-                      {this, socket_.fd(), &strategyRoom_})) {
+      io_(makeIo(loop, layer)) {
+#if defined(__GLIBCXX__) && __SIZEOF_POINTER__ == 8
+  static_assert(sizeof(TcpConnection) == 224 && sizeof(Impl) == kImplSize);
+#endif
   LOG_DEBUG << "TcpConnection " << name_ << " fd=" << socket_.fd() << " created";
+}
+
+BufferPool& TcpConnection::Impl::pool() const { return LoopInternals::bufferPool(*loop_); }
+
+ConnectionIo::Ptr TcpConnection::Impl::makeIo(EventLoop* loop, const ConnectionLayer* layer) {
+  // Needed only while the strategies are made: not kept.
+  ConnectionIo::Room room{strategyStorage_, sizeof strategyStorage_};
+  const ConnectionIo::Parts parts{this, socket_.fd(), &room};
+  return layer ? layer->newConnectionIo(loop, parts)
+               : LoopInternals::poller(*loop).newConnectionIo(parts);
 }
 
 TcpConnection::Impl::~Impl() {
@@ -89,14 +110,18 @@ void TcpConnection::Impl::afterWrite(int err, size_t bufferedBefore) {
     loop_->queueInLoop([self = shared_from_this()] { self->impl().handleClose(); });
     return;
   }
-  const size_t buffered = io_->bufferedOutput();
-  if (highWaterMarkCallback_ && bufferedBefore < highWaterMark_ && buffered >= highWaterMark_) {
-    loop_->queueInLoop([self = shared_from_this(), buffered] {
-      Impl& conn = self->impl();
-      if (!conn.callUser("high-water mark", [&] { conn.highWaterMarkCallback_(self, buffered); })) {
-        conn.closeAfterThrow();
-      }
-    });
+  if (seldom_ && seldom_->highWaterMarkCallback) {
+    const size_t mark = seldom_->highWaterMark;
+    const size_t buffered = io_->bufferedOutput();
+    if (bufferedBefore < mark && buffered >= mark) {
+      loop_->queueInLoop([self = shared_from_this(), buffered] {
+        Impl& conn = self->impl();
+        if (!conn.callUser("high-water mark",
+                           [&] { conn.seldom_->highWaterMarkCallback(self, buffered); })) {
+          conn.closeAfterThrow();
+        }
+      });
+    }
   }
   if (io_->outputDrained()) {  // all written at once
     queueWriteComplete();
@@ -139,18 +164,18 @@ void TcpConnection::Impl::announceClosed() {
 
 void TcpConnection::Impl::closeAfterThrow() {
   loop_->assertInLoopThread();
-  input_.drop();
+  input_.drop(pool());
   handleClose();
 }
 
 void TcpConnection::Impl::queueWriteComplete() {
-  if (!writeCompleteCallback_) return;
+  if (!seldom_ || !seldom_->writeCompleteCallback) return;
   loop_->queueInLoop([self = shared_from_this()] {
     Impl& conn = self->impl();
     // Cleared since it was queued: a second drain queued before the first
     // ran must not call an empty one.
-    if (!conn.writeCompleteCallback_) return;
-    if (!conn.callUser("write-complete", [&] { conn.writeCompleteCallback_(self); })) {
+    if (!conn.seldom_->writeCompleteCallback) return;
+    if (!conn.callUser("write-complete", [&] { conn.seldom_->writeCompleteCallback(self); })) {
       conn.closeAfterThrow();
     }
   });
@@ -175,7 +200,7 @@ void TcpConnection::Impl::resumeInput() {
   const auto reading = [this, &open] { return isReading() && open(); };
   if (!reading()) return;
   const Timestamp now = Timestamp::now();
-  input_.resume(reading, open,
+  input_.resume(pool(), reading, open,
                 [this, now] { deliverInput(input_.kept(), InputKind::kConnectionInput, now); });
   if (reading()) io_->resumeRead();
 }
@@ -200,7 +225,8 @@ void TcpConnection::Impl::onReady() {
 }
 
 void TcpConnection::Impl::onLayerFailure(std::string_view reason) {
-  if (!layerFailure_) layerFailure_ = std::make_unique<std::string>(reason);
+  std::string& failure = seldom().layerFailure;
+  if (failure.empty()) failure.assign(reason);
 }
 
 void TcpConnection::Impl::announce() {
@@ -219,7 +245,7 @@ void TcpConnection::Impl::onInput(Buffer* buffer, InputKind kind, Timestamp rece
   // Behind bytes kept from before, or while not reading (an io_uring
   // receive that completed after the pause): kept, in order, and delivered
   // from our own buffer (resumeInput() once reading is back on).
-  input_.keep(buffer, state_.load() != State::kDisconnected);
+  input_.keep(pool(), buffer, state_.load() != State::kDisconnected);
   if (wantsInput()) deliverInput(input_.kept(), InputKind::kConnectionInput, receiveTime);
 }
 
@@ -228,7 +254,7 @@ void TcpConnection::Impl::deliverInput(Buffer* buffer, InputKind kind, Timestamp
   input_.startDelivery(buffer, kind);
   const bool ok = callUser("message", [&] { messageCallback_(self, buffer, receiveTime); });
   // Before anything else can run on this loop: the storage may be shared.
-  input_.settle(buffer, kind, ok && state_.load() != State::kDisconnected);
+  input_.settle(pool(), buffer, kind, ok && state_.load() != State::kDisconnected);
   if (!ok) closeAfterThrow();
 }
 

@@ -18,6 +18,14 @@ namespace libnet {
 
 class ConnectionLayer;
 
+// See TcpConnection::seldom_.
+struct TcpConnection::Seldom {
+  WriteCompleteCallback writeCompleteCallback;
+  HighWaterMarkCallback highWaterMarkCallback;
+  size_t highWaterMark = kDefaultHighWaterMark;
+  std::string layerFailure;  // why a layer closed the connection before it was announced
+};
+
 // The half of a connection that faces the backend: what names the library's
 // inside (the socket, the input and its settlement, the I/O strategy, the
 // idle wheel and its entry), the ConnectionIo::Owner that the strategy
@@ -74,6 +82,9 @@ class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Ow
   // (Socket::isPeerError), ERROR otherwise.
   void logIoError(const char* call, int err) const;
   [[nodiscard]] static const char* stateName(State state);
+  // The strategy: the layer's (TLS), or the loop's backend's, built in
+  // strategyStorage_ when it fits.
+  [[nodiscard]] ConnectionIo::Ptr makeIo(EventLoop* loop, const ConnectionLayer* layer);
 
   ConnectionSocket socket_;
   ConnectionInput input_;
@@ -84,10 +95,11 @@ class TcpConnection::Impl final : public TcpConnection, private ConnectionIo::Ow
   // Where the backend's strategy is built (ConnectionIo::Room): both
   // backends' fit, so a connection is one allocation.
   alignas(std::max_align_t) unsigned char strategyStorage_[ConnectionIo::Room::kConnectionRoom];
-  ConnectionIo::Room strategyRoom_{strategyStorage_, sizeof strategyStorage_};
   ConnectionIo::Ptr io_;  // after its room and the buffers it hands input to
 
  private:
+  // The loop's, which input storage is lent from and given back to.
+  [[nodiscard]] BufferPool& pool() const;
   // Bytes arrived, or queued output moved (a slow reader is not an idle
   // one): the idle timeout starts over.
   void touchIdle() {

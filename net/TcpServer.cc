@@ -785,7 +785,7 @@ void TcpServer::newConnection(LoopState* state, UniqueFd sockfd,
   conn->setMessageCallback(f.messageCallback);
   conn->setWriteCompleteCallback(f.writeCompleteCallback);
   setCloseCallback(state, conn, limited, std::move(peerKey));
-  conn->serverSlot_ = state->connections.size();
+  conn->serverSlot_ = static_cast<uint32_t>(state->connections.size());
   state->connections.push_back(conn);
   state->count.store(state->connections.size(), std::memory_order_relaxed);
   state->accepted.store(state->accepted.load(std::memory_order_relaxed) + 1,
@@ -838,7 +838,7 @@ void TcpServer::removeConnection(LoopState* state, const TcpConnectionPtr& conn)
   TcpConnectionPtr leaving = std::move(connections[slot]);
   if (slot + 1 != connections.size()) {
     connections[slot] = std::move(connections.back());
-    connections[slot]->serverSlot_ = slot;
+    connections[slot]->serverSlot_ = static_cast<uint32_t>(slot);
   }
   connections.pop_back();
   state->count.store(connections.size(), std::memory_order_relaxed);

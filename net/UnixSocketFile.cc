@@ -1,11 +1,15 @@
 #include "net/UnixSocketFile.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
+#include <thread>
 
 #include "base/Logging.h"
 #include "base/UniqueFd.h"
@@ -26,9 +30,52 @@ int probe(const SocketAddress& address) {
   return ::connect(fd.get(), address.sockAddr(), address.sockLen()) == 0 ? 0 : errno;
 }
 
+// The directory that holds `path`, as the path names it.
+std::string directoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 }  // namespace
 
-UnixSocketFile::UnixSocketFile(std::string path) : path_(std::move(path)) { clearStale(); }
+UnixSocketFile::UnixSocketFile(std::string path) : path_(std::move(path)) {
+  lockDirectory();
+  clearStale();
+}
+
+void UnixSocketFile::lockDirectory() {
+  const std::string directory = directoryOf(path_);
+  UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) {
+    LOG_DEBUG << "unix:" << path_ << ": " << directory << " not locked (" << strerrorTl(errno)
+              << ")";
+    return;
+  }
+  // Polled, not a blocking flock(): a process that holds the lock for good
+  // must not hang this one for good. A server that starts holds it for
+  // microseconds, so the first polls are close together.
+  const auto deadline = std::chrono::steady_clock::now() + kLockWait;
+  auto pause = std::chrono::microseconds(50);
+  for (bool said = false; ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0; said = true) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) {
+      LOG_DEBUG << "unix:" << path_ << ": flock " << directory << ": " << strerrorTl(errno);
+      return;
+    }
+    if (!said) {
+      LOG_INFO << "unix:" << path_ << ": waiting for the lock on " << directory
+               << " (another server is starting there)";
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      fail(EWOULDBLOCK, "bind unix:" + path_ + ": " + directory + " stayed locked for " +
+                            std::to_string(kLockWait.count()) + " s");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(20000));
+  }
+  directoryLock_ = std::move(fd);
+}
 
 UnixSocketFile::~UnixSocketFile() {
   if (!bound_) return;

@@ -5,21 +5,27 @@
 // is matched to what was sent by the sequence number and flow at the start
 // of every datagram (12 bytes, cut short in smaller datagrams, where size
 // and prefix match it); with --verify its every byte is checked. A
-// datagram not back within --timeout-ms counts as lost, and its slot in the
-// window is reused. oneway mode: the flows send as fast as the sockets take
-// datagrams, the server's echoes (if any) only counted.
+// datagram not back within --timeout-ms is overdue: its slot in the window
+// is reused, and it is still awaited (late if it comes; at most
+// kMaxOverdue per flow, the oldest beyond that counted lost). Lost is what
+// never came: with --count, once everything is sent and back or overdue,
+// the run waits while echoes keep arriving and ends when none has come for
+// --linger-ms, the overdue then counted lost; so a slow machine makes
+// echoes late, not lost. With --seconds, the run ends on time and what is
+// overdue then is lost. oneway mode: the flows send as fast as the sockets
+// take datagrams, the server's echoes (if any) only counted.
 //
 // Sizes: --size S for all, or --sizes mixed: a deterministic spread from 1
 // to 65,507 bytes (mostly small, every 1000th the largest), the same for
 // every run.
 //
 // Prints one line:
-//   sent=.. received=.. lost=.. truncated=.. corrupt=.. seconds=..
+//   sent=.. received=.. lost=.. late=.. truncated=.. corrupt=.. seconds=..
 //   datagrams_per_s=.. round_trips_per_s=..
-// (datagrams_per_s counts the datagrams sent, round_trips_per_s the echoes
-// received). Exit 0 if nothing came back truncated or corrupt (and, with
-// --verify, nothing was lost); 1 otherwise, or if the socket cannot be set
-// up; 2 for bad arguments.
+// (received counts late echoes too; datagrams_per_s counts the datagrams
+// sent, round_trips_per_s the echoes received). Exit 0 if nothing came back
+// truncated or corrupt (and, with --verify, nothing was lost); 1 otherwise,
+// or if the socket cannot be set up; 2 for bad arguments.
 
 #include <chrono>
 #include <cstdint>
@@ -56,8 +62,8 @@ constexpr int kSocketBuffer = 4 * 1024 * 1024;
 constexpr std::string_view kUsage =
     "usage: udp_echo_client --server ADDR:PORT [--backend B] [--flows N]\n"
     "                       [--size S | --sizes mixed] [--mode echo|oneway]\n"
-    "                       [--count N | --seconds S] [--window W] [--timeout-ms T] [--verify]\n"
-    "                       [--gso N]\n"
+    "                       [--count N | --seconds S] [--window W] [--timeout-ms T]\n"
+    "                       [--linger-ms L] [--verify] [--gso N]\n"
     "\n"
     "  --server ADDR:PORT  the echo server (numeric IPv4 or [IPv6])\n"
     "  --backend B         epoll, uring or auto (default auto)\n"
@@ -69,7 +75,10 @@ constexpr std::string_view kUsage =
     "  --seconds S         run for S seconds instead of a count\n"
     "  --window W          datagrams in flight per flow in echo mode (default 8); datagrams\n"
     "                      per flow per loop turn in oneway mode\n"
-    "  --timeout-ms T      an echo not back after T ms is lost (default 1000)\n"
+    "  --timeout-ms T      an echo not back after T ms is overdue (late if it comes), its\n"
+    "                      slot in the window reused (default 1000)\n"
+    "  --linger-ms L       with --count: once all is sent, what is still awaited is lost\n"
+    "                      when no echo has come for L ms (default 5000)\n"
     "  --verify            check every echoed byte; any loss fails the run\n"
     "  --gso N             oneway with one --size: N datagrams per send, segmented by the\n"
     "                      kernel (UDP_SEGMENT); 1..64, default 1 (off)\n";
@@ -85,6 +94,7 @@ struct Options {
   int seconds = 0;
   int window = 8;
   int timeoutMs = 1000;
+  int lingerMs = 5000;
   bool verify = false;
   int gso = 1;  // datagrams per send (UDP_SEGMENT) when > 1
 };
@@ -122,6 +132,7 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* o) {
   flags.addInt("--seconds", &o->seconds, 0, 86400);
   flags.addInt("--window", &o->window, 1, 65536);
   flags.addInt("--timeout-ms", &o->timeoutMs, 1, 600000);
+  flags.addInt("--linger-ms", &o->lingerMs, 1, 600000);
   flags.addSwitch("--verify", &o->verify);
   flags.addInt("--gso", &o->gso, 1, 64);
   if (auto status = flags.parse(argc, argv)) return status;
@@ -177,13 +188,17 @@ void fill(std::string* out, uint32_t flow, uint64_t seq, size_t size) {
 
 struct Counts {
   uint64_t sent = 0;
-  uint64_t received = 0;
+  uint64_t received = 0;  // late ones included
   uint64_t lost = 0;
+  uint64_t late = 0;  // back after --timeout-ms
   uint64_t truncated = 0;
   uint64_t corrupt = 0;
-  uint64_t late = 0;
+  uint64_t stray = 0;  // an echo of nothing awaited: a duplicate, or one counted lost
   uint64_t errors = 0;
 };
+
+// Overdue datagrams a flow awaits at most; beyond, the oldest is lost.
+constexpr size_t kMaxOverdue = 4096;
 
 class Client;
 
@@ -193,9 +208,14 @@ class Flow {
   Flow(Client* client, uint32_t id, EventLoop* loop, const InetAddress& server);
   // Sends until the window is full (echo) or `burst` datagrams went (oneway).
   void send(size_t burst);
-  // Counts as lost what has waited longer than `timeout`.
+  // Makes overdue what has waited longer than `timeout` (its slot goes to
+  // a new datagram).
   void expire(Clock::time_point now, Clock::duration timeout);
+  // Counts what is overdue as lost: no echo is coming any more.
+  void giveUpOverdue();
+  // Nothing in flight (all back or overdue).
   [[nodiscard]] bool idle() const { return inFlight_.empty(); }
+  [[nodiscard]] bool awaitsNothing() const { return inFlight_.empty() && overdue_.empty(); }
 
  private:
   struct InFlight {
@@ -204,6 +224,9 @@ class Flow {
     Clock::time_point sent;
   };
   void onEcho(std::string_view data, DatagramFlags flags);
+  // The datagram of `list` that `data` echoes, or list.size().
+  size_t match(const std::vector<InFlight>& list, std::string_view data, size_t size) const;
+  void received(const InFlight& f, std::string_view data);
   // oneway with --gso: `burst` datagrams in sends of --gso each.
   void sendSegmented(size_t burst);
 
@@ -212,6 +235,7 @@ class Flow {
   UdpSocket socket_;
   uint64_t nextSeq_ = 0;
   std::vector<InFlight> inFlight_;
+  std::vector<InFlight> overdue_;  // past the timeout, still awaited; oldest first
   std::string scratch_;
   std::string batch_;  // --gso: the datagrams of one send, back to back
 };
@@ -234,6 +258,7 @@ class Client {
     if (options_.seconds == 0) --budget_;
     return true;
   }
+  void echoed() { lastEcho_ = Clock::now(); }
   void maybeFinish();
 
  private:
@@ -249,6 +274,7 @@ class Client {
   bool finished_ = false;
   Clock::time_point start_;
   Clock::time_point stop_;
+  Clock::time_point lastEcho_;  // progress: the wait for the overdue ends without it
   std::vector<std::unique_ptr<Flow>> flows_;
 };
 
@@ -310,6 +336,28 @@ void Flow::sendSegmented(size_t burst) {
   }
 }
 
+size_t Flow::match(const std::vector<InFlight>& list, std::string_view data, size_t size) const {
+  char header[kHeader];
+  for (size_t i = 0; i < list.size(); ++i) {
+    const InFlight& f = list[i];
+    if (f.size != size) continue;
+    for (int b = 0; b < 8; ++b) header[b] = static_cast<char>(f.seq >> (8 * b));
+    for (int b = 0; b < 4; ++b) header[8 + b] = static_cast<char>(id_ >> (8 * b));
+    if (std::memcmp(data.data(), header, std::min(data.size(), kHeader)) == 0) return i;
+  }
+  return list.size();
+}
+
+void Flow::received(const InFlight& f, std::string_view data) {
+  Counts& c = client_->counts();
+  if (client_->options().verify) {
+    fill(&scratch_, id_, f.seq, f.size);
+    if (data != scratch_) ++c.corrupt;
+  }
+  ++c.received;
+  client_->echoed();
+}
+
 void Flow::onEcho(std::string_view data, DatagramFlags flags) {
   Counts& c = client_->counts();
   if (flags.truncated) ++c.truncated;
@@ -317,26 +365,23 @@ void Flow::onEcho(std::string_view data, DatagramFlags flags) {
     ++c.received;
     return;
   }
-  char header[kHeader];
-  for (size_t i = 0; i < inFlight_.size(); ++i) {
-    const InFlight& f = inFlight_[i];
-    if (f.size != flags.size) continue;
-    for (int b = 0; b < 8; ++b) header[b] = static_cast<char>(f.seq >> (8 * b));
-    for (int b = 0; b < 4; ++b) header[8 + b] = static_cast<char>(id_ >> (8 * b));
-    if (std::memcmp(data.data(), header, std::min(data.size(), kHeader)) != 0) continue;
-    if (client_->options().verify) {
-      fill(&scratch_, id_, f.seq, f.size);
-      if (data != scratch_) ++c.corrupt;
-    }
-    ++c.received;
+  if (const size_t i = match(inFlight_, data, flags.size); i < inFlight_.size()) {
+    received(inFlight_[i], data);
     inFlight_[i] = inFlight_.back();
     inFlight_.pop_back();
     send(0);
     client_->maybeFinish();
     return;
   }
-  // No datagram in flight matches: a late echo of one already counted as
-  // lost, or bytes this client never sent.
+  if (const size_t i = match(overdue_, data, flags.size); i < overdue_.size()) {
+    ++c.late;
+    received(overdue_[i], data);
+    overdue_.erase(overdue_.begin() + static_cast<ptrdiff_t>(i));
+    client_->maybeFinish();
+    return;
+  }
+  // Nothing awaited matches: a duplicate, one already counted lost, or
+  // bytes this client never sent.
   uint64_t seq = 0;
   if (data.size() >= 8) {
     for (int b = 0; b < 8; ++b)
@@ -345,21 +390,31 @@ void Flow::onEcho(std::string_view data, DatagramFlags flags) {
   if (data.size() >= 8 && seq >= nextSeq_) {
     ++c.corrupt;
   } else {
-    ++c.late;
+    ++c.stray;
   }
 }
 
 void Flow::expire(Clock::time_point now, Clock::duration timeout) {
   for (size_t i = 0; i < inFlight_.size();) {
     if (now - inFlight_[i].sent > timeout) {
-      ++client_->counts().lost;
+      overdue_.push_back(inFlight_[i]);
       inFlight_[i] = inFlight_.back();
       inFlight_.pop_back();
     } else {
       ++i;
     }
   }
+  if (overdue_.size() > kMaxOverdue) {
+    const size_t over = overdue_.size() - kMaxOverdue;
+    client_->counts().lost += over;
+    overdue_.erase(overdue_.begin(), overdue_.begin() + static_cast<ptrdiff_t>(over));
+  }
   if (!client_->options().oneway) send(0);
+}
+
+void Flow::giveUpOverdue() {
+  client_->counts().lost += overdue_.size();
+  overdue_.clear();
 }
 
 Client::Client(EventLoop* loop, const Options& options, const InetAddress& server)
@@ -371,6 +426,7 @@ Client::Client(EventLoop* loop, const Options& options, const InetAddress& serve
 
 void Client::run() {
   start_ = Clock::now();
+  lastEcho_ = start_;
   if (options_.seconds > 0) {
     loop_->runAfter(std::chrono::seconds(options_.seconds), [this] {
       stopping_ = true;
@@ -400,14 +456,25 @@ void Client::onewayStep() {
 
 void Client::tick() {
   const Clock::time_point now = Clock::now();
-  for (auto& flow : flows_) flow->expire(now, std::chrono::milliseconds(options_.timeoutMs));
+  const auto timeout = std::chrono::milliseconds(options_.timeoutMs);
+  for (auto& flow : flows_) flow->expire(now, timeout);
+  // Everything sent, nothing in flight, and no echo for --linger-ms: what
+  // is still overdue is not coming.
+  if (!finished_ && options_.seconds == 0 && budget_ == 0 &&
+      now - lastEcho_ > std::chrono::milliseconds(options_.lingerMs)) {
+    bool inFlight = false;
+    for (const auto& flow : flows_) inFlight = inFlight || !flow->idle();
+    if (!inFlight) {
+      for (auto& flow : flows_) flow->giveUpOverdue();
+    }
+  }
   maybeFinish();
 }
 
 void Client::maybeFinish() {
   if (finished_ || options_.seconds > 0 || budget_ > 0) return;
   for (const auto& flow : flows_) {
-    if (!flow->idle()) return;
+    if (!flow->awaitsNothing()) return;
   }
   stop_ = Clock::now();
   finish();
@@ -416,16 +483,19 @@ void Client::maybeFinish() {
 void Client::finish() {
   if (finished_) return;
   finished_ = true;
+  // On time (--seconds): what is overdue now is lost; what is in flight,
+  // younger than the timeout, is neither.
+  for (auto& flow : flows_) flow->giveUpOverdue();
   const double seconds = std::chrono::duration<double>(stop_ - start_).count();
   const Counts& c = counts_;
   std::cout << "sent=" << c.sent << " received=" << c.received << " lost=" << c.lost
-            << " truncated=" << c.truncated << " corrupt=" << c.corrupt << " seconds=" << std::fixed
-            << std::setprecision(3) << seconds << std::setprecision(0)
+            << " late=" << c.late << " truncated=" << c.truncated << " corrupt=" << c.corrupt
+            << " seconds=" << std::fixed << std::setprecision(3) << seconds << std::setprecision(0)
             << " datagrams_per_s=" << (seconds > 0 ? c.sent / seconds : 0)
             << " round_trips_per_s=" << (seconds > 0 && !options_.oneway ? c.received / seconds : 0)
             << std::endl;
-  if (c.late > 0 || c.errors > 0) {
-    std::cerr << "udp_echo_client: late=" << c.late << " errors=" << c.errors << "\n";
+  if (c.stray > 0 || c.errors > 0) {
+    std::cerr << "udp_echo_client: stray=" << c.stray << " errors=" << c.errors << "\n";
   }
   loop_->quit();
 }

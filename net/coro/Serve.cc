@@ -67,7 +67,7 @@ void startConnection(const Served& served, const TcpConnectionPtr& conn) {
 std::stop_token drainToken(const Stream& stream) {
   if (!stream) return {};
   auto* state = static_cast<StreamState*>(stream.connection()->attachment());
-  return state != nullptr ? state->drainStop().get_token() : std::stop_token();
+  return state != nullptr ? state->drainToken() : std::stop_token();
 }
 
 void serve(TcpServer& server, ConnectionHandler handler, const StreamOptions& options) {
@@ -88,7 +88,7 @@ void serve(TcpServer& server, ConnectionHandler handler, const StreamOptions& op
   // one that does not is closed at the drain's deadline.
   server.setDrainCallback([](const TcpConnectionPtr& conn) {
     if (auto* state = static_cast<StreamState*>(conn->attachment())) {
-      state->drainStop().request_stop();
+      state->requestDrain();
     }
   });
 }

@@ -55,6 +55,19 @@ void StreamState::onMessage(Buffer* buffer) {
   delivering_ = nullptr;
 }
 
+std::stop_token StreamState::drainToken() {
+  if (!drainStop_.stop_possible()) {
+    drainStop_ = std::stop_source();
+    if (drainRequested_) drainStop_.request_stop();
+  }
+  return drainStop_.get_token();
+}
+
+void StreamState::requestDrain() {
+  drainRequested_ = true;
+  if (drainStop_.stop_possible()) drainStop_.request_stop();
+}
+
 void StreamState::setReader(ReadAwaiter* reader) {
   reader_ = reader;
   if (stoppedRead_) {

@@ -84,8 +84,13 @@ class StreamState final : public ConnectionAttachment {
 
   [[nodiscard]] const StreamOptions& options() const { return options_; }
 
-  // Graceful drain: requested when the connection's server drains (serve()).
-  [[nodiscard]] std::stop_source& drainStop() { return drainStop_; }
+  // Graceful drain: requested when the connection's server drains
+  // (serve()). The token's shared state is made when the token is first
+  // asked for (a std::stop_source allocates it at once, and most
+  // connections never ask): one asked for after the drain began is stopped
+  // already.
+  [[nodiscard]] std::stop_token drainToken();
+  void requestDrain();
 
   // ConnectionAttachment.
   void onPeerHalfClosed() override;
@@ -115,8 +120,9 @@ class StreamState final : public ConnectionAttachment {
   // Files handed over since the connection's output was last empty: at
   // least as many as it still holds open.
   size_t filesQueued_ = 0;
+  bool drainRequested_ = false;
   TaskContext taskContext_{nullptr};
-  std::stop_source drainStop_;
+  std::stop_source drainStop_{std::nostopstate};
 };
 
 }  // namespace libnet::coro

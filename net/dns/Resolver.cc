@@ -24,6 +24,7 @@
 #include "net/EventLoop.h"
 #include "net/TimerId.h"
 #include "net/dns/AddressCache.h"
+#include "net/dns/StreamAnswerCheck.h"
 
 namespace libnet::dns {
 
@@ -205,9 +206,10 @@ class Resolver::Impl : public std::enable_shared_from_this<Impl> {
  private:
   // One of c-ares's sockets as the loop watches it.
   struct Socket {
-    std::shared_ptr<Channel> channel;  // null until c-ares asks for events
-    bool stream = false;               // TCP (read in pieces) or UDP
-    bool refused = false;              // a send saw the server's port closed
+    std::shared_ptr<Channel> channel;          // null until c-ares asks for events
+    bool stream = false;                       // TCP (read in pieces) or UDP
+    bool refused = false;                      // a send saw the server's port closed
+    std::unique_ptr<StreamAnswerCheck> check;  // TCP's: the server's framing
   };
   // What c-ares carries as a query's `arg` until it calls back.
   struct Pending {
@@ -250,6 +252,10 @@ class Resolver::Impl : public std::enable_shared_from_this<Impl> {
   std::vector<std::shared_ptr<Lookup>> ready_;
   bool deliveryQueued_ = false;
   bool rearmQueued_ = false;
+  // A TCP answer was malformed (StreamAnswerCheck) in the ares_process_fd()
+  // under way: c-ares closes that connection as a failed server, and the
+  // queries it ends meanwhile with ARES_ECONNREFUSED ended on the bad answer.
+  bool badStreamAnswer_ = false;
   TimerId timer_;
   MonoTime timerAt_;
 };
@@ -390,6 +396,7 @@ void Resolver::Impl::onAddrInfo(void* arg, int status, int /*timeouts*/, ares_ad
   --self->inFlight_;
   Lookup& lookup = *pending->lookup;
   if (self->closed_ || !lookup.cb) return;  // destroyed, or cancelled: detached
+  if (status == ARES_ECONNREFUSED && self->badStreamAnswer_) status = ARES_EBADRESP;
   lookup.result = fromAres(status, info, lookup);
   if (lookup.result.ok()) {
     self->cache_.insert(lookup.host, lookup.family, lookup.result.addresses, ttlOf(info),
@@ -417,7 +424,8 @@ int Resolver::Impl::openSocket(int family, int type, int protocol, void* data) {
     (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &self->receiveBufferBytes_,
                        sizeof self->receiveBufferBytes_);
   }
-  self->sockets_[fd] = Socket{nullptr, type == SOCK_STREAM, false};
+  Socket& socket = self->sockets_[fd] = Socket{nullptr, type == SOCK_STREAM, false, nullptr};
+  if (socket.stream) socket.check = std::make_unique<StreamAnswerCheck>();
   return fd;
 }
 
@@ -433,12 +441,34 @@ int Resolver::Impl::connectSocket(int fd, const sockaddr* addr, socklen_t len, v
 ssize_t Resolver::Impl::receive(int fd, void* buf, size_t len, int flags, sockaddr* from,
                                 socklen_t* fromLen, void* data) {
   Impl* self = static_cast<Impl*>(data);
-  if (const auto it = self->sockets_.find(fd); it != self->sockets_.end() && it->second.refused) {
+  const auto it = self->sockets_.find(fd);
+  if (it != self->sockets_.end() && it->second.refused) {
     it->second.refused = false;
     errno = ECONNREFUSED;
     return -1;
   }
-  return ::recvfrom(fd, buf, len, flags, from, fromLen);
+  const ssize_t n = ::recvfrom(fd, buf, len, flags, from, fromLen);
+  if (it == self->sockets_.end() || !it->second.check) return n;
+  StreamAnswerCheck& check = *it->second.check;
+  if (n > 0 && !check.received(static_cast<const unsigned char*>(buf), static_cast<size_t>(n))) {
+    // Handed to c-ares as the connection's failure, which it is: c-ares
+    // closes it and retries or ends its queries (onAddrInfo says why).
+    LOG_DEBUG << "resolver: a malformed answer over TCP (fd " << fd << ")";
+    self->badStreamAnswer_ = true;
+    errno = EBADMSG;
+    return -1;
+  }
+  // An end (a close, or a reset: the server closed with a query of ours
+  // unread) in the middle of a message: the server began an answer it did
+  // not finish.
+  const bool ended = n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE));
+  if (ended && check.midMessage()) {
+    const int err = errno;
+    LOG_DEBUG << "resolver: a TCP answer cut short by the server (fd " << fd << ")";
+    self->badStreamAnswer_ = true;
+    errno = err;
+  }
+  return n;
 }
 
 ssize_t Resolver::Impl::send(int fd, const iovec* iov, int count, void* data) {
@@ -446,17 +476,23 @@ ssize_t Resolver::Impl::send(int fd, const iovec* iov, int count, void* data) {
   msg.msg_iov = const_cast<iovec*>(iov);
   msg.msg_iovlen = static_cast<size_t>(count);
   const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-  if (n >= 0 || errno != ECONNREFUSED) return n;
+  const int err = errno;
+  Impl* self = static_cast<Impl*>(data);
+  const auto it = self->sockets_.find(fd);
+  if (it == self->sockets_.end()) return n;
+  Socket& socket = it->second;
+  if (n > 0 && socket.check) socket.check->sent(iov, count, static_cast<size_t>(n));
+  if (n >= 0 || err != ECONNREFUSED || socket.stream) {
+    errno = err;
+    return n;
+  }
   // The ICMP refusal of an earlier datagram on this UDP socket (the server's
   // port is closed) came back here, to a send: c-ares retries only this
   // query, and the others on the socket would wait for their timeouts.
   // Handed back to the next read instead, which c-ares takes as the
   // server's failure for every query on the socket.
-  Impl* self = static_cast<Impl*>(data);
-  if (const auto it = self->sockets_.find(fd); it != self->sockets_.end() && !it->second.stream) {
-    it->second.refused = true;
-    if (it->second.channel) self->processLater(fd, it->second.channel.get());
-  }
+  socket.refused = true;
+  if (socket.channel) self->processLater(fd, socket.channel.get());
   errno = ECONNREFUSED;
   return -1;
 }
@@ -518,6 +554,7 @@ void Resolver::Impl::handleReadable(int fd) {
   // that one is processed again while it stays readable.
   for (int round = 0;; ++round) {
     ares_process_fd(channel_, fd, ARES_SOCKET_BAD);
+    badStreamAnswer_ = false;
     if (!stream) break;
     it = sockets_.find(fd);
     if (it == sockets_.end() || it->second.channel.get() != channel) break;  // closed

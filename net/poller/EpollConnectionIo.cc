@@ -16,11 +16,7 @@
 namespace libnet {
 
 EpollConnectionIo::EpollConnectionIo(EventLoopBase* loop, const Parts& parts)
-    : loop_(loop),
-      owner_(parts.owner),
-      fd_(parts.fd),
-      output_(&LoopInternals::bufferPool(*loop)),
-      channel_(loop, parts.fd) {
+    : owner_(parts.owner), output_(&LoopInternals::bufferPool(*loop)), channel_(loop, parts.fd) {
   channel_.setReadCallback([this](Timestamp t) {
     // A FIN that was already queued when epoll reported the edge brings no
     // new edge: with EPOLLRDHUP set, read on past a short read to see it.
@@ -52,7 +48,7 @@ int EpollConnectionIo::write(std::string_view data) {
   if (output_.empty() && !data.empty()) {
     ssize_t n;
     do {
-      n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      n = ::send(channel_.fd(), data.data(), data.size(), MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
     if (n >= 0) {
       written = static_cast<size_t>(n);
@@ -103,9 +99,9 @@ void EpollConnectionIo::handleRead(Timestamp receiveTime, bool shortReadDrains) 
     // It empties the buffer after every delivery; emptying it here as well
     // costs two stores and makes sure no connection ever reads another's
     // bytes, whatever went wrong before.
-    Buffer* buffer = LoopInternals::scratchBuffer(*loop_);
+    Buffer* buffer = LoopInternals::scratchBuffer(*channel_.loop());
     buffer->retrieveAll();
-    const Buffer::ReadResult result = buffer->readFd(fd_);
+    const Buffer::ReadResult result = buffer->readFd(channel_.fd());
     if (result.bytes > 0) {
       owner_->onInput(buffer, InputKind::kTransient, receiveTime);
       if (closed_ || !owner_->wantsInput()) return;
@@ -124,7 +120,7 @@ void EpollConnectionIo::handleRead(Timestamp receiveTime, bool shortReadDrains) 
     return;
   }
   // Still more to read: let the other ready channels have a turn first.
-  loop_->queueInLoop(
+  channel_.loop()->queueInLoop(
       [this, guard = owner_->keepAlive(), receiveTime] { handleRead(receiveTime, false); });
 }
 
@@ -150,7 +146,7 @@ EpollConnectionIo::WriteResult EpollConnectionIo::writeQueued(bool* progressed) 
       // Bytes just ahead of a file (an HTTP head) wait for its first segment
       // instead of leaving in a small packet of their own.
       const int flags = MSG_NOSIGNAL | (output_.hasFile() ? MSG_MORE : 0);
-      const ssize_t n = ::send(fd_, waiting.peek(), waiting.readableBytes(), flags);
+      const ssize_t n = ::send(channel_.fd(), waiting.peek(), waiting.readableBytes(), flags);
       if (n > 0) {
         waiting.retrieve(static_cast<size_t>(n));
         *progressed = true;
@@ -162,7 +158,7 @@ EpollConnectionIo::WriteResult EpollConnectionIo::writeQueued(bool* progressed) 
       return WriteResult::kFailed;
     }
     if (!output_.hasFile()) return WriteResult::kDrained;
-    const FileSendResult file = sendQueuedFile(&output_, fd_, progressed);
+    const FileSendResult file = sendQueuedFile(&output_, channel_.fd(), progressed);
     if (file.status == FileSendResult::kBlocked) return WriteResult::kBlocked;
     if (file.status == FileSendResult::kFailed) {
       owner_->onIoError(file.call, file.error);
@@ -173,7 +169,7 @@ EpollConnectionIo::WriteResult EpollConnectionIo::writeQueued(bool* progressed) 
 
 void EpollConnectionIo::handleError() {
   if (closed_) return;
-  const int err = Socket::getSocketError(fd_);
+  const int err = Socket::getSocketError(channel_.fd());
   if (err == 0) return;
   // A pending error on a connected TCP socket is fatal to it (reset,
   // timeout, unreachable); with edge-triggered polling it would not be

@@ -57,9 +57,9 @@ class EpollConnectionIo final : public ConnectionIo {
   // Writes the queue until it is empty or the socket is full.
   WriteResult writeQueued(bool* progressed);
 
-  EventLoopBase* loop_;
+  // Every connection of an epoll loop carries one, in its room
+  // (ConnectionIo::Room): the loop and the fd are the Channel's.
   Owner* owner_;
-  int fd_;
   OutputQueue output_;
   Channel channel_;
   bool closed_ = false;

@@ -120,23 +120,8 @@ DatagramIo::SendStatus EpollDatagramIo::send(const InetAddress* to, std::string_
     }
     return dispatching_ && !waitingWritable_ ? SendStatus::kSent : SendStatus::kQueued;
   }
-  msghdr msg{};
-  iovec iov{const_cast<char*>(data.data()), data.size()};
-  if (to != nullptr) {
-    msg.msg_name = const_cast<sockaddr*>(to->sockAddr());
-    msg.msg_namelen = to->sockLen();
-  }
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  ssize_t n;
-  do {
-    n = ::sendmsg(fd_.get(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n >= 0) return SendStatus::kSent;
-  if (errno != EAGAIN && errno != ENOBUFS) {
-    *err = errno;
-    return SendStatus::kError;
-  }
+  const SendStatus status = sendNow(to, data, err);
+  if (status != SendStatus::kQueued) return status;
   (void)queue_.push(to, data);  // the queue is empty: it takes one datagram
   waitingWritable_ = true;
   channel_.enableWriting();

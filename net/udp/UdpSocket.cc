@@ -30,6 +30,9 @@ namespace libnet::udp {
 namespace {
 
 constexpr size_t kMaxDatagramStorage = 65536;
+// The largest UDP payload over IPv4: 65,535 bytes less the IPv4 and UDP
+// headers (over IPv6, 65,527).
+constexpr size_t kMaxIpv4Payload = 65507;
 
 [[noreturn]] void throwSystem(int err, const std::string& what) {
   throw std::system_error(err, std::system_category(), what);
@@ -198,6 +201,11 @@ UdpSocket::UdpSocket(EventLoop* loop, const Options& options) : loop_(loop), opt
   checkOptions(options_);
   unstartedFd_ = makeSocket(options_);
   fd_ = unstartedFd_.get();
+  if (options_.bind.family() == AF_INET6) {
+    int on = 0;
+    socklen_t len = sizeof on;
+    v6Only_ = ::getsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &on, &len) == 0 && on != 0;
+  }
   callbacks_ = std::make_unique<Callbacks>();
   owner_ = std::make_unique<Owner>(this, callbacks_.get());
 }
@@ -265,11 +273,31 @@ SendResult UdpSocket::sendTo(const InetAddress& peer, std::string_view data) {
   return sendImpl(&peer, data);
 }
 
+bool UdpSocket::mayBeRefused(const InetAddress* peer, size_t size) const {
+  // What udp_sendmsg and udpv6_sendmsg refuse before they route a datagram:
+  // more than IPv4's payload (IPv6 takes 20 bytes more; such a datagram goes
+  // this way too, and the kernel sends it), port 0, a destination of the
+  // other family where the socket cannot reach it (IPv6 from an IPv4
+  // socket; IPv4, or IPv4-mapped IPv6, from an IPv6-only one). A datagram
+  // that fits is none of these, and goes the batched way.
+  if (size > kMaxIpv4Payload) return true;
+  if (peer == nullptr) return false;
+  if (peer->port() == 0) return true;
+  if (options_.bind.family() == AF_INET) return peer->family() != AF_INET;
+  if (!v6Only_) return false;
+  if (peer->family() == AF_INET) return true;
+  const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(peer->sockAddr());
+  return IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr);
+}
+
 SendResult UdpSocket::sendImpl(const InetAddress* peer, std::string_view data) {
   loop_->assertInLoopThread();
   if (!started()) throw std::logic_error("UdpSocket: send before start()");
   int err = 0;
-  switch (io_->send(peer, data, &err)) {
+  DatagramIo::SendStatus status = DatagramIo::SendStatus::kQueued;
+  if (mayBeRefused(peer, data.size())) status = io_->sendNow(peer, data, &err);
+  if (status == DatagramIo::SendStatus::kQueued) status = io_->send(peer, data, &err);
+  switch (status) {
     case DatagramIo::SendStatus::kSent:
       ++sent_;
       return SendResult::kSent;

@@ -26,9 +26,12 @@
 //
 // Errors: setup (socket, bind, an option the kernel refuses) throws
 // std::system_error naming the call and address; a bad option value
-// std::invalid_argument. At run time, a receive or send that fails (an
-// ICMP port unreachable turned into ECONNREFUSED on a connected socket, a
-// datagram too large) goes to the error callback, and the socket goes on.
+// std::invalid_argument. A datagram the kernel refuses as addressed (too
+// large, a family or port the socket cannot send to) is SendResult::kError
+// at once, on both backends (docs/udp.md, "Refused at once"). At run time,
+// a receive or a send that fails later (an ICMP port unreachable turned
+// into ECONNREFUSED on a connected socket) goes to the error callback, and
+// the socket goes on.
 // A callback that throws is logged (base/Guarded.h); the socket goes on
 // (the datagram it was given is simply done with).
 //
@@ -170,6 +173,10 @@ class UdpSocket {
   struct Callbacks;
 
   SendResult sendImpl(const InetAddress* peer, std::string_view data);
+  // Whether the kernel may refuse `size` bytes to `peer` (nullptr: the
+  // connected peer) on the arguments alone, before routing: those are sent
+  // at once (DatagramIo::sendNow), so that the refusal is the result.
+  [[nodiscard]] bool mayBeRefused(const InetAddress* peer, size_t size) const;
   void checkNotStarted(const char* what) const;
 
   EventLoop* loop_;
@@ -189,6 +196,7 @@ class UdpSocket {
   uint64_t errors_ = 0;
   int lastSendError_ = 0;
   bool connected_ = false;
+  bool v6Only_ = false;  // IPV6_V6ONLY: an IPv6 socket that cannot reach IPv4 peers
 };
 
 }  // namespace udp

@@ -1,9 +1,11 @@
 // TcpServer and TcpClient over Unix domain sockets, on both backends: echo
 // over a path and over an abstract name, the socket file's policy (stale
-// file replaced, a live server's path and a non-socket refused, the mode
-// applied, the file removed at destruction), peer credentials, the
-// coroutine layer, and 10,000 connections held at once.
+// file replaced, a live server's path and a non-socket refused, two servers
+// started at once, the mode applied, the file removed at destruction), peer
+// credentials, the coroutine layer, and 10,000 connections held at once.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -13,12 +15,15 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <latch>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
+#include "base/Logging.h"
 #include "base/UniqueFd.h"
 #include "net/EventLoop.h"
 #include "net/SocketAddress.h"
@@ -208,6 +213,134 @@ TEST_P(UnixSocketTest, RefusesALiveServersPathAndLeavesItServing) {
   ASSERT_TRUE(after);
   EXPECT_EQ(after->st_ino, before->st_ino);
   expectEcho(address_);
+}
+
+// What constructing a TcpServer on `address` gave, on a thread of its own
+// with a loop of `kind`, once every thread counting `start` is there: made,
+// or the error. A server made lives until release() (or destruction), so
+// that the test can reach it.
+class ServerAttempt {
+ public:
+  ServerAttempt(PollerKind kind, SocketAddress address, std::latch* start)
+      : thread_([this, kind, address, start] {
+          EventLoop loop(kind);
+          std::optional<TcpServer> server;
+          start->arrive_and_wait();
+          try {
+            server.emplace(&loop, address, "attempt");
+            made_ = true;
+          } catch (const std::system_error& e) {
+            code_ = e.code().value();
+            what_ = e.what();
+          }
+          done_.count_down();
+          release_.wait();
+        }) {}
+  ~ServerAttempt() {
+    release();
+    thread_.join();
+  }
+  ServerAttempt(const ServerAttempt&) = delete;
+  ServerAttempt& operator=(const ServerAttempt&) = delete;
+
+  void release() {
+    if (!released_) release_.count_down();
+    released_ = true;
+  }
+  // Whether the attempt has ended (made or failed); what it gave may be
+  // read once it has.
+  [[nodiscard]] bool ended() const { return done_.try_wait(); }
+  bool waitEnded() {
+    return test::waitUntil([this] { return ended(); });
+  }
+  [[nodiscard]] bool made() const { return made_; }
+  [[nodiscard]] int code() const { return code_; }
+  [[nodiscard]] const std::string& what() const { return what_; }
+
+ private:
+  std::latch done_{1};
+  std::latch release_{1};
+  bool released_ = false;
+  bool made_ = false;  // these three are written before done_ is counted down
+  int code_ = 0;
+  std::string what_;
+  std::thread thread_;  // last: starts once the rest is made
+};
+
+bool canConnect(const SocketAddress& address) {
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  return ::connect(fd.get(), address.sockAddr(), address.sockLen()) == 0;
+}
+
+// Two servers started at once on one path, many times over: each time
+// exactly one runs, reachable at the path, and the other is refused with
+// EADDRINUSE. (Without the directory's lock the second's check could find
+// the first between its bind and its listen, take its socket for a dead
+// one's, remove it and bind: both ran, the first where no client reached.)
+TEST_P(UnixSocketTest, TwoServersStartedAtOnceOneRunsTheOtherIsRefused) {
+  const SocketAddress address = SocketAddress::unixPath(path("race.sock"));
+  constexpr int kRounds = 200;
+  for (int round = 0; round < kRounds; ++round) {
+    std::latch start(2);
+    ServerAttempt a(GetParam(), address, &start);
+    ServerAttempt b(GetParam(), address, &start);
+    ASSERT_TRUE(a.waitEnded() && b.waitEnded()) << "round " << round;
+    ASSERT_NE(a.made(), b.made()) << "round " << round << ": "
+                                  << (a.made() ? "both ran" : "neither ran: ") << a.what() << " "
+                                  << b.what();
+    const ServerAttempt& loser = a.made() ? b : a;
+    ASSERT_EQ(loser.code(), EADDRINUSE) << "round " << round << ": " << loser.what();
+    ASSERT_TRUE(canConnect(address)) << "round " << round;
+  }
+}
+
+// The same, made certain: a server between its bind and its listen (the test
+// plays it, holding the directory's lock as a starting server does) is not
+// taken for a dead one. Another server starting meanwhile waits for the lock
+// (and says so), then finds a live server and is refused; the first's file
+// is left alone.
+TEST_P(UnixSocketTest, AServerBetweenBindAndListenIsNotTakenForStale) {
+  const std::string file = path("starting.sock");
+  const SocketAddress address = SocketAddress::unixPath(file);
+  std::mutex mutex;
+  bool waitingSaid = false;
+  // Restores the log's level and output however the test ends.
+  struct LogCapture {
+    LogLevel level = Logger::level();
+    ~LogCapture() {
+      Logger::setOutput({});
+      Logger::setLevel(level);
+    }
+  } capture;
+  Logger::setLevel(LogLevel::kInfo);
+  Logger::setOutput([&](std::string_view line) {
+    std::lock_guard<std::mutex> lock(mutex);
+    waitingSaid = waitingSaid || line.find("waiting for the lock on " + dir_) != line.npos;
+  });
+  UniqueFd directory(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_EQ(::flock(directory.get(), LOCK_EX), 0);
+  UniqueFd starting(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_EQ(::bind(starting.get(), address.sockAddr(), address.sockLen()), 0);
+  const std::optional<struct stat> before = statOf(file);
+  std::latch start(1);
+  {
+    ServerAttempt other(GetParam(), address, &start);
+    // Until the other has ended (without the lock: it took the bound socket
+    // for stale) or says it waits for the lock.
+    EXPECT_TRUE(test::waitUntil([&] {
+      std::lock_guard<std::mutex> lock(mutex);
+      return waitingSaid || other.ended();
+    }));
+    ASSERT_EQ(::listen(starting.get(), 16), 0);
+    directory.reset();
+    ASSERT_TRUE(other.waitEnded());
+    EXPECT_FALSE(other.made()) << "the starting server's socket was taken for stale";
+    EXPECT_EQ(other.code(), EADDRINUSE) << other.what();
+  }
+  const std::optional<struct stat> after = statOf(file);
+  ASSERT_TRUE(before && after);
+  EXPECT_EQ(after->st_ino, before->st_ino);
+  EXPECT_TRUE(canConnect(address));
 }
 
 TEST_P(UnixSocketTest, RefusesAPathThatIsNotASocketAndLeavesTheFileAlone) {

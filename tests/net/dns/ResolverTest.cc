@@ -222,6 +222,27 @@ TEST_P(ResolverTest, GarbageAnswerIsBadResponse) {
   EXPECT_EQ(r.error.errc, ResolveErrc::kBadResponse) << r.error.message;
 }
 
+// A server whose TCP answer is malformed (the UDP answer was truncated, so
+// the query came again over TCP): a bad response, in each of the ways a
+// stream can be wrong, whether the server then closes or keeps the
+// connection open; not "no name server reachable", and not a wait for the
+// timeout.
+TEST_P(ResolverTest, MalformedTcpAnswerIsBadResponse) {
+  for (const char* mode : {"tcp-empty", "tcp-short", "tcp-garbage", "tcp-cut"}) {
+    SCOPED_TRACE(mode);
+    DnsServerProcess server;
+    ASSERT_TRUE(server.startScripted(mode)) << server.why();
+    EventLoop loop(GetParam());
+    Resolver resolver(&loop, optionsFor(server.address(), 3s, 2));
+    for (const Family family : {Family::kIPv4, Family::kAny}) {
+      ResolveResult r = resolveNow(loop, resolver, "malformed.test", family, 80, 20s);
+      EXPECT_EQ(r.error.errc, ResolveErrc::kBadResponse) << r.error.message;
+      EXPECT_EQ(r.error.message, "malformed.test: bad response");
+    }
+    EXPECT_EQ(resolver.queriesInFlight(), 0u);
+  }
+}
+
 TEST_P(ResolverTest, NoiseIsIgnoredUntilTheTimeout) {
   DnsServerProcess server;
   ASSERT_TRUE(server.startScripted("noise")) << server.why();

@@ -19,6 +19,14 @@ Every query gets the same treatment, by MODE:
              record cut short: an answer to the query that cannot be parsed
   noise      random bytes that are no DNS message
   slow       the full answer after --delay-ms (default 500)
+
+and, over UDP, an empty answer with the TC bit (as truncated) so that the
+query comes again over TCP, where the answer is malformed:
+  tcp-empty    a length of 0, the connection left open
+  tcp-short    a length of 5 and 5 bytes (less than a DNS header), left open
+  tcp-garbage  a length and as many random bytes, whose id is not the
+               query's, left open
+  tcp-cut      the full answer's length, half of its bytes, then a close
 """
 import argparse
 import os
@@ -63,6 +71,23 @@ def garbage(data):
     return bytes(header) + data[12:question_end] + b"\xc0\x0c\x00\x01\x00"
 
 
+TCP_MALFORMED = ("tcp-empty", "tcp-short", "tcp-garbage", "tcp-cut")
+
+
+def malformed_tcp(mode, data):
+    """What a tcp-* mode writes for query `data`, and whether it closes then."""
+    if mode == "tcp-empty":
+        return b"\x00\x00", False
+    if mode == "tcp-short":
+        return struct.pack("!H", 5) + full_answer(DNSRecord.parse(data))[:5], False
+    if mode == "tcp-garbage":
+        body = bytearray(random.getrandbits(8) for _ in range(40))
+        body[0:2] = struct.pack("!H", struct.unpack("!H", data[:2])[0] ^ 0x5A5A)
+        return struct.pack("!H", len(body)) + bytes(body), False
+    reply = full_answer(DNSRecord.parse(data))
+    return struct.pack("!H", len(reply)) + reply[:len(reply) // 2], True
+
+
 def answer(mode, data, tcp):
     """The bytes to send back for query `data`, or None for no answer."""
     if mode == "silent":
@@ -78,7 +103,7 @@ def answer(mode, data, tcp):
         return with_rcode(query, RCODE.REFUSED)
     if mode == "nxdomain":
         return with_rcode(query, RCODE.NXDOMAIN)
-    if mode == "truncated" and not tcp:
+    if (mode == "truncated" or mode in TCP_MALFORMED) and not tcp:
         reply = query.reply()
         reply.header.tc = 1
         return reply.pack()
@@ -120,6 +145,12 @@ def serve_tcp_connection(conn, mode):
             data = recv_exactly(conn, struct.unpack("!H", prefix)[0])
             if data is None:
                 return
+            if mode in TCP_MALFORMED:
+                reply, close = malformed_tcp(mode, data)
+                conn.sendall(reply)
+                if close:
+                    return
+                continue
             reply = answer(mode, data, tcp=True)
             if reply is not None:
                 conn.sendall(struct.pack("!H", len(reply)) + reply)
@@ -153,7 +184,8 @@ def bind_both():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["servfail", "refused", "nxdomain", "truncated",
-                                         "silent", "garbage", "noise", "slow"])
+                                         "silent", "garbage", "noise", "slow"]
+                        + list(TCP_MALFORMED))
     parser.add_argument("--delay-ms", type=int, default=500)
     args = parser.parse_args()
     delay = args.delay_ms / 1000.0 if args.mode == "slow" else 0

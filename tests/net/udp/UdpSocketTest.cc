@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -212,6 +213,110 @@ TEST_P(UdpSocketTest, ABurstFromAReceiveCallbackStaysWithinTheBound) {
   EXPECT_LE(maxQueued, kBound + 500);
   EXPECT_EQ(burster.droppedDatagrams(), static_cast<uint64_t>(results[2]));
   EXPECT_EQ(sunk, 200u - burster.droppedDatagrams());
+}
+
+// What the kernel refuses as addressed: too large for the family, a
+// destination of a family the socket cannot reach, port 0.
+struct Refusal {
+  const char* what;
+  InetAddress to;
+  size_t size;
+  int err;
+};
+
+// Sends each of `refusals` and checks it is kError with the kernel's errno
+// at once; then `fits` (the largest datagram the family takes) is kSent.
+void expectRefusedAtOnce(UdpSocket& sock, const std::vector<Refusal>& refusals,
+                         const InetAddress& to, size_t fits) {
+  for (const Refusal& r : refusals) {
+    EXPECT_EQ(sock.sendTo(r.to, std::string(r.size, 'r')), SendResult::kError) << r.what;
+    EXPECT_EQ(sock.lastSendError(), r.err) << r.what << ": " << std::strerror(sock.lastSendError());
+  }
+  EXPECT_EQ(sock.sendTo(to, std::string(fits, 'f')), SendResult::kSent);
+}
+
+// Both backends say the same, whether the send is the loop's own (epoll:
+// sendmsg at once; io_uring: one of the turn's batch) or a reply from
+// inside a receive callback (epoll: queued behind the received batch): a
+// datagram the kernel refuses is kError with its errno at once, counted in
+// errors() and not in sentDatagrams(), and no error callback follows.
+TEST_P(UdpSocketTest, DatagramsTheKernelRefusesAreErrorsAtOnce) {
+  EventLoop loop(GetParam());
+  armWatchdog(loop);
+  UdpSocket receiver(&loop, {.bind = loopback(false)});
+  std::vector<size_t> received;
+  receiver.setReceiveCallback([&](const InetAddress&, std::string_view data, DatagramFlags) {
+    received.push_back(data.size());
+    if (received.size() == 2) loop.quit();
+  });
+  receiver.start();
+  const InetAddress to = receiver.localAddress();
+  const std::vector<Refusal> refusals = {
+      {"65,508 bytes over IPv4", to, 65508, EMSGSIZE},
+      {"an IPv6 peer of an IPv4 socket", InetAddress("::1", to.port()), 10, EAFNOSUPPORT},
+      {"port 0", InetAddress("127.0.0.1", 0), 10, EINVAL},
+  };
+  UdpSocket sock(&loop, {.bind = loopback(false)});
+  int lateErrors = 0;
+  sock.setErrorCallback([&](std::string_view call, int err) {
+    ++lateErrors;
+    ADD_FAILURE() << call << ": " << std::strerror(err);
+  });
+  sock.setReceiveCallback([&](const InetAddress&, std::string_view, DatagramFlags) {
+    expectRefusedAtOnce(sock, refusals, to, 65507);
+  });
+  sock.start();
+  expectRefusedAtOnce(sock, refusals, to, 65507);
+  UdpSocket trigger(&loop, {.bind = loopback(false)});
+  trigger.start();
+  EXPECT_EQ(trigger.sendTo(sock.localAddress(), "go"), SendResult::kSent);
+  loop.loop();
+  ASSERT_FALSE(timedOut_);
+  EXPECT_EQ(received, (std::vector<size_t>{65507, 65507}));
+  EXPECT_EQ(lateErrors, 0);
+  EXPECT_EQ(sock.errors(), 2 * refusals.size());
+  EXPECT_EQ(sock.sentDatagrams(), 2u);
+}
+
+// An IPv6 socket takes 20 bytes more, and one that is IPv6-only cannot
+// reach IPv4 peers (plain or IPv4-mapped): refused at once too.
+TEST_P(UdpSocketTest, AnIpv6SocketsRefusalsAreErrorsAtOnce) {
+  EventLoop loop(GetParam());
+  armWatchdog(loop);
+  UdpSocket receiver(&loop, {.bind = loopback(true)});
+  size_t received = 0;
+  receiver.setReceiveCallback([&](const InetAddress&, std::string_view data, DatagramFlags) {
+    received = data.size();
+    loop.quit();
+  });
+  receiver.start();
+  const InetAddress to = receiver.localAddress();
+  UdpSocket v4(&loop, {.bind = loopback(false)});
+  v4.start();
+  // ::1 is an IPv6-only bind (the kernel's v6only for a non-wildcard
+  // address does not matter: the socket cannot have an IPv4 source).
+  UdpSocket sock(&loop, {.bind = loopback(true)});
+  sock.start();
+  const int v6only = [&] {
+    int on = 0;
+    socklen_t len = sizeof on;
+    return ::getsockopt(sock.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &on, &len) == 0 ? on : -1;
+  }();
+  std::vector<Refusal> refusals = {
+      {"65,528 bytes over IPv6", to, 65528, EMSGSIZE},
+      {"port 0", InetAddress("::1", 0), 10, EINVAL},
+  };
+  if (v6only == 1) {
+    refusals.push_back({"IPv4 from an IPv6-only socket", v4.localAddress(), 10, ENETUNREACH});
+    refusals.push_back({"IPv4-mapped from an IPv6-only socket",
+                        InetAddress("::ffff:127.0.0.1", v4.localAddress().port()), 10,
+                        ENETUNREACH});
+  }
+  expectRefusedAtOnce(sock, refusals, to, 65527);
+  loop.loop();
+  ASSERT_FALSE(timedOut_);
+  EXPECT_EQ(received, 65527u);
+  EXPECT_EQ(sock.errors(), refusals.size());
 }
 
 TEST_P(UdpSocketTest, AConnectedSocketReportsIcmpPortUnreachable) {

@@ -3,7 +3,9 @@
 # each backend: 1,000,000 datagrams of mixed sizes (1 to 65,507 bytes)
 # echoed and verified byte for byte, with a window that keeps loopback
 # lossless (--verify fails the run on any loss); the counts are printed for
-# the record. Then IPv6, a --threads server (SO_REUSEPORT sockets on loop
+# the record. An echo that comes after the client's --timeout-ms is late,
+# not lost (udp_echo_client waits for stragglers while echoes keep coming),
+# so a machine slowed by other work cannot fail the run. Then IPv6, a --threads server (SO_REUSEPORT sockets on loop
 # threads), and --sink: the counts the server prints on SIGTERM must match
 # what the client sent.
 set -euo pipefail
@@ -85,6 +87,26 @@ for backend in epoll uring; do
   echo "$name: server $summary"
   [[ $(field received "$summary") -eq $COUNT && $(field echoed "$summary") -eq $COUNT ]] ||
     fail "$name: server counts: $summary"
+
+  # A server that stalls (stopped for longer than the client's timeout, as
+  # a loaded machine can stall it): every echo is late, none lost.
+  name="stall.$backend"
+  start_server "$name" --backend "$backend"
+  kill -STOP "$server_pid"
+  timeout -k 5 120 "$CLIENT" --server "127.0.0.1:$port" --backend "$backend" --flows 2 \
+    --window 4 --size 64 --count 2000 --timeout-ms 100 --verify \
+    >"$WORK/$name.client.out" 2>"$WORK/$name.client.err" &
+  client_pid=$!
+  sleep 0.5  # the stall itself
+  kill -CONT "$server_pid"
+  status=0
+  wait "$client_pid" || status=$?
+  line=$(cat "$WORK/$name.client.out")
+  echo "$name: $line"
+  [[ $status -eq 0 && $(field received "$line") -eq 2000 && $(field lost "$line") -eq 0 ]] ||
+    fail "$name: client exit status $status: $line $(cat "$WORK/$name.client.err")"
+  [[ $(field late "$line") -gt 0 ]] || fail "$name: no echo was late: $line"
+  stop_server "$name"
 
   name="ipv6.$backend"
   start_server "$name" --backend "$backend" --address ::1
