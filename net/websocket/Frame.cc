@@ -46,10 +46,9 @@ void maskCopy(char* dest, const char* src, size_t length, uint32_t key, size_t o
   for (; i < length; ++i) dest[i] = static_cast<char>(src[i] ^ kb[i & 7]);
 }
 
-void appendFrameHeader(Buffer* out, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
-                       std::optional<uint32_t> maskKey) {
-  out->ensureWritableBytes(kMaxFrameHeader);
-  auto* p = reinterpret_cast<unsigned char*>(out->beginWrite());
+size_t writeFrameHeader(char* dest, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
+                        std::optional<uint32_t> maskKey) {
+  auto* p = reinterpret_cast<unsigned char*>(dest);
   size_t n = 0;
   p[n++] = static_cast<unsigned char>((fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) |
                                       static_cast<uint8_t>(opcode));
@@ -71,7 +70,13 @@ void appendFrameHeader(Buffer* out, bool fin, bool rsv1, Opcode opcode, uint64_t
       p[n++] = static_cast<unsigned char>(*maskKey >> shift);
     }
   }
-  out->hasWritten(n);
+  return n;
+}
+
+void appendFrameHeader(Buffer* out, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
+                       std::optional<uint32_t> maskKey) {
+  out->ensureWritableBytes(kMaxFrameHeader);
+  out->hasWritten(writeFrameHeader(out->beginWrite(), fin, rsv1, opcode, payloadLength, maskKey));
 }
 
 void appendFrame(Buffer* out, bool fin, bool rsv1, Opcode opcode, std::string_view payload,

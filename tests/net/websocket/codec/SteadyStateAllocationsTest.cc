@@ -1,7 +1,8 @@
 // Heap allocations in the steady state of an echo over the codec: once the
-// receiver's message string and the output buffer have grown to the largest
-// message, receiving a frame (whole or fragmented, with pings between) and
-// sending it back allocate nothing, in either role. The test counts the
+// message storage the receiver borrows from its pool (as a loop's
+// connections do) and the output buffer have grown to the largest message,
+// receiving a frame (whole or fragmented, with pings between) and sending it
+// back allocate nothing, in either role. The test counts the
 // calls of the global operator new (tests/net/AllocationCounter.h). Not
 // under the sanitizers, which bring their own allocator.
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "net/Buffer.h"
+#include "net/BufferPool.h"
 #include "net/websocket/Receiver.h"
 #include "net/websocket/Sender.h"
 #include "tests/net/AllocationCounter.h"
@@ -58,7 +60,8 @@ void expectNoAllocations(Role self) {
   const Role peer = self == Role::kServer ? Role::kClient : Role::kServer;
   const std::string warmup = peerTraffic(peer, 2);
   const std::string traffic = peerTraffic(peer, 200);
-  Receiver receiver(self);
+  BufferPool pool;
+  Receiver receiver(self, {}, std::nullopt, &pool);
   Sender sender(self);
   Buffer input;
   Buffer output(64 * 1024);
