@@ -23,6 +23,13 @@ namespace libnet::ws {
 using coro::Errc;
 using coro::Task;
 
+namespace {
+
+// A control frame, whole.
+constexpr size_t kControlFrameBytes = kMaxFrameHeader + kMaxControlPayload;
+
+}  // namespace
+
 CoroWebSocket::CoroWebSocket(coro::Stream stream, Role role, const Options& options,
                              std::optional<DeflateParams> params)
     : stream_(std::move(stream)),
@@ -51,18 +58,20 @@ BufferPool& CoroWebSocket::pool() const {
   return LoopInternals::bufferPool(*stream_.connection()->loop());
 }
 
-Buffer* CoroWebSocket::output() {
-  pool().lend(&out_);
+Buffer* CoroWebSocket::output(size_t bytes) {
+  // As WebSocket's: large frames in storage borrowed from the pool, small
+  // ones in out_'s own small storage.
+  if (bytes > out_.writableBytes() && bytes > BufferPool::kSmallCapacity) pool().lend(&out_);
   return &out_;
 }
 
 Task<Errc> CoroWebSocket::flush() {
   if (out_.readableBytes() == 0) co_return Errc::kOk;
   const Errc result = co_await stream_.write(&out_);
-  // Handed over (or dropped): the frames' storage goes back to the loop's
-  // pool, so an idle socket keeps none.
+  // Handed over (or dropped): large frame storage goes back to the loop's
+  // pool, so an idle socket keeps only small storage.
   out_.retrieveAll();
-  pool().reclaim(&out_);
+  if (out_.capacity() > BufferPool::kSmallCapacity) pool().reclaim(&out_);
   co_return result;
 }
 
@@ -93,7 +102,7 @@ Task<Message> CoroWebSocket::read() {
         break;  // after our close, messages are dropped
       case Receiver::Event::kPing:
         if (!closeSent_) {
-          sender_->appendPong(output(), receiver_->payload());
+          sender_->appendPong(output(kControlFrameBytes), receiver_->payload());
           co_await flush();
         }
         break;
@@ -115,7 +124,7 @@ Task<Message> CoroWebSocket::closing(uint16_t code, std::string reason, bool pee
     // answered with the code it calls for and why.
     // An empty reason as a view of "" rather than a null view: the sender
     // copies it with memcpy, which must not be handed a null pointer.
-    sender_->appendClose(output(), code,
+    sender_->appendClose(output(kControlFrameBytes), code,
                          peerClosed ? std::string_view() : std::string_view(reason));
     co_await flush();
   }
@@ -127,20 +136,21 @@ Task<Message> CoroWebSocket::closing(uint16_t code, std::string reason, bool pee
 
 Task<Errc> CoroWebSocket::send(MessageType type, std::string_view payload) {
   if (closeSent_) co_return Errc::kClosed;
-  sender_->appendMessage(output(), type, payload, options_.fragmentSize);
+  sender_->appendMessage(output(framedSize(payload.size(), options_.fragmentSize)), type, payload,
+                         options_.fragmentSize);
   co_return co_await flush();
 }
 
 Task<Errc> CoroWebSocket::ping(std::string_view payload) {
   if (closeSent_) co_return Errc::kClosed;
-  sender_->appendPing(output(), payload);
+  sender_->appendPing(output(kControlFrameBytes), payload);
   co_return co_await flush();
 }
 
 Task<uint16_t> CoroWebSocket::close(uint16_t code, std::string_view reason) {
   if (!closeSent_) {
     closeSent_ = true;
-    sender_->appendClose(output(), code, reason);
+    sender_->appendClose(output(kControlFrameBytes), code, reason);
     co_await flush();
   }
   for (;;) {

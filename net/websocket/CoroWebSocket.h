@@ -102,8 +102,8 @@ class CoroWebSocket {
   // The loop's buffer pool, which lends out_ its storage while it holds
   // frames.
   [[nodiscard]] BufferPool& pool() const;
-  // out_, with storage borrowed for the frames about to be made.
-  Buffer* output();
+  // out_, about to take `bytes` more (storage borrowed when they need it).
+  Buffer* output(size_t bytes);
   coro::Task<coro::Errc> flush();
   // The message to return for a close or an error the Receiver reported.
   coro::Task<Message> closing(uint16_t code, std::string reason, bool peerClosed);

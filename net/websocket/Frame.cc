@@ -24,30 +24,10 @@ uint64_t maskPattern(uint32_t key, size_t offset, unsigned char (&kb)[8]) {
   return pattern;
 }
 
-}  // namespace
-
-void maskPayload(char* data, size_t length, uint32_t key, size_t offset) {
-  maskCopy(data, data, length, key, offset);
-}
-
-void maskCopy(char* dest, const char* src, size_t length, uint32_t key, size_t offset) {
-  unsigned char kb[8];
-  const uint64_t pattern = maskPattern(key, offset, kb);
-  // Eight bytes at a time through memcpy (unaligned-safe; plain loads and
-  // stores, and the loop vectorizes): a multiple of four keeps the key's
-  // phase. dest == src is fine: each word is read before it is written.
-  size_t i = 0;
-  for (; i + 8 <= length; i += 8) {
-    uint64_t word;
-    std::memcpy(&word, src + i, sizeof word);
-    word ^= pattern;
-    std::memcpy(dest + i, &word, sizeof word);
-  }
-  for (; i < length; ++i) dest[i] = static_cast<char>(src[i] ^ kb[i & 7]);
-}
-
-size_t writeFrameHeader(char* dest, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
-                        std::optional<uint32_t> maskKey) {
+// writeFrameHeader()'s body, which appendFrameHeader() inlines: a small
+// message's echo writes a header per message.
+inline size_t writeHeader(char* dest, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
+                          std::optional<uint32_t> maskKey) {
   auto* p = reinterpret_cast<unsigned char*>(dest);
   size_t n = 0;
   p[n++] = static_cast<unsigned char>((fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) |
@@ -73,10 +53,37 @@ size_t writeFrameHeader(char* dest, bool fin, bool rsv1, Opcode opcode, uint64_t
   return n;
 }
 
+}  // namespace
+
+void maskPayload(char* data, size_t length, uint32_t key, size_t offset) {
+  maskCopy(data, data, length, key, offset);
+}
+
+void maskCopy(char* dest, const char* src, size_t length, uint32_t key, size_t offset) {
+  unsigned char kb[8];
+  const uint64_t pattern = maskPattern(key, offset, kb);
+  // Eight bytes at a time through memcpy (unaligned-safe; plain loads and
+  // stores, and the loop vectorizes): a multiple of four keeps the key's
+  // phase. dest == src is fine: each word is read before it is written.
+  size_t i = 0;
+  for (; i + 8 <= length; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, src + i, sizeof word);
+    word ^= pattern;
+    std::memcpy(dest + i, &word, sizeof word);
+  }
+  for (; i < length; ++i) dest[i] = static_cast<char>(src[i] ^ kb[i & 7]);
+}
+
+size_t writeFrameHeader(char* dest, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
+                        std::optional<uint32_t> maskKey) {
+  return writeHeader(dest, fin, rsv1, opcode, payloadLength, maskKey);
+}
+
 void appendFrameHeader(Buffer* out, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
                        std::optional<uint32_t> maskKey) {
   out->ensureWritableBytes(kMaxFrameHeader);
-  out->hasWritten(writeFrameHeader(out->beginWrite(), fin, rsv1, opcode, payloadLength, maskKey));
+  out->hasWritten(writeHeader(out->beginWrite(), fin, rsv1, opcode, payloadLength, maskKey));
 }
 
 void appendFrame(Buffer* out, bool fin, bool rsv1, Opcode opcode, std::string_view payload,

@@ -74,6 +74,14 @@ void maskCopy(char* dest, const char* src, size_t length, uint32_t key, size_t o
   return 2 + (payloadLength <= 125 ? 0 : (payloadLength <= 0xffff ? 2 : 8)) + (masked ? 4 : 0);
 }
 
+// The most bytes a message of `payloadLength` bytes takes as frames of at
+// most `fragmentSize` payload bytes (0: one frame), masked or not: what a
+// sender appends for it, compression aside.
+[[nodiscard]] constexpr size_t framedSize(size_t payloadLength, size_t fragmentSize) {
+  const size_t frames = fragmentSize == 0 ? 1 : payloadLength / fragmentSize + 1;
+  return payloadLength + frames * kMaxFrameHeader;
+}
+
 // Writes a frame header at `dest` (room for kMaxFrameHeader bytes): FIN,
 // RSV1 (permessage-deflate), the opcode, the length in its shortest
 // encoding, and the masking key when one is given (the MASK bit is set

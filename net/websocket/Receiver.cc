@@ -10,6 +10,13 @@ namespace libnet::ws {
 
 namespace {
 
+// A message in one frame this long or shorter is assembled in the
+// receiver's own storage, which it keeps (it is small: BufferPool::reclaim()
+// leaves it); a longer one, a fragmented or a compressed one (whose size
+// is not known yet) in storage borrowed from the pool. Small messages then
+// cost the pool nothing per message.
+constexpr size_t kOwnMessageBytes = BufferPool::kSmallCapacity - Buffer::kCheapPrepend;
+
 // Masked compressed bytes are unmasked into a stack buffer of this size on
 // their way to the inflater, a piece at a time: no buffer of the
 // receiver's own grows with what one read delivers.
@@ -40,9 +47,10 @@ size_t Receiver::heldMemory() const {
 void Receiver::releaseMessage() {
   messageShown_ = false;
   payload_.retrieveAll();
+  if (payload_.capacity() <= BufferPool::kSmallCapacity) return;  // small: kept
   if (pool_ != nullptr) {
     pool_->reclaim(&payload_);
-  } else if (payload_.capacity() > BufferPool::kSmallCapacity) {
+  } else {
     payload_ = Buffer(0);
   }
 }
@@ -133,7 +141,9 @@ Receiver::Event Receiver::startPayload(bool rsv1) {
     compressed_ = rsv1;
     messageType_ = opcode_ == Opcode::kText ? MessageType::kText : MessageType::kBinary;
     payload_.retrieveAll();
-    if (pool_ != nullptr) pool_->lend(&payload_);
+    if (pool_ != nullptr && (compressed_ || !fin_ || frameLength_ > kOwnMessageBytes)) {
+      pool_->lend(&payload_);
+    }
     utf8_.reset();
   }
   if (compressed_) return Event::kNeedMore;  // the inflater checks the inflated size

@@ -23,15 +23,17 @@
 // capacity for the frame is reserved when the header arrives (so within the
 // limits, not only as bytes come).
 //
-// Memory: a message is assembled in storage borrowed from a BufferPool when
-// one is given (the loop's: WebSocket and CoroWebSocket pass it), and given
-// back when the message is done, so an idle receiver holds no message
-// storage whatever the largest message it received, while a busy one
-// allocates nothing per message (buffers change hands). Without a pool,
-// storage beyond BufferPool::kSmallCapacity is freed when the message is
-// done. While a message is in flight its storage is at most
-// maxMessageBytes (plus one Inflater::kChunk when inflating): fragments
-// and inflated output grow it geometrically, but never past the limit.
+// Memory: a message longer than 1 KiB (or fragmented, or compressed) is
+// assembled in storage borrowed from a BufferPool when one is given (the
+// loop's: WebSocket and CoroWebSocket pass it), and given back when the
+// message is done, so an idle receiver holds no large storage whatever the
+// largest message it received, while a busy one allocates nothing per
+// message (buffers change hands); shorter messages use small storage of its
+// own, at most BufferPool::kSmallCapacity, kept. Without a pool, storage
+// beyond that is freed when the message is done. While a message is in
+// flight its storage is at most maxMessageBytes (plus one Inflater::kChunk
+// when inflating): fragments and inflated output grow it geometrically, but
+// never past the limit.
 // Every receive rule
 // of RFC 6455 is enforced; a violation is kError with the close code to send
 // (1002 protocol error, 1007 invalid UTF-8 or invalid deflate data, 1009

@@ -20,6 +20,9 @@ namespace libnet::ws {
 
 namespace {
 
+// A control frame, whole.
+constexpr size_t kControlFrameBytes = kMaxFrameHeader + kMaxControlPayload;
+
 // An application callback, as a log line names it when it throws.
 struct CallbackOf {
   const char* callback;
@@ -40,11 +43,14 @@ struct WebSocket::Codec {
                  loopPool),
         sender(role, params, options.deflate) {}
 
-  // Frames are made in storage borrowed from the loop's pool, given back
+  // `out`, about to take `bytes` more. Frames that need more than small
+  // storage are made in storage borrowed from the loop's pool, given back
   // once they are handed to the connection (flush()): an idle WebSocket
-  // keeps no frame storage, and a busy one allocates none per message.
-  Buffer* output() {
-    pool->lend(&out);
+  // keeps no large frame storage, and a busy one allocates none per
+  // message. Small frames use out's own small storage (BufferPool::reclaim()
+  // leaves it), at no cost to the pool.
+  Buffer* output(size_t bytes) {
+    if (bytes > out.writableBytes() && bytes > BufferPool::kSmallCapacity) pool->lend(&out);
     return &out;
   }
 
@@ -155,7 +161,8 @@ bool WebSocket::handleEvents(const WebSocketPtr& self, Buffer* buf) {
         }
         break;
       case Receiver::Event::kPing:
-        if (!closeSent_) codec_->sender.appendPong(codec_->output(), receiver.payload());
+        if (!closeSent_)
+          codec_->sender.appendPong(codec_->output(kControlFrameBytes), receiver.payload());
         break;
       case Receiver::Event::kPong:
         if (handlers_.onPong) callApp("pong", [&] { handlers_.onPong(self, receiver.payload()); });
@@ -229,7 +236,7 @@ void WebSocket::forceClose() {
 
 void WebSocket::sendCloseFrame(uint16_t code, std::string_view reason) {
   closeSent_ = true;
-  codec_->sender.appendClose(codec_->output(), code, reason);
+  codec_->sender.appendClose(codec_->output(kControlFrameBytes), code, reason);
 }
 
 void WebSocket::startCloseTimer() {
@@ -265,7 +272,7 @@ void WebSocket::onPingTimer() {
   if (!pingOutstanding_ && now - lastInput_ >= options_.pingInterval && !closeSent_) {
     pingOutstanding_ = true;
     codec_->pingSent = now;
-    codec_->sender.appendPing(codec_->output());
+    codec_->sender.appendPing(codec_->output(kControlFrameBytes));
     flush();
   }
   startPingTimer();
@@ -274,7 +281,8 @@ void WebSocket::onPingTimer() {
 SendResult WebSocket::send(MessageType type, std::string_view payload, size_t fragmentSize) {
   if (closeSent_ || state_ == State::kClosed) return SendResult::kClosed;
   if (fragmentSize == 0) fragmentSize = options_.fragmentSize;
-  codec_->sender.appendMessage(codec_->output(), type, payload, fragmentSize);
+  codec_->sender.appendMessage(codec_->output(framedSize(payload.size(), fragmentSize)), type,
+                               payload, fragmentSize);
   return codec_->batching ? room() : flush();
 }
 
@@ -284,7 +292,7 @@ SendResult WebSocket::sendFragment(MessageType type, std::string_view piece, boo
     throw std::logic_error(first ? "WebSocket::sendFragment: a fragmented message is under way"
                                  : "WebSocket::sendFragment: no fragmented message to continue");
   }
-  codec_->sender.appendFragment(codec_->output(), type, piece, fin);
+  codec_->sender.appendFragment(codec_->output(framedSize(piece.size(), 0)), type, piece, fin);
   return codec_->batching ? room() : flush();
 }
 
@@ -293,7 +301,7 @@ SendResult WebSocket::ping(std::string_view payload) {
     throw std::invalid_argument("WebSocket::ping: payload over 125 bytes");
   }
   if (closeSent_ || state_ == State::kClosed) return SendResult::kClosed;
-  codec_->sender.appendPing(codec_->output(), payload);
+  codec_->sender.appendPing(codec_->output(kControlFrameBytes), payload);
   return codec_->batching ? room() : flush();
 }
 
@@ -318,7 +326,7 @@ SendResult WebSocket::flush() {
   Buffer& out = codec_->out;
   if (out.readableBytes() > 0 && state_ != State::kClosed) conn_->send(&out);
   out.retrieveAll();
-  codec_->pool->reclaim(&out);
+  if (out.capacity() > BufferPool::kSmallCapacity) codec_->pool->reclaim(&out);
   return room();
 }
 
