@@ -161,8 +161,9 @@ bool WebSocket::handleEvents(const WebSocketPtr& self, Buffer* buf) {
         }
         break;
       case Receiver::Event::kPing:
-        if (!closeSent_)
+        if (!closeSent_) {
           codec_->sender.appendPong(codec_->output(kControlFrameBytes), receiver.payload());
+        }
         break;
       case Receiver::Event::kPong:
         if (handlers_.onPong) callApp("pong", [&] { handlers_.onPong(self, receiver.payload()); });

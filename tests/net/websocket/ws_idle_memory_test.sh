@@ -17,4 +17,4 @@ done
 PYTHON=/usr/bin/python3  # Debian's: the websockets module is installed for it
 "$PYTHON" -c 'import websockets' 2>/dev/null || fail "python3-websockets is needed (tools/setup.sh)"
 timeout -k 5 600 "$PYTHON" "$root/bench/websocket/ws_idle_memory.py" --bindir "$root" \
-  --connections 8 --settle 3 --max-idle-per-connection $((4 * 1024 * 1024))
+  --connections 8 --settle 2 --max-idle-per-connection $((4 * 1024 * 1024))
