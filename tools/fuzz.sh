@@ -95,9 +95,10 @@ target_spec() {
     websocket)
       sources=(tests/net/websocket/fuzz/ReceiverFuzzer.cc net/websocket/Receiver.cc
         net/websocket/Sender.cc net/websocket/Deflate.cc net/websocket/Frame.cc
-        net/websocket/Utf8.cc net/Buffer.cc net/BufferStorage.cc)
+        net/websocket/Utf8.cc net/Buffer.cc net/BufferPool.cc net/BufferStorage.cc)
       headers=(net/websocket/Receiver.h net/websocket/Sender.h net/websocket/Deflate.h
-        net/websocket/Frame.h net/websocket/Utf8.h net/Buffer.h net/BufferStorage.h)
+        net/websocket/Frame.h net/websocket/GrowWithin.h net/websocket/Utf8.h net/Buffer.h
+        net/BufferPool.h net/BufferStorage.h)
       libs=(-lz)
       seeds_dir=tests/net/websocket/fuzz/corpus
       # A few dozen frames; small-limit mode (bit 2 of the first byte) covers

@@ -7,7 +7,8 @@
 // parser's limits (4xx, then the connection is half-closed and drained so
 // the answer is not lost to a reset), a header deadline (408) and an idle
 // timeout. GET /ws upgrades to a WebSocket that echoes every message
-// (net/websocket/CoroWebSocket.h). With --h2c a connection that starts with
+// (net/websocket/CoroWebSocket.h; with --ws-deflate it accepts
+// permessage-deflate). With --h2c a connection that starts with
 // the HTTP/2 client preface is served as HTTP/2 with prior knowledge
 // (net/http2/CoroServe.h) on the same port, answered by the same handle()
 // (WebSocket stays HTTP/1.1). http_server is the same server on callbacks
@@ -74,7 +75,7 @@ using http::HttpResponse;
 constexpr const char* kUsage =
     "usage: coro_http_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
     "                        [--root DIR] [--idle-timeout S] [--header-timeout S] [--h2c]\n"
-    "                        [--drain-timeout S]\n"
+    "                        [--drain-timeout S] [--ws-deflate]\n"
     "\n"
     "  --address ADDR      numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N            TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -91,6 +92,8 @@ constexpr const char* kUsage =
     "                      timeout is closed\n"
     "  --drain-timeout S   on SIGINT/SIGTERM, connections still open after S seconds of\n"
     "                      draining are closed; 0 closes them at once (default 10)\n"
+    "  --ws-deflate        GET /ws accepts permessage-deflate (RFC 7692) when the client\n"
+    "                      offers it\n"
     "  --help              print this help and exit\n"
     "\n"
     "Prints \"coro_http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM drains it:\n"
@@ -122,6 +125,8 @@ struct Site {
   // the session configuration's handler.
   bool h2c = false;
   http2::ServerSession::Config http2{};
+  // GET /ws (--ws-deflate: deflate.enabled).
+  ws::Options webSocket{};
 };
 
 std::string_view currentDate() {
@@ -196,9 +201,10 @@ coro::Task<bool> lastRequestInGrace(coro::Stream& stream, MonoTime since) {
 
 // GET /ws: the connection becomes a WebSocket that echoes every message with
 // its type until the client closes; draining, it closes with 1001.
-coro::Task<> echoWebSocket(coro::Stream stream, const HttpRequest& request) {
+coro::Task<> echoWebSocket(coro::Stream stream, const HttpRequest& request,
+                           const ws::Options& options) {
   const std::stop_token drain = coro::drainToken(stream);
-  ws::AcceptResult accepted = co_await ws::accept(std::move(stream), request);
+  ws::AcceptResult accepted = co_await ws::accept(std::move(stream), request, options);
   if (!accepted) co_return;  // answered with the reason and closing
   ws::CoroWebSocket& socket = accepted.socket;
   for (;;) {
@@ -260,7 +266,7 @@ coro::Task<> serveHttp1(coro::Stream stream, const Site* site,
         // The answers so far go first; what the client sent after the
         // request stays in the stream for the WebSocket.
         if (out.readableBytes() > 0 && co_await stream.write(&out) != coro::Errc::kOk) co_return;
-        co_await echoWebSocket(std::move(stream), parser.request());
+        co_await echoWebSocket(std::move(stream), parser.request(), site->webSocket);
         co_return;
       }
       UniqueFd file;
@@ -401,6 +407,7 @@ struct Settings {
   int headerTimeout = 10;
   bool h2c = false;
   int drainTimeout = 10;
+  bool wsDeflate = false;
 };
 
 // What the lifecycle (signals: drain, restart) needs of the server.
@@ -422,6 +429,7 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
   site.headerTimeout = std::chrono::seconds(settings.headerTimeout);
   site.idleTimeout = std::chrono::seconds(settings.idleTimeout);
   site.h2c = settings.h2c;
+  site.webSocket.deflate.enabled = settings.wsDeflate;
   site.http2.handler = [&site](const HttpRequest& request, HttpResponse* response) {
     handle(site, request, response);
   };
@@ -463,6 +471,7 @@ int main(int argc, char* argv[]) {
   flags.addInt("--header-timeout", &settings.headerTimeout, 1, 86400);
   flags.addSwitch("--h2c", &settings.h2c);
   flags.addInt("--drain-timeout", &settings.drainTimeout, 0, 86400);
+  flags.addSwitch("--ws-deflate", &settings.wsDeflate);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
   try {
     serve(settings, std::vector<std::string>(argv, argv + argc));

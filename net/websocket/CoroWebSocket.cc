@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "net/BufferPool.h"
+#include "net/EventLoop.h"
+#include "net/LoopInternals.h"
 #include "net/TcpClient.h"
 #include "net/TcpConnection.h"
 #include "net/coro/Cancel.h"
@@ -20,6 +23,13 @@ namespace libnet::ws {
 using coro::Errc;
 using coro::Task;
 
+namespace {
+
+// A control frame, whole.
+constexpr size_t kControlFrameBytes = kMaxFrameHeader + kMaxControlPayload;
+
+}  // namespace
+
 CoroWebSocket::CoroWebSocket(coro::Stream stream, Role role, const Options& options,
                              std::optional<DeflateParams> params)
     : stream_(std::move(stream)),
@@ -27,7 +37,8 @@ CoroWebSocket::CoroWebSocket(coro::Stream stream, Role role, const Options& opti
       options_(options),
       deflate_(params.has_value()),
       receiver_(std::make_unique<Receiver>(
-          role, ReceiverLimits{options.maxFrameBytes, options.maxMessageBytes}, params)),
+          role, ReceiverLimits{options.maxFrameBytes, options.maxMessageBytes}, params,
+          &LoopInternals::bufferPool(*stream_.connection()->loop()))),
       sender_(std::make_unique<Sender>(role, params, options.deflate)) {}
 
 CoroWebSocket::CoroWebSocket() = default;
@@ -37,9 +48,31 @@ CoroWebSocket::~CoroWebSocket() = default;
 
 void CoroWebSocket::holdClient(std::unique_ptr<TcpClient> client) { client_ = std::move(client); }
 
+size_t CoroWebSocket::heldMemory() const {
+  if (!stream_) return 0;
+  return stream_.connection()->bufferCapacity() + out_.capacity() + receiver_->heldMemory() +
+         sender_->heldMemory();
+}
+
+BufferPool& CoroWebSocket::pool() const {
+  return LoopInternals::bufferPool(*stream_.connection()->loop());
+}
+
+Buffer* CoroWebSocket::output(size_t bytes) {
+  // As WebSocket's: large frames in storage borrowed from the pool, small
+  // ones in out_'s own small storage.
+  if (bytes > out_.writableBytes() && bytes > BufferPool::kSmallCapacity) pool().lend(&out_);
+  return &out_;
+}
+
 Task<Errc> CoroWebSocket::flush() {
   if (out_.readableBytes() == 0) co_return Errc::kOk;
-  co_return co_await stream_.write(&out_);
+  const Errc result = co_await stream_.write(&out_);
+  // Handed over (or dropped): large frame storage goes back to the loop's
+  // pool, so an idle socket keeps only small storage.
+  out_.retrieveAll();
+  if (out_.capacity() > BufferPool::kSmallCapacity) pool().reclaim(&out_);
+  co_return result;
 }
 
 Task<Message> CoroWebSocket::read() {
@@ -60,13 +93,16 @@ Task<Message> CoroWebSocket::read() {
       }
       case Receiver::Event::kMessage:
         if (!closeSent_) {
-          co_return Message{.type = receiver_->messageType(),
-                            .payload = std::move(receiver_->payload())};
+          Message message{.type = receiver_->messageType(),
+                          .payload = std::string(receiver_->payload())};
+          // The caller has its copy, and may not read again for long.
+          receiver_->releaseMessage();
+          co_return message;
         }
         break;  // after our close, messages are dropped
       case Receiver::Event::kPing:
         if (!closeSent_) {
-          sender_->appendPong(&out_, receiver_->payload());
+          sender_->appendPong(output(kControlFrameBytes), receiver_->payload());
           co_await flush();
         }
         break;
@@ -88,7 +124,8 @@ Task<Message> CoroWebSocket::closing(uint16_t code, std::string reason, bool pee
     // answered with the code it calls for and why.
     // An empty reason as a view of "" rather than a null view: the sender
     // copies it with memcpy, which must not be handed a null pointer.
-    sender_->appendClose(&out_, code, peerClosed ? std::string_view() : std::string_view(reason));
+    sender_->appendClose(output(kControlFrameBytes), code,
+                         peerClosed ? std::string_view() : std::string_view(reason));
     co_await flush();
   }
   // Half-close once the close frame is out: the connection ends when the
@@ -99,20 +136,21 @@ Task<Message> CoroWebSocket::closing(uint16_t code, std::string reason, bool pee
 
 Task<Errc> CoroWebSocket::send(MessageType type, std::string_view payload) {
   if (closeSent_) co_return Errc::kClosed;
-  sender_->appendMessage(&out_, type, payload, options_.fragmentSize);
+  sender_->appendMessage(output(framedSize(payload.size(), options_.fragmentSize)), type, payload,
+                         options_.fragmentSize);
   co_return co_await flush();
 }
 
 Task<Errc> CoroWebSocket::ping(std::string_view payload) {
   if (closeSent_) co_return Errc::kClosed;
-  sender_->appendPing(&out_, payload);
+  sender_->appendPing(output(kControlFrameBytes), payload);
   co_return co_await flush();
 }
 
 Task<uint16_t> CoroWebSocket::close(uint16_t code, std::string_view reason) {
   if (!closeSent_) {
     closeSent_ = true;
-    sender_->appendClose(&out_, code, reason);
+    sender_->appendClose(output(kControlFrameBytes), code, reason);
     co_await flush();
   }
   for (;;) {

@@ -47,6 +47,7 @@
 #include "net/websocket/WebSocketClient.h"
 
 namespace libnet {
+class BufferPool;
 class EventLoop;
 class TcpClient;
 }  // namespace libnet
@@ -90,11 +91,19 @@ class CoroWebSocket {
                                            std::string_view reason = {});
 
   [[nodiscard]] bool deflate() const { return deflate_; }
+  // Heap memory held for this socket: its connection's buffers, its frame
+  // and message storage and its zlib state (as WebSocket::heldMemory()).
+  [[nodiscard]] size_t heldMemory() const;
   [[nodiscard]] coro::Stream& stream() { return stream_; }
   // Keeps the client that made the connection (coroutine connect()).
   void holdClient(std::unique_ptr<TcpClient> client);
 
  private:
+  // The loop's buffer pool, which lends out_ its storage while it holds
+  // frames.
+  [[nodiscard]] BufferPool& pool() const;
+  // out_, about to take `bytes` more (storage borrowed when they need it).
+  Buffer* output(size_t bytes);
   coro::Task<coro::Errc> flush();
   // The message to return for a close or an error the Receiver reported.
   coro::Task<Message> closing(uint16_t code, std::string reason, bool peerClosed);
@@ -110,7 +119,7 @@ class CoroWebSocket {
   bool closeReceived_ = false;
   std::unique_ptr<Receiver> receiver_;
   std::unique_ptr<Sender> sender_;
-  Buffer out_;
+  Buffer out_{0};
 };
 
 struct AcceptResult {

@@ -4,8 +4,13 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "net/websocket/GrowWithin.h"
 
 namespace libnet::ws {
 
@@ -223,10 +228,50 @@ std::optional<DeflateParams> acceptResponse(std::string_view responseValue,
   return checkResponse(response, options, error);
 }
 
+// ---- zlib's memory ----
+
+namespace {
+
+// zlib's allocations for one stream, counted (heldMemory()): each block
+// carries its size in front, at an offset that keeps the block aligned as
+// malloc's are.
+struct ZlibMemory {
+  static constexpr size_t kHeader = alignof(std::max_align_t);
+
+  static voidpf allocate(voidpf opaque, uInt items, uInt size) {
+    const size_t bytes = size_t{items} * size;
+    auto* block = static_cast<char*>(std::malloc(kHeader + bytes));
+    if (block == nullptr) return Z_NULL;
+    std::memcpy(block, &bytes, sizeof bytes);
+    static_cast<ZlibMemory*>(opaque)->held += bytes;
+    return block + kHeader;
+  }
+
+  static void release(voidpf opaque, voidpf address) {
+    char* block = static_cast<char*>(address) - kHeader;
+    size_t bytes;
+    std::memcpy(&bytes, block, sizeof bytes);
+    static_cast<ZlibMemory*>(opaque)->held -= bytes;
+    std::free(block);
+  }
+
+  // Before the stream's init: zlib allocates through this from then on.
+  void attach(z_stream* z) {
+    z->zalloc = allocate;
+    z->zfree = release;
+    z->opaque = this;
+  }
+
+  size_t held = 0;
+};
+
+}  // namespace
+
 // ---- Deflater ----
 
 struct Deflater::Stream {
   z_stream z{};
+  ZlibMemory memory;
 };
 
 Deflater::Deflater(Role self, const DeflateParams& params, int level)
@@ -236,6 +281,7 @@ Deflater::Deflater(Role self, const DeflateParams& params, int level)
   int bits = self == Role::kServer ? params.serverMaxWindowBits : params.clientMaxWindowBits;
   // zlib refuses -8 for raw deflate; 9 is compatible (see the header).
   bits = std::clamp(bits, 9, 15);
+  stream_->memory.attach(&stream_->z);
   int rc =
       deflateInit2(&stream_->z, std::clamp(level, 0, 9), Z_DEFLATED, -bits, 8, Z_DEFAULT_STRATEGY);
   if (rc != Z_OK) throw std::bad_alloc();
@@ -243,10 +289,14 @@ Deflater::Deflater(Role self, const DeflateParams& params, int level)
 
 Deflater::~Deflater() { deflateEnd(&stream_->z); }
 
-void Deflater::compress(std::string_view message, std::string* out) {
+size_t Deflater::heldMemory() const { return stream_->memory.held; }
+
+void Deflater::compress(std::string_view message, Buffer* out) {
   z_stream& z = stream_->z;
-  out->resize(deflateBound(&z, message.size()) + 16);
-  size_t produced = 0;
+  const size_t start = out->readableBytes();
+  // A small message's whole output at once; a large one's a chunk at a time
+  // (the buffer then grows geometrically as deflate fills it).
+  size_t room = std::min<size_t>(deflateBound(&z, message.size()) + 16, kChunk);
   size_t fed = 0;
   for (;;) {
     if (z.avail_in == 0 && fed < message.size()) {
@@ -256,34 +306,42 @@ void Deflater::compress(std::string_view message, std::string* out) {
       fed += slice;
     }
     const bool last = fed == message.size();
-    if (produced == out->size()) out->resize(out->size() * 2);
-    const size_t room = std::min(out->size() - produced, kMaxSlice);
-    z.next_out = reinterpret_cast<Bytef*>(out->data() + produced);
-    z.avail_out = static_cast<uInt>(room);
+    out->ensureWritableBytes(room);
+    const size_t avail = std::min(out->writableBytes(), kMaxSlice);
+    z.next_out = reinterpret_cast<Bytef*>(out->beginWrite());
+    z.avail_out = static_cast<uInt>(avail);
     int rc = deflate(&z, last ? Z_SYNC_FLUSH : Z_NO_FLUSH);
-    produced += room - z.avail_out;
+    out->hasWritten(avail - z.avail_out);
     assert(rc == Z_OK || rc == Z_BUF_ERROR);
     (void)rc;
     // Done once a flushing call left output space: all input taken, flush
     // complete.
     if (last && z.avail_out != 0 && z.avail_in == 0) break;
+    room = kChunk;
   }
-  out->resize(produced);
-  if (out->size() >= 4 && std::memcmp(out->data() + out->size() - 4, kTail, 4) == 0) {
-    out->resize(out->size() - 4);
+  const size_t produced = out->readableBytes() - start;
+  if (produced >= 4 && std::memcmp(out->peek() + out->readableBytes() - 4, kTail, 4) == 0) {
+    out->unwrite(4);
   }
   // An empty message right after another emits nothing (the stream is
   // already flushed); its payload is then the one byte of an empty stored
   // block's header, which the receiver's 00 00 ff ff completes (RFC 7692
   // 7.2.3.6). An empty payload would not decode.
-  if (out->empty()) out->push_back('\0');
+  if (out->readableBytes() == start) out->append(std::string_view("\0", 1));
   if (noContextTakeover_) deflateReset(&z);
+}
+
+void Deflater::compress(std::string_view message, std::string* out) {
+  Buffer buffer(0);
+  compress(message, &buffer);
+  out->assign(buffer.view());
 }
 
 // ---- Inflater ----
 
 struct Inflater::Stream {
   z_stream z{};
+  ZlibMemory memory;
   // A final block ended the stream and nothing came after it yet.
   bool ended = false;
 };
@@ -293,29 +351,15 @@ Inflater::Inflater(Role self, const DeflateParams& params)
       noContextTakeover_(self == Role::kServer ? params.clientNoContextTakeover
                                                : params.serverNoContextTakeover) {
   int bits = self == Role::kServer ? params.clientMaxWindowBits : params.serverMaxWindowBits;
+  stream_->memory.attach(&stream_->z);
   if (inflateInit2(&stream_->z, -std::clamp(bits, 8, 15)) != Z_OK) throw std::bad_alloc();
 }
 
 Inflater::~Inflater() { inflateEnd(&stream_->z); }
 
-namespace {
+size_t Inflater::heldMemory() const { return stream_->memory.held; }
 
-// Grows *out's size to `size`, never reserving past `cap` bytes: the
-// string's own growth would double its capacity, up to twice the limit.
-void growBounded(std::string* out, size_t size, size_t cap) {
-  if (size > out->capacity()) {
-    size_t target = std::min(std::max(size, out->capacity() * 2), std::max(cap, size));
-    std::string grown;
-    grown.reserve(target);
-    grown.assign(*out);
-    out->swap(grown);
-  }
-  out->resize(size);
-}
-
-}  // namespace
-
-Inflater::Result Inflater::feed(std::string_view compressed, std::string* out, size_t limit) {
+Inflater::Result Inflater::feed(std::string_view compressed, Buffer* out, size_t limit) {
   do {
     const std::string_view slice = compressed.substr(0, kMaxSlice);
     compressed.remove_prefix(slice.size());
@@ -325,7 +369,7 @@ Inflater::Result Inflater::feed(std::string_view compressed, std::string* out, s
   return Result::kOk;
 }
 
-Inflater::Result Inflater::finish(std::string* out, size_t limit) {
+Inflater::Result Inflater::finish(Buffer* out, size_t limit) {
   Result result = run(kTail, sizeof kTail, out, limit);
   if (result != Result::kOk) return result;
   // The tail completes an empty stored block, so a well-formed message ends
@@ -340,22 +384,44 @@ Inflater::Result Inflater::finish(std::string* out, size_t limit) {
   return result;
 }
 
-Inflater::Result Inflater::run(const char* data, size_t length, std::string* out, size_t limit) {
+Inflater::Result Inflater::feed(std::string_view compressed, std::string* out, size_t limit) {
+  Buffer buffer(0);
+  buffer.append(*out);
+  const Result result = feed(compressed, &buffer, limit);
+  out->assign(buffer.view());
+  return result;
+}
+
+Inflater::Result Inflater::finish(std::string* out, size_t limit) {
+  Buffer buffer(0);
+  buffer.append(*out);
+  const Result result = finish(&buffer, limit);
+  out->assign(buffer.view());
+  return result;
+}
+
+Inflater::Result Inflater::run(const char* data, size_t length, Buffer* out, size_t limit) {
   z_stream& z = stream_->z;
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
   z.avail_in = static_cast<uInt>(length);
+  // (No limit at all: SIZE_MAX, which a chunk more would wrap to a chunk.)
+  const size_t cap = limit > SIZE_MAX - kChunk ? SIZE_MAX : limit + kChunk;
   for (;;) {
-    const size_t used = out->size();
+    const size_t used = out->readableBytes();
     if (used > limit) return Result::kTooBig;
     unsigned char probe;
+    // Room for a chunk, within the limit (the buffer's capacity stays within
+    // the limit plus a chunk); at the limit, one byte of probe shows whether
+    // more would come.
     const size_t chunk = std::min(kChunk, limit - used);
-    if (chunk > 0) growBounded(out, used + chunk, limit + kChunk);
-    z.next_out = chunk > 0 ? reinterpret_cast<Bytef*>(out->data() + used) : &probe;
-    z.avail_out = chunk > 0 ? static_cast<uInt>(chunk) : 1;
+    if (chunk > 0) growWithin(out, chunk, cap);
+    const size_t avail = chunk > 0 ? std::min({out->writableBytes(), limit - used, kMaxSlice}) : 1;
+    z.next_out = chunk > 0 ? reinterpret_cast<Bytef*>(out->beginWrite()) : &probe;
+    z.avail_out = static_cast<uInt>(avail);
     const uInt inBefore = z.avail_in;
     int rc = inflate(&z, Z_SYNC_FLUSH);
     if (chunk > 0) {
-      out->resize(used + chunk - z.avail_out);
+      out->hasWritten(avail - z.avail_out);
     } else if (z.avail_out == 0) {
       return Result::kTooBig;  // the limit is reached and more output came
     }
@@ -367,7 +433,7 @@ Inflater::Result Inflater::run(const char* data, size_t length, std::string* out
     } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
       return Result::kCorrupt;
     }
-    const bool progress = z.avail_in != inBefore || out->size() != used;
+    const bool progress = z.avail_in != inBefore || out->readableBytes() != used;
     if (z.avail_out != 0 && z.avail_in == 0) return Result::kOk;
     if (!progress && rc != Z_STREAM_END) return Result::kCorrupt;
   }

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "net/Buffer.h"
 #include "net/websocket/Frame.h"
 
 namespace libnet::ws {
@@ -79,17 +80,31 @@ struct DeflateParams {
 
 // Compresses whole messages for the side `self` sends, with that side's
 // agreed window and context takeover.
+//
+// Memory: zlib's state, allocated once and kept (heldMemory(): about 262 KiB
+// at windowBits 15 and zlib's memLevel 8), whatever the messages. The
+// output goes straight into the caller's buffer, grown a chunk at a time
+// as deflate fills it, never sized to deflate's worst case for the whole
+// message.
 class Deflater {
  public:
+  // Output room made per deflate() call when the buffer has less.
+  static constexpr size_t kChunk = 16 * 1024;
+
   Deflater(Role self, const DeflateParams& params, int level = 6);
   ~Deflater();
   Deflater(const Deflater&) = delete;
   Deflater& operator=(const Deflater&) = delete;
 
-  // Replaces *out with the compressed message (raw deflate, flushed with
+  // Appends the compressed message to *out (raw deflate, flushed with
   // Z_SYNC_FLUSH, the trailing 00 00 ff ff removed, RFC 7692 7.2.1); never
   // empty (an empty message is the single byte 00).
+  void compress(std::string_view message, Buffer* out);
+  // The same, replacing *out (a convenience: the bytes are copied once more).
   void compress(std::string_view message, std::string* out);
+
+  // Bytes zlib has allocated for this stream.
+  [[nodiscard]] size_t heldMemory() const;
 
  private:
   struct Stream;
@@ -98,6 +113,10 @@ class Deflater {
 };
 
 // Decompresses the messages the peer of `self` sends.
+//
+// Memory: zlib's state (about 7 KiB), and its window (1 << windowBits bytes)
+// from the first message on, kept: with context takeover the peer's next
+// message may refer to the bytes of the ones before.
 class Inflater {
  public:
   enum class Result {
@@ -116,19 +135,25 @@ class Inflater {
   Inflater& operator=(const Inflater&) = delete;
 
   // Inflates the next compressed bytes of the current message, appending to
-  // *out, which must never grow past `limit` bytes: kTooBig as soon as it
-  // would (the output grows a bounded chunk at a time, so a tiny input that
-  // inflates hugely costs at most limit plus one chunk of memory).
-  [[nodiscard]] Result feed(std::string_view compressed, std::string* out, size_t limit);
+  // *out, whose readable bytes must never pass `limit`: kTooBig as soon as
+  // they would (the output grows a bounded chunk at a time, so a tiny input
+  // that inflates hugely costs at most limit plus one chunk of memory).
+  [[nodiscard]] Result feed(std::string_view compressed, Buffer* out, size_t limit);
   // Ends the message: inflates the 00 00 ff ff the sender removed and resets
   // the window when the peer does not take context over. kCorrupt also when
   // the message does not end between deflate blocks (an empty payload, or
   // one cut short). After kTooBig or kCorrupt the stream is unusable (the
   // connection is to be closed).
+  [[nodiscard]] Result finish(Buffer* out, size_t limit);
+  // The same into a string (a convenience: the output is copied once more).
+  [[nodiscard]] Result feed(std::string_view compressed, std::string* out, size_t limit);
   [[nodiscard]] Result finish(std::string* out, size_t limit);
 
+  // Bytes zlib has allocated for this stream.
+  [[nodiscard]] size_t heldMemory() const;
+
  private:
-  Result run(const char* data, size_t length, std::string* out, size_t limit);
+  Result run(const char* data, size_t length, Buffer* out, size_t limit);
 
   struct Stream;
   std::unique_ptr<Stream> stream_;

@@ -24,6 +24,35 @@ uint64_t maskPattern(uint32_t key, size_t offset, unsigned char (&kb)[8]) {
   return pattern;
 }
 
+// writeFrameHeader()'s body, which appendFrameHeader() inlines: a small
+// message's echo writes a header per message.
+inline size_t writeHeader(char* dest, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
+                          std::optional<uint32_t> maskKey) {
+  auto* p = reinterpret_cast<unsigned char*>(dest);
+  size_t n = 0;
+  p[n++] = static_cast<unsigned char>((fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) |
+                                      static_cast<uint8_t>(opcode));
+  const unsigned char maskBit = maskKey ? 0x80 : 0;
+  if (payloadLength <= 125) {
+    p[n++] = static_cast<unsigned char>(maskBit | payloadLength);
+  } else if (payloadLength <= 0xffff) {
+    p[n++] = maskBit | 126;
+    p[n++] = static_cast<unsigned char>(payloadLength >> 8);
+    p[n++] = static_cast<unsigned char>(payloadLength);
+  } else {
+    p[n++] = maskBit | 127;
+    for (int shift = 56; shift >= 0; shift -= 8) {
+      p[n++] = static_cast<unsigned char>(payloadLength >> shift);
+    }
+  }
+  if (maskKey) {
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      p[n++] = static_cast<unsigned char>(*maskKey >> shift);
+    }
+  }
+  return n;
+}
+
 }  // namespace
 
 void maskPayload(char* data, size_t length, uint32_t key, size_t offset) {
@@ -46,32 +75,15 @@ void maskCopy(char* dest, const char* src, size_t length, uint32_t key, size_t o
   for (; i < length; ++i) dest[i] = static_cast<char>(src[i] ^ kb[i & 7]);
 }
 
+size_t writeFrameHeader(char* dest, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
+                        std::optional<uint32_t> maskKey) {
+  return writeHeader(dest, fin, rsv1, opcode, payloadLength, maskKey);
+}
+
 void appendFrameHeader(Buffer* out, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
                        std::optional<uint32_t> maskKey) {
   out->ensureWritableBytes(kMaxFrameHeader);
-  auto* p = reinterpret_cast<unsigned char*>(out->beginWrite());
-  size_t n = 0;
-  p[n++] = static_cast<unsigned char>((fin ? 0x80 : 0) | (rsv1 ? 0x40 : 0) |
-                                      static_cast<uint8_t>(opcode));
-  const unsigned char maskBit = maskKey ? 0x80 : 0;
-  if (payloadLength <= 125) {
-    p[n++] = static_cast<unsigned char>(maskBit | payloadLength);
-  } else if (payloadLength <= 0xffff) {
-    p[n++] = maskBit | 126;
-    p[n++] = static_cast<unsigned char>(payloadLength >> 8);
-    p[n++] = static_cast<unsigned char>(payloadLength);
-  } else {
-    p[n++] = maskBit | 127;
-    for (int shift = 56; shift >= 0; shift -= 8) {
-      p[n++] = static_cast<unsigned char>(payloadLength >> shift);
-    }
-  }
-  if (maskKey) {
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      p[n++] = static_cast<unsigned char>(*maskKey >> shift);
-    }
-  }
-  out->hasWritten(n);
+  out->hasWritten(writeHeader(out->beginWrite(), fin, rsv1, opcode, payloadLength, maskKey));
 }
 
 void appendFrame(Buffer* out, bool fin, bool rsv1, Opcode opcode, std::string_view payload,

@@ -68,10 +68,29 @@ void maskPayload(char* data, size_t length, uint32_t key, size_t offset = 0);
 // must not overlap): one pass over the bytes instead of two.
 void maskCopy(char* dest, const char* src, size_t length, uint32_t key, size_t offset = 0);
 
-// Appends a frame header: FIN, RSV1 (permessage-deflate), the opcode, the
-// length in its shortest encoding, and the masking key when one is given
-// (the MASK bit is set exactly then). The payload is the caller's to append,
-// masked with the same key.
+// The size of the header appendFrameHeader() writes for a payload of
+// `payloadLength` bytes, with a masking key or without.
+[[nodiscard]] constexpr size_t frameHeaderSize(uint64_t payloadLength, bool masked) {
+  return 2 + (payloadLength <= 125 ? 0 : (payloadLength <= 0xffff ? 2 : 8)) + (masked ? 4 : 0);
+}
+
+// The most bytes a message of `payloadLength` bytes takes as frames of at
+// most `fragmentSize` payload bytes (0: one frame), masked or not: what a
+// sender appends for it, compression aside.
+[[nodiscard]] constexpr size_t framedSize(size_t payloadLength, size_t fragmentSize) {
+  const size_t frames = fragmentSize == 0 ? 1 : payloadLength / fragmentSize + 1;
+  return payloadLength + frames * kMaxFrameHeader;
+}
+
+// Writes a frame header at `dest` (room for kMaxFrameHeader bytes): FIN,
+// RSV1 (permessage-deflate), the opcode, the length in its shortest
+// encoding, and the masking key when one is given (the MASK bit is set
+// exactly then). Returns its size, frameHeaderSize().
+size_t writeFrameHeader(char* dest, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
+                        std::optional<uint32_t> maskKey);
+
+// Appends the header writeFrameHeader() makes. The payload is the caller's
+// to append, masked with the same key.
 void appendFrameHeader(Buffer* out, bool fin, bool rsv1, Opcode opcode, uint64_t payloadLength,
                        std::optional<uint32_t> maskKey);
 

@@ -3,22 +3,60 @@
 #include <algorithm>
 #include <cstring>
 
+#include "net/BufferPool.h"
+#include "net/websocket/GrowWithin.h"
+
 namespace libnet::ws {
 
 namespace {
 
+// A message in one frame this long or shorter is assembled in the
+// receiver's own storage, which it keeps (it is small: BufferPool::reclaim()
+// leaves it); a longer one, a fragmented or a compressed one (whose size
+// is not known yet) in storage borrowed from the pool. Small messages then
+// cost the pool nothing per message.
+constexpr size_t kOwnMessageBytes = BufferPool::kSmallCapacity - Buffer::kCheapPrepend;
+
+// Masked compressed bytes are unmasked into a stack buffer of this size on
+// their way to the inflater, a piece at a time: no buffer of the
+// receiver's own grows with what one read delivers.
+constexpr size_t kUnmaskPiece = 16 * 1024;
+
 bool isKnownOpcode(uint8_t opcode) { return opcode <= 2 || (opcode >= 8 && opcode <= 10); }
+
+// Heap bytes behind a string (none while it fits its inline buffer).
+size_t heapBytes(const std::string& s) {
+  return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
+}
 
 }  // namespace
 
-Receiver::Receiver(Role self, ReceiverLimits limits, const std::optional<DeflateParams>& deflate)
-    : self_(self), limits_(limits) {
+Receiver::Receiver(Role self, ReceiverLimits limits, const std::optional<DeflateParams>& deflate,
+                   BufferPool* pool)
+    : self_(self), limits_(limits), pool_(pool) {
   if (deflate) inflater_ = std::make_unique<Inflater>(self, *deflate);
 }
 
 Receiver::~Receiver() = default;
 
+size_t Receiver::heldMemory() const {
+  return payload_.capacity() + heapBytes(control_) + heapBytes(text_) +
+         (inflater_ ? inflater_->heldMemory() : 0);
+}
+
+void Receiver::releaseMessage() {
+  messageShown_ = false;
+  payload_.retrieveAll();
+  if (payload_.capacity() <= BufferPool::kSmallCapacity) return;  // small: kept
+  if (pool_ != nullptr) {
+    pool_->reclaim(&payload_);
+  } else {
+    payload_ = Buffer(0);
+  }
+}
+
 Receiver::Event Receiver::next(Buffer* input) {
+  if (messageShown_) releaseMessage();
   if (done_ != Event::kNeedMore) return done_;
   for (;;) {
     if (phase_ == Phase::kHeader) {
@@ -102,15 +140,19 @@ Receiver::Event Receiver::startPayload(bool rsv1) {
     inMessage_ = true;
     compressed_ = rsv1;
     messageType_ = opcode_ == Opcode::kText ? MessageType::kText : MessageType::kBinary;
-    payload_.clear();
+    payload_.retrieveAll();
+    if (pool_ != nullptr && (compressed_ || !fin_ || frameLength_ > kOwnMessageBytes)) {
+      pool_->lend(&payload_);
+    }
     utf8_.reset();
   }
   if (compressed_) return Event::kNeedMore;  // the inflater checks the inflated size
-  if (payload_.size() + frameLength_ > limits_.maxMessageBytes) {
+  if (payload_.readableBytes() + frameLength_ > limits_.maxMessageBytes) {
     return fail(close_code::kMessageTooBig, "message too big");
   }
-  // One allocation for the frame (none once the string is large enough).
-  payload_.reserve(payload_.size() + frameLength_);
+  // One allocation for the frame (none when the storage is large enough);
+  // a message in fragments grows within its limit.
+  growWithin(&payload_, static_cast<size_t>(frameLength_), limits_.maxMessageBytes);
   return Event::kNeedMore;
 }
 
@@ -127,9 +169,7 @@ Receiver::Event Receiver::readPayload(Buffer* input) {
     } else if (compressed_) {
       event = consumeCompressed(input->peek(), n);
     } else {
-      const size_t old = payload_.size();
-      payload_.append(input->peek(), n);
-      event = consumeData(payload_.data() + old, n);
+      event = consumeData(input->peek(), n);
     }
     input->retrieve(n);
     frameRead_ += n;
@@ -140,20 +180,39 @@ Receiver::Event Receiver::readPayload(Buffer* input) {
   return endFrame();
 }
 
-// `data` is the new part of payload_ (still masked when masked_).
-Receiver::Event Receiver::consumeData(char* data, size_t length) {
-  if (masked_) maskPayload(data, length, maskKey_, frameRead_);
-  if (messageType_ == MessageType::kText && !utf8_.feed({data, length})) {
+// `data`: the frame's next payload bytes as they came (masked when masked_),
+// copied into payload_ (room reserved by startPayload) and unmasked on the way.
+Receiver::Event Receiver::consumeData(const char* data, size_t length) {
+  growWithin(&payload_, length, limits_.maxMessageBytes);
+  char* dest = payload_.beginWrite();
+  if (masked_) {
+    maskCopy(dest, data, length, maskKey_, frameRead_);
+  } else {
+    std::memcpy(dest, data, length);
+  }
+  payload_.hasWritten(length);
+  if (messageType_ == MessageType::kText && !utf8_.feed({dest, length})) {
     return fail(close_code::kInvalidPayload, "invalid UTF-8 in a text message");
   }
   return Event::kNeedMore;
 }
 
 Receiver::Event Receiver::consumeCompressed(const char* data, size_t length) {
-  scratch_.assign(data, length);
-  if (masked_) maskPayload(scratch_.data(), length, maskKey_, frameRead_);
-  const size_t old = payload_.size();
-  return checkInflated(inflater_->feed(scratch_, &payload_, limits_.maxMessageBytes), old);
+  if (!masked_) {
+    const size_t old = payload_.readableBytes();
+    return checkInflated(inflater_->feed({data, length}, &payload_, limits_.maxMessageBytes), old);
+  }
+  char piece[kUnmaskPiece];
+  for (size_t done = 0; done < length;) {
+    const size_t n = std::min(length - done, sizeof piece);
+    maskCopy(piece, data + done, n, maskKey_, frameRead_ + done);
+    const size_t old = payload_.readableBytes();
+    const Event event =
+        checkInflated(inflater_->feed({piece, n}, &payload_, limits_.maxMessageBytes), old);
+    if (event != Event::kNeedMore) return event;
+    done += n;
+  }
+  return Event::kNeedMore;
 }
 
 Receiver::Event Receiver::checkInflated(Inflater::Result result, size_t old) {
@@ -165,8 +224,7 @@ Receiver::Event Receiver::checkInflated(Inflater::Result result, size_t old) {
     case Inflater::Result::kCorrupt:
       return fail(close_code::kInvalidPayload, "invalid compressed data");
   }
-  if (messageType_ == MessageType::kText &&
-      !utf8_.feed({payload_.data() + old, payload_.size() - old})) {
+  if (messageType_ == MessageType::kText && !utf8_.feed(payload_.view().substr(old))) {
     return fail(close_code::kInvalidPayload, "invalid UTF-8 in a text message");
   }
   return Event::kNeedMore;
@@ -176,7 +234,7 @@ Receiver::Event Receiver::endFrame() {
   if (isControl(opcode_)) return endControl();
   if (!fin_) return Event::kNeedMore;
   if (compressed_) {
-    const size_t old = payload_.size();
+    const size_t old = payload_.readableBytes();
     const Event event = checkInflated(inflater_->finish(&payload_, limits_.maxMessageBytes), old);
     if (event != Event::kNeedMore) return event;
   }
@@ -184,12 +242,13 @@ Receiver::Event Receiver::endFrame() {
     return fail(close_code::kInvalidPayload, "text message ends inside a UTF-8 sequence");
   }
   inMessage_ = false;
-  event_ = &payload_;
+  controlEvent_ = false;
+  messageShown_ = true;
   return Event::kMessage;
 }
 
 Receiver::Event Receiver::endControl() {
-  event_ = &control_;
+  controlEvent_ = true;
   if (opcode_ == Opcode::kPing) return Event::kPing;
   if (opcode_ == Opcode::kPong) return Event::kPong;
   return endClose();
@@ -211,6 +270,7 @@ Receiver::Event Receiver::endClose() {
     text_.assign(reason);
   }
   done_ = Event::kClose;
+  releaseMessage();  // a message cut short by the close: nothing will read it
   return done_;
 }
 
@@ -218,6 +278,7 @@ Receiver::Event Receiver::fail(uint16_t code, const char* reason) {
   closeCode_ = code;
   text_ = reason;
   done_ = Event::kError;
+  releaseMessage();  // up to the limit, for a message refused as too big
   return done_;
 }
 

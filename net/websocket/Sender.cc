@@ -2,6 +2,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 #include <system_error>
@@ -25,6 +26,50 @@ void randomBytes(void* data, size_t length) {
 
 Opcode dataOpcode(MessageType type) {
   return type == MessageType::kText ? Opcode::kText : Opcode::kBinary;
+}
+
+// A compressed message laid out as frames, in place: where each frame's
+// payload is, with `count` frames of `piece` bytes but the last.
+struct FrameLayout {
+  size_t length;  // the payload, all frames together
+  size_t piece;
+  size_t count;
+  size_t header;      // each frame's header but the last one's
+  size_t lastHeader;  // the last frame's
+
+  FrameLayout(size_t payloadLength, size_t fragmentSize, bool masked)
+      : length(payloadLength),
+        piece(fragmentSize == 0 ? payloadLength : std::min(fragmentSize, payloadLength)),
+        count((payloadLength + piece - 1) / piece),
+        header(frameHeaderSize(piece, masked)),
+        lastHeader(frameHeaderSize(size(count - 1), masked)) {}
+
+  [[nodiscard]] size_t size(size_t i) const {
+    return i + 1 < count ? piece : length - (count - 1) * piece;
+  }
+  // Where frame i's payload starts: behind the headers and payloads before it.
+  [[nodiscard]] size_t at(size_t i) const {
+    return i + 1 < count ? (i + 1) * header + i * piece
+                         : (count - 1) * (header + piece) + lastHeader;
+  }
+  [[nodiscard]] size_t total() const { return at(count - 1) + size(count - 1); }
+};
+
+// Moves the payload bytes at data + kMaxFrameHeader (the room left for one
+// header in front of them) to their places in `layout`, each byte once.
+// Frames that move back (their headers take less room than they had) go
+// first, front to back, then those that move forward, back to front, so
+// that no move overwrites bytes still to be moved.
+void spreadPayload(char* data, const FrameLayout& layout) {
+  auto from = [&](size_t i) { return kMaxFrameHeader + i * layout.piece; };
+  size_t forward = 0;
+  while (forward < layout.count && layout.at(forward) <= from(forward)) ++forward;
+  for (size_t i = 0; i < forward; ++i) {
+    std::memmove(data + layout.at(i), data + from(i), layout.size(i));
+  }
+  for (size_t i = layout.count; i-- > forward;) {
+    std::memmove(data + layout.at(i), data + from(i), layout.size(i));
+  }
 }
 
 }  // namespace
@@ -59,11 +104,46 @@ void Sender::appendMessage(Buffer* out, MessageType type, std::string_view paylo
                            size_t fragmentSize) {
   assert(!streaming_);
   if (deflater_ && payload.size() >= minCompressSize_) {
-    deflater_->compress(payload, &compressed_);
-    appendFrames(out, dataOpcode(type), true, compressed_, fragmentSize);
+    appendCompressed(out, dataOpcode(type), payload, fragmentSize);
   } else {
     appendFrames(out, dataOpcode(type), false, payload, fragmentSize);
   }
+}
+
+// The message is deflated straight into `out`, behind room for the longest
+// header; once its compressed length is known, the frames' headers are
+// written in front of their payloads, moved into place (a single frame's
+// by the few bytes its header takes less than the room). Moving the
+// compressed bytes costs a fraction of compressing them, and no buffer of
+// the message's compressed size is kept (or sized to deflate's worst case).
+void Sender::appendCompressed(Buffer* out, Opcode opcode, std::string_view payload,
+                              size_t fragmentSize) {
+  const size_t start = out->readableBytes();
+  out->ensureWritableBytes(kMaxFrameHeader);
+  out->hasWritten(kMaxFrameHeader);
+  deflater_->compress(payload, out);
+  const bool masked = self_ == Role::kClient;
+  const FrameLayout layout(out->readableBytes() - start - kMaxFrameHeader, fragmentSize, masked);
+  const size_t used = out->readableBytes();
+  const size_t needed = start + layout.total();
+  if (needed > used) {
+    out->ensureWritableBytes(needed - used);
+    out->hasWritten(needed - used);
+  }
+  // The readable bytes, writable: `out` owns them (ensureWritableBytes()
+  // turned any view into storage of its own).
+  char* const data = out->beginWrite() - out->readableBytes() + start;
+  spreadPayload(data, layout);
+  for (size_t i = 0; i < layout.count; ++i) {
+    const std::optional<uint32_t> key = nextMaskKey();
+    char* const at = data + layout.at(i);
+    const size_t size = layout.size(i);
+    const size_t header = i + 1 < layout.count ? layout.header : layout.lastHeader;
+    writeFrameHeader(at - header, i + 1 == layout.count, i == 0,
+                     i == 0 ? opcode : Opcode::kContinuation, size, key);
+    if (key) maskPayload(at, size, *key);
+  }
+  if (needed < used) out->unwrite(used - needed);
 }
 
 void Sender::appendFrames(Buffer* out, Opcode opcode, bool rsv1, std::string_view payload,

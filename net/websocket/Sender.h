@@ -4,8 +4,9 @@
 // only asks that keys be unpredictable to the page script, not to the
 // network); a server never masks. With negotiated permessage-deflate,
 // messages of at least DeflateOptions::minMessageSize bytes are compressed
-// (RSV1 on the first frame). No I/O; one per connection, used on that
-// connection's thread only (not thread-safe).
+// (RSV1 on the first frame), straight into the output buffer: the Sender
+// keeps no buffer of its own, only the Deflater's zlib state. No I/O; one
+// per connection, used on that connection's thread only (not thread-safe).
 #pragma once
 
 #include <cstddef>
@@ -50,16 +51,19 @@ class Sender {
   // Whether appendFragment() has started a message that is not finished.
   [[nodiscard]] bool inFragmentedMessage() const { return streaming_; }
 
+  // Heap memory held: the Deflater's zlib state (none without deflate).
+  [[nodiscard]] size_t heldMemory() const { return deflater_ ? deflater_->heldMemory() : 0; }
+
  private:
   std::optional<uint32_t> nextMaskKey();
   void appendFrames(Buffer* out, Opcode opcode, bool rsv1, std::string_view payload,
                     size_t fragmentSize);
+  void appendCompressed(Buffer* out, Opcode opcode, std::string_view payload, size_t fragmentSize);
   void appendControl(Buffer* out, Opcode opcode, std::string_view payload);
 
   Role self_;
   std::unique_ptr<Deflater> deflater_;
   size_t minCompressSize_ = 0;
-  std::string compressed_;
   bool streaming_ = false;
   uint64_t rngState_[2];
 };

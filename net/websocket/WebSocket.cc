@@ -8,7 +8,9 @@
 #include "base/Guarded.h"
 #include "base/Logging.h"
 #include "net/Buffer.h"
+#include "net/BufferPool.h"
 #include "net/EventLoop.h"
+#include "net/LoopInternals.h"
 #include "net/TcpConnection.h"
 #include "net/websocket/Receiver.h"
 #include "net/websocket/Sender.h"
@@ -18,10 +20,8 @@ namespace libnet::ws {
 
 namespace {
 
-// Output staging kept by a WebSocket between sends: a large message's
-// capacity is given back once it has been handed to the connection, so an
-// idle connection does not hold the largest message it ever sent.
-constexpr size_t kKeptOutputCapacity = 64 * 1024;
+// A control frame, whole.
+constexpr size_t kControlFrameBytes = kMaxFrameHeader + kMaxControlPayload;
 
 // An application callback, as a log line names it when it throws.
 struct CallbackOf {
@@ -36,15 +36,30 @@ LogStream& operator<<(LogStream& stream, const CallbackOf& of) {
 }  // namespace
 
 struct WebSocket::Codec {
-  Codec(Role role, const Options& options, const std::optional<DeflateParams>& params)
-      : receiver(role, ReceiverLimits{options.maxFrameBytes, options.maxMessageBytes}, params),
+  Codec(Role role, const Options& options, const std::optional<DeflateParams>& params,
+        BufferPool* loopPool)
+      : pool(loopPool),
+        receiver(role, ReceiverLimits{options.maxFrameBytes, options.maxMessageBytes}, params,
+                 loopPool),
         sender(role, params, options.deflate) {}
 
+  // `out`, about to take `bytes` more. Frames that need more than small
+  // storage are made in storage borrowed from the loop's pool, given back
+  // once they are handed to the connection (flush()): an idle WebSocket
+  // keeps no large frame storage, and a busy one allocates none per
+  // message. Small frames use out's own small storage (BufferPool::reclaim()
+  // leaves it), at no cost to the pool.
+  Buffer* output(size_t bytes) {
+    if (bytes > out.writableBytes() && bytes > BufferPool::kSmallCapacity) pool->lend(&out);
+    return &out;
+  }
+
+  BufferPool* pool;
   Receiver receiver;
   Sender sender;
   // Frames made while a read is being handled go out together, in one
   // write, when it is done (a burst of small messages echoed is one send).
-  Buffer out;
+  Buffer out{0};
   bool batching = false;
   MonoTime pingSent{};
 };
@@ -72,7 +87,8 @@ WebSocket::WebSocket(const TcpConnectionPtr& conn, Role role, const Options& opt
       options_(options),
       deflateParams_(std::move(params)),
       handlers_(std::move(handlers)),
-      codec_(std::make_unique<Codec>(role, options_, deflateParams_)) {}
+      codec_(std::make_unique<Codec>(role, options_, deflateParams_,
+                                     &LoopInternals::bufferPool(*conn->loop()))) {}
 
 WebSocket::~WebSocket() = default;
 
@@ -80,6 +96,11 @@ EventLoop* WebSocket::loop() const { return conn_->loop(); }
 
 size_t WebSocket::queuedOutputBytes() const {
   return conn_->queuedOutputBytes() + codec_->out.readableBytes();
+}
+
+size_t WebSocket::heldMemory() const {
+  return conn_->bufferCapacity() + codec_->out.capacity() + codec_->receiver.heldMemory() +
+         codec_->sender.heldMemory();
 }
 
 template <class F>
@@ -131,11 +152,18 @@ bool WebSocket::handleEvents(const WebSocketPtr& self, Buffer* buf) {
         // for when the peer has read them; the connection keeps it.
         if (conn_->maxQueuedOutput() != 0 && queuedOutputBytes() > conn_->maxQueuedOutput()) {
           flush();
-          if (!conn_->isReading()) return false;
+          if (!conn_->isReading()) {
+            // Paused, possibly for long (a peer that does not read): the
+            // message's storage goes back now.
+            receiver.releaseMessage();
+            return false;
+          }
         }
         break;
       case Receiver::Event::kPing:
-        if (!closeSent_) codec_->sender.appendPong(&codec_->out, receiver.payload());
+        if (!closeSent_) {
+          codec_->sender.appendPong(codec_->output(kControlFrameBytes), receiver.payload());
+        }
         break;
       case Receiver::Event::kPong:
         if (handlers_.onPong) callApp("pong", [&] { handlers_.onPong(self, receiver.payload()); });
@@ -209,7 +237,7 @@ void WebSocket::forceClose() {
 
 void WebSocket::sendCloseFrame(uint16_t code, std::string_view reason) {
   closeSent_ = true;
-  codec_->sender.appendClose(&codec_->out, code, reason);
+  codec_->sender.appendClose(codec_->output(kControlFrameBytes), code, reason);
 }
 
 void WebSocket::startCloseTimer() {
@@ -245,7 +273,7 @@ void WebSocket::onPingTimer() {
   if (!pingOutstanding_ && now - lastInput_ >= options_.pingInterval && !closeSent_) {
     pingOutstanding_ = true;
     codec_->pingSent = now;
-    codec_->sender.appendPing(&codec_->out);
+    codec_->sender.appendPing(codec_->output(kControlFrameBytes));
     flush();
   }
   startPingTimer();
@@ -254,7 +282,8 @@ void WebSocket::onPingTimer() {
 SendResult WebSocket::send(MessageType type, std::string_view payload, size_t fragmentSize) {
   if (closeSent_ || state_ == State::kClosed) return SendResult::kClosed;
   if (fragmentSize == 0) fragmentSize = options_.fragmentSize;
-  codec_->sender.appendMessage(&codec_->out, type, payload, fragmentSize);
+  codec_->sender.appendMessage(codec_->output(framedSize(payload.size(), fragmentSize)), type,
+                               payload, fragmentSize);
   return codec_->batching ? room() : flush();
 }
 
@@ -264,7 +293,7 @@ SendResult WebSocket::sendFragment(MessageType type, std::string_view piece, boo
     throw std::logic_error(first ? "WebSocket::sendFragment: a fragmented message is under way"
                                  : "WebSocket::sendFragment: no fragmented message to continue");
   }
-  codec_->sender.appendFragment(&codec_->out, type, piece, fin);
+  codec_->sender.appendFragment(codec_->output(framedSize(piece.size(), 0)), type, piece, fin);
   return codec_->batching ? room() : flush();
 }
 
@@ -273,7 +302,7 @@ SendResult WebSocket::ping(std::string_view payload) {
     throw std::invalid_argument("WebSocket::ping: payload over 125 bytes");
   }
   if (closeSent_ || state_ == State::kClosed) return SendResult::kClosed;
-  codec_->sender.appendPing(&codec_->out, payload);
+  codec_->sender.appendPing(codec_->output(kControlFrameBytes), payload);
   return codec_->batching ? room() : flush();
 }
 
@@ -298,7 +327,7 @@ SendResult WebSocket::flush() {
   Buffer& out = codec_->out;
   if (out.readableBytes() > 0 && state_ != State::kClosed) conn_->send(&out);
   out.retrieveAll();
-  if (out.writableBytes() > kKeptOutputCapacity) out.shrink(0);
+  if (out.capacity() > BufferPool::kSmallCapacity) codec_->pool->reclaim(&out);
   return room();
 }
 

@@ -125,6 +125,11 @@ class WebSocket : public std::enable_shared_from_this<WebSocket> {
   [[nodiscard]] EventLoop* loop() const;
   // Bytes queued for the peer and not yet written.
   [[nodiscard]] size_t queuedOutputBytes() const;
+  // Heap memory held for this WebSocket: its connection's buffers
+  // (TcpConnection::bufferCapacity()), its frame and message storage and
+  // its zlib state. Idle, it is back to a small bound whatever the messages
+  // were (docs/websocket.md, "Memory").
+  [[nodiscard]] size_t heldMemory() const;
   // The application's own per-connection data.
   [[nodiscard]] std::any& context() { return context_; }
 

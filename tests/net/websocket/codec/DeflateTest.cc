@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "net/Buffer.h"
+
 namespace libnet::ws {
 namespace {
 
@@ -143,18 +145,53 @@ TEST(DeflateTest, BombIsTooBigWithBoundedMemory) {
   ASSERT_LT(compressed.size(), 64u * 1024);
   constexpr size_t kLimit = 1 << 20;
   Inflater inflater(Role::kServer, params);
-  std::string out;
+  Buffer out(0);
   Inflater::Result result = Inflater::Result::kOk;
   size_t fed = 0;
   for (; fed < compressed.size() && result == Inflater::Result::kOk; fed += 1024) {
-    result = inflater.feed(compressed.substr(fed, 1024), &out, kLimit);
+    result = inflater.feed(std::string_view(compressed).substr(fed, 1024), &out, kLimit);
   }
   EXPECT_EQ(result, Inflater::Result::kTooBig);
   // Deflate's ratio tops out near 1032:1, so 1 MiB is passed within the
   // first two kibibytes of input.
   EXPECT_LE(fed, 2048u);
-  EXPECT_LE(out.size(), kLimit);
-  EXPECT_LE(out.capacity(), kLimit + Inflater::kChunk);
+  EXPECT_LE(out.readableBytes(), kLimit);
+  EXPECT_LE(out.capacity(), Buffer::kCheapPrepend + kLimit + Inflater::kChunk);
+}
+
+TEST(DeflateTest, CompressAppendsWithoutSizingForTheWorstCase) {
+  Deflater deflater(Role::kServer, DeflateParams{});
+  Buffer out(0);
+  out.append("head");
+  const std::string message(16 << 20, 'z');
+  deflater.compress(message, &out);
+  ASSERT_EQ(out.view().substr(0, 4), "head");
+  // 16 MiB of one byte deflates to about 16 KB: the buffer grew with the
+  // output, not to deflateBound() of the message (over 16 MiB).
+  EXPECT_LT(out.capacity(), 256u * 1024);
+  Inflater inflater(Role::kClient, DeflateParams{});
+  Buffer inflated(0);
+  ASSERT_EQ(inflater.feed(out.view().substr(4), &inflated, message.size()), Inflater::Result::kOk);
+  ASSERT_EQ(inflater.finish(&inflated, message.size()), Inflater::Result::kOk);
+  EXPECT_TRUE(inflated.view() == message);
+}
+
+TEST(DeflateTest, ZlibStateIsCounted) {
+  Deflater deflater(Role::kServer, DeflateParams{});
+  Inflater inflater(Role::kServer, DeflateParams{});
+  // windowBits 15, memLevel 8: 256 KiB of window, hash chains and pending
+  // output, plus the state.
+  EXPECT_GE(deflater.heldMemory(), 256u * 1024);
+  EXPECT_LT(deflater.heldMemory(), 300u * 1024);
+  const size_t before = inflater.heldMemory();
+  EXPECT_GT(before, 0u);
+  std::string compressed;
+  Deflater peer(Role::kClient, DeflateParams{});
+  peer.compress(std::string(100000, 'x'), &compressed);
+  std::string out;
+  ASSERT_EQ(inflater.feed(compressed, &out, 1 << 20), Inflater::Result::kOk);
+  // The window, allocated at the first output.
+  EXPECT_EQ(inflater.heldMemory(), before + (1u << 15));
 }
 
 TEST(DeflateTest, ExactlyTheLimitIsAllowed) {

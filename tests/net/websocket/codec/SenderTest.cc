@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -98,6 +99,49 @@ TEST(SenderTest, CompressionSetsRsv1OnTheFirstFrameOnly) {
   EXPECT_EQ(receiver.payload(), big);
   ASSERT_EQ(receiver.next(&wire), Receiver::Event::kMessage);
   EXPECT_EQ(receiver.payload(), "short");
+}
+
+// Compressed messages are framed in place, behind whatever the buffer
+// already holds: every fragment size around the header's length encodings
+// (7-bit, 16-bit, 64-bit), both roles (a client's frames masked), against
+// the compressed bytes a separate Deflater makes.
+TEST(SenderTest, CompressedFramesInPlaceForEveryFragmentSize) {
+  std::mt19937 random(43);
+  std::string message(200 * 1024, '\0');
+  for (char& c : message) c = static_cast<char>(random() % 4 == 0 ? random() : 'a');
+  DeflateParams params;
+  params.serverNoContextTakeover = true;
+  params.clientNoContextTakeover = true;
+  std::string compressed;
+  Deflater(Role::kServer, params).compress(message, &compressed);
+  ASSERT_GT(compressed.size(), 70000u);  // some frames need the 64-bit length
+  for (const Role role : {Role::kServer, Role::kClient}) {
+    for (const size_t fragment : {0, 1, 2, 3, 7, 125, 126, 127, 1000, 65535, 65536, 70000}) {
+      Sender sender(role, params);
+      Buffer wire;
+      sender.appendMessage(&wire, MessageType::kText, "before");
+      sender.appendMessage(&wire, MessageType::kBinary, message, fragment);
+      sender.appendMessage(&wire, MessageType::kText, "after");
+      const std::vector<ParsedFrame> parsed = frames(wire.view());
+      const size_t count = fragment == 0 ? 1 : (compressed.size() + fragment - 1) / fragment;
+      ASSERT_EQ(parsed.size(), count + 2) << fragment;
+      std::string joined;
+      for (size_t i = 1; i <= count; ++i) {
+        const uint8_t expected = (i == count ? 0x80 : 0) | (i == 1 ? 0x42 : 0);
+        ASSERT_EQ(parsed[i].first, expected) << fragment << " " << i;
+        ASSERT_EQ(parsed[i].masked, role == Role::kClient);
+        joined += parsed[i].payload;
+      }
+      ASSERT_TRUE(joined == compressed) << fragment;
+      Receiver receiver(role == Role::kServer ? Role::kClient : Role::kServer, {}, params);
+      for (const std::string_view text : {"before", "", "after"}) {
+        ASSERT_EQ(receiver.next(&wire), Receiver::Event::kMessage) << fragment;
+        // (The big message compared whole: a mismatch would print 200 KiB.)
+        const bool same = text.empty() ? receiver.payload() == message : receiver.payload() == text;
+        EXPECT_TRUE(same) << fragment << " " << text;
+      }
+    }
+  }
 }
 
 TEST(SenderTest, StreamedFragments) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "net/Buffer.h"
+#include "net/BufferPool.h"
 #include "net/websocket/Receiver.h"
 #include "net/websocket/Sender.h"
 #include "net/websocket/Utf8.h"
@@ -116,7 +117,7 @@ bool drain(Receiver& receiver, Buffer* input, std::vector<Record>* records, size
     const bool error = event == Receiver::Event::kError;
     records->push_back(
         {event, error ? MessageType::kBinary : receiver.messageType(),
-         error ? std::string() : receiver.payload(), receiver.closeCode(),
+         error ? std::string() : std::string(receiver.payload()), receiver.closeCode(),
          event == Receiver::Event::kClose ? receiver.closeReason() : receiver.error()});
     if (event == Receiver::Event::kClose || event == Receiver::Event::kError) {
       const size_t left = input->readableBytes();
@@ -126,13 +127,15 @@ bool drain(Receiver& receiver, Buffer* input, std::vector<Record>* records, size
       return false;
     }
     if (event == Receiver::Event::kMessage && records->size() % 2 == 0) {
-      std::string taken = std::move(receiver.payload());  // the caller may take it
+      receiver.releaseMessage();  // the caller may give it back before next()
     }
   }
 }
 
 std::vector<Record> receive(std::string_view stream, const Setup& setup, size_t piece) {
-  Receiver receiver(setup.self, setup.limits, setup.deflate);
+  // Message storage from a pool, as on a loop, when fed in pieces.
+  BufferPool pool;
+  Receiver receiver(setup.self, setup.limits, setup.deflate, piece ? &pool : nullptr);
   std::vector<Record> records;
   Buffer input;
   size_t offset = 0;
