@@ -20,7 +20,6 @@
 #include "net/http/HttpDate.h"
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
-#include "net/http2/LargeFieldFilter.h"
 
 namespace libnet::http2 {
 
@@ -67,9 +66,6 @@ namespace {
 constexpr size_t kFrameHeader = 9;
 // RFC 7541 4.1: each field counts 32 bytes beyond its name and value.
 constexpr size_t kFieldOverhead = 32;
-// The longest name or value nghttp2's HPACK decoder takes (NGHTTP2_HD_MAX_NV,
-// not in its public header).
-constexpr size_t kMaxHpackString = 64 * 1024;
 // The least a stream's window is topped up by, whatever initialWindowSize
 // says (a tiny or zero setting must still let bodies through).
 constexpr size_t kMinGrant = 16 * 1024;
@@ -248,7 +244,6 @@ struct ServerSession::Callbacks {
     }
     auto stream = std::make_unique<Stream>();
     stream->id = frame->hd.stream_id;
-    if (std::erase(s->largeFieldStreams_, stream->id) > 0) stream->refuse = 431;
     stream->request.setConnection(s->connection_);
     if (s->config_.bodyBudget) {
       stream->bodyShare = http::BodyBudget::Reservation(s->config_.bodyBudget);
@@ -468,30 +463,10 @@ ServerSession::ServerSession(const Config& config, std::string name)
   const int rv = nghttp2_session_server_new2(&session_, sharedCallbacks(), this, option);
   nghttp2_option_del(option);
   if (rv != 0) throw std::bad_alloc();
-  // nghttp2 takes no name or value over NGHTTP2_HD_MAX_NV (64 KiB): the
-  // filter turns one into a 431 for its stream, where nghttp2 would end the
-  // connection (COMPRESSION_ERROR). It also bounds a block's bytes on the
-  // wire, which nghttp2 no longer sees whole when a field was cut.
-  filter_ = std::make_unique<LargeFieldFilter>(
-      kMaxHpackString, 2 * config.limits.maxHeaderBytes, [this](int32_t id) { fieldTooLarge(id); },
-      [this] { terminate(NGHTTP2_ENHANCE_YOUR_CALM, "header block too long"); });
   submitSettings();
 }
 
 ServerSession::~ServerSession() { nghttp2_session_del(session_); }
-
-bool ServerSession::awaitingHeaders() const {
-  return !prefaceDone_ || headerBlockOpen_ || filter_->holding();
-}
-
-void ServerSession::fieldTooLarge(int32_t id) {
-  LOG_DEBUG << name_ << ": a header field of stream " << id << " is over 64 KiB: 431";
-  if (Stream* stream = streamFor(id)) {
-    stream->refuse = 431;
-  } else {
-    largeFieldStreams_.push_back(id);
-  }
-}
 
 void ServerSession::submitSettings() {
   const nghttp2_settings_entry settings[] = {
@@ -513,22 +488,6 @@ void ServerSession::submitSettings() {
 
 bool ServerSession::receive(std::string_view data) {
   if (failed_) return false;
-  segments_.clear();
-  filter_->filter(data, &segments_);
-  for (const std::string_view segment : segments_) {
-    if (!failed_) feed(segment);
-  }
-  largeFieldStreams_.clear();  // those nghttp2 did not open never will be
-  if (failed_) return false;
-  if (unconsumed_ > 0) {
-    nghttp2_session_consume_connection(session_, unconsumed_);
-    unconsumed_ = 0;
-  }
-  settle();
-  return true;
-}
-
-void ServerSession::feed(std::string_view data) {
   const ssize_t rv = nghttp2_session_mem_recv(
       session_, reinterpret_cast<const uint8_t*>(data.data()), data.size());
   if (rv < 0) {
@@ -540,6 +499,13 @@ void ServerSession::feed(std::string_view data) {
         session_, rv == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_PROTOCOL_ERROR);
     failed_ = true;
   }
+  if (failed_) return false;
+  if (unconsumed_ > 0) {
+    nghttp2_session_consume_connection(session_, unconsumed_);
+    unconsumed_ = 0;
+  }
+  settle();
+  return true;
 }
 
 void ServerSession::produce(Buffer* out, size_t budget) {

@@ -40,7 +40,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <vector>
 
 #include "base/Duration.h"
 #include "base/Timestamp.h"
@@ -56,8 +55,6 @@ class Buffer;
 }  // namespace libnet
 
 namespace libnet::http2 {
-
-class LargeFieldFilter;
 
 class ServerSession {
  public:
@@ -109,7 +106,7 @@ class ServerSession {
 
   // The preface and the client's first SETTINGS have not arrived yet, or a
   // header block is open: the header deadline runs.
-  [[nodiscard]] bool awaitingHeaders() const;
+  [[nodiscard]] bool awaitingHeaders() const { return !prefaceDone_ || headerBlockOpen_; }
   // Answers submitted and not yet finished (streams that owe the client
   // bytes), and the response bytes produced so far.
   [[nodiscard]] size_t pendingResponses() const { return pending_; }
@@ -155,13 +152,8 @@ class ServerSession {
   // The GOAWAY already queued still goes out.
   [[nodiscard]] int stopIfFailed() const;
   void submitSettings();
-  // One piece of input, as the filter passes it on, to nghttp2.
-  void feed(std::string_view data);
   Stream* streamFor(int32_t id);
   void closeStream(int32_t id, uint32_t errorCode);
-  // The header block of stream `id` had a field too large for nghttp2's
-  // HPACK decoder (LargeFieldFilter): 431.
-  void fieldTooLarge(int32_t id);
 
   // A request's header block is complete: refused at once, ready to serve,
   // or its body starts arriving.
@@ -207,11 +199,6 @@ class ServerSession {
   const size_t pool_;          // connectionBodyPool()
   const size_t streamWindow_;  // the window granted a stream at a time
   nghttp2_session* session_ = nullptr;
-  std::unique_ptr<LargeFieldFilter> filter_;
-  std::vector<std::string_view> segments_;  // what filter_ gives nghttp2 of one input
-  // Streams fieldTooLarge() named before nghttp2 had opened them (the filter
-  // runs over an input before nghttp2 does): refused as they open.
-  std::vector<int32_t> largeFieldStreams_;
   std::unordered_map<int32_t, std::unique_ptr<Stream>> streams_;
   // Streams whose body is arriving, by id: oldest first.
   std::map<int32_t, Stream*> receiving_;

@@ -81,7 +81,7 @@ soname=$(readelf -d "$root/lib/libnet.so.$version")
 grep -q "(SONAME).*\[libnet\.so\.$soversion\]" <<<"$soname" || fail "libnet.so's soname is not libnet.so.$soversion"
 # The resolver is in libnet_dns alone, with c-ares: libnet stays without it.
 dns_members=$(ar t "$root/lib/libnet_dns.a")
-[[ $(sort <<<"$dns_members" | tr '\n' ' ') == "AddressCache.o CoroResolve.o Resolver.o " ]] ||
+[[ $(sort <<<"$dns_members" | tr '\n' ' ') == "AddressCache.o CoroResolve.o Resolver.o StreamAnswerCheck.o " ]] ||
   fail "libnet_dns.a holds: $(tr '\n' ' ' <<<"$dns_members")"
 grep -qx 'Resolver.o' <<<"$members" && fail "libnet.a holds the resolver"
 dns_dynamic=$(readelf -d "$root/lib/libnet_dns.so.$version")

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <string>
 
@@ -371,39 +370,6 @@ int statusOf(const std::string& block) {
   return status;
 }
 
-// The :status of every answer among `frames`, all of the server's output
-// since its start, decoded in order with one decoder (a status sent twice
-// is a reference to the dynamic table the second time).
-std::map<int32_t, int> statusesOf(const std::vector<test::Frame>& frames) {
-  nghttp2_hd_inflater* inflater = nullptr;
-  nghttp2_hd_inflate_new(&inflater);
-  std::map<int32_t, int> statuses;
-  for (const test::Frame& f : frames) {
-    if (f.type != NGHTTP2_HEADERS) continue;
-    auto* in = reinterpret_cast<const uint8_t*>(f.payload.data());
-    size_t left = f.payload.size();
-    for (;;) {
-      nghttp2_nv nv;
-      int flags = 0;
-      const ssize_t n = nghttp2_hd_inflate_hd2(inflater, &nv, &flags, in, left, 1);
-      if (n < 0) break;
-      in += n;
-      left -= static_cast<size_t>(n);
-      if ((flags & NGHTTP2_HD_INFLATE_EMIT) != 0 &&
-          std::string_view(reinterpret_cast<const char*>(nv.name), nv.namelen) == ":status") {
-        statuses[f.stream] =
-            std::stoi(std::string(reinterpret_cast<const char*>(nv.value), nv.valuelen));
-      }
-      if ((flags & NGHTTP2_HD_INFLATE_FINAL) != 0) {
-        nghttp2_hd_inflate_end_headers(inflater);
-        break;
-      }
-    }
-  }
-  nghttp2_hd_inflate_del(inflater);
-  return statuses;
-}
-
 StreamFrames framesOf(const std::vector<test::Frame>& frames, int32_t stream) {
   StreamFrames out;
   for (const test::Frame& f : frames) {
@@ -690,97 +656,6 @@ TEST_F(HostileTest, FilesPastTheServerWideBoundAre503) {
   EXPECT_EQ(framesOf(frames_, 3).status, 200);
   EXPECT_EQ(framesOf(frames_, 5).status, 503);
   EXPECT_EQ(config_.fileBudget->used(), 2U);
-}
-
-// An HPACK string literal, not Huffman-coded (RFC 7541 5.2).
-std::string hpackString(std::string_view text) {
-  std::string out;
-  size_t length = text.size();
-  if (length < 127) {
-    out.push_back(static_cast<char>(length));
-  } else {
-    out.push_back(static_cast<char>(127));
-    for (length -= 127; length >= 128; length >>= 7) {
-      out.push_back(static_cast<char>(0x80 | (length & 0x7f)));
-    }
-    out.push_back(static_cast<char>(length));
-  }
-  return out.append(text);
-}
-
-// A request block whose :path (static table index 4) is `path`, added to the
-// dynamic table (0x44) or not (0x04), then `tail`.
-std::string pathBlock(std::string_view path, bool indexing, std::string_view tail = {}) {
-  std::string block =
-      test::headerBlock({{":method", "GET"}, {":scheme", "http"}, {":authority", "localhost"}});
-  block.push_back(static_cast<char>(indexing ? 0x44 : 0x04));
-  return block + hpackString(path) + std::string(tail);
-}
-
-// A header block as HEADERS and CONTINUATION frames of at most `size` bytes.
-std::string blockFrames(int32_t stream, const std::string& block, size_t size = 16384) {
-  std::string out;
-  for (size_t at = 0; at < block.size(); at += size) {
-    const bool first = at == 0;
-    const bool last = at + size >= block.size();
-    const uint8_t flags = static_cast<uint8_t>((first ? NGHTTP2_FLAG_END_STREAM : 0) |
-                                               (last ? NGHTTP2_FLAG_END_HEADERS : 0));
-    out += frame(first ? NGHTTP2_HEADERS : NGHTTP2_CONTINUATION, flags, stream,
-                 block.substr(at, size));
-  }
-  return out;
-}
-
-// A :path longer than nghttp2's HPACK decoder takes (64 KiB) is over the
-// header section limit: 431 for that stream, and the connection goes on
-// (it used to end with GOAWAY COMPRESSION_ERROR). Also when the encoder
-// added it to the dynamic table, which both ends then empty, and when its
-// length straddles two frames.
-TEST_F(HostileTest, AFieldTooLargeForHpackIs431ForItsStreamOnly) {
-  config_.limits.maxHeaderBytes = 64 * 1024;
-  std::string xAfter;
-  config_.handler = [&](const HttpRequest& request, HttpResponse* response) {
-    ++handled_;
-    xAfter = std::string(request.header("x-after").value_or("none"));
-    response->setStatus(200);
-  };
-  ServerSession server(config_, "test");
-  const std::string big = "/" + std::string(70000, 'p');
-  // Stream 1: without indexing; stream 3: with, then a field that goes into
-  // the (now empty) table and a reference to it (index 62) on stream 5.
-  const std::string after = std::string("\x40", 1) + hpackString("x-after") + hpackString("2");
-  std::string bytes =
-      blockFrames(1, pathBlock(big, false)) + blockFrames(3, pathBlock(big, true, after), 3000) +
-      // :method GET, :scheme http, :authority and :path not
-      // indexed, then the table's newest entry: x-after.
-      blockFrames(
-          5, "\x82\x86\x01" + hpackString("localhost") + "\x04" + hpackString("/next") + "\xbe");
-  // Stream 7: the length of its :path cut across two frames.
-  const std::string seventh = pathBlock(big, false);
-  const size_t cut = seventh.size() - big.size() - 2;  // inside the 4-byte length
-  bytes += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_STREAM, 7, seventh.substr(0, cut)) +
-           blockFrames(7, seventh.substr(cut)).replace(3, 2, "\x09\x00", 2);
-  EXPECT_TRUE(feed(server, bytes));
-  EXPECT_EQ(test::goAwayCode(frames_), -1);
-  std::map<int32_t, int> statuses = statusesOf(frames_);
-  EXPECT_EQ(statuses[1], 431);
-  EXPECT_EQ(statuses[3], 431);
-  EXPECT_EQ(statuses[5], 200);
-  EXPECT_EQ(statuses[7], 431);
-  EXPECT_EQ(handled_, 1);
-  EXPECT_EQ(xAfter, "2");
-}
-
-// The same length with the block ending ten bytes into the string: a
-// malformed block stays a compression error (h2spec hpack/5.2/3 sends one).
-TEST_F(HostileTest, AnOversizedStringCutShortByItsBlockIsStillACompressionError) {
-  config_.limits.maxHeaderBytes = 64 * 1024;
-  ServerSession server(config_, "test");
-  const std::string block = pathBlock("/" + std::string(70000, 'p'), false);
-  feed(server, frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
-                     block.substr(0, block.size() - 69990)));
-  EXPECT_EQ(test::goAwayCode(frames_), NGHTTP2_COMPRESSION_ERROR);
-  EXPECT_EQ(handled_, 0);
 }
 
 }  // namespace
