@@ -1,0 +1,97 @@
+// http::ResponseWriter: an answer that comes later, in pieces. An
+// asynchronous handler (HttpServer::setAsyncHandler) gets the request and a
+// writer, returns at once, and answers whenever it is ready: from the
+// connection's loop, or from any other thread (every member may be called
+// from any thread; work is carried to the loop through its queue, in call
+// order).
+//
+//   server.setAsyncHandler([&db](const HttpRequest& request, ResponseWriterPtr writer) {
+//     db.query(request.path(), [writer](std::string rows) {   // any thread, later
+//       HttpResponse head(false);
+//       head.setContentType("application/json");
+//       writer->start(std::move(head));   // no length set: streamed
+//       writer->write(std::move(rows));
+//       writer->finish();
+//     });
+//   });
+//
+// Framing: a head with a known length (HttpResponse::setBody or
+// setContentLength) is sent with Content-Length and exactly that many body
+// bytes must follow; without one, HTTP/1.1 sends the body chunked and HTTP/2
+// as DATA frames until finish(). A writer that is destroyed, or abort()ed,
+// before finish() never passes a half answer off as whole: HTTP/1.1 closes
+// the connection without the last chunk (or short of its Content-Length),
+// HTTP/2 resets the stream (RST_STREAM INTERNAL_ERROR); before start() it is
+// a 500 when nothing was sent yet.
+//
+// Back-pressure: write() queues its bytes on the connection (or stream) and
+// returns false once more than Options::highWater is waiting to be sent to
+// this client; the writer's owner should then stop producing until the
+// writable callback runs (on the loop, once what waits has drained to
+// lowWater). A writer that ignores it is cut off past Options::maxQueued
+// (the client is too slow: abort() and the closed callback).
+//
+// The client going away (close, reset, RST_STREAM, the server's drain
+// deadline, a write error) runs the closed callback once, on the loop;
+// from then on writes are dropped and return false, and closed() is true.
+//
+// With HTTP/1.1, requests pipelined behind one being answered later wait
+// until it is finished (answers go out in request order).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "net/http/HttpResponse.h"
+
+namespace libnet {
+class EventLoop;
+}
+
+namespace libnet::http {
+
+class ResponseWriter {
+ public:
+  struct Options {
+    size_t highWater = 256 * 1024;
+    size_t lowWater = 64 * 1024;
+    // 0: no cut-off.
+    size_t maxQueued = 16 * 1024 * 1024;
+  };
+
+  virtual ~ResponseWriter() = default;
+
+  // The whole answer at once, as a synchronous handler fills it (a body, a
+  // file, or none); nothing may follow. Once, instead of start().
+  virtual void respond(HttpResponse response) = 0;
+
+  // The status and fields of an answer whose body follows in pieces: with
+  // the length announced by HttpResponse::setContentLength(), or, without
+  // one, chunked (HTTP/1.1) / DATA frames (HTTP/2) until finish(). Once.
+  virtual void start(HttpResponse head) = 0;
+  // Body bytes, after start(). False: the client is past highWater (wait for
+  // the writable callback) or gone (closed()).
+  virtual bool write(std::string data) = 0;
+  // The end of the body. Once, after start().
+  virtual void finish() = 0;
+  // Ends the answer as failed (see the file comment). Any time; idempotent.
+  virtual void abort() = 0;
+
+  // Runs on the loop when the writer can take more after write() said false.
+  virtual void setWritableCallback(std::function<void()> callback) = 0;
+  // Runs once on the loop when the client has gone (file comment).
+  virtual void setClosedCallback(std::function<void()> callback) = 0;
+
+  // Any thread; a snapshot.
+  [[nodiscard]] virtual bool closed() const = 0;
+  // Bytes written and not yet handed to the socket; any thread, a snapshot.
+  [[nodiscard]] virtual size_t queuedBytes() const = 0;
+  // The connection's loop: callbacks run there.
+  [[nodiscard]] virtual EventLoop* loop() const = 0;
+};
+
+using ResponseWriterPtr = std::shared_ptr<ResponseWriter>;
+
+}  // namespace libnet::http
