@@ -24,7 +24,8 @@ bool isSynchronousSignal(int signo) {
 sigset_t asyncSignals() {
   sigset_t set;
   ::sigfillset(&set);  // leaves out glibc's internal signals by itself
-  for (const int signo : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS, SIGPIPE}) {
+  for (const int signo :
+       {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS, SIGPIPE, SIGPROF}) {
     ::sigdelset(&set, signo);
   }
   return set;

@@ -14,6 +14,12 @@
 // which a thread raises on itself by writing to a closed pipe or socket (so
 // blocking it would redirect nothing, and the sendfile path's own handling
 // of it, net/poller/SendFile.cc, stays as cheap as it is).
+// SIGPROF too: a CPU profiler's timer (setitimer(ITIMER_PROF), as
+// gperftools' ProfilerStart() arms it) sends it to the thread whose CPU time
+// ran the interval out, and the sample is that thread's stack; blocked in
+// the loop threads, it would go to an idle thread and the profile would
+// show the main thread waiting instead of the loops' work (net/inspect/).
+// Without a profiler running nothing sends it.
 #pragma once
 
 #include <signal.h>
@@ -23,7 +29,7 @@ namespace libnet {
 // Whether `signo` is raised by the thread itself on a fault (see above).
 [[nodiscard]] bool isSynchronousSignal(int signo);
 
-// Every signal but the synchronous ones and SIGPIPE.
+// Every signal but the synchronous ones, SIGPIPE and SIGPROF.
 [[nodiscard]] sigset_t asyncSignals();
 
 // Blocks asyncSignals() in the calling thread, for good. For a thread of

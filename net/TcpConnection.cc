@@ -116,10 +116,7 @@ void TcpConnection::sendFile(UniqueFd file, off_t offset, size_t length, Buffer*
   const State state = state_.load();
   if (state != State::kConnected && state != State::kDisconnecting) return;
   if (closeWhenDrained_) return;
-  if (counters_) {
-    ConnectionCounters::add(counters_->bytesSent,
-                            length + (head != nullptr ? head->readableBytes() : 0));
-  }
+  countSent(length + (head != nullptr ? head->readableBytes() : 0));
   // The head is queued, not written now, so that it leaves with MSG_MORE.
   impl().io_->queueFile(std::move(file), offset, length, head);
   impl().checkOutputLimit();
@@ -190,6 +187,9 @@ void TcpConnection::connectEstablished() {
   loop_->assertInLoopThread();
   assert(state_.load() == State::kConnecting);
   state_.store(State::kConnected);
+  establishedSecond_ = static_cast<uint32_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(MonoClock::now().time_since_epoch())
+          .count());
   Impl& self = impl();
   self.io_->start();
   if (self.idleWheel_) self.idleEntry_ = self.idleWheel_->add(shared_from_this());

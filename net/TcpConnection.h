@@ -40,6 +40,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/Duration.h"
 #include "net/Callbacks.h"
 #include "net/SocketAddress.h"
 
@@ -164,6 +165,18 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void setWriteCompleteCallback(WriteCompleteCallback cb);
   void setHighWaterMarkCallback(HighWaterMarkCallback cb, size_t highWaterMark);
 
+  // What the inspector lists (net/inspect/): bytes handed to the message
+  // callback (plaintext under TLS) and bytes the application sent (written
+  // or still queued, files included) on this connection, and when it was
+  // established (connectEstablished()), to the whole second (kept in 32
+  // bits that were padding: a connection's size does not grow for it).
+  // Loop thread.
+  [[nodiscard]] uint64_t bytesReceived() const { return bytesReceived_; }
+  [[nodiscard]] uint64_t bytesSent() const { return bytesSent_; }
+  [[nodiscard]] MonoTime establishedAt() const {
+    return MonoTime(std::chrono::seconds(establishedSecond_));
+  }
+
   // Memory its buffers hold (capacity, not content). Loop thread.
   [[nodiscard]] size_t bufferCapacity() const;
 
@@ -221,6 +234,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // connection"): made when first set, so that the others do not carry it.
   struct Seldom;
   [[nodiscard]] Seldom& seldom();
+  // Bytes sent / received: this connection's count and its server loop's.
+  void countSent(size_t n);
+  void countReceived(size_t n);
 
   // Every connection carries these: keep them few and packed (an idle
   // connection's size is asserted in tests/net/IdleConnectionMemoryTest).
@@ -233,11 +249,17 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool closeWhenDrained_ = false;  // closeAfterOutput()
   bool announced_ = false;         // the connection (up) callback ran
   uint32_t serverSlot_ = 0;        // TcpServer's: where its loop's list keeps this connection
+  // establishedAt(): MonoClock's seconds (from boot: 136 years fit).
+  uint32_t establishedSecond_ = 0;
   ConnectionCallback connectionCallback_;
   MessageCallback messageCallback_;
   CloseCallback closeCallback_;
   size_t maxQueuedOutput_ = kDefaultMaxQueuedOutput;
   ConnectionCounters* counters_ = nullptr;  // TcpServer's metrics; null: not counted
+  // This connection's own (bytesReceived(), bytesSent()): plain adds on
+  // the loop thread, to lines the send and receive paths touch anyway.
+  uint64_t bytesReceived_ = 0;
+  uint64_t bytesSent_ = 0;
   std::any context_;
   std::shared_ptr<ConnectionAttachment> attachment_;
   std::unique_ptr<Seldom> seldom_;  // null until something in it is set

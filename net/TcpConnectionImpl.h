@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "net/ConnectionCounters.h"
 #include "net/ConnectionInput.h"
 #include "net/ConnectionIo.h"
 #include "net/ConnectionSocket.h"
@@ -25,6 +26,17 @@ struct TcpConnection::Seldom {
   size_t highWaterMark = kDefaultHighWaterMark;
   std::string layerFailure;  // why a layer closed the connection before it was announced
 };
+
+// Inline: on every send and every read.
+inline void TcpConnection::countSent(size_t n) {
+  bytesSent_ += n;
+  if (counters_) ConnectionCounters::add(counters_->bytesSent, n);
+}
+
+inline void TcpConnection::countReceived(size_t n) {
+  bytesReceived_ += n;
+  if (counters_) ConnectionCounters::add(counters_->bytesReceived, n);
+}
 
 // The half of a connection that faces the backend: what names the library's
 // inside (the socket, the input and its settlement, the I/O strategy, the

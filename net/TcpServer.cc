@@ -629,6 +629,13 @@ std::vector<EventLoop*> TcpServer::ioLoops() const {
   return loops;
 }
 
+void TcpServer::forEachConnection(size_t index,
+                                  const std::function<void(const TcpConnection&)>& visit) const {
+  const LoopState& state = *loopStates_.at(index);
+  state.loop->assertInLoopThread();
+  for (const TcpConnectionPtr& conn : state.connections) visit(*conn);
+}
+
 size_t TcpServer::sumQueuedOutput(LoopState* state) {
   size_t bytes = 0;
   for (const TcpConnectionPtr& conn : state->connections) bytes += conn->queuedOutputBytes();

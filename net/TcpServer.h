@@ -316,6 +316,12 @@ class TcpServer {
   // The I/O loops, in loopStats()' order (the server's own without
   // threads), after start(); empty before. Any thread.
   [[nodiscard]] std::vector<EventLoop*> ioLoops() const;
+  // On the thread of ioLoops()[index] (from a functor queued to it): calls
+  // `visit` for each live connection of that loop, in no order, as for a
+  // listing (net/inspect/). `visit` must not close or send: the list is
+  // being walked.
+  void forEachConnection(size_t index,
+                         const std::function<void(const TcpConnection&)>& visit) const;
   // Asks every I/O loop to sum the bytes queued on its connections, from its
   // own queue, into LoopStats::queuedOutput; returns at once (on an I/O
   // loop, its own sum is taken at once). At most one request per loop waits
