@@ -20,7 +20,8 @@ ServerLifecycle::ServerLifecycle(EventLoop* loop, Options options)
       options_(std::move(options)),
       successor_(loop),
       stop_(loop, {SIGINT, SIGTERM}, [this](int signo) { onStopSignal(signo); }),
-      hangUp_(loop, {SIGHUP}, [this](int) { onHangUp(); }) {}
+      hangUp_(loop, {SIGHUP}, [this](int) { onHangUp(); }),
+      profile_(loop, {.directory = options_.profileDir, .program = options_.name}) {}
 
 ServerLifecycle::~ServerLifecycle() {
   if (readyTimer_.valid()) loop_->cancel(readyTimer_);

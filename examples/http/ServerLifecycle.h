@@ -26,6 +26,9 @@
 //   (forcing it too, or telling it now if it was not ready yet).
 // - SIGHUP restarts only from kServing; anywhere else it is ignored (a line
 //   says so).
+// - SIGUSR1, in any state, starts a CPU profile to
+//   Options::profileDir/NAME-PID-N.prof, and the next one stops it
+//   (net/inspect/ProfileSignal.h; logged at INFO with the file's path).
 //
 // Every line it prints starts with Options::name. Loop thread only; made
 // before the server's threads start, so that a signal from then on is
@@ -40,6 +43,7 @@
 #include "net/SignalSet.h"
 #include "net/Successor.h"
 #include "net/TimerId.h"
+#include "net/inspect/ProfileSignal.h"
 
 namespace libnet {
 
@@ -58,6 +62,8 @@ class ServerLifecycle {
     Duration readyDelay = Duration::zero();
     Duration successorReadyTimeout = std::chrono::seconds(10);
     Duration successorStopGrace = std::chrono::seconds(10);
+    // SIGUSR1's CPU profiles go here (an existing directory).
+    std::string profileDir = ".";
   };
 
   // What it needs of the server, called on the loop's thread.
@@ -109,6 +115,7 @@ class ServerLifecycle {
   Successor successor_;
   SignalSet stop_;
   SignalSet hangUp_;
+  inspect::ProfileSignal profile_;
 };
 
 }  // namespace libnet

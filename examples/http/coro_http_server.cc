@@ -28,7 +28,8 @@
 // binary and arguments) starts on the listening sockets (LISTEN_FDS,
 // net/Successor.h), and once it serves this one drains; one that fails
 // leaves this one serving. A SIGTERM during a restart stops both
-// (examples/http/ServerLifecycle.h).
+// (examples/http/ServerLifecycle.h). SIGUSR1 starts a CPU profile to a file
+// in --profile-dir, the next one stops it (net/inspect/ProfileSignal.h).
 
 #include <algorithm>
 #include <chrono>
@@ -75,7 +76,7 @@ using http::HttpResponse;
 constexpr const char* kUsage =
     "usage: coro_http_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
     "                        [--root DIR] [--idle-timeout S] [--header-timeout S] [--h2c]\n"
-    "                        [--drain-timeout S] [--ws-deflate]\n"
+    "                        [--drain-timeout S] [--ws-deflate] [--profile-dir DIR]\n"
     "\n"
     "  --address ADDR      numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N            TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -94,6 +95,8 @@ constexpr const char* kUsage =
     "                      draining are closed; 0 closes them at once (default 10)\n"
     "  --ws-deflate        GET /ws accepts permessage-deflate (RFC 7692) when the client\n"
     "                      offers it\n"
+    "  --profile-dir DIR   SIGUSR1 starts a CPU profile to DIR/coro_http_server-PID-N.prof,\n"
+    "                      the next SIGUSR1 stops it (default: the working directory)\n"
     "  --help              print this help and exit\n"
     "\n"
     "Prints \"coro_http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM drains it:\n"
@@ -408,6 +411,7 @@ struct Settings {
   bool h2c = false;
   int drainTimeout = 10;
   bool wsDeflate = false;
+  std::string profileDir = ".";
 };
 
 // What the lifecycle (signals: drain, restart) needs of the server.
@@ -440,7 +444,8 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
   // SIGHUP restarts it).
   ServerLifecycle lifecycle(&loop, {.name = "coro_http_server",
                                     .argv = argv,
-                                    .drainTimeout = std::chrono::seconds(settings.drainTimeout)});
+                                    .drainTimeout = std::chrono::seconds(settings.drainTimeout),
+                                    .profileDir = settings.profileDir});
   const std::unique_ptr<TcpServer> server =
       makeServer(&loop, std::move(inherited), *InetAddress::parse(settings.address, settings.port),
                  {.threads = settings.threads,
@@ -472,6 +477,7 @@ int main(int argc, char* argv[]) {
   flags.addSwitch("--h2c", &settings.h2c);
   flags.addInt("--drain-timeout", &settings.drainTimeout, 0, 86400);
   flags.addSwitch("--ws-deflate", &settings.wsDeflate);
+  flags.addDirectory("--profile-dir", &settings.profileDir);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
   try {
     serve(settings, std::vector<std::string>(argv, argv + argc));

@@ -20,6 +20,8 @@
 // or is not ready within 10 s (it is then stopped with SIGTERM), this one
 // goes on serving. A SIGTERM during a restart stops both generations
 // gracefully. What each signal means when: examples/http/ServerLifecycle.h.
+// SIGUSR1 starts a CPU profile to a file in --profile-dir, the next one
+// stops it (net/inspect/ProfileSignal.h).
 
 #include <charconv>
 #include <chrono>
@@ -76,6 +78,7 @@ constexpr const char* kUsage =
     "                   [--metrics-path PATH] [--drain-timeout S] [--drain-grace MS]\n"
     "                   [--h2-min-send-rate BYTES] [--h2-files-per-connection N]\n"
     "                   [--h2-response-memory BYTES] [--h2-max-files N] [--ready-delay MS]\n"
+    "                   [--profile-dir DIR]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -142,6 +145,9 @@ constexpr const char* kUsage =
     "  --ready-delay MS      started by a predecessor's SIGHUP, tell it we serve only MS ms\n"
     "                        after we do (a warm-up: both serve meanwhile); 0 at once\n"
     "                        (default 0; under 10000, the predecessor's wait)\n"
+    "  --profile-dir DIR     SIGUSR1 starts a CPU profile to DIR/http_server-PID-N.prof, the\n"
+    "                        next SIGUSR1 stops it (google-pprof --text BINARY FILE reads it)\n"
+    "                        (default: the working directory)\n"
     "  --help                print this help and exit\n"
     "\n"
     "GET /hello answers \"hello world\\n\", POST /echo the request body, GET /client-address\n"
@@ -194,6 +200,7 @@ struct Settings {
   int drainTimeout = 10;
   int drainGraceMs = 200;
   int readyDelayMs = 0;
+  std::string profileDir = ".";  // SIGUSR1's CPU profiles
 };
 
 std::string parseAcceptMode(std::string_view value, Settings* settings) {
@@ -298,6 +305,7 @@ void addFlags(Flags* flags, Settings* settings) {
   flags->addInt("--drain-timeout", &settings->drainTimeout, 0, 86400);
   flags->addInt("--drain-grace", &settings->drainGraceMs, 0, 60000);
   flags->addInt("--ready-delay", &settings->readyDelayMs, 0, 9999);
+  flags->addDirectory("--profile-dir", &settings->profileDir);
 }
 
 HttpServer::Options serverOptions(const Settings& settings) {
@@ -381,11 +389,11 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
   EventLoop loop(settings.backend);
   std::shared_ptr<libnet::http2::Service> h2;
   // Before the server's threads: a signal from here on is handled.
-  ServerLifecycle lifecycle(&loop,
-                            {.name = "http_server",
-                             .argv = argv,
-                             .drainTimeout = std::chrono::seconds(settings.drainTimeout),
-                             .readyDelay = std::chrono::milliseconds(settings.readyDelayMs)});
+  ServerLifecycle lifecycle(&loop, {.name = "http_server",
+                                    .argv = argv,
+                                    .drainTimeout = std::chrono::seconds(settings.drainTimeout),
+                                    .readyDelay = std::chrono::milliseconds(settings.readyDelayMs),
+                                    .profileDir = settings.profileDir});
   // Before the server, which it outlives: the handler may render it until
   // the server's loops have stopped.
   libnet::metrics::MetricsRegistry registry;
