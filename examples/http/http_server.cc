@@ -49,6 +49,7 @@
 #include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
 #include "net/http2/Http2Server.h"
+#include "net/inspect/Inspector.h"
 #include "net/metrics/MetricsHandler.h"
 #include "net/metrics/MetricsRegistry.h"
 #include "net/tls/TlsContext.h"
@@ -65,6 +66,7 @@ using libnet::http::HttpRequest;
 using libnet::http::HttpResponse;
 using libnet::http::HttpServer;
 using libnet::http::StaticFiles;
+using libnet::inspect::Inspector;
 
 constexpr int kExitSetupError = 1;
 
@@ -78,7 +80,7 @@ constexpr const char* kUsage =
     "                   [--metrics-path PATH] [--drain-timeout S] [--drain-grace MS]\n"
     "                   [--h2-min-send-rate BYTES] [--h2-files-per-connection N]\n"
     "                   [--h2-response-memory BYTES] [--h2-max-files N] [--ready-delay MS]\n"
-    "                   [--profile-dir DIR]\n"
+    "                   [--profile-dir DIR] [--inspect-path PATH [--inspect-allow-remote]]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -145,6 +147,12 @@ constexpr const char* kUsage =
     "  --ready-delay MS      started by a predecessor's SIGHUP, tell it we serve only MS ms\n"
     "                        after we do (a warm-up: both serve meanwhile); 0 at once\n"
     "                        (default 0; under 10000, the predecessor's wait)\n"
+    "  --inspect-path PATH   the inspector under PATH (say /debug): PATH/loops,\n"
+    "                        PATH/connections, PATH/pprof/profile?seconds=N (a CPU profile\n"
+    "                        for google-pprof, 1..300 s, default 30), over HTTP/1.1, to\n"
+    "                        loopback clients only (others get 403) (default: off)\n"
+    "  --inspect-allow-remote\n"
+    "                        the inspector answers every client, not only loopback ones\n"
     "  --profile-dir DIR     SIGUSR1 starts a CPU profile to DIR/http_server-PID-N.prof, the\n"
     "                        next SIGUSR1 stops it (google-pprof --text BINARY FILE reads it)\n"
     "                        (default: the working directory)\n"
@@ -201,6 +209,9 @@ struct Settings {
   int drainGraceMs = 200;
   int readyDelayMs = 0;
   std::string profileDir = ".";  // SIGUSR1's CPU profiles
+  // The inspector (--inspect-path): empty, off.
+  std::string inspectPath;
+  bool inspectAllowRemote = false;
 };
 
 std::string parseAcceptMode(std::string_view value, Settings* settings) {
@@ -306,6 +317,15 @@ void addFlags(Flags* flags, Settings* settings) {
   flags->addInt("--drain-grace", &settings->drainGraceMs, 0, 60000);
   flags->addInt("--ready-delay", &settings->readyDelayMs, 0, 9999);
   flags->addDirectory("--profile-dir", &settings->profileDir);
+  flags->addCustom("--inspect-path", [settings](std::string_view value) {
+    if (value.size() < 2 || value.front() != '/' || value.back() == '/') {
+      return "invalid value '" + std::string(value) +
+             "' (expected a path starting with / and not ending with it, say /debug)";
+    }
+    settings->inspectPath = std::string(value);
+    return std::string();
+  });
+  flags->addSwitch("--inspect-allow-remote", &settings->inspectAllowRemote);
 }
 
 HttpServer::Options serverOptions(const Settings& settings) {
@@ -350,6 +370,40 @@ void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpRes
   } else {
     response->setStatusPage(404);
   }
+}
+
+// The handler: --metrics-path, then handleRequest(). With --inspect-path,
+// an asynchronous handler in front of it gives the inspector its paths (it
+// answers later) and answers the rest with it at once; without, requests
+// never take the asynchronous path. HTTP/2 answers with the handler, so the
+// inspector is HTTP/1.1's.
+void setHandlers(HttpServer* server, const Settings& settings, const StaticFiles* files,
+                 const libnet::metrics::MetricsRegistry& registry, Inspector* inspector) {
+  HttpServer::Handler handler = [files, &registry, &settings](const HttpRequest& request,
+                                                              HttpResponse* response) {
+    if (!settings.metricsPath.empty() &&
+        libnet::metrics::serveMetrics(registry, settings.metricsPath, request, response)) {
+      return;
+    }
+    const std::string& p = settings.inspectPath;
+    if (!p.empty() && request.path().starts_with(p) &&
+        (request.path().size() == p.size() || request.path()[p.size()] == '/')) {
+      response->setStatus(421);
+      response->setContentType("text/plain");
+      response->setBody("the inspector answers over HTTP/1.1\n");
+      return;
+    }
+    handleRequest(files, request, response);
+  };
+  server->setHandler(handler);
+  if (inspector == nullptr) return;
+  server->setAsyncHandler(
+      [inspector, handler](const HttpRequest& request, libnet::http::ResponseWriterPtr writer) {
+        if (inspector->serve(request, writer)) return;
+        HttpResponse response(false);
+        handler(request, &response);
+        writer->respond(std::move(response));
+      });
 }
 
 // --- Restart: inherited listening sockets, and a successor on SIGHUP. ---
@@ -397,15 +451,13 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
   // Before the server, which it outlives: the handler may render it until
   // the server's loops have stopped.
   libnet::metrics::MetricsRegistry registry;
+  std::unique_ptr<Inspector> inspector;
+  if (!settings.inspectPath.empty()) {
+    inspector = std::make_unique<Inspector>(Inspector::Options{
+        .path = settings.inspectPath, .allowRemote = settings.inspectAllowRemote});
+  }
   HttpServer server = makeServer(&loop, settings, std::move(inherited));
-  server.setHandler([files = files.get(), &registry, &settings](const HttpRequest& request,
-                                                                HttpResponse* response) {
-    if (!settings.metricsPath.empty() &&
-        libnet::metrics::serveMetrics(registry, settings.metricsPath, request, response)) {
-      return;
-    }
-    handleRequest(files, request, response);
-  });
+  setHandlers(&server, settings, files.get(), registry, inspector.get());
   if (settings.h2c || settings.tls.enabled()) {
     libnet::http2::Options h2Options = settings.h2;
     h2Options.priorKnowledge = settings.h2c;
@@ -413,6 +465,7 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
   }
   server.start();
   registry.addServer(&server.tcpServer());
+  if (inspector) inspector->addServer(&server.tcpServer());
   if (settings.threads > 0) registry.addLoop(&loop, "http", "main");
   // The queued-output gauge, summed by each loop from its queue: at most
   // about a second old at a scrape, whatever the scrape interval.
@@ -441,6 +494,10 @@ int main(int argc, char* argv[]) {
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
   if (const std::string problem = settings.tls.check(); !problem.empty()) {
     std::cerr << "http_server: " << problem << "\n" << kUsage;
+    return Flags::kExitUsage;
+  }
+  if (settings.inspectAllowRemote && settings.inspectPath.empty()) {
+    std::cerr << "http_server: --inspect-allow-remote needs --inspect-path\n" << kUsage;
     return Flags::kExitUsage;
   }
   try {
