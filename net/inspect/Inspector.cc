@@ -433,16 +433,15 @@ void Inspector::serveProfile(const HttpRequest& request, const ResponseWriterPtr
            << ", for " << who;
   run->writer = writer;
   run->loop = writer->loop();
-  {
-    MutexLock lock(mutex_);
-    profile_ = run;
-  }
-  // Both on the writer's loop: the timer's end and the client's leaving.
+  // Both on the writer's loop (this thread): the timer's end and the
+  // client's leaving. Set before the run is published to the destructor.
   run->timer = run->loop->runAfter(*length, [run] { endProfile(run, true); });
   writer->setClosedCallback([run] {
     run->loop->cancel(run->timer);
     endProfile(run, false);
   });
+  MutexLock lock(mutex_);
+  profile_ = run;
 }
 
 }  // namespace libnet::inspect

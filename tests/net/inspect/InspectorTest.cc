@@ -268,19 +268,21 @@ TEST_P(InspectorTest, AStuckLoopNeitherBlocksNorHoldsTheListing) {
   test::BlockingClient client(address_);
   ASSERT_TRUE(test::waitUntil([&] { return server_->connectionCount() == 1; }));
   EventLoop* stuck = server_->ioLoops()[0];
-  CountDownLatch entered(1);
-  CountDownLatch release(1);
-  stuck->runInLoop([&] {
-    entered.countDown();
-    EXPECT_TRUE(release.waitFor(test::kWait));
+  // Shared: the stuck functor may still be returning from its wait when
+  // the test ends.
+  auto entered = std::make_shared<CountDownLatch>(1);
+  auto release = std::make_shared<CountDownLatch>(1);
+  stuck->runInLoop([entered, release] {
+    entered->countDown();
+    EXPECT_TRUE(release->waitFor(test::kWait));
   });
-  ASSERT_TRUE(entered.waitFor(test::kWait));
+  ASSERT_TRUE(entered->waitFor(test::kWait));
   Inspector inspector({.gatherTimeout = std::chrono::milliseconds(200)});
   inspector.addServer(server_.get());
   const uint64_t waitsBefore = loop_->metrics().blockingWaits;
   auto writer = get(inspector, "/debug/loops", connectionFrom(localAddressOf(client.fd())));
   const bool answered = writer->wait();
-  release.countDown();
+  release->countDown();
   ASSERT_TRUE(answered);
   EXPECT_EQ(loop_->metrics().blockingWaits, waitsBefore);
   const std::string text = writer->body();

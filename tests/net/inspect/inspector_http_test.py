@@ -66,7 +66,15 @@ def check_listings(server):
         if status != 200:
             fail("/hello answered %d" % status)
         clients.append((c, size))
-    status, body = get(server.port, "/debug/connections")
+    # Both listings on one keep-alive connection: 4 connections in each.
+    asker = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+
+    def ask(target):
+        asker.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % target.encode())
+        status, _, body = read_answer(asker)
+        return status, body
+
+    status, body = ask("/debug/connections")
     text = body.decode()
     if status != 200 or not text.startswith("4 connections, 4 listed (at most 10000 are)\n"):
         fail("/debug/connections: %d\n%s" % (status, text))
@@ -83,7 +91,7 @@ def check_listings(server):
             fail("%s: want bytes in %d, out %d, queued 0: %s" % (peer, len(REQUEST), size, row))
         if row[5] not in ("http/0", "http/1"):
             fail("%s: loop %s" % (peer, row[5]))
-    status, body = get(server.port, "/debug/loops")
+    status, body = ask("/debug/loops")
     text = body.decode()
     counts = [int(n) for n in re.findall(r"^http loop [01]: thread \d+, backend \w+, "
                                          r"connections (\d+),", text, re.M)]
@@ -91,6 +99,7 @@ def check_listings(server):
         fail("/debug/loops: %d\n%s" % (status, text))
     for c, _ in clients:
         c.close()
+    asker.close()
 
 
 class Load(threading.Thread):
