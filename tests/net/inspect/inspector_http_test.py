@@ -132,7 +132,7 @@ def check_profile(server, binary, directory):
     if pprof.returncode != 0 or "libnet::EventLoop::loop" not in pprof.stdout:
         fail("google-pprof exited %d:\n%s\n%s" % (pprof.returncode, pprof.stdout[:4000],
                                                    pprof.stderr))
-    leftovers = [d for d in os.listdir(tempfile.gettempdir()) if d.startswith("libnet-profile-")]
+    leftovers = os.listdir(os.path.join(directory, "tmp"))
     if leftovers:
         fail("the inspector left %s behind" % leftovers)
 
@@ -182,7 +182,10 @@ def main():
         with tempfile.TemporaryDirectory() as directory:
             base = [binary, "--address", "127.0.0.1", "--port", "0", "--threads", "2",
                     "--backend", backend, "--profile-dir", directory]
-            server = Server(base + ["--inspect-path", "/debug"])
+            # The server's own TMPDIR, where the profiles' directories are made.
+            os.mkdir(os.path.join(directory, "tmp"))
+            env = dict(os.environ, TMPDIR=os.path.join(directory, "tmp"))
+            server = Server(base + ["--inspect-path", "/debug"], env)
             check_listings(server)
             check_profile(server, binary, directory)
             check_one_at_a_time(server)

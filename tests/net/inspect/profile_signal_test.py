@@ -39,10 +39,10 @@ def fail(message):
 class Server:
     """A server process whose stdout and stderr lines are read by threads."""
 
-    def __init__(self, argv):
+    def __init__(self, argv, env=None):
         self.argv = argv
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+                                     text=True, env=env)
         self.lines = queue.Queue()
         self.seen = []
         for stream in (self.proc.stdout, self.proc.stderr):
