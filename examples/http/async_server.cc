@@ -8,8 +8,11 @@
 //                        back-pressure: the worker stops when write() says
 //                        false and goes on from the writable callback
 //
-//   async_server --port 8080 --workers 4
+// With --h2c the same handler answers HTTP/2 with prior knowledge too.
+//
+//   async_server --port 8080 --workers 4 --h2c
 //   curl -N 'http://127.0.0.1:8080/stream?n=100000' | tail -1
+//   curl --http2-prior-knowledge 'http://127.0.0.1:8080/later?ms=500'
 #include <charconv>
 #include <chrono>
 #include <csignal>
@@ -30,6 +33,7 @@
 #include "net/InetAddress.h"
 #include "net/SignalSet.h"
 #include "net/http/HttpServer.h"
+#include "net/http2/Http2Server.h"
 
 using libnet::http::HttpRequest;
 using libnet::http::HttpResponse;
@@ -164,15 +168,17 @@ int main(int argc, char* argv[]) {
   int threads = 0;
   int workers = 4;
   libnet::PollerKind backend = libnet::PollerKind::kAuto;
+  bool h2c = false;
   libnet::Flags flags("async_server",
                       "usage: async_server [--port N] [--threads N] [--workers N] "
-                      "[--backend epoll|uring|auto]\n"
+                      "[--backend epoll|uring|auto] [--h2c]\n"
                       "GET /hello, /later?ms=N (a worker answers), /stream?n=N (N lines "
                       "streamed by a worker)\n");
-  flags.addPort("port", &port);
-  flags.addInt("threads", &threads, 0, 256);
-  flags.addInt("workers", &workers, 1, 256);
-  flags.addBackend("backend", &backend);
+  flags.addPort("--port", &port);
+  flags.addInt("--threads", &threads, 0, 256);
+  flags.addInt("--workers", &workers, 1, 256);
+  flags.addBackend("--backend", &backend);
+  flags.addSwitch("--h2c", &h2c);
   if (const std::optional<int> exit = flags.parse(argc, argv)) return *exit;
 
   WorkerPool pool(workers);
@@ -182,6 +188,8 @@ int main(int argc, char* argv[]) {
   server.setAsyncHandler([&pool](const HttpRequest& request, ResponseWriterPtr writer) {
     route(request, writer, &pool);
   });
+  std::shared_ptr<libnet::http2::Service> h2;
+  if (h2c) h2 = libnet::http2::serve(server, {});
   // SIGINT / SIGTERM: answers under way are finished (5 s at most).
   libnet::SignalSet signals(&loop, {SIGINT, SIGTERM}, [&](int) {
     server.drain(std::chrono::seconds(5), [&loop] { loop.quit(); });

@@ -854,9 +854,13 @@ void ServerSession::submitResponse(Stream* stream, HttpResponse* response) {
   const int status = response->status();
   const bool noLength = status < 200 || status == 204;
   const bool noBody = noLength || status == 304 || headOnly;
+  // Announced before the body moves to the stream (a HEAD announces the
+  // GET's length).
+  const std::optional<size_t> length =
+      noLength ? std::nullopt : std::optional<size_t>(response->contentLength());
   takeBody(stream, response, noBody);
   const int rv =
-      submitFields(stream, *response, noLength, stream->length > 0 ? Body::kWhole : Body::kNone);
+      submitFields(stream, *response, length, stream->length > 0 ? Body::kWhole : Body::kNone);
   if (rv == 0 && stream->length > 0) {
     stream->open = true;
     ++pending_;
@@ -870,17 +874,18 @@ void ServerSession::submitStreamed(Stream* stream, HttpResponse* head) {
   const int status = head->status();
   const bool noLength = status < 200 || status == 204;
   const bool noBody = noLength || status == 304 || stream->method == "HEAD";
-  if (head->hasLength()) stream->declared = head->contentLength();
-  std::string first = head->takeBody();  // a body set on the head goes first
-  const int rv = submitFields(stream, *head, noLength || !head->hasLength(),
-                              noBody ? Body::kNone : Body::kStreamed);
+  if (head->hasLength()) stream->declared = head->contentLength();  // a body set on the head goes first
+  const std::optional<size_t> length =
+      noLength || !head->hasLength() ? std::nullopt : std::optional<size_t>(head->contentLength());
+  const int rv = submitFields(stream, *head, length, noBody ? Body::kNone : Body::kStreamed);
   if (rv != 0 || noBody) return;  // a writer's bytes are dropped from here on
   stream->streaming = true;
-  if (!first.empty()) writerWrite(stream->id, std::move(first));
+  // A body set on the head goes first.
+  if (!head->body().empty()) writerWrite(stream->id, head->takeBody());
 }
 
-int ServerSession::submitFields(Stream* stream, const HttpResponse& response, bool noLength,
-                                Body body) {
+int ServerSession::submitFields(Stream* stream, const HttpResponse& response,
+                                std::optional<size_t> length, Body body) {
   // The strings first, then the field list pointing into them.
   std::vector<std::pair<std::string, std::string>> fields;
   fields.reserve(8);
@@ -893,7 +898,7 @@ int ServerSession::submitFields(Stream* stream, const HttpResponse& response, bo
     std::string lower = lowered(name);
     if (!connectionSpecific(lower)) fields.emplace_back(std::move(lower), std::string(value));
   });
-  if (!noLength) fields.emplace_back("content-length", std::to_string(response.contentLength()));
+  if (length) fields.emplace_back("content-length", std::to_string(*length));
   std::vector<nghttp2_nv> nv;
   nv.reserve(fields.size());
   for (auto& [name, value] : fields) {

@@ -38,6 +38,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -217,11 +218,12 @@ class ServerSession {
   void submitResponse(Stream* stream, http::HttpResponse* response);
   // The head of a body that a writer sends as it comes.
   void submitStreamed(Stream* stream, http::HttpResponse* head);
-  // The fields of `response` (a content-length unless `noLength`), then
+  // The fields of `response` (content-length: `length`, if any), then
   // nghttp2_submit_response with the body's data provider: none, the
   // stream's whole body, or one written as it comes.
   enum class Body { kNone, kWhole, kStreamed };
-  int submitFields(Stream* stream, const http::HttpResponse& response, bool noLength, Body body);
+  int submitFields(Stream* stream, const http::HttpResponse& response,
+                   std::optional<size_t> length, Body body);
   // A file answer past the server's bound on open files becomes a 503.
   void admitFile(Stream* stream, http::HttpResponse* response);
   // The body to send moves from the response to the stream.

@@ -106,15 +106,22 @@ std::string get(int32_t stream, const std::string& path) {
                test::getBlock(path));
 }
 
-// The status of the first HEADERS of `stream`, decoded.
+// A field of the first HEADERS of `stream`, decoded ("" if absent).
+std::string fieldOf(const std::vector<Frame>& frames, int32_t stream, std::string_view name);
+
 int statusOf(const std::vector<Frame>& frames, int32_t stream) {
+  const std::string status = fieldOf(frames, stream, ":status");
+  return status.empty() ? 0 : std::stoi(status);
+}
+
+std::string fieldOf(const std::vector<Frame>& frames, int32_t stream, std::string_view name) {
   for (const Frame& f : frames) {
     if (f.type != NGHTTP2_HEADERS || f.stream != stream) continue;
     nghttp2_hd_inflater* inflater = nullptr;
     nghttp2_hd_inflate_new(&inflater);
     auto* in = reinterpret_cast<const uint8_t*>(f.payload.data());
     size_t left = f.payload.size();
-    int status = 0;
+    std::string found;
     for (;;) {
       nghttp2_nv nv;
       int flags = 0;
@@ -123,16 +130,16 @@ int statusOf(const std::vector<Frame>& frames, int32_t stream) {
       in += n;
       left -= static_cast<size_t>(n);
       if ((flags & NGHTTP2_HD_INFLATE_EMIT) != 0 &&
-          std::string_view(reinterpret_cast<char*>(nv.name), nv.namelen) == ":status") {
-        status = std::stoi(std::string(reinterpret_cast<char*>(nv.value), nv.valuelen));
+          std::string_view(reinterpret_cast<char*>(nv.name), nv.namelen) == name) {
+        found.assign(reinterpret_cast<char*>(nv.value), nv.valuelen);
       }
       if ((flags & NGHTTP2_HD_INFLATE_FINAL) != 0) break;
       if (n == 0 && left == 0) break;
     }
     nghttp2_hd_inflate_del(inflater);
-    return status;
+    return found;
   }
-  return 0;
+  return "";
 }
 
 class Worker {
@@ -270,6 +277,8 @@ TEST_P(Http2AsyncTest, AnswersLaterAndStreamsDataFrames) {
   ASSERT_TRUE(one && three);
   EXPECT_EQ(statusOf(frames, 1), 200);
   EXPECT_EQ(bodyOf(frames, 1), "later");
+  EXPECT_EQ(fieldOf(frames, 1, "content-length"), "5");
+  EXPECT_EQ(fieldOf(frames, 3, "content-length"), "");  // streamed: no length
   EXPECT_EQ(statusOf(frames, 3), 200);
   EXPECT_TRUE(bodyOf(frames, 3) == streamed_) << bodyOf(frames, 3).size();
 }
