@@ -62,6 +62,19 @@ class AnswerProgress final : public ConnectionAttachment {
   const std::weak_ptr<Http1Writer> writer_;
 };
 
+// Takes `size` bytes off the in-transit count when the scope ends.
+class InTransit {
+ public:
+  InTransit(std::atomic<size_t>* count, size_t size) : count_(count), size_(size) {}
+  ~InTransit() { count_->fetch_sub(size_, std::memory_order_relaxed); }
+  InTransit(const InTransit&) = delete;
+  InTransit& operator=(const InTransit&) = delete;
+
+ private:
+  std::atomic<size_t>* count_;
+  size_t size_;
+};
+
 void appendChunkSize(size_t size, Buffer* out) {
   char digits[24];
   const int n = std::snprintf(digits, sizeof digits, "%zx\r\n", size);
@@ -135,14 +148,16 @@ void Http1Writer::abort() {
 
 void Http1Writer::setWritableCallback(std::function<void()> callback) {
   gate_->run(loop_, [self = shared_from_this(), cb = std::move(callback)]() mutable {
-    self->writable_ = std::move(cb);
+    if (!self->ended()) self->writable_ = std::move(cb);
   });
 }
 
 void Http1Writer::setClosedCallback(std::function<void()> callback) {
   gate_->run(loop_, [self = shared_from_this(), cb = std::move(callback)]() mutable {
+    // Set after the client left: it still hears of it, once. After any
+    // other end it would never run: it is not kept.
+    if (self->ended() && !self->clientGone_) return;
     self->closedCallback_ = std::move(cb);
-    // Set after the client left: it still hears of it, once.
     if (self->clientGone_) self->runClosedCallback();
   });
 }
@@ -208,7 +223,11 @@ void Http1Writer::startInLoop(HttpResponse head) {
 }
 
 void Http1Writer::writeInLoop(std::string data) {
-  inTransit_.fetch_sub(data.size(), std::memory_order_relaxed);
+  // The bytes leave the in-transit count only once the connection's count
+  // (noteQueued) has them: counted twice for a moment rather than not at
+  // all, so that queuedBytes() never reads low and write() never says true
+  // past highWater.
+  const InTransit taken(&inTransit_, data.size());
   const TcpConnectionPtr conn = live();
   if (!conn) return;
   if (phase_.load(std::memory_order_relaxed) != kStreaming) {
@@ -271,6 +290,10 @@ void Http1Writer::abortInLoop() {
 void Http1Writer::end(bool close) {
   phase_.store(kEnded, std::memory_order_release);
   closeAfter_ = close;
+  // The callbacks often hold this writer (a producer that writes on): let
+  // them go now that they can never run, or the two would keep each other.
+  writable_ = nullptr;
+  if (!clientGone_) closedCallback_ = nullptr;
   const TcpConnectionPtr conn = conn_.lock();
   if (!conn) return;
   if (conn->attachment() != nullptr && dynamic_cast<AnswerProgress*>(conn->attachment())) {
@@ -280,7 +303,9 @@ void Http1Writer::end(bool close) {
 }
 
 void Http1Writer::cutOff(const TcpConnectionPtr& conn, bool clientGone) {
+  if (ended()) return;  // a callback that threw after ending it
   closed_.store(true, std::memory_order_release);
+  clientGone_ = clientGone;
   // Ended before any callback runs: a finish() from the closed callback must
   // find nothing to finish. Whatever part was sent stays short of what its
   // framing promised (no last chunk, or short of its Content-Length), and
@@ -288,7 +313,6 @@ void Http1Writer::cutOff(const TcpConnectionPtr& conn, bool clientGone) {
   end(true);
   if (!clientGone) return;
   conn->forceClose();
-  clientGone_ = true;
   runClosedCallback();
 }
 
@@ -320,7 +344,9 @@ void Http1Writer::checkWritable() {
   if (queuedBytes() > options_.lowWater) return;
   if (!wantWritable_.exchange(false, std::memory_order_acq_rel)) return;
   if (!writable_) return;
-  if (!callGuarded("writable callback", writable_)) cutOff(conn, false);
+  // A copy: the callback may replace itself.
+  const std::function<void()> callback = writable_;
+  if (!callGuarded("writable callback", callback)) cutOff(conn, false);
 }
 
 void Http1Writer::onConnectionClosed() {
@@ -328,13 +354,16 @@ void Http1Writer::onConnectionClosed() {
   if (phase_.load(std::memory_order_relaxed) == kEnded) return;
   phase_.store(kEnded, std::memory_order_release);
   clientGone_ = true;
+  writable_ = nullptr;
   runClosedCallback();
 }
 
 void Http1Writer::runClosedCallback() {
   if (closedCalled_ || !closedCallback_) return;
   closedCalled_ = true;
-  callGuarded("closed callback", closedCallback_);
+  // Moved out: it runs once, and may replace itself.
+  const std::function<void()> callback = std::move(closedCallback_);
+  callGuarded("closed callback", callback);
 }
 
 void Http1Writer::abandoned(const std::weak_ptr<TcpConnection>& weakConn, bool started) {
