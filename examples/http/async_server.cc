@@ -15,8 +15,8 @@
 //   curl --http2-prior-knowledge 'http://127.0.0.1:8080/later?ms=500'
 #include <charconv>
 #include <chrono>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -183,8 +183,7 @@ int main(int argc, char* argv[]) {
 
   WorkerPool pool(workers);
   libnet::EventLoop loop(backend);
-  libnet::http::HttpServer server(&loop, libnet::InetAddress(port), "async",
-                                  {.threads = threads});
+  libnet::http::HttpServer server(&loop, libnet::InetAddress(port), "async", {.threads = threads});
   server.setAsyncHandler([&pool](const HttpRequest& request, ResponseWriterPtr writer) {
     route(request, writer, &pool);
   });

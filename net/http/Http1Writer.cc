@@ -97,9 +97,8 @@ Http1Writer::~Http1Writer() {
   // Every call posted held this writer, so all of them have run: what the
   // phase says is final. Queued even on the loop: the last owner may let go
   // in the middle of the server's own work on this connection.
-  gate_->queue(loop_, [weak = conn_, started = phase_.load() == kStreaming] {
-    abandoned(weak, started);
-  });
+  gate_->queue(loop_,
+               [weak = conn_, started = phase_.load() == kStreaming] { abandoned(weak, started); });
 }
 
 size_t Http1Writer::queuedBytes() const {
@@ -171,8 +170,8 @@ TcpConnectionPtr Http1Writer::live() const {
 }
 
 void Http1Writer::shape(HttpResponse* response) const {
-  const bool close = request_.close || response->closeConnection() ||
-                     HttpServer::drainingConnection(conn_.lock());
+  const bool close =
+      request_.close || response->closeConnection() || HttpServer::drainingConnection(conn_.lock());
   response->setCloseConnection(close);
   if (!close && request_.http10) response->setKeepAliveHeader(true);
 }
@@ -238,8 +237,8 @@ void Http1Writer::writeInLoop(std::string data) {
   if (noBody_ || data.empty()) return;
   if (framing_ == HttpResponse::Framing::kContentLength) {
     if (data.size() > remaining_) {
-      LOG_ERROR << conn->name() << ": " << data.size() << " body bytes written where "
-                << remaining_ << " were owed; cut off";
+      LOG_ERROR << conn->name() << ": " << data.size() << " body bytes written where " << remaining_
+                << " were owed; cut off";
       cutOff(conn, false);
       return;
     }

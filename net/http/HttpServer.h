@@ -301,6 +301,11 @@ class HttpServer {
   // connection goes on with the requests that waited behind it, or closes.
   static void answerEnded(const TcpConnectionPtr& conn, bool close);
   [[nodiscard]] static bool drainingConnection(const TcpConnectionPtr& conn);
+  // The request has been answered (or its answer handed off): the parser
+  // and the body's budget are free for the next.
+  static void requestDone(ConnectionState* state, bool closing);
+  static void holdBehindAnswer(const TcpConnectionPtr& conn, ConnectionState* state,
+                               const Buffer* buf);
   // Bytes pipelined behind a pending answer that are kept before reading
   // pauses.
   static constexpr size_t kHeldInputMax = 64 * 1024;

@@ -97,7 +97,8 @@ uint32_t word(std::string_view bytes) {
 
 std::string be32(uint32_t v) {
   std::string out;
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((v >> shift) & 0xff));
   return out;
 }
 
@@ -263,9 +264,9 @@ TEST_P(Http2AsyncTest, AnswersLaterAndStreamsDataFrames) {
   BlockingClient client(address_);
   // Windows large enough for the whole streamed body.
   const std::string bigWindow = std::string("\x00\x04", 2) + be32(1 << 24);
-  ASSERT_TRUE(client.sendAll(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, bigWindow) +
-                             frame(NGHTTP2_WINDOW_UPDATE, 0, 0, be32(1 << 24)) + get(1, "/later") +
-                             get(3, "/stream")));
+  ASSERT_TRUE(client.sendAll(
+      std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, bigWindow) +
+      frame(NGHTTP2_WINDOW_UPDATE, 0, 0, be32(1 << 24)) + get(1, "/later") + get(3, "/stream")));
   FrameReader reader(&client);
   bool one = false;
   bool three = false;
@@ -294,8 +295,8 @@ TEST_P(Http2AsyncTest, ResetFromTheClientReachesTheClosedCallback) {
   writer->start(http::HttpResponse(false));
   EXPECT_TRUE(writer->write("first"));
   FrameReader reader(&client);
-  const auto first = reader.until(
-      [](const Frame& f) { return f.type == NGHTTP2_DATA && f.stream == 1; });
+  const auto first =
+      reader.until([](const Frame& f) { return f.type == NGHTTP2_DATA && f.stream == 1; });
   EXPECT_EQ(bodyOf(first, 1), "first");
   ASSERT_TRUE(client.sendAll(frame(NGHTTP2_RST_STREAM, 0, 1, be32(NGHTTP2_CANCEL))));
   ASSERT_TRUE(waitUntil([&] { return closed.load() == 1; }));
