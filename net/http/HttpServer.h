@@ -7,6 +7,12 @@
 // body the handler attached with the headers in one write when it is at most
 // Options::inlineFileMax bytes, else with TcpConnection::sendFile.
 //
+// Answers that come later: with setAsyncHandler() instead, the handler gets
+// a ResponseWriter and may answer after it returns, from any thread, with a
+// body streamed in pieces under back-pressure (ResponseWriter.h,
+// docs/http-server.md). Requests pipelined behind such an answer wait for
+// it; a connection waiting for one is not idle; a drain lets it finish.
+//
 // Protection, all on by default: answers to a pipelining client that does
 // not read them are capped by the connection's output limit
 // (Options::maxQueuedOutput, which is TcpServer's: past it the connection
