@@ -3,8 +3,9 @@
 // another thread, a body streamed as DATA frames, RST_STREAM from the client
 // and the connection's close reaching the closed callback, a stream window
 // of zero holding the writer back until WINDOW_UPDATE, abort as RST_STREAM
-// INTERNAL_ERROR (or a 500 before the head), and a throwing handler. The
-// frames are read off the socket as the client receives them.
+// INTERNAL_ERROR (or a 500 before the head), a throwing handler, and a
+// writer held by another thread while the server goes. The frames are read
+// off the socket as the client receives them.
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
 #include <sys/socket.h>
@@ -392,6 +393,37 @@ TEST_P(Http2AsyncTest, AbortIsAResetOrA500AndAThrowIsA500) {
   ASSERT_TRUE(reset && answered && thrown);
   EXPECT_EQ(statusOf(frames, 3), 500);
   EXPECT_EQ(statusOf(frames, 5), 500);
+}
+
+TEST_P(Http2AsyncTest, ServerDestroyedWhileAnotherThreadHoldsAWriter) {
+  for (const int threads : {0, 2}) {
+    {
+      std::lock_guard<std::mutex> lock(keptMutex_);
+      kept_.clear();
+    }
+    http::HttpServer::Options options;
+    options.threads = threads;
+    startServer(options);
+    BlockingClient client(address_);
+    ASSERT_TRUE(client.sendAll(test::prefaceAndSettings() + get(1, "/keep")));
+    http::ResponseWriterPtr writer = keptWriter();
+    ASSERT_TRUE(writer);
+    std::atomic<bool> stop{false};
+    std::thread writing([&] {
+      writer->start(http::HttpResponse(false));
+      while (!stop && writer->write(std::string(4096, 'x'))) {
+      }
+    });
+    runSync(loop_, [&] { server_.reset(); });
+    stop = true;
+    writing.join();
+    EXPECT_FALSE(writer->write("after the server"));
+    writer->finish();
+    writer->abort();
+    writer.reset();
+    std::lock_guard<std::mutex> lock(keptMutex_);
+    kept_.clear();  // the last owner lets go: nothing to do
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Http2AsyncTest,
