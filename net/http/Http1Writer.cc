@@ -332,7 +332,7 @@ void Http1Writer::onOutputProgress(size_t queued) {
   connQueued_.store(queued, std::memory_order_relaxed);
   if (queued <= options_.lowWater && wantWritable_.load(std::memory_order_acquire)) {
     // Not from inside the connection's output handling: the callback writes.
-    loop_->queueInLoop([self = shared_from_this()] { self->checkWritable(); });
+    gate_->queue(loop_, [self = shared_from_this()] { self->checkWritable(); });
   }
 }
 

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "base/Guarded.h"
-#include "net/EventLoop.h"
+#include "net/EventLoop.h"  // EventLoop* is an EventLoopBase*
 #include "net/http/WriterGate.h"
 #include "net/http2/ServerSession.h"
 
@@ -134,7 +134,7 @@ void Http2Writer::onProgress(size_t unsent) {
   unsent_.store(unsent, std::memory_order_relaxed);
   if (unsent <= options_.lowWater && wantWritable_.load(std::memory_order_acquire)) {
     // Not from inside the session's output: the callback writes.
-    loop_->queueInLoop([self = shared_from_this()] { self->checkWritable(); });
+    gate_->queue(loop_, [self = shared_from_this()] { self->checkWritable(); });
   }
 }
 
