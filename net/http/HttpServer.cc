@@ -612,8 +612,13 @@ bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& reques
     appendError(500, out);
     return false;
   }
-  if (!appendResponse(conn, &response, request.method() == Method::kHead, options_.inlineFileMax,
-                      out)) {
+  // The head written here, not through appendResponse(): this is the path
+  // of every synchronous answer, kept as short as it was.
+  const bool headOnly = request.method() == Method::kHead;
+  const size_t mark = out->readableBytes();
+  response.appendToBuffer(out, currentDate(), headOnly);
+  if (response.hasFile() && !headOnly &&
+      !appendFile(conn, &response, options_.inlineFileMax, mark, out)) {
     return false;
   }
   return !response.closeConnection();
@@ -623,19 +628,22 @@ bool HttpServer::appendResponse(const TcpConnectionPtr& conn, HttpResponse* resp
                                 size_t inlineFileMax, Buffer* out) {
   const size_t mark = out->readableBytes();
   response->appendToBuffer(out, currentDate(), headOnly);
-  if (response->hasFile() && !headOnly) {
-    UniqueFd file = response->takeFile();
-    const size_t length = response->contentLength();
-    if (length <= inlineFileMax) {
-      if (!appendFileContents(file.get(), length, out)) {
-        LOG_SYSERR << conn->name() << ": reading the response file";
-        out->unwrite(out->readableBytes() - mark);  // take back the headers
-        appendError(500, out);
-        return false;
-      }
-    } else {
-      conn->sendFile(std::move(file), 0, length, out);  // `out` (heads so far) goes first
+  return !response->hasFile() || headOnly || appendFile(conn, response, inlineFileMax, mark, out);
+}
+
+bool HttpServer::appendFile(const TcpConnectionPtr& conn, HttpResponse* response,
+                            size_t inlineFileMax, size_t mark, Buffer* out) {
+  UniqueFd file = response->takeFile();
+  const size_t length = response->contentLength();
+  if (length <= inlineFileMax) {
+    if (!appendFileContents(file.get(), length, out)) {
+      LOG_SYSERR << conn->name() << ": reading the response file";
+      out->unwrite(out->readableBytes() - mark);  // take back the headers
+      appendError(500, out);
+      return false;
     }
+  } else {
+    conn->sendFile(std::move(file), 0, length, out);  // `out` (heads so far) goes first
   }
   return true;
 }

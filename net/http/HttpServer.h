@@ -303,6 +303,10 @@ class HttpServer {
   // not be read (a 500 is appended instead) and the connection must close.
   static bool appendResponse(const TcpConnectionPtr& conn, HttpResponse* response, bool headOnly,
                              size_t inlineFileMax, Buffer* out);
+  // Its file body, after the head that starts at `mark` in `out` (taken
+  // back, for a 500, if the file cannot be read).
+  static bool appendFile(const TcpConnectionPtr& conn, HttpResponse* response, size_t inlineFileMax,
+                         size_t mark, Buffer* out);
   // For a writer, on the loop: an answer handed off has ended; the
   // connection goes on with the requests that waited behind it, or closes.
   static void answerEnded(const TcpConnectionPtr& conn, bool close);
