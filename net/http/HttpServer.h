@@ -124,6 +124,9 @@ class HttpServer {
     int threads = 0;
     TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
     bool ringHandOver = true;  // TcpServer::Options::ringHandOver
+    TcpServer::HandOver handOver = TcpServer::HandOver::kRoundRobin;  // TcpServer::Options::handOver
+    // TcpServer::Options::cpuAffinity: I/O loop i on cpuAffinity[i % size].
+    std::vector<int> cpuAffinity{};
     bool reusePort = false;    // TcpServer::Options::reusePort
     // TCP_DEFER_ACCEPT (TcpServer::Options::deferAccept): HTTP clients speak
     // first. Zero: off.
