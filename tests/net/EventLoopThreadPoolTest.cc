@@ -93,7 +93,7 @@ TEST_P(EventLoopThreadPoolTest, RefusesCpusItCannotHonour) {
   std::string why;
   runSync(baseLoop_, [&] {
     try {
-      EventLoopThreadPool pool(baseLoop_, "pool", 2, {0, missing});
+      EventLoopThreadPool pool(baseLoop_, "pool", 2, {allowedCpus().front(), missing});
     } catch (const std::invalid_argument& e) {
       why = e.what();
     }
@@ -104,7 +104,7 @@ TEST_P(EventLoopThreadPoolTest, RefusesCpusItCannotHonour) {
   why.clear();
   runSync(baseLoop_, [&] {
     try {
-      EventLoopThreadPool pool(baseLoop_, "pool", 0, {0});
+      EventLoopThreadPool pool(baseLoop_, "pool", 0, {allowedCpus().front()});
     } catch (const std::invalid_argument& e) {
       why = e.what();
     }

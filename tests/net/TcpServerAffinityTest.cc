@@ -88,7 +88,7 @@ TEST_P(TcpServerAffinityTest, TwoLoopsOnTwoCpus) {
 
 TEST_P(TcpServerAffinityTest, RefusesListsItCannotHonourSayingWhy) {
   const int missing = ::get_nprocs_conf();
-  std::string why = refusal({.threads = 2, .cpuAffinity = {0, missing}});
+  std::string why = refusal({.threads = 2, .cpuAffinity = {allowedCpus().front(), missing}});
   EXPECT_EQ(why.rfind("TcpServer: Options::cpuAffinity: CPU " + std::to_string(missing) +
                           " does not exist",
                       0),
@@ -97,7 +97,7 @@ TEST_P(TcpServerAffinityTest, RefusesListsItCannotHonourSayingWhy) {
   why = refusal({.threads = 2, .cpuAffinity = {-3}});
   EXPECT_NE(why.find("CPU -3 does not exist"), std::string::npos) << why;
   // No I/O thread to pin: the server's loop is the caller's.
-  why = refusal({.threads = 0, .cpuAffinity = {0}});
+  why = refusal({.threads = 0, .cpuAffinity = {allowedCpus().front()}});
   EXPECT_NE(why.find("without I/O threads"), std::string::npos) << why;
   // Wider than the process's set: every CPU it may use, and one more.
   std::vector<int> wider = allowedCpus();
