@@ -36,8 +36,8 @@ void EventLoopThreadPool::start(const ThreadInitCallback& cb) {
   for (int i = 0; i < numThreads_; ++i) {
     std::optional<int> cpu;
     if (!cpus_.empty()) cpu = cpus_[static_cast<size_t>(i) % cpus_.size()];
-    auto thread = std::make_unique<EventLoopThread>(cb, name_ + std::to_string(i),
-                                                    baseLoop_->options(), cpu);
+    auto thread =
+        std::make_unique<EventLoopThread>(cb, name_ + std::to_string(i), baseLoop_->options(), cpu);
     loops_.push_back(thread->startLoop());
     threads_.push_back(std::move(thread));
   }

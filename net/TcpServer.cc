@@ -397,8 +397,8 @@ void TcpServer::reconfigure(const char* what, Options options) {
   options_ = checked(options);
   // The pool is made in the constructor, and not started before start().
   if (options_.threads != threadsBefore) {
-    threadPool_ = std::make_unique<EventLoopThreadPool>(loop_, name_, options_.threads,
-                                                        options_.cpuAffinity);
+    threadPool_ =
+        std::make_unique<EventLoopThreadPool>(loop_, name_, options_.threads, options_.cpuAffinity);
   }
 }
 

@@ -92,8 +92,9 @@ class TcpServer {
     kPerLoop,
     // One listening socket, on the server's loop, which hands each accepted
     // socket to an I/O loop (Options::handOver: round-robin by default);
-    // the connection is made on the I/O loop. Where the accepting loop and the I/O loop both run on io_uring
-    // (and the kernel has IORING_OP_MSG_RING), the socket goes as a message
+    // the connection is made on the I/O loop. Where the accepting loop and
+    // the I/O loop both run on io_uring (and the kernel has
+    // IORING_OP_MSG_RING), the socket goes as a message
     // from the one's ring to the other's, with the accepting loop's next
     // submission (no lock, no eventfd write, no system call of its own);
     // otherwise, or with Options::ringHandOver false, through the I/O loop's

@@ -40,17 +40,15 @@ std::string CpuAffinityFlag::check(int threads) {
   return "";
 }
 
-void CpuAffinityFlag::pinMainLoop() const {
-  if (!mainLoop_) return;
-  try {
-    pinCurrentThread(*mainLoop_);
-  } catch (const std::system_error& e) {
-    throw std::system_error(e.code(),
-                            "main loop: pthread_setaffinity_np to CPU " + std::to_string(*mainLoop_));
+std::string CpuAffinityFlag::pinMainLoop() const {
+  if (mainLoop_) {
+    try {
+      pinCurrentThread(*mainLoop_);
+    } catch (const std::system_error& e) {
+      throw std::system_error(
+          e.code(), "main loop: pthread_setaffinity_np to CPU " + std::to_string(*mainLoop_));
+    }
   }
-}
-
-std::string CpuAffinityFlag::describe() const {
   if (list_.empty()) return "";
   std::string line = "cpu affinity: main loop ";
   line += mainLoop_ ? "on CPU " + std::to_string(*mainLoop_) : std::string("not pinned");

@@ -39,12 +39,13 @@ class CpuAffinityFlag {
   // For TcpServer::Options::cpuAffinity (HttpServer::Options::cpuAffinity);
   // empty when the I/O loops are not pinned.
   [[nodiscard]] const std::vector<int>& ioLoopCpus() const { return ioLoops_; }
-  // Pins the calling thread, the main loop's, when the rule gives it a CPU.
-  // Throws std::system_error naming the main loop and the CPU when the
-  // kernel refuses.
-  void pinMainLoop() const;
-  // One line for the start-up banner ("" without the option).
-  [[nodiscard]] std::string describe() const;
+  // Pins the calling thread, the main loop's, when the rule gives it a CPU,
+  // and returns one line for the start-up banner saying where the loops run
+  // ("" without the option). Call it after the server's start(): the I/O
+  // threads pin themselves, and threads made after this share the main
+  // loop's CPU. Throws std::system_error naming the main loop and the CPU
+  // when the kernel refuses.
+  std::string pinMainLoop() const;
 
  private:
   std::vector<int> list_;

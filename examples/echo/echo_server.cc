@@ -129,8 +129,7 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
     std::cerr << "echo_server: " << problem << "\n" << kUsage;
     return libnet::Flags::kExitUsage;
   }
-  if (const std::string problem = options->cpuAffinity.check(options->threads);
-      !problem.empty()) {
+  if (const std::string problem = options->cpuAffinity.check(options->threads); !problem.empty()) {
     std::cerr << "echo_server: " << problem << " (see --help)\n";
     return libnet::Flags::kExitUsage;
   }
@@ -193,10 +192,7 @@ int main(int argc, char* argv[]) {
     server.setMessageCallback(onMessage);
     server.setIdleCallback(onIdle);
     server.start();
-    // After start(): the I/O threads pinned themselves; threads made from
-    // here on share the main loop's CPU.
-    options.cpuAffinity.pinMainLoop();
-    if (const std::string pinned = options.cpuAffinity.describe(); !pinned.empty()) {
+    if (const std::string pinned = options.cpuAffinity.pinMainLoop(); !pinned.empty()) {
       std::cout << "echo_server: " << pinned << "\n";
     }
     std::cout << "echo_server listening on " << server.listenAddress().toIpPort() << std::endl;

@@ -428,10 +428,7 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
     h2 = libnet::http2::serve(server, h2Options);
   }
   server.start();
-  // After start(): the I/O threads pinned themselves; threads made from
-  // here on share the main loop's CPU.
-  settings.cpuAffinity.pinMainLoop();
-  if (const std::string pinned = settings.cpuAffinity.describe(); !pinned.empty()) {
+  if (const std::string pinned = settings.cpuAffinity.pinMainLoop(); !pinned.empty()) {
     std::cout << "http_server: " << pinned << "\n";
   }
   registry.addServer(&server.tcpServer());

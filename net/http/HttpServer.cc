@@ -152,6 +152,7 @@ TcpServer::Options tcpOptions(const HttpServer::Options& options) {
       .acceptMode = options.acceptMode,
       .ringHandOver = options.ringHandOver,
       .handOver = options.handOver,
+      .cpuAffinity = options.cpuAffinity,
       .reusePort = options.reusePort,
       .deferAccept = options.deferAccept,
       .tcpNoDelay = true,  // a response is one write; never let Nagle hold its tail
@@ -159,7 +160,6 @@ TcpServer::Options tcpOptions(const HttpServer::Options& options) {
       .maxQueuedOutput = options.maxQueuedOutput,
       .idleTimeout = options.idleTimeout,
   };
-  tcp.cpuAffinity = options.cpuAffinity;
   tcp.proxyProtocol = options.proxyProtocol;
   // Connection limits: the refusal is a whole response, sent at once.
   tcp.maxConnections = options.maxConnections;

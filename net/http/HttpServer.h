@@ -124,10 +124,11 @@ class HttpServer {
     int threads = 0;
     TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
     bool ringHandOver = true;  // TcpServer::Options::ringHandOver
-    TcpServer::HandOver handOver = TcpServer::HandOver::kRoundRobin;  // TcpServer::Options::handOver
-    // TcpServer::Options::cpuAffinity: I/O loop i on cpuAffinity[i % size].
-    std::vector<int> cpuAffinity{};
     bool reusePort = false;    // TcpServer::Options::reusePort
+    // TcpServer::Options::handOver (kHandOver: round-robin or least
+    // connections) and cpuAffinity (I/O loop i on cpuAffinity[i % size]).
+    TcpServer::HandOver handOver = TcpServer::HandOver::kRoundRobin;
+    std::vector<int> cpuAffinity{};
     // TCP_DEFER_ACCEPT (TcpServer::Options::deferAccept): HTTP clients speak
     // first. Zero: off.
     Duration deferAccept = Duration::zero();

@@ -55,8 +55,7 @@ TEST(CpuAffinityTest, RefusesMalformedListsSayingWhy) {
             std::string::npos);
   EXPECT_NE(invalidArgument([] { (void)parseCpuList("3-1"); }).find("ends below its start"),
             std::string::npos);
-  EXPECT_NE(invalidArgument([] { (void)parseCpuList("1024"); }).find("beyond"),
-            std::string::npos);
+  EXPECT_NE(invalidArgument([] { (void)parseCpuList("1024"); }).find("beyond"), std::string::npos);
   EXPECT_NE(invalidArgument([] { (void)parseCpuList("99999999999"); }).find("beyond"),
             std::string::npos);
 }
@@ -79,8 +78,7 @@ TEST(CpuAffinityTest, AllowedCpusAreThisProcesssMask) {
 TEST(CpuAffinityTest, RefusesCpusThatDoNotExistOrAListWiderThanTheMachine) {
   const int configured = ::get_nprocs_conf();
   std::string why = invalidArgument([&] { checkCpus("test", {configured}); });
-  EXPECT_EQ(why.rfind("test: CPU " + std::to_string(configured) + " does not exist", 0), 0u)
-      << why;
+  EXPECT_EQ(why.rfind("test: CPU " + std::to_string(configured) + " does not exist", 0), 0u) << why;
   why = invalidArgument([] { checkCpus("test", {-1}); });
   EXPECT_NE(why.find("CPU -1 does not exist"), std::string::npos) << why;
   // Every CPU the process may use, and one more: the list is wider than the set.

@@ -89,10 +89,10 @@ TEST_P(TcpServerAffinityTest, TwoLoopsOnTwoCpus) {
 TEST_P(TcpServerAffinityTest, RefusesListsItCannotHonourSayingWhy) {
   const int missing = ::get_nprocs_conf();
   std::string why = refusal({.threads = 2, .cpuAffinity = {allowedCpus().front(), missing}});
-  EXPECT_EQ(why.rfind("TcpServer: Options::cpuAffinity: CPU " + std::to_string(missing) +
-                          " does not exist",
-                      0),
-            0u)
+  EXPECT_EQ(
+      why.rfind(
+          "TcpServer: Options::cpuAffinity: CPU " + std::to_string(missing) + " does not exist", 0),
+      0u)
       << why;
   why = refusal({.threads = 2, .cpuAffinity = {-3}});
   EXPECT_NE(why.find("CPU -3 does not exist"), std::string::npos) << why;

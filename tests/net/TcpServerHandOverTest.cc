@@ -22,9 +22,9 @@ using test::waitUntil;
 class TcpServerHandOverTest : public test::EchoServerTest {
  protected:
   void startHandOver(TcpServer::HandOver policy, int threads = 2) {
-    startServer({}, {.threads = threads,
-                     .acceptMode = TcpServer::AcceptMode::kHandOver,
-                     .handOver = policy});
+    startServer(
+        {},
+        {.threads = threads, .acceptMode = TcpServer::AcceptMode::kHandOver, .handOver = policy});
   }
 
   std::vector<TcpServer::LoopStats> stats() const { return server_->loopStats(); }
