@@ -222,6 +222,17 @@ std::string parseAcceptMode(std::string_view value, Settings* settings) {
   return std::string();
 }
 
+// After parsing: "" when --hand-over and --cpu-affinity fit --accept and
+// --threads, else why not.
+std::string checkLoops(Settings* settings) {
+  if (settings->handOver != TcpServer::HandOver::kRoundRobin &&
+      settings->acceptMode != TcpServer::AcceptMode::kHandOver) {
+    return "--hand-over: only with --accept hand-over or hand-over-queue (per-loop listeners "
+           "leave the choice to the kernel)";
+  }
+  return settings->cpuAffinity.check(settings->threads);
+}
+
 // --trusted-proxy: comma-separated addresses or CIDR prefixes, added to
 // those of earlier occurrences.
 std::string parseTrustedProxies(std::string_view value, Settings* settings) {
@@ -462,7 +473,7 @@ int main(int argc, char* argv[]) {
     std::cerr << "http_server: " << problem << "\n" << kUsage;
     return Flags::kExitUsage;
   }
-  if (const std::string problem = settings.cpuAffinity.check(settings.threads); !problem.empty()) {
+  if (const std::string problem = checkLoops(&settings); !problem.empty()) {
     std::cerr << "http_server: " << problem << " (see --help)\n";
     return Flags::kExitUsage;
   }

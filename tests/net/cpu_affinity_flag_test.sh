@@ -58,6 +58,8 @@ for server in "$ECHO" "$HTTP"; do
   fi
 done
 expect_usage_error "--hand-over: invalid value 'fewest'" "$HTTP" --hand-over fewest
+expect_usage_error "--hand-over: only with --accept hand-over" "$HTTP" --threads 1 \
+  --hand-over least-connections
 
 # ---- where the threads run ----
 
