@@ -157,6 +157,8 @@ TcpServer::Options tcpOptions(const HttpServer::Options& options) {
       .threads = options.threads,
       .acceptMode = options.acceptMode,
       .ringHandOver = options.ringHandOver,
+      .handOver = options.handOver,
+      .cpuAffinity = options.cpuAffinity,
       .reusePort = options.reusePort,
       .deferAccept = options.deferAccept,
       .tcpNoDelay = true,  // a response is one write; never let Nagle hold its tail

@@ -143,6 +143,10 @@ class HttpServer {
     TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
     bool ringHandOver = true;  // TcpServer::Options::ringHandOver
     bool reusePort = false;    // TcpServer::Options::reusePort
+    // TcpServer::Options::handOver (kHandOver: round-robin or least
+    // connections) and cpuAffinity (I/O loop i on cpuAffinity[i % size]).
+    TcpServer::HandOver handOver = TcpServer::HandOver::kRoundRobin;
+    std::vector<int> cpuAffinity{};
     // TCP_DEFER_ACCEPT (TcpServer::Options::deferAccept): HTTP clients speak
     // first. Zero: off.
     Duration deferAccept = Duration::zero();
