@@ -380,6 +380,7 @@ def argument_parser():
 
 def main():
     args = argument_parser().parse_args()
+    hb.apply_nice(PROG, args)
     args.seconds = args.seconds or (1 if args.quick else 3)
     args.reps = args.reps or (1 if args.quick else 3)
     concs = ab.parse_ints(args.concurrency, "--concurrency")
