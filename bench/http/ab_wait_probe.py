@@ -52,6 +52,9 @@ NETNS_ENV = "LIBNET_ABPROBE_NETNS"
 SERVER_EVENTS = ["syscalls:sys_enter_accept4", "syscalls:sys_enter_read",
                  "syscalls:sys_enter_recvfrom", "syscalls:sys_enter_epoll_wait",
                  "syscalls:sys_enter_io_uring_enter", "io_uring:io_uring_complete"]
+# The server's last write of a response and the close that sends its FIN.
+FIN_GAP_EVENTS = ["syscalls:sys_enter_sendto", "syscalls:sys_enter_writev",
+                  "syscalls:sys_enter_write", "syscalls:sys_enter_close"]
 TCPEXT = ["TW", "TWRecycled", "ListenOverflows", "TCPTimeWaitOverflow"]
 
 
@@ -133,6 +136,12 @@ def start_counters(ctx, pid, tag):
                 ctx["client_cpus"], "-o", data]
         procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL))
+    if ctx["fin_gap"]:
+        argv = [ctx["perf"], "record", "-e", ",".join(FIN_GAP_EVENTS), "-p",
+                ",".join(str(p) for p in benchlib.process_tree(pid)), "-o",
+                os.path.join(ctx["tmp"], "gap-%s.data" % tag)]
+        procs.append(subprocess.Popen(benchlib.pinned(ctx["client_cpus"], argv),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(0.5)  # perf attaches before ab starts
     return procs, srv, wake
 
@@ -166,8 +175,35 @@ def probe(ctx, name, n, conc, port, tag):
         stop_counters(procs)
     finally:
         server.stop()
-    return derive(ctx, r, s0, s1, tk1 - tk0, cs1 - cs0, read_perf_stat(srv_path),
-                  read_perf_stat(wake_path))
+    d = derive(ctx, r, s0, s1, tk1 - tk0, cs1 - cs0, read_perf_stat(srv_path),
+               read_perf_stat(wake_path))
+    if ctx["fin_gap"]:
+        d.update(fin_gaps(ctx, tag))
+    return d
+
+
+def fin_gaps(ctx, tag):
+    """{fin_gap_p50_us, fin_gap_p90_us}: per connection, from the server's
+    last write to an fd to its close() of that fd (when the FIN leaves), in
+    microseconds; from `perf script` of the FIN_GAP_EVENTS record."""
+    data = os.path.join(ctx["tmp"], "gap-%s.data" % tag)
+    out = subprocess.run([ctx["perf"], "script", "-i", data, "-F", "time,event,trace"],
+                         capture_output=True, text=True, timeout=300).stdout
+    last_write, gaps = {}, []
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d.]+):\s+syscalls:sys_enter_(\w+):\s+fd: (0x[0-9a-f]+)", line)
+        if not m:
+            continue
+        t, call, fd = float(m.group(1)), m.group(2), int(m.group(3), 16)
+        if call == "close":
+            if fd in last_write:
+                gaps.append((t - last_write.pop(fd)) * 1e6)
+        else:
+            last_write[fd] = t
+    if not gaps:
+        return {"fin_gap_p50_us": float("nan"), "fin_gap_p90_us": float("nan")}
+    gaps.sort()
+    return {"fin_gap_p50_us": gaps[len(gaps) // 2], "fin_gap_p90_us": gaps[len(gaps) * 9 // 10]}
 
 
 def derive(ctx, r, s0, s1, server_cpu, server_cs, srv, wake):
@@ -223,6 +259,12 @@ def main():
     ap.add_argument("--perf-client", action="store_true",
                     help="also perf record -C CLIENT_CPU (flat) each run: ab's CPU, kernel "
                     "included; the data files and a --comm ab symbol report go to --out")
+    ap.add_argument("--fin-gap", action="store_true",
+                    help="also record the server's writes and closes (system call "
+                    "tracepoints: epoll servers only) and report how long after its "
+                    "response each connection's FIN left")
+    ap.add_argument("--build", action="append", default=[], metavar="NAME=PATH",
+                    help="also another http_server binary (epoll and io_uring), as NAME")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=FLAGS",
                     help="also http_server (epoll and io_uring) with these extra flags")
     hb.add_machine_arguments(ap, "ab", 26000, "ab-probe", "the perf data of --perf-client")
@@ -232,6 +274,7 @@ def main():
            "server_cpus": args.server_cpus, "client_cpus": args.client_cpus,
            "ab": benchlib.find_tool("ab"), "nginx": benchlib.find_tool("nginx"),
            "perf": benchlib.find_tool("perf"), "perf_client": args.perf_client,
+           "fin_gap": args.fin_gap,
            "out": os.path.abspath(args.out)}
     os.makedirs(ctx["out"], exist_ok=True)
     if NETNS_ENV not in os.environ:
@@ -249,11 +292,17 @@ def main():
 def variant_servers(args, ctx, servers):
     """Variants run as wrapper scripts that add their flags."""
     out = list(servers)
-    for v in args.variant:
-        label, flags = v.split("=", 1)
+    ctx["variants"] = {}
+    for v, other in [(v, False) for v in args.variant] + [(v, True) for v in args.build]:
+        label, value = v.split("=", 1)
         for backend in ("epoll", "uring"):
             out.append("libnet-%s+%s" % (backend, label))
-        ctx.setdefault("variants", {})[label] = flags.split()
+        if other:
+            path = os.path.join(ctx["tmp"], "http_server-" + label + "-bin")
+            shutil.copy2(value, path)
+            ctx["variants"][label] = (path, [])
+        else:
+            ctx["variants"][label] = (os.path.join(ctx["tmp"], "http_server"), value.split())
     return out
 
 
@@ -306,10 +355,10 @@ def use_binary(ctx, name):
     if "+" not in name:
         return
     label = name.split("+", 1)[1]
+    binary, flags = ctx["variants"][label]
     wrapper = os.path.join(ctx["tmp"], "http_server-" + label)
     with open(wrapper, "w") as f:
-        f.write("#!/bin/sh\nexec %s \"$@\" %s\n" % (ctx["binary"],
-                                                  " ".join(ctx["variants"][label])))
+        f.write("#!/bin/sh\nexec %s \"$@\" %s\n" % (binary, " ".join(flags)))
     os.chmod(wrapper, 0o755)
     ctx["binary"] = wrapper
 
