@@ -54,7 +54,8 @@ SERVER_EVENTS = ["syscalls:sys_enter_accept4", "syscalls:sys_enter_read",
                  "syscalls:sys_enter_io_uring_enter", "io_uring:io_uring_complete"]
 # The server's last write of a response and the close that sends its FIN.
 FIN_GAP_EVENTS = ["syscalls:sys_enter_sendto", "syscalls:sys_enter_writev",
-                  "syscalls:sys_enter_write", "syscalls:sys_enter_close"]
+                  "syscalls:sys_enter_write", "syscalls:sys_enter_shutdown",
+                  "syscalls:sys_enter_close"]
 TCPEXT = ["TW", "TWRecycled", "ListenOverflows", "TCPTimeWaitOverflow"]
 
 
@@ -184,7 +185,8 @@ def probe(ctx, name, n, conc, port, tag):
 
 def fin_gaps(ctx, tag):
     """{fin_gap_p50_us, fin_gap_p90_us}: per connection, from the server's
-    last write to an fd to its close() of that fd (when the FIN leaves), in
+    last write to an fd to its shutdown() or close() of that fd (when the FIN
+    leaves), in
     microseconds; from `perf script` of the FIN_GAP_EVENTS record."""
     data = os.path.join(ctx["tmp"], "gap-%s.data" % tag)
     out = subprocess.run([ctx["perf"], "script", "-i", data, "-F", "time,event,trace"],
@@ -195,7 +197,7 @@ def fin_gaps(ctx, tag):
         if not m:
             continue
         t, call, fd = float(m.group(1)), m.group(2), int(m.group(3), 16)
-        if call == "close":
+        if call in ("close", "shutdown"):  # whichever sends the FIN first
             if fd in last_write:
                 gaps.append((t - last_write.pop(fd)) * 1e6)
         else:
