@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "base/Logging.h"
+#include "examples/common/CpuAffinityFlag.h"
 #include "examples/common/Flags.h"
 #include "examples/common/ServerTls.h"
 #include "examples/http/ServerLifecycle.h"
@@ -80,6 +81,7 @@ constexpr const char* kUsage =
     "                   [--metrics-path PATH] [--drain-timeout S] [--drain-grace MS]\n"
     "                   [--h2-min-send-rate BYTES] [--h2-files-per-connection N]\n"
     "                   [--h2-response-memory BYTES] [--h2-max-files N] [--ready-delay MS]\n"
+    "                   [--hand-over POLICY] [--cpu-affinity LIST]\n"
     "                   [--profile-dir DIR] [--inspect-path PATH [--inspect-allow-remote]]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
@@ -92,6 +94,12 @@ constexpr const char* kUsage =
     "                        where both loops run on io_uring, else through the loop's queue)\n"
     "                        or hand-over-queue (the same, always through the queue)\n"
     "                        (default per-loop)\n"
+    "  --hand-over POLICY    with --accept hand-over: round-robin, or least-connections (the\n"
+    "                        I/O loop with the fewest live connections) (default round-robin)\n"
+    "  --cpu-affinity LIST   pin the loops to CPUs (taskset's list: 0,2-3): with one CPU\n"
+    "                        more than --threads, the main loop on the first and I/O loop\n"
+    "                        i on the next ones; otherwise I/O loop i on CPU i mod count\n"
+    "                        and the main loop unpinned (default: none pinned)\n"
     "  --loop-stats 0|1      1: at exit, print how many connections each loop took (and how\n"
     "                        many of them came ring to ring) (default 0)\n"
     "  --defer-accept S      TCP_DEFER_ACCEPT: take a connection only once its request has\n"
@@ -149,8 +157,8 @@ constexpr const char* kUsage =
     "                        (default 0; under 10000, the predecessor's wait)\n"
     "  --inspect-path PATH   the inspector under PATH (say /debug): PATH/loops,\n"
     "                        PATH/connections, PATH/pprof/profile?seconds=N (a CPU profile\n"
-    "                        for google-pprof, 1..300 s, default 30), over HTTP/1.1, to\n"
-    "                        loopback clients only (others get 403) (default: off)\n"
+    "                        for google-pprof, 1..300 s, default 30), to loopback\n"
+    "                        clients only (others get 403) (default: off)\n"
     "  --inspect-allow-remote\n"
     "                        the inspector answers every client, not only loopback ones\n"
     "  --profile-dir DIR     SIGUSR1 starts a CPU profile to DIR/http_server-PID-N.prof, the\n"
@@ -193,6 +201,8 @@ struct Settings {
   size_t maxBodyMemory = HttpServer::Options().maxBufferedBodyBytes;
   TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
   bool ringHandOver = true;  // false: --accept hand-over-queue
+  TcpServer::HandOver handOver = TcpServer::HandOver::kRoundRobin;
+  libnet::CpuAffinityFlag cpuAffinity;
   int loopStats = 0;
   bool h2c = false;
   libnet::http2::Options h2{};
@@ -228,6 +238,17 @@ std::string parseAcceptMode(std::string_view value, Settings* settings) {
            "' (expected per-loop or hand-over or hand-over-queue)";
   }
   return std::string();
+}
+
+// After parsing: "" when --hand-over and --cpu-affinity fit --accept and
+// --threads, else why not.
+std::string checkLoops(Settings* settings) {
+  if (settings->handOver != TcpServer::HandOver::kRoundRobin &&
+      settings->acceptMode != TcpServer::AcceptMode::kHandOver) {
+    return "--hand-over: only with --accept hand-over or hand-over-queue (per-loop listeners "
+           "leave the choice to the kernel)";
+  }
+  return settings->cpuAffinity.check(settings->threads);
 }
 
 // --trusted-proxy: comma-separated addresses or CIDR prefixes, added to
@@ -291,6 +312,18 @@ void addFlags(Flags* flags, Settings* settings) {
   flags->addInt("--loop-stats", &settings->loopStats, 0, 1);
   flags->addCustom("--accept",
                    [settings](std::string_view value) { return parseAcceptMode(value, settings); });
+  flags->addCustom("--hand-over", [settings](std::string_view value) {
+    if (value == "round-robin") {
+      settings->handOver = TcpServer::HandOver::kRoundRobin;
+    } else if (value == "least-connections") {
+      settings->handOver = TcpServer::HandOver::kLeastConnections;
+    } else {
+      return "invalid value '" + std::string(value) +
+             "' (expected round-robin or least-connections)";
+    }
+    return std::string();
+  });
+  settings->cpuAffinity.addTo(flags);
   flags->addCustom("--max-body-memory", [settings](std::string_view value) {
     return parseByteCount(value, &settings->maxBodyMemory);
   });
@@ -337,6 +370,8 @@ HttpServer::Options serverOptions(const Settings& settings) {
   options.threads = settings.threads;
   options.acceptMode = settings.acceptMode;
   options.ringHandOver = settings.ringHandOver;
+  options.handOver = settings.handOver;
+  options.cpuAffinity = settings.cpuAffinity.ioLoopCpus();
   options.deferAccept = std::chrono::seconds(settings.deferAccept);
   options.layer = settings.tls.layer({"h2", "http/1.1"});
   // PROXY protocol.
@@ -374,23 +409,14 @@ void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpRes
 
 // The handler: --metrics-path, then handleRequest(). With --inspect-path,
 // an asynchronous handler in front of it gives the inspector its paths (it
-// answers later) and answers the rest with it at once; without, requests
-// never take the asynchronous path. HTTP/2 answers with the handler, so the
-// inspector is HTTP/1.1's.
+// answers later) and answers the rest with it at once, on HTTP/1.1 and
+// HTTP/2 alike; without, requests never take the asynchronous path.
 void setHandlers(HttpServer* server, const Settings& settings, const StaticFiles* files,
                  const libnet::metrics::MetricsRegistry& registry, Inspector* inspector) {
   HttpServer::Handler handler = [files, &registry, &settings](const HttpRequest& request,
                                                               HttpResponse* response) {
     if (!settings.metricsPath.empty() &&
         libnet::metrics::serveMetrics(registry, settings.metricsPath, request, response)) {
-      return;
-    }
-    const std::string& p = settings.inspectPath;
-    if (!p.empty() && request.path().starts_with(p) &&
-        (request.path().size() == p.size() || request.path()[p.size()] == '/')) {
-      response->setStatus(421);
-      response->setContentType("text/plain");
-      response->setBody("the inspector answers over HTTP/1.1\n");
       return;
     }
     handleRequest(files, request, response);
@@ -464,6 +490,9 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
     h2 = libnet::http2::serve(server, h2Options);
   }
   server.start();
+  if (const std::string pinned = settings.cpuAffinity.pinMainLoop(); !pinned.empty()) {
+    std::cout << "http_server: " << pinned << "\n";
+  }
   registry.addServer(&server.tcpServer());
   if (inspector) inspector->addServer(&server.tcpServer());
   if (settings.threads > 0) registry.addLoop(&loop, "http", "main");
@@ -494,6 +523,10 @@ int main(int argc, char* argv[]) {
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
   if (const std::string problem = settings.tls.check(); !problem.empty()) {
     std::cerr << "http_server: " << problem << "\n" << kUsage;
+    return Flags::kExitUsage;
+  }
+  if (const std::string problem = checkLoops(&settings); !problem.empty()) {
+    std::cerr << "http_server: " << problem << " (see --help)\n";
     return Flags::kExitUsage;
   }
   if (settings.inspectAllowRemote && settings.inspectPath.empty()) {

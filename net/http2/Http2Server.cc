@@ -50,6 +50,9 @@ class Shared : public Service {
       config_.options = options_;
       config_.limits = serverOptions_.limits;
       config_.handler = server_->handler();
+      config_.asyncHandler = server_->asyncHandler();
+      config_.gate = server_->writerGate();
+      config_.writer = serverOptions_.writer;
       config_.bodyBudget = server_->bodyBudget();
       config_.fileBudget = std::make_shared<http::BodyBudget>(serverFiles(options_));
       server_ = nullptr;  // the server may go before its connections
@@ -109,6 +112,7 @@ struct Link {
   uint64_t stallMark = 0;    // response bytes when the window began
   uint64_t stallNeeded = 0;  // what the window must move
   bool ending = false;
+  bool flushQueued = false;  // a writer's frames wait for the flush queued to the loop
 };
 
 // The connection's Link, held for as long as the caller keeps the result: a
@@ -269,6 +273,22 @@ void goAwayOn(const TcpConnectionPtr& conn) {
 void adopt(const std::shared_ptr<Shared>& shared, const TcpConnectionPtr& conn, Buffer* input) {
   const auto link = std::make_shared<Link>(shared, conn->name());
   link->session.setConnection(conn);
+  // An answer written later (AsyncHandler) queued frames: they go out from
+  // one flush queued behind the writes the loop has queued already, so that
+  // a writer's many small writes become few frames and one send.
+  link->session.setWake([weak = std::weak_ptr<TcpConnection>(conn), raw = link.get()] {
+    if (raw->flushQueued) return;
+    raw->flushQueued = true;
+    const TcpConnectionPtr c = weak.lock();
+    if (!c) return;
+    c->loop()->queueInLoop([weak] {
+      const TcpConnectionPtr live = weak.lock();
+      const std::shared_ptr<Link> l = live ? linkOf(live) : nullptr;
+      if (l == nullptr) return;
+      l->flushQueued = false;
+      if (!l->ending) advance(live, l.get(), true);
+    });
+  });
   Link* raw = link.get();  // kept alive by `link` whatever the calls below close
   conn->setContext(link);
   conn->setMessageCallback(onMessage);

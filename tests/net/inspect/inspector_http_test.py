@@ -8,7 +8,7 @@ whose connections add up; a profile taken under load for a second is read
 by google-pprof (exit 0, the loop threads' functions listed); a second
 profile while one runs is refused with 409 and the reason (and so is
 SIGUSR1's, with a WARN line), the first still answered; a bad length is
-400, POST 405. Without --inspect-path the paths are the handler's (404).
+400, POST 405; /debug/loops answers over HTTP/2 too (--h2c). Without --inspect-path the paths are the handler's (404).
 Bad flags exit 2 with the reason.
 
 usage: inspector_http_test.py HTTP_SERVER
@@ -163,6 +163,16 @@ def check_one_at_a_time(server):
             fail("%s %s: %d, want %d: %r" % (method, target, status, want, body))
 
 
+def check_http2(server):
+    """The same paths over HTTP/2 (prior knowledge), through the same handler."""
+    curl = subprocess.run(["curl", "-s", "--max-time", "30", "--http2-prior-knowledge",
+                           "-w", "\n%{http_version} %{http_code}",
+                           "http://127.0.0.1:%d/debug/loops" % server.port],
+                          capture_output=True, text=True, timeout=60)
+    if not curl.stdout.startswith("2 loops\n") or not curl.stdout.endswith("\n2 200"):
+        fail("/debug/loops over HTTP/2: %r %r" % (curl.stdout, curl.stderr))
+
+
 def check_flags(binary):
     for argv, reason in ((["--inspect-path", "debug"], "--inspect-path"),
                          (["--inspect-path", "/debug/"], "--inspect-path"),
@@ -185,8 +195,9 @@ def main():
             # The server's own TMPDIR, where the profiles' directories are made.
             os.mkdir(os.path.join(directory, "tmp"))
             env = dict(os.environ, TMPDIR=os.path.join(directory, "tmp"))
-            server = Server(base + ["--inspect-path", "/debug"], env)
+            server = Server(base + ["--inspect-path", "/debug", "--h2c"], env)
             check_listings(server)
+            check_http2(server)
             check_profile(server, binary, directory)
             check_one_at_a_time(server)
             server.stop()
