@@ -63,7 +63,8 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) {
 
 // HTTP_NAME for a field, or "" if the field is not passed on.
 std::string cgiFieldName(std::string_view field) {
-  for (std::string_view skipped : {"Proxy", "Content-Length", "Content-Type", "Transfer-Encoding"}) {
+  for (std::string_view skipped :
+       {"Proxy", "Content-Length", "Content-Type", "Transfer-Encoding"}) {
     if (equalsIgnoreCase(field, skipped)) return {};
   }
   std::string name = "HTTP_";

@@ -29,9 +29,15 @@ std::string_view trim(std::string_view s) {
 
 // Framing and routing belong to the server that answers the client.
 bool serverOwned(std::string_view name) {
-  static constexpr std::array<std::string_view, 9> kNames = {
-      "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Proxy-Connection",
-      "Upgrade",        "TE",                "Trailer",    "Date"};
+  static constexpr std::array<std::string_view, 9> kNames = {"Content-Length",
+                                                             "Transfer-Encoding",
+                                                             "Connection",
+                                                             "Keep-Alive",
+                                                             "Proxy-Connection",
+                                                             "Upgrade",
+                                                             "TE",
+                                                             "Trailer",
+                                                             "Date"};
   return std::any_of(kNames.begin(), kNames.end(),
                      [&](std::string_view n) { return equalsIgnoreCase(n, name); });
 }
@@ -111,9 +117,8 @@ bool CgiResponseParser::parseStatus(std::string_view value) {
     fail("two Status fields in the response head");
     return false;
   }
-  const bool digits = value.size() >= 3 && std::all_of(value.begin(), value.begin() + 3, [](char c) {
-                        return c >= '0' && c <= '9';
-                      });
+  const bool digits = value.size() >= 3 && std::all_of(value.begin(), value.begin() + 3,
+                                                       [](char c) { return c >= '0' && c <= '9'; });
   if (!digits || (value.size() > 3 && value[3] != ' ')) {
     fail("bad Status field \"" + std::string(value.substr(0, 64)) + "\"");
     return false;

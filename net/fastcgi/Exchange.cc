@@ -81,8 +81,8 @@ void Exchange::onStderr(std::string_view data) {
       stderrDropped_ += line.size();
       continue;
     }
-    line = line.substr(0, std::min({line.size(), kMaxStderrLine,
-                                    options_->maxStderrLogBytes - stderrLogged_}));
+    line = line.substr(
+        0, std::min({line.size(), kMaxStderrLine, options_->maxStderrLogBytes - stderrLogged_}));
     stderrLogged_ += line.size();
     LOG_WARN << "fastcgi stderr (" << what_ << "): " << line;
   }
@@ -96,9 +96,8 @@ bool Exchange::onEnd(const EndRequest& end) {
   if (done_) return !clientGone_;
   if (end.protocolStatus != ProtocolStatus::kRequestComplete) {
     const bool overloaded = end.protocolStatus == ProtocolStatus::kOverloaded;
-    fail(overloaded ? 503 : 502,
-         "the application refused the request (protocol status " +
-             std::to_string(static_cast<int>(end.protocolStatus)) + ")");
+    fail(overloaded ? 503 : 502, "the application refused the request (protocol status " +
+                                     std::to_string(static_cast<int>(end.protocolStatus)) + ")");
     return false;
   }
   if (!parser_.done()) {

@@ -29,8 +29,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
  public:
   // `request`: every record of the request (BEGIN, PARAMS, STDIN). `what`
   // names it in log lines ("GET /index.php").
-  Exchange(http::ResponseWriterPtr writer, std::string request, std::string what,
-           bool idempotent, std::shared_ptr<const UpstreamOptions> options);
+  Exchange(http::ResponseWriterPtr writer, std::string request, std::string what, bool idempotent,
+           std::shared_ptr<const UpstreamOptions> options);
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 

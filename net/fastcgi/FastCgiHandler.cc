@@ -50,8 +50,8 @@ namespace {
 
 void checkOptions(const UpstreamOptions& o) {
   if (o.poolSize == 0) throw std::invalid_argument("fastcgi: poolSize must be at least 1");
-  for (Duration d : {o.queueTimeout, o.connectTimeout, o.sendTimeout, o.readTimeout,
-                     o.idleTimeout}) {
+  for (Duration d :
+       {o.queueTimeout, o.connectTimeout, o.sendTimeout, o.readTimeout, o.idleTimeout}) {
     if (d <= Duration::zero()) throw std::invalid_argument("fastcgi: every timeout must be > 0");
   }
   if (o.maxHeadBytes == 0) throw std::invalid_argument("fastcgi: maxHeadBytes must be > 0");
@@ -112,8 +112,8 @@ void FastCgiHandler::operator()(const http::HttpRequest& request,
 void FastCgiHandler::handleInLoop(const http::HttpRequest& request,
                                   http::ResponseWriterPtr writer) const {
   const UpstreamOptions& o = *shared_->options;
-  CgiContext context{o.documentRoot, o.scriptFilename, o.serverName, o.https,
-                     request.localAddress(), request.peerAddress()};
+  CgiContext context{o.documentRoot, o.scriptFilename,       o.serverName,
+                     o.https,        request.localAddress(), request.peerAddress()};
   std::optional<ParamList> params = cgiParams(request, context);
   if (!params) {
     http::HttpResponse page(false);

@@ -62,8 +62,7 @@ RecordDecoder::Status RecordDecoder::decode(std::string_view input, Record* reco
   const int fixed = fixedLength(static_cast<RecordType>(type));
   if (fixed >= 0 && length != static_cast<size_t>(fixed)) {
     return fail("FastCGI record of type " + std::to_string(type) + " with " +
-                std::to_string(length) + " content bytes (" + std::to_string(fixed) +
-                " expected)");
+                std::to_string(length) + " content bytes (" + std::to_string(fixed) + " expected)");
   }
   const size_t total = kHeaderLength + length + padding;
   if (input.size() < total) return Status::kNeedMore;

@@ -68,9 +68,8 @@ void UpstreamConnection::start(std::shared_ptr<Exchange> exchange) {
 void UpstreamConnection::onConnectError(int error) {
   if (state_ != State::kConnecting) return;
   tcp_->stop();
-  failExchange(error == ETIMEDOUT ? 504 : 502, "cannot connect to " +
-                                                   options_.address.toString() + ": " +
-                                                   std::strerror(error));
+  failExchange(error == ETIMEDOUT ? 504 : 502,
+               "cannot connect to " + options_.address.toString() + ": " + std::strerror(error));
 }
 
 void UpstreamConnection::onConnection(const TcpConnectionPtr& conn) {
@@ -188,8 +187,8 @@ bool UpstreamConnection::handleRecord(const Record& record) {
       return true;
     }
     default:
-      failExchange(502, "an unexpected record of type " +
-                            std::to_string(static_cast<int>(record.type)));
+      failExchange(502,
+                   "an unexpected record of type " + std::to_string(static_cast<int>(record.type)));
       return false;
   }
 }

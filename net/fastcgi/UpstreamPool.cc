@@ -41,8 +41,8 @@ void UpstreamPool::submit(std::shared_ptr<Exchange> exchange) {
     return;
   }
   if (queue_.size() >= options_->queueLength) {
-    exchange->fail(503, "all " + std::to_string(options_->poolSize) +
-                            " connections busy and the queue full");
+    exchange->fail(
+        503, "all " + std::to_string(options_->poolSize) + " connections busy and the queue full");
     return;
   }
   queue_.push_back({std::move(exchange), MonoClock::now() + options_->queueTimeout});

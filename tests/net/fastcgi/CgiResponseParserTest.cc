@@ -86,11 +86,11 @@ TEST(CgiResponseParserTest, DefaultsAndRedirects) {
 }
 
 TEST(CgiResponseParserTest, MalformedHeadsAreErrors) {
-  for (const char* text : {"no colon here\r\n\r\n", ": empty name\r\n\r\n",
-                           "Bad Name: x\r\n\r\n", "Status: 2000\r\n\r\n", "Status: abc\r\n\r\n",
-                           "Status: 99\r\n\r\n", "Status: 600 Big\r\n\r\n",
-                           "Status: 200\r\nStatus: 404\r\n\r\n", "A: b\r\n folded\r\n\r\n",
-                           "A: b\x01\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\n"}) {
+  for (const char* text :
+       {"no colon here\r\n\r\n", ": empty name\r\n\r\n", "Bad Name: x\r\n\r\n",
+        "Status: 2000\r\n\r\n", "Status: abc\r\n\r\n", "Status: 99\r\n\r\n",
+        "Status: 600 Big\r\n\r\n", "Status: 200\r\nStatus: 404\r\n\r\n", "A: b\r\n folded\r\n\r\n",
+        "A: b\x01\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\n"}) {
     Parsed p = parse(text);
     EXPECT_EQ(p.status, CgiResponseParser::Status::kError) << text;
     EXPECT_FALSE(p.error.empty()) << text;

@@ -91,11 +91,17 @@ TEST(RecordTest, NameValueLengthsUseOneOrFourBytes) {
 
 TEST(RecordTest, NameValuesRunningPastTheEndAreRefused) {
   ParamList out;
-  EXPECT_FALSE(RecordDecoder::decodeNameValues(std::string("\x05\x01" "abc", 5), &out));
+  EXPECT_FALSE(RecordDecoder::decodeNameValues(std::string("\x05\x01"
+                                                           "abc",
+                                                           5),
+                                               &out));
   EXPECT_FALSE(RecordDecoder::decodeNameValues(std::string("\x80\x00\x00", 3), &out));
   EXPECT_FALSE(RecordDecoder::decodeNameValues(std::string("\x01", 1), &out));
   EXPECT_FALSE(RecordDecoder::decodeNameValues(std::string("\xff\xff\xff\xff\x00", 5), &out));
-  EXPECT_TRUE(RecordDecoder::decodeNameValues(std::string("\x01\x00" "a", 3), &out));
+  EXPECT_TRUE(RecordDecoder::decodeNameValues(std::string("\x01\x00"
+                                                          "a",
+                                                          3),
+                                              &out));
 }
 
 TEST(RecordTest, EndRequestRoundTrips) {
@@ -115,9 +121,14 @@ TEST(RecordTest, EndRequestRoundTrips) {
 
 // A header of `type` and `length` with version `version`.
 std::string header(uint8_t version, uint8_t type, uint16_t length, uint8_t padding = 0) {
-  return std::string{static_cast<char>(version), static_cast<char>(type), 0, 7,
-                     static_cast<char>(length >> 8), static_cast<char>(length & 0xff),
-                     static_cast<char>(padding), 0};
+  return std::string{static_cast<char>(version),
+                     static_cast<char>(type),
+                     0,
+                     7,
+                     static_cast<char>(length >> 8),
+                     static_cast<char>(length & 0xff),
+                     static_cast<char>(padding),
+                     0};
 }
 
 TEST(RecordTest, StrictOnTheHeaderAlone) {
