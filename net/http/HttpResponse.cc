@@ -173,10 +173,12 @@ void HttpResponse::appendToBuffer(Buffer* out, std::string_view date, bool headO
     out->append("\r\n");
   }
   out->append(headers_);
-  if (!noContentLength) {
+  if (!noContentLength && framing_ == Framing::kContentLength) {
     out->append("Content-Length: ");
     appendNumber(out, contentLength());
     out->append("\r\n");
+  } else if (!noContentLength && framing_ == Framing::kChunked) {
+    out->append("Transfer-Encoding: chunked\r\n");
   }
   if (close_) {
     out->append("Connection: close\r\n");

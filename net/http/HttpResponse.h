@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,6 +77,16 @@ class HttpResponse {
   [[nodiscard]] UniqueFd takeFile() { return std::move(file_); }
   // The Content-Length that will be announced.
   [[nodiscard]] size_t contentLength() const;
+  // A length is known: a body was set, or one announced.
+  [[nodiscard]] bool hasLength() const { return announcedLength_.has_value() || !body_.empty(); }
+
+  // How the end of a body sent after the head (ResponseWriter) is told when
+  // its length is not known: kChunked writes "Transfer-Encoding: chunked"
+  // instead of Content-Length; kUntilClose (an HTTP/1.0 client, which knows
+  // no chunks) writes neither, and the body ends with the connection.
+  enum class Framing : uint8_t { kContentLength, kChunked, kUntilClose };
+  void setFraming(Framing framing) { framing_ = framing; }
+  [[nodiscard]] Framing framing() const { return framing_; }
 
   void setCloseConnection(bool on) { close_ = on; }
   [[nodiscard]] bool closeConnection() const { return close_; }
@@ -88,13 +99,15 @@ class HttpResponse {
   // Content-Length, Connection, the blank line, then the body unless headOnly.
   // A HEAD response (headOnly) announces the same Content-Length as the GET
   // would but carries no body. 1xx and 204 responses get no Content-Length and
-  // no body (RFC 9110 8.6 forbids it there); 304 gets no body.
+  // no body (RFC 9110 8.6 forbids it there); 304 gets no body. framing()
+  // other than kContentLength: see setFraming().
   void appendToBuffer(Buffer* out, std::string_view date, bool headOnly = false) const;
 
  private:
   int status_ = 200;
   bool close_;
   bool keepAliveHeader_ = false;
+  Framing framing_ = Framing::kContentLength;
   std::string reason_;
   std::string contentType_;
   std::string headers_;  // extra fields, already as "Name: value\r\n" lines

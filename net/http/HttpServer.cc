@@ -18,6 +18,8 @@
 #include "net/TcpConnection.h"
 #include "net/http/HttpChars.h"
 #include "net/http/HttpDate.h"
+#include "net/http/Http1Writer.h"
+#include "net/http/WriterGate.h"
 
 namespace libnet::http {
 
@@ -37,8 +39,12 @@ struct HttpServer::ConnectionState {
   bool linger = false;         // the client may still be sending: half-close, read on
   bool offered = false;        // the connection taker has seen the first bytes
   bool draining = false;       // the server drains: the next answer closes
+  bool answering = false;      // an answer handed off by the AsyncHandler is pending
+  bool heldInput = false;      // reading paused behind that answer
   Timestamp lastActive;        // last bytes received (or the connection's start)
   int handles = 0;             // StateHandles that own it (loop thread only)
+  // The pending answer's writer (owned by the handler's side).
+  std::weak_ptr<Http1Writer> pending;
 };
 
 // What a connection's context holds: its ConnectionState, owned through the
@@ -187,6 +193,7 @@ HttpServer::HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::st
                        Options options)
     : options_(checked(options)),
       bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
+      gate_(std::make_shared<WriterGate>()),
       server_(loop, listenAddr, std::move(name), tcpOptions(options_)) {
   takeCallbacks();
 }
@@ -195,8 +202,15 @@ HttpServer::HttpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, 
                        Options options)
     : options_(checked(options)),
       bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
+      gate_(std::make_shared<WriterGate>()),
       server_(loop, std::move(listeningSockets), std::move(name), tcpOptions(options_)) {
   takeCallbacks();
+}
+
+HttpServer::~HttpServer() {
+  // Before the I/O loops go (server_ is destroyed next): a writer kept by
+  // another thread must not reach them.
+  gate_->close();
 }
 
 void HttpServer::setThreadNum(int numThreads) {
@@ -215,12 +229,26 @@ void HttpServer::takeCallbacks() {
   // Static: it touches only the connection, and may run on an I/O loop.
   server_.setDrainCallback(
       [grace = options_.drainGrace](const TcpConnectionPtr& conn) { onDrain(conn, grace); });
+  // A connection waiting for its answer is not idle, as long as nothing of
+  // it is stuck in the output (a client that stopped reading is).
+  server_.setIdleCallback([](const TcpConnectionPtr& conn) {
+    const ConnectionState* state = stateOf(conn);
+    if (state != nullptr && state->answering && conn->queuedOutputBytes() == 0) return;
+    LOG_DEBUG << conn->name() << " is idle, closing it";
+    conn->forceClose();
+  });
 }
 
 void HttpServer::setHandler(Handler handler) {
   if (started_)
     throw std::logic_error("HttpServer " + server_.name() + ": setHandler() after start()");
   handler_ = std::move(handler);
+}
+
+void HttpServer::setAsyncHandler(AsyncHandler handler) {
+  if (started_)
+    throw std::logic_error("HttpServer " + server_.name() + ": setAsyncHandler() after start()");
+  asyncHandler_ = std::move(handler);
 }
 
 void HttpServer::setUpgradeHandler(UpgradeHandler handler) {
@@ -259,6 +287,8 @@ void HttpServer::onDrain(const TcpConnectionPtr& conn, Duration grace) {
 
 void HttpServer::closeIfIdle(const TcpConnectionPtr& conn, ConnectionState* state, Duration grace) {
   // Mid-request, or requests buffered: the answer says Connection: close.
+  // Answering later: the end of that answer closes.
+  if (state->answering) return;
   if (state->parser.midRequest() || conn->inputBuffer()->readableBytes() > 0) return;
   const Timestamp now = Timestamp::now();
   Duration wait;
@@ -305,6 +335,12 @@ void HttpServer::onConnection(const TcpConnectionPtr& conn) {
     // reservation with it.
     if (ConnectionState* state = stateOf(conn)) {
       endHeaderDeadline(conn, state);
+      if (state->answering) {
+        state->answering = false;
+        if (const std::shared_ptr<Http1Writer> writer = state->pending.lock()) {
+          writer->onConnectionClosed();
+        }
+      }
     }
     conn->setContext(std::any());
   }
@@ -330,6 +366,15 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp 
     return;
   }
   state->lastActive = receiveTime;
+  if (state->answering) {
+    // Requests pipelined behind an answer still to come wait in the input,
+    // as much as kHeldInputMax; then reading pauses until the answer ends.
+    if (buf->readableBytes() > kHeldInputMax && !state->heldInput) {
+      state->heldInput = true;
+      conn->stopRead();
+    }
+    return;
+  }
   if (!state->offered && !offerFirstBytes(conn, state, buf)) return;
   BatchScope batch;
   Buffer& out = batch.buffer();
@@ -365,8 +410,23 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp 
       }
     }
     // Draining, the last request buffered gets Connection: close.
-    state->closing =
-        !respond(conn, parser.request(), &out, state->draining && buf->readableBytes() == 0);
+    const bool lastOne = state->draining && buf->readableBytes() == 0;
+    if (asyncHandler_) {
+      const Answered answered = respondAsync(conn, state, parser.request(), &out, lastOne);
+      state->closing = answered == Answered::kClose;
+      state->continueSent = false;
+      parser.reset();
+      state->body.release();
+      if (answered == Answered::kPending) {  // `out` was sent
+        if (buf->readableBytes() > kHeldInputMax) {
+          state->heldInput = true;
+          conn->stopRead();
+        }
+        return;
+      }
+      continue;
+    }
+    state->closing = !respond(conn, parser.request(), &out, lastOne);
     state->continueSent = false;
     parser.reset();
     state->body.release();
@@ -567,13 +627,21 @@ bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& reques
     appendError(500, out);
     return false;
   }
-  const bool headOnly = request.method() == Method::kHead;
+  if (!appendResponse(conn, &response, request.method() == Method::kHead, options_.inlineFileMax,
+                      out)) {
+    return false;
+  }
+  return !response.closeConnection();
+}
+
+bool HttpServer::appendResponse(const TcpConnectionPtr& conn, HttpResponse* response,
+                                bool headOnly, size_t inlineFileMax, Buffer* out) {
   const size_t mark = out->readableBytes();
-  response.appendToBuffer(out, currentDate(), headOnly);
-  if (response.hasFile() && !headOnly) {
-    UniqueFd file = response.takeFile();
-    const size_t length = response.contentLength();
-    if (length <= options_.inlineFileMax) {
+  response->appendToBuffer(out, currentDate(), headOnly);
+  if (response->hasFile() && !headOnly) {
+    UniqueFd file = response->takeFile();
+    const size_t length = response->contentLength();
+    if (length <= inlineFileMax) {
       if (!appendFileContents(file.get(), length, out)) {
         LOG_SYSERR << conn->name() << ": reading the response file";
         out->unwrite(out->readableBytes() - mark);  // take back the headers
@@ -584,7 +652,59 @@ bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& reques
       conn->sendFile(std::move(file), 0, length, out);  // `out` (heads so far) goes first
     }
   }
-  return !response.closeConnection();
+  return true;
+}
+
+HttpServer::Answered HttpServer::respondAsync(const TcpConnectionPtr& conn,
+                                              ConnectionState* state, const HttpRequest& request,
+                                              Buffer* out, bool close) {
+  // The answers before this one go first: the writer sends straight to the
+  // connection, maybe before the handler returns.
+  if (out->readableBytes() > 0) conn->send(out);
+  const Http1Writer::Request shape{
+      .headOnly = request.method() == Method::kHead,
+      .close = close || !request.keepAlive(),
+      .http10 = request.version() == Version::kHttp10,
+  };
+  auto writer = std::make_shared<Http1Writer>(gate_, conn, shape, options_.inlineFileMax,
+                                              options_.writer);
+  const bool returned =
+      callGuarded(HandlerOf{conn->name()}, [&] { asyncHandler_(request, writer); });
+  if (!returned) writer->abortInLoop();  // a 500 if nothing was sent yet
+  if (writer->ended()) {
+    return !returned || writer->closesConnection() ? Answered::kClose : Answered::kKeepAlive;
+  }
+  state->answering = true;
+  state->pending = writer;
+  writer->handOff();
+  return Answered::kPending;
+}
+
+void HttpServer::answerEnded(const TcpConnectionPtr& conn, bool close) {
+  ConnectionState* state = stateOf(conn);
+  if (state == nullptr || !state->answering || !conn->connected()) return;
+  state->answering = false;
+  state->pending.reset();
+  state->lastActive = Timestamp::now();
+  if (close || state->draining) {
+    state->closing = true;
+    finishClosing(conn, state, conn->inputBuffer());
+    return;
+  }
+  // The requests that waited: startRead() hands back what was kept, once
+  // reading is on again; a connection still reading gets them the same way
+  // (the pause is only the way to that hand-back).
+  if (!state->heldInput) {
+    if (conn->inputBuffer()->readableBytes() == 0) return;
+    conn->stopRead();
+  }
+  state->heldInput = false;
+  conn->startRead();
+}
+
+bool HttpServer::drainingConnection(const TcpConnectionPtr& conn) {
+  const ConnectionState* state = conn ? stateOf(conn) : nullptr;
+  return state != nullptr && state->draining;
 }
 
 }  // namespace libnet::http

@@ -72,6 +72,7 @@
 #include "net/http/HttpParser.h"
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
+#include "net/http/ResponseWriter.h"
 
 namespace libnet {
 class Buffer;
@@ -81,10 +82,21 @@ class EventLoop;
 
 namespace libnet::http {
 
+class Http1Writer;
+class WriterGate;
+
 class HttpServer {
  public:
   // May throw: an escaping exception becomes a 500 and a close.
   using Handler = std::function<void(const HttpRequest&, HttpResponse*)>;
+
+  // An answer that may come later (ResponseWriter.h, docs/http-server.md):
+  // called on the connection's loop thread with the request (valid until it
+  // returns: copy what is needed later) and the writer, which may be kept
+  // and used from any thread. Once set, it answers every request instead of
+  // the Handler. Throwing before the answer has started is a 500 (after it,
+  // the connection is cut off).
+  using AsyncHandler = std::function<void(const HttpRequest&, ResponseWriterPtr)>;
 
   // What the upgrade handler did with a request that asks to switch protocols.
   enum class Upgrade {
@@ -178,6 +190,8 @@ class HttpServer {
     // this long ago when the drain starts is given until then to send one
     // more request (answered with Connection: close) before it is closed.
     Duration drainGrace = std::chrono::milliseconds(200);
+    // The back-pressure marks of every ResponseWriter (AsyncHandler).
+    ResponseWriter::Options writer{};
   };
 
   // Binds (throws std::system_error like TcpServer); throws
@@ -190,9 +204,12 @@ class HttpServer {
              Options options);
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
+  // Writers still held elsewhere do nothing from here on.
+  ~HttpServer();
 
   // Before start() (std::logic_error after it).
   void setHandler(Handler handler);
+  void setAsyncHandler(AsyncHandler handler);
   void setUpgradeHandler(UpgradeHandler handler);
   void setConnectionTaker(ConnectionTaker taker);
   // Before start(): called once on this loop when drain() starts, for the
@@ -216,6 +233,10 @@ class HttpServer {
   // The request handler, for a protocol front end that answers with it
   // (HTTP/2). Set before start(); read on any loop thread after it.
   [[nodiscard]] const Handler& handler() const { return handler_; }
+  [[nodiscard]] const AsyncHandler& asyncHandler() const { return asyncHandler_; }
+  // What writers use to reach a loop while this server exists (WriterGate.h),
+  // for a protocol front end that hands out writers of its own (HTTP/2).
+  [[nodiscard]] const std::shared_ptr<WriterGate>& writerGate() const { return gate_; }
 
   [[nodiscard]] const Options& options() const { return options_; }
   [[nodiscard]] SocketAddress listenAddress() const { return server_.listenAddress(); }
@@ -235,6 +256,7 @@ class HttpServer {
   [[deprecated("use Options::threads")]] void setThreadNum(int numThreads);
 
  private:
+  friend class Http1Writer;
   struct ConnectionState;
   // What a connection's context holds: its ConnectionState (HttpServer.cc).
   class StateHandle;
@@ -266,6 +288,22 @@ class HttpServer {
   // connection is to close after it.
   // `close`: answer with Connection: close whatever the request asked.
   bool respond(const TcpConnectionPtr& conn, const HttpRequest& request, Buffer* out, bool close);
+  // The same with the AsyncHandler: the answer is over (and the connection
+  // stays or closes), or pending (the connection waits for answerEnded()).
+  enum class Answered { kKeepAlive, kClose, kPending };
+  Answered respondAsync(const TcpConnectionPtr& conn, ConnectionState* state,
+                        const HttpRequest& request, Buffer* out, bool close);
+  // Appends `response` (with its file) to `out`; false when its file could
+  // not be read (a 500 is appended instead) and the connection must close.
+  static bool appendResponse(const TcpConnectionPtr& conn, HttpResponse* response, bool headOnly,
+                             size_t inlineFileMax, Buffer* out);
+  // For a writer, on the loop: an answer handed off has ended; the
+  // connection goes on with the requests that waited behind it, or closes.
+  static void answerEnded(const TcpConnectionPtr& conn, bool close);
+  [[nodiscard]] static bool drainingConnection(const TcpConnectionPtr& conn);
+  // Bytes pipelined behind a pending answer that are kept before reading
+  // pauses.
+  static constexpr size_t kHeldInputMax = 64 * 1024;
   // Draining: the drain callback of each HTTP/1.1 connection, and its
   // re-check once the grace has passed.
   static void onDrain(const TcpConnectionPtr& conn, Duration grace);
@@ -282,12 +320,14 @@ class HttpServer {
 
   Options options_;  // changed only by the deprecated setThreadNum(), before start()
   Handler handler_;
+  AsyncHandler asyncHandler_;
   UpgradeHandler upgradeHandler_;
   ConnectionTaker taker_;
   std::vector<std::function<void()>> drainListeners_;
   bool started_ = false;
   // Shared with every connection's reservation, which may outlive the server.
   std::shared_ptr<BodyBudget> bodyBudget_;
+  std::shared_ptr<WriterGate> gate_;
   // Declared last, so destroyed first: its callbacks use this object's
   // members (the handler, the options, the budget), and with I/O threads they
   // run until ~TcpServer has stopped the acceptors and joined those threads.

@@ -50,6 +50,9 @@ class Shared : public Service {
       config_.options = options_;
       config_.limits = serverOptions_.limits;
       config_.handler = server_->handler();
+      config_.asyncHandler = server_->asyncHandler();
+      config_.gate = server_->writerGate();
+      config_.writer = serverOptions_.writer;
       config_.bodyBudget = server_->bodyBudget();
       config_.fileBudget = std::make_shared<http::BodyBudget>(serverFiles(options_));
       server_ = nullptr;  // the server may go before its connections
@@ -269,6 +272,12 @@ void goAwayOn(const TcpConnectionPtr& conn) {
 void adopt(const std::shared_ptr<Shared>& shared, const TcpConnectionPtr& conn, Buffer* input) {
   const auto link = std::make_shared<Link>(shared, conn->name());
   link->session.setConnection(conn);
+  // An answer written later (AsyncHandler) queued frames: send them.
+  link->session.setWake([weak = std::weak_ptr<TcpConnection>(conn)] {
+    const TcpConnectionPtr c = weak.lock();
+    const std::shared_ptr<Link> l = c ? linkOf(c) : nullptr;
+    if (l != nullptr && !l->ending) advance(c, l.get(), true);
+  });
   Link* raw = link.get();  // kept alive by `link` whatever the calls below close
   conn->setContext(link);
   conn->setMessageCallback(onMessage);

@@ -17,9 +17,11 @@
 #include "base/Logging.h"
 #include "base/UniqueFd.h"
 #include "net/Buffer.h"
+#include "net/TcpConnection.h"
 #include "net/http/HttpDate.h"
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
+#include "net/http2/Http2Writer.h"
 
 namespace libnet::http2 {
 
@@ -59,9 +61,34 @@ struct ServerSession::Stream {
   size_t length = 0;
   size_t scheduled = 0;
   size_t sent = 0;
+  // Answered by the AsyncHandler: its writer (owned by the handler's side);
+  // whether a response was submitted; a body that a writer sends as it
+  // comes (`length` grows with each write, `finished` at its end), its
+  // announced length if any, and the bytes of it already dropped from the
+  // front of `body` once sent.
+  std::weak_ptr<Http2Writer> writer;
+  bool submitted = false;
+  bool streaming = false;
+  bool finished = false;
+  std::optional<size_t> declared;
+  size_t erased = 0;
 };
 
 namespace {
+
+// Marks the session busy (inside receive() or produce()) for a scope: a
+// writer called from a handler there needs no wake, its caller sends.
+class BusyScope {
+ public:
+  explicit BusyScope(bool* busy) : busy_(busy), was_(*busy) { *busy_ = true; }
+  ~BusyScope() { *busy_ = was_; }
+  BusyScope(const BusyScope&) = delete;
+  BusyScope& operator=(const BusyScope&) = delete;
+
+ private:
+  bool* busy_;
+  bool was_;
+};
 
 constexpr size_t kFrameHeader = 9;
 // RFC 7541 4.1: each field counts 32 bytes beyond its name and value.
@@ -152,20 +179,53 @@ struct ServerSession::Callbacks {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
       }
     } else {
-      out->append(std::string_view(stream->body).substr(stream->sent, length));
+      out->append(std::string_view(stream->body).substr(stream->sent - stream->erased, length));
     }
     if (frame->data.padlen > 1) out->append(std::string(frame->data.padlen - 1, '\0'));
     stream->sent += length;
     s->responseBytes_ += length;
     s->unsentBytes_ -= length;
-    if (stream->sent == stream->length) {
+    if (stream->sent == stream->length && stream->open) {
       // All of it is out: the file and the bytes are given back now, not
       // when the stream closes (which waits for the client's END_STREAM).
+      // A body written as it comes is "all out" whenever the writer has not
+      // written more yet: it opens again with the next write.
       stream->open = false;
       --s->pending_;
       s->releaseAnswer(stream);
     }
+    if (stream->streaming) sentStreamed(s, stream);
     return 0;
+  }
+
+  // A body written as it comes: what is sent leaves the front of the
+  // stream's body (in steps, not a move per frame), and the writer hears how
+  // much still waits (its back-pressure).
+  static void sentStreamed(ServerSession* s, Stream* stream) {
+    constexpr size_t kCompactAt = 64 * 1024;
+    const size_t done = stream->sent - stream->erased;
+    if (done >= kCompactAt) {
+      stream->body.erase(0, done);
+      stream->erased += done;
+      s->answerBytes_ -= done;
+    }
+    if (const std::shared_ptr<Http2Writer> writer = stream->writer.lock()) {
+      writer->onProgress(stream->length - stream->sent);
+    }
+  }
+
+  // The data provider of a body written as it comes: deferred while the
+  // writer has written nothing new (nghttp2_session_resume_data wakes it).
+  static ssize_t readStreamed(nghttp2_session*, int32_t, uint8_t*, size_t length, uint32_t* flags,
+                              nghttp2_data_source* source, void*) {
+    auto* stream = static_cast<Stream*>(source->ptr);
+    const size_t available = stream->length - stream->scheduled;
+    if (available == 0 && !stream->finished) return NGHTTP2_ERR_DEFERRED;
+    const size_t n = std::min(length, available);
+    stream->scheduled += n;
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (stream->finished && stream->scheduled == stream->length) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<ssize_t>(n);
   }
 
   static bool readFile(ServerSession* s, Stream* stream, Buffer* out, size_t length) {
@@ -463,10 +523,19 @@ ServerSession::ServerSession(const Config& config, std::string name)
   const int rv = nghttp2_session_server_new2(&session_, sharedCallbacks(), this, option);
   nghttp2_option_del(option);
   if (rv != 0) throw std::bad_alloc();
+  anchor_ = std::make_shared<ServerSession*>(this);
   submitSettings();
 }
 
-ServerSession::~ServerSession() { nghttp2_session_del(session_); }
+ServerSession::~ServerSession() {
+  // Writers find nothing from here on; those of answers still under way
+  // hear that the connection is gone.
+  *anchor_ = nullptr;
+  for (const auto& [id, stream] : streams_) {
+    if (const std::shared_ptr<Http2Writer> writer = stream->writer.lock()) writer->onStreamClosed();
+  }
+  nghttp2_session_del(session_);
+}
 
 void ServerSession::submitSettings() {
   const nghttp2_settings_entry settings[] = {
@@ -488,6 +557,7 @@ void ServerSession::submitSettings() {
 
 bool ServerSession::receive(std::string_view data) {
   if (failed_) return false;
+  const BusyScope busy(&busy_);
   const ssize_t rv = nghttp2_session_mem_recv(
       session_, reinterpret_cast<const uint8_t*>(data.data()), data.size());
   if (rv < 0) {
@@ -509,6 +579,7 @@ bool ServerSession::receive(std::string_view data) {
 }
 
 void ServerSession::produce(Buffer* out, size_t budget) {
+  const BusyScope busy(&busy_);
   out_ = out;
   budget_ = budget;
   // Answers that went out make room for requests waiting for their handler,
@@ -570,6 +641,7 @@ void ServerSession::closeStream(int32_t id, uint32_t errorCode) {
   if (errorCode != NGHTTP2_NO_ERROR && !stream->answered) {
     LOG_DEBUG << name_ << ": stream " << id << " closed before its answer, code " << errorCode;
   }
+  if (const std::shared_ptr<Http2Writer> writer = stream->writer.lock()) writer->onStreamClosed();
   stopReceiving(stream, /*dropBody=*/true);
   releaseAnswer(stream);
   streams_.erase(it);  // its shares of the server-wide budgets go with it
@@ -746,6 +818,11 @@ void ServerSession::settle() {
 
 void ServerSession::answer(Stream* stream) {
   stream->answered = true;
+  if (stream->refuse == 0 && config_.asyncHandler) {
+    answerLater(stream);
+    return;
+  }
+  stream->submitted = true;
   HttpResponse response(/*close=*/false);
   if (stream->refuse != 0) {
     response.setStatusPage(stream->refuse);
@@ -777,31 +854,13 @@ void ServerSession::submitResponse(Stream* stream, HttpResponse* response) {
   const int status = response->status();
   const bool noLength = status < 200 || status == 204;
   const bool noBody = noLength || status == 304 || headOnly;
-  // The strings first, then the field list pointing into them.
-  std::vector<std::pair<std::string, std::string>> fields;
-  fields.reserve(8);
-  fields.emplace_back(":status", std::to_string(response->status()));
-  fields.emplace_back("date", std::string(currentDate()));
-  if (!response->contentType().empty()) {
-    fields.emplace_back("content-type", response->contentType());
-  }
-  response->forEachHeader([&](std::string_view name, std::string_view value) {
-    std::string lower = lowered(name);
-    if (!connectionSpecific(lower)) fields.emplace_back(std::move(lower), std::string(value));
-  });
-  if (!noLength) fields.emplace_back("content-length", std::to_string(response->contentLength()));
-  std::vector<nghttp2_nv> nv;
-  nv.reserve(fields.size());
-  for (auto& [name, value] : fields) {
-    nv.push_back({reinterpret_cast<uint8_t*>(name.data()), reinterpret_cast<uint8_t*>(value.data()),
-                  name.size(), value.size(), NGHTTP2_NV_FLAG_NONE});
-  }
+  // Announced before the body moves to the stream (a HEAD announces the
+  // GET's length).
+  const std::optional<size_t> length =
+      noLength ? std::nullopt : std::optional<size_t>(response->contentLength());
   takeBody(stream, response, noBody);
-  nghttp2_data_provider provider{};
-  provider.source.ptr = stream;
-  provider.read_callback = Callbacks::readData;
-  const int rv = nghttp2_submit_response(session_, stream->id, nv.data(), nv.size(),
-                                         stream->length > 0 ? &provider : nullptr);
+  const int rv =
+      submitFields(stream, *response, length, stream->length > 0 ? Body::kWhole : Body::kNone);
   if (rv == 0 && stream->length > 0) {
     stream->open = true;
     ++pending_;
@@ -809,6 +868,48 @@ void ServerSession::submitResponse(Stream* stream, HttpResponse* response) {
   } else {
     releaseAnswer(stream);
   }
+}
+
+void ServerSession::submitStreamed(Stream* stream, HttpResponse* head) {
+  const int status = head->status();
+  const bool noLength = status < 200 || status == 204;
+  const bool noBody = noLength || status == 304 || stream->method == "HEAD";
+  if (head->hasLength()) stream->declared = head->contentLength();  // a body set on the head goes first
+  const std::optional<size_t> length =
+      noLength || !head->hasLength() ? std::nullopt : std::optional<size_t>(head->contentLength());
+  const int rv = submitFields(stream, *head, length, noBody ? Body::kNone : Body::kStreamed);
+  if (rv != 0 || noBody) return;  // a writer's bytes are dropped from here on
+  stream->streaming = true;
+  // A body set on the head goes first.
+  if (!head->body().empty()) writerWrite(stream->id, head->takeBody());
+}
+
+int ServerSession::submitFields(Stream* stream, const HttpResponse& response,
+                                std::optional<size_t> length, Body body) {
+  // The strings first, then the field list pointing into them.
+  std::vector<std::pair<std::string, std::string>> fields;
+  fields.reserve(8);
+  fields.emplace_back(":status", std::to_string(response.status()));
+  fields.emplace_back("date", std::string(currentDate()));
+  if (!response.contentType().empty()) {
+    fields.emplace_back("content-type", response.contentType());
+  }
+  response.forEachHeader([&](std::string_view name, std::string_view value) {
+    std::string lower = lowered(name);
+    if (!connectionSpecific(lower)) fields.emplace_back(std::move(lower), std::string(value));
+  });
+  if (length) fields.emplace_back("content-length", std::to_string(*length));
+  std::vector<nghttp2_nv> nv;
+  nv.reserve(fields.size());
+  for (auto& [name, value] : fields) {
+    nv.push_back({reinterpret_cast<uint8_t*>(name.data()), reinterpret_cast<uint8_t*>(value.data()),
+                  name.size(), value.size(), NGHTTP2_NV_FLAG_NONE});
+  }
+  nghttp2_data_provider provider{};
+  provider.source.ptr = stream;
+  provider.read_callback = body == Body::kStreamed ? Callbacks::readStreamed : Callbacks::readData;
+  return nghttp2_submit_response(session_, stream->id, nv.data(), nv.size(),
+                                 body == Body::kNone ? nullptr : &provider);
 }
 
 void ServerSession::admitFile(Stream* stream, HttpResponse* response) {
@@ -844,7 +945,102 @@ void ServerSession::releaseAnswer(Stream* stream) {
     --openFiles_;
   }
   answerBytes_ -= stream->body.size();
+  stream->erased += stream->body.size();
   std::string().swap(stream->body);
+}
+
+// --- Answers that come later (Http2Writer) ---
+
+void ServerSession::answerLater(Stream* stream) {
+  const std::shared_ptr<const TcpConnection> conn = connection_.lock();
+  const int32_t id = stream->id;
+  auto writer = std::make_shared<Http2Writer>(config_.gate, conn ? conn->loop() : nullptr,
+                                              anchor_, id, config_.writer);
+  stream->writer = writer;
+  const bool returned = conn && config_.gate && callGuarded(HandlerOf{name_}, [&] {
+    config_.asyncHandler(stream->request, writer);
+  });
+  if (!returned) {
+    writer->markEnded();
+    writerAbort(id);  // a 500 if nothing was sent yet
+  }
+  // The request is done with (the handler copied what it needs later).
+  if (Stream* still = streamFor(id)) dropBody(still);
+}
+
+bool ServerSession::writerRespond(int32_t id, HttpResponse response) {
+  Stream* stream = streamFor(id);
+  if (stream == nullptr || stream->submitted) return false;
+  stream->submitted = true;
+  submitResponse(stream, &response);
+  wake();
+  return true;
+}
+
+bool ServerSession::writerStart(int32_t id, HttpResponse head) {
+  Stream* stream = streamFor(id);
+  if (stream == nullptr || stream->submitted) return false;
+  stream->submitted = true;
+  submitStreamed(stream, &head);
+  wake();
+  return true;
+}
+
+size_t ServerSession::writerWrite(int32_t id, std::string data) {
+  Stream* stream = streamFor(id);
+  if (stream == nullptr || !stream->streaming || stream->finished) return 0;
+  if (stream->declared && stream->length + data.size() > *stream->declared) {
+    LOG_ERROR << name_ << ": stream " << id << ": more body written than its Content-Length";
+    resetStream(stream);
+    return 0;
+  }
+  stream->length += data.size();
+  answerBytes_ += data.size();
+  unsentBytes_ += data.size();
+  stream->body.append(data);
+  if (!stream->open) {
+    stream->open = true;
+    ++pending_;
+  }
+  nghttp2_session_resume_data(session_, id);
+  wake();
+  return stream->length - stream->sent;
+}
+
+void ServerSession::writerFinish(int32_t id) {
+  Stream* stream = streamFor(id);
+  if (stream == nullptr || !stream->streaming || stream->finished) return;
+  if (stream->declared && stream->length != *stream->declared) {
+    LOG_ERROR << name_ << ": stream " << id << " finished short of its Content-Length";
+    resetStream(stream);
+    return;
+  }
+  stream->finished = true;
+  nghttp2_session_resume_data(session_, id);
+  wake();
+}
+
+void ServerSession::writerAbort(int32_t id) {
+  Stream* stream = streamFor(id);
+  if (stream == nullptr) return;
+  if (!stream->submitted) {
+    HttpResponse failure(false);
+    failure.setStatusPage(500);
+    writerRespond(id, std::move(failure));
+    return;
+  }
+  resetStream(stream);
+}
+
+void ServerSession::resetStream(Stream* stream) {
+  // Never a half answer passed off as whole: the client sees the reset.
+  stream->finished = true;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_INTERNAL_ERROR);
+  wake();
+}
+
+void ServerSession::wake() {
+  if (!busy_ && wake_) wake_();
 }
 
 }  // namespace libnet::http2

@@ -35,8 +35,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -46,6 +48,7 @@
 #include "net/http/BodyBudget.h"
 #include "net/http/HttpParser.h"
 #include "net/http/HttpServer.h"
+#include "net/http/ResponseWriter.h"
 #include "net/http2/Options.h"
 
 struct nghttp2_session;
@@ -56,6 +59,8 @@ class Buffer;
 
 namespace libnet::http2 {
 
+class Http2Writer;
+
 class ServerSession {
  public:
   // What a session shares with its server: read only once serving starts.
@@ -63,6 +68,13 @@ class ServerSession {
     Options options{};
     http::HttpParser::Limits limits{};
     http::HttpServer::Handler handler{};
+    // Set: it answers every request instead of `handler`, through an
+    // Http2Writer (answers that come later, docs/http-server.md). `gate` is
+    // the server's (HttpServer::writerGate()); the writers reach the
+    // connection's loop through it.
+    http::HttpServer::AsyncHandler asyncHandler{};
+    std::shared_ptr<http::WriterGate> gate{};
+    http::ResponseWriter::Options writer{};
     // The server-wide budget that request bodies being received draw on (the
     // HttpServer's, shared with HTTP/1.1); null: none.
     std::shared_ptr<http::BodyBudget> bodyBudget{};
@@ -122,15 +134,33 @@ class ServerSession {
   [[nodiscard]] size_t responseBodyBytes() const { return answerBytes_; }
 
   // The connection served, given to every request for its
-  // HttpRequest::peerAddress().
+  // HttpRequest::peerAddress(); its loop is the one writers post to.
   void setConnection(std::weak_ptr<const TcpConnection> connection) {
     connection_ = std::move(connection);
   }
+  // Called when a writer (AsyncHandler) queued frames from outside
+  // receive() and produce(): the caller's cue to produce() and send them.
+  void setWake(std::function<void()> wake) { wake_ = std::move(wake); }
 
   struct Stream;  // a request and its answer (ServerSession.cc)
   struct Callbacks;
 
  private:
+  friend class Http2Writer;
+  // The writer's calls, on the loop (Http2Writer.h). A stream gone (closed,
+  // reset) makes each a no-op; false: nothing was done.
+  bool writerRespond(int32_t id, http::HttpResponse response);
+  bool writerStart(int32_t id, http::HttpResponse head);
+  // The bytes of the stream not yet framed, after `data`.
+  size_t writerWrite(int32_t id, std::string data);
+  void writerFinish(int32_t id);
+  // Before the answer started: 500; after: RST_STREAM INTERNAL_ERROR.
+  void writerAbort(int32_t id);
+  // The AsyncHandler's turn for a complete request.
+  void answerLater(Stream* stream);
+  void resetStream(Stream* stream);
+  void wake();
+
   // A token bucket: take() is false once the burst is spent faster than
   // the rate refills it.
   class Bucket {
@@ -186,6 +216,14 @@ class ServerSession {
   // The handler's answer (or the refusal's status page), submitted.
   void answer(Stream* stream);
   void submitResponse(Stream* stream, http::HttpResponse* response);
+  // The head of a body that a writer sends as it comes.
+  void submitStreamed(Stream* stream, http::HttpResponse* head);
+  // The fields of `response` (content-length: `length`, if any), then
+  // nghttp2_submit_response with the body's data provider: none, the
+  // stream's whole body, or one written as it comes.
+  enum class Body { kNone, kWhole, kStreamed };
+  int submitFields(Stream* stream, const http::HttpResponse& response,
+                   std::optional<size_t> length, Body body);
   // A file answer past the server's bound on open files becomes a 503.
   void admitFile(Stream* stream, http::HttpResponse* response);
   // The body to send moves from the response to the stream.
@@ -226,6 +264,10 @@ class ServerSession {
   Bucket resets_;
   Bucket control_;
   std::weak_ptr<const TcpConnection> connection_;
+  // What writers find this session by while it exists.
+  std::shared_ptr<ServerSession*> anchor_;
+  std::function<void()> wake_;
+  bool busy_ = false;  // inside receive() or produce(): they send what is made
 };
 
 }  // namespace libnet::http2
