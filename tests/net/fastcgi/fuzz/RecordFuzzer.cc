@@ -62,7 +62,8 @@ Trace decodeStream(std::string_view input, size_t step) {
       return trace;
     }
     if (status == RecordDecoder::Status::kRecord) {
-      check(used >= libnet::fastcgi::kHeaderLength + record.content.size() && used <= buffer.size());
+      check(used >= libnet::fastcgi::kHeaderLength + record.content.size() &&
+            used <= buffer.size());
       trace.records.push_back({record.type, record.requestId, std::string(record.content)});
       buffer.erase(0, used);
       continue;
@@ -92,14 +93,14 @@ void checkParams(const std::string& content) {
 }
 
 struct HeadOutcome {
-  CgiResponseParser::Status status;
+  CgiResponseParser::Status status = CgiResponseParser::Status::kNeedMore;
   int code = 0;
   std::string body;
 };
 
 HeadOutcome parseHead(std::string_view stdoutBytes, size_t step) {
   CgiResponseParser parser(4096);
-  HeadOutcome out{CgiResponseParser::Status::kNeedMore};
+  HeadOutcome out;
   while (!stdoutBytes.empty()) {
     std::string_view piece = stdoutBytes.substr(0, step);
     stdoutBytes.remove_prefix(piece.size());
