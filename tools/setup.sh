@@ -38,6 +38,7 @@ PACKAGES=(
   python3-h2       # h2 4.1 (hyper-h2) and hpack, the hostile HTTP/2 peers of the tests
   haproxy          # haproxy 2.6, the PROXY protocol v1/v2 sender of the operations tests
   python3-prometheus-client  # its text parser reads the /metrics exposition in the tests
+  php8.2-fpm       # php-fpm, the FastCGI application of the net/fastcgi tests and benchmark
 )
 
 # Go builds the pinned h2spec of tools/h2spec.sh; an upstream Go in

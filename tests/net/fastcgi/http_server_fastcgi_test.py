@@ -3,7 +3,7 @@
 both backends: the CGI variables PHP sees (with the real addresses), a
 10 MiB POST checked by hash, status and fields from PHP, keep-alive after a
 FastCGI answer, 100 MiB streamed to a slow reader with the server's resident
-memory bounded, HTTPS (HTTPS=on), php-fpm killed mid-answer (the client sees
+memory bounded, HTTPS (HTTPS=on), HTTP/2 with prior knowledge, php-fpm killed mid-answer (the client sees
 the chunked body cut short, never its last chunk; the next request is 502).
 
 usage: http_server_fastcgi_test.py HTTP_SERVER MAKE_TEST_CERTS_PY
@@ -20,6 +20,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import h2.config
+import h2.connection
+import h2.events
 
 PHP_FPM = "/usr/sbin/php-fpm8.2"
 STARTUP_TIMEOUT = 20
@@ -274,6 +278,54 @@ def check_https(server, backend, root, fpm, certs):
         proc.wait()
 
 
+def h2_get(port, path):
+    """One GET over h2c (prior knowledge): (status, fields, body)."""
+    sock = connect(port)
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    stream = conn.get_next_available_stream_id()
+    conn.send_headers(stream, [(":method", "GET"), (":path", path), (":scheme", "http"),
+                               (":authority", "test.example:8080")], end_stream=True)
+    sock.sendall(conn.data_to_send())
+    fields, body = [], b""
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            fail(f"h2 {path}: connection closed before the stream ended")
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived):
+                fields = [(k.decode(), v.decode()) for k, v in event.headers]
+            elif isinstance(event, h2.events.DataReceived):
+                body += event.data
+                conn.acknowledge_received_data(event.flow_controlled_length, stream)
+            elif isinstance(event, h2.events.StreamReset):
+                fail(f"h2 {path}: stream reset ({event.error_code})")
+            elif isinstance(event, h2.events.StreamEnded):
+                sock.close()
+                return int(dict(fields)[":status"]), fields, body
+        sock.sendall(conn.data_to_send())
+
+
+def check_h2c(server, backend, root, fpm):
+    proc, port = start_server(server, backend, ["--root", root, "--fastcgi-pass", "unix:" + fpm.sock,
+                                                "--h2c"])
+    try:
+        status, _, body = h2_get(port, "/env.php?h=2")
+        v = variables(body)
+        if status != 200 or v.get("SERVER_PROTOCOL") != "HTTP/2.0" or v.get("QUERY_STRING") != "h=2":
+            fail(f"{backend}: h2c env.php: {status} {v.get('SERVER_PROTOCOL')!r}")
+        status, fields, body = h2_get(port, "/headers.php")
+        cookies = [v for k, v in fields if k == "set-cookie"]
+        if status != 418 or body != b"teapot" or len(cookies) != 2:
+            fail(f"{backend}: h2c headers.php: {status} {fields} {body!r}")
+        status, _, body = h2_get(port, "/big.php?mb=4")
+        if status != 200 or len(body) != 4 << 20:
+            fail(f"{backend}: h2c big.php: {status} {len(body)} bytes")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def check_killed(backend, port, fpm):
     sock = connect(port)
     sock.sendall(b"GET /ticker.php HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -313,6 +365,7 @@ def run_backend(server, backend, certs_tool):
             check_slow_reader(backend, port, proc.pid)
             certs = make_certs(certs_tool, root)
             check_https(server, backend, root, fpm, certs)
+            check_h2c(server, backend, root, fpm)
             check_killed(backend, port, fpm)
         finally:
             proc.kill()
