@@ -243,7 +243,7 @@ void UpstreamConnection::onClosed() {
 }
 
 void UpstreamConnection::abandon() {
-  if (state_ != State::kBusy) return;
+  if (state_ != State::kBusy && state_ != State::kConnecting) return;
   close();
   pool_->onClosed(this);
 }
