@@ -8,6 +8,14 @@ http_server; nginx's master and worker; php-fpm not counted, it is the same
 for both). Medians of --runs interleaved runs (the server order rotated each
 run), and the ratio to nginx from the same run.
 
+nginx is set up as php-fpm is usually put behind it: fastcgi_pass to the
+socket, a connection per request. Its upstream keepalive is not used: it
+caps the idle connections it keeps, not the open ones, and php-fpm holds a
+child per open connection, so with more clients than children the requests
+on connections beyond the children wait for the kept ones to time out
+(seen here: ab stalled). libnet's pool caps the open connections and queues
+the rest, so it keeps them (--fastcgi-pool = the children).
+
 CPUs: the server under test (one loop / one worker) and php-fpm on CPU 0,
 the client on CPU 1 (taskset); php-fpm shares CPU 0 with the server, as it
 would on a box that runs both.
@@ -50,16 +58,11 @@ http {{
     proxy_temp_path {dir}/proxy;
     uwsgi_temp_path {dir}/uwsgi;
     scgi_temp_path {dir}/scgi;
-    upstream php {{
-        server unix:{sock};
-        keepalive {pool};
-    }}
     server {{
         listen 127.0.0.1:{port} backlog=4096;
         root {dir};
         location ~ \\.php$ {{
-            fastcgi_pass php;
-            fastcgi_keep_conn on;
+            fastcgi_pass unix:{sock};
             fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
             fastcgi_param QUERY_STRING $query_string;
             fastcgi_param REQUEST_METHOD $request_method;
@@ -157,8 +160,7 @@ def start_server(name, args, directory, fpm):
         conf = os.path.join(directory, "nginx.conf")
         user = "user root;" if os.geteuid() == 0 else ""
         with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(dir=directory, sock=fpm.sock, pool=args.workers, port=port,
-                                      user=user))
+            f.write(NGINX_CONF.format(dir=directory, sock=fpm.sock, port=port, user=user))
         argv = ["taskset", "-c", "0", shutil.which("nginx") or "/usr/sbin/nginx", "-p",
                 directory, "-c", conf, "-e", os.path.join(directory, "nginx-error.log")]
     else:

@@ -1,10 +1,11 @@
 #include "net/fastcgi/FastCgiHandler.h"
 
-#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
 
+#include "base/Mutex.h"
+#include "base/ThreadAnnotations.h"
 #include "net/EventLoop.h"
 #include "net/fastcgi/CgiParams.h"
 #include "net/fastcgi/Exchange.h"
@@ -19,25 +20,25 @@ namespace libnet::fastcgi {
 // the map only finds it.
 struct FastCgiHandler::Shared {
   std::shared_ptr<const UpstreamOptions> options;
-  std::mutex mutex;
-  std::unordered_map<EventLoop*, UpstreamPool*> pools;
+  Mutex mutex;
+  std::unordered_map<EventLoop*, UpstreamPool*> pools LIBNET_GUARDED_BY(mutex);
 
   UpstreamPool* poolFor(EventLoop* loop, const std::shared_ptr<Shared>& self) {
     {
-      std::lock_guard<std::mutex> lock(mutex);
+      MutexLock lock(mutex);
       auto it = pools.find(loop);
       if (it != pools.end()) return it->second;
     }
     auto pool = std::make_shared<UpstreamPool>(loop, options);
     UpstreamPool* raw = pool.get();
     {
-      std::lock_guard<std::mutex> lock(mutex);
+      MutexLock lock(mutex);
       pools.emplace(loop, raw);
     }
     std::weak_ptr<Shared> weak = self;
     loop->runOnDestroy([weak, loop, pool]() mutable {
       if (auto shared = weak.lock()) {
-        std::lock_guard<std::mutex> lock(shared->mutex);
+        MutexLock lock(shared->mutex);
         shared->pools.erase(loop);
       }
       pool.reset();
