@@ -14,7 +14,10 @@ caps the idle connections it keeps, not the open ones, and php-fpm holds a
 child per open connection, so with more clients than children the requests
 on connections beyond the children wait for the kept ones to time out
 (seen here: ab stalled). libnet's pool caps the open connections and queues
-the rest, so it keeps them (--fastcgi-pool = the children).
+the rest, so it keeps them (--fastcgi-pool = the children). The server
+nginx-keepalive (upstream keepalive = --workers, fastcgi_keep_conn on) is
+safe only with --workers >= --connections: each request in flight then has
+a child.
 
 CPUs: the server under test (one loop / one worker) and php-fpm on CPU 0,
 the client on CPU 1 (taskset); php-fpm shares CPU 0 with the server, as it
@@ -53,6 +56,7 @@ events {{ worker_connections 4096; }}
 http {{
     access_log off;
     keepalive_requests 1000000;
+    {upstream}
     client_body_temp_path {dir}/client_body;
     fastcgi_temp_path {dir}/fastcgi;
     proxy_temp_path {dir}/proxy;
@@ -62,7 +66,7 @@ http {{
         listen 127.0.0.1:{port} backlog=4096;
         root {dir};
         location ~ \\.php$ {{
-            fastcgi_pass unix:{sock};
+            {pass_lines}
             fastcgi_param SCRIPT_FILENAME $document_root$fastcgi_script_name;
             fastcgi_param QUERY_STRING $query_string;
             fastcgi_param REQUEST_METHOD $request_method;
@@ -156,11 +160,17 @@ class PhpFpm:
 
 def start_server(name, args, directory, fpm):
     port = free_port()
-    if name == "nginx":
+    if name.startswith("nginx"):
         conf = os.path.join(directory, "nginx.conf")
         user = "user root;" if os.geteuid() == 0 else ""
+        upstream = ""
+        pass_lines = f"fastcgi_pass unix:{fpm.sock};"
+        if name == "nginx-keepalive":
+            upstream = f"upstream php {{ server unix:{fpm.sock}; keepalive {args.workers}; }}"
+            pass_lines = "fastcgi_pass php; fastcgi_keep_conn on;"
         with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(dir=directory, sock=fpm.sock, port=port, user=user))
+            f.write(NGINX_CONF.format(dir=directory, port=port, user=user, upstream=upstream,
+                                      pass_lines=pass_lines))
         argv = ["taskset", "-c", "0", shutil.which("nginx") or "/usr/sbin/nginx", "-p",
                 directory, "-c", conf, "-e", os.path.join(directory, "nginx-error.log")]
     else:
@@ -250,7 +260,7 @@ def main():
             rps = statistics.median(r["rps"] for r in runs)
             cpu = statistics.median(r["cpu_us"] for r in runs)
             ratio = cpu_ratio = "-"
-            if name != "nginx" and (client, "nginx") in results:
+            if not name.startswith("nginx") and (client, "nginx") in results:
                 base = results[(client, "nginx")]
                 ratio = "%.2f" % statistics.median(
                     r["rps"] / b["rps"] for r, b in zip(runs, base))

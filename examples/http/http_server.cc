@@ -156,7 +156,7 @@ constexpr const char* kUsage =
     "                        (/app/), anything else a suffix (.php); repeatable (default .php)\n"
     "  --fastcgi-root DIR    DOCUMENT_ROOT; SCRIPT_FILENAME is DIR + the path (default --root)\n"
     "  --fastcgi-pool N      connections to the application per I/O loop, kept open between\n"
-    "                        requests; keep loops x N <= php-fpm's pm.max_children (default 8)\n"
+    "                        requests; keep loops x N <= php-fpm's pm.max_children (default 4)\n"
     "  --fastcgi-queue N     requests of a loop that wait for a connection when all N are\n"
     "                        busy (at most 10 s); one more is answered 503 (default 256)\n"
     "  --fastcgi-connect-timeout S\n"
@@ -218,7 +218,7 @@ struct Settings {
   std::optional<libnet::SocketAddress> fastcgiPass;
   std::vector<std::string> fastcgiMatch;
   std::string fastcgiRoot;
-  int fastcgiPool = 8;
+  int fastcgiPool = 4;
   int fastcgiQueue = 256;
   int fastcgiConnectTimeout = 5;
   int fastcgiTimeout = 60;

@@ -286,10 +286,18 @@ void UpstreamConnection::close() {
   if (conn_) conn_->forceClose();
 }
 
+// Makes the timer fire no later than `delay` from now. A timer already due
+// sooner stays: it recomputes what is left when it fires (onTimer), so that
+// a request on a kept connection costs no timer update at all.
 void UpstreamConnection::armTimer(Duration delay) {
-  if (timer_.valid()) loop_->cancel(timer_);
+  const MonoTime when = MonoClock::now() + delay;
+  if (timer_.valid()) {
+    if (timerAt_ <= when) return;
+    loop_->cancel(timer_);
+  }
   std::weak_ptr<UpstreamConnection> weak = weak_from_this();
-  timer_ = loop_->runAfter(delay, [weak] {
+  timerAt_ = when;
+  timer_ = loop_->runAt(when, [weak] {
     if (auto self = weak.lock()) self->onTimer();
   });
 }

@@ -90,6 +90,7 @@ class UpstreamConnection : public std::enable_shared_from_this<UpstreamConnectio
   MonoTime started_{};       // of the connect
   MonoTime lastProgress_{};  // the last drained write or read
   TimerId timer_;
+  MonoTime timerAt_{};  // when timer_ fires
 };
 
 }  // namespace libnet::fastcgi

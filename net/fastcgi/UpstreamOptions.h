@@ -28,8 +28,11 @@ struct UpstreamOptions {
 
   // Connections to the application per loop (FCGI_KEEP_CONN: each stays
   // open for the next request). php-fpm gives every open connection a child
-  // of its own, so loops x poolSize should not exceed pm.max_children.
-  size_t poolSize = 8;
+  // of its own for as long as it is open, so loops x poolSize must not
+  // exceed pm.max_children: a connection beyond them waits in php-fpm's
+  // listen queue while the kept ones hold every child, and its request
+  // times out (504). 4 fits Debian's default pool (5 children) with one loop.
+  size_t poolSize = 4;
   // Requests a loop keeps waiting for a connection when all poolSize are
   // busy; one more is answered 503 at once. 0: none wait.
   size_t queueLength = 256;

@@ -5,6 +5,7 @@
 // web server to close the connection (or closes first, with closeAfter).
 #pragma once
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -24,7 +25,10 @@ namespace libnet::test {
 
 class FakeApplication {
  public:
-  FakeApplication(std::string reply, bool closeAfter) : reply_(std::move(reply)) {
+  // readRequest false: reads nothing at all (an application that never
+  // takes the request off its socket), only waits for the close.
+  FakeApplication(std::string reply, bool closeAfter, bool readRequest = true)
+      : reply_(std::move(reply)), readRequest_(readRequest) {
     char dir[] = "/tmp/libnet-fcgi-XXXXXX";
     if (::mkdtemp(dir) == nullptr) return;
     dir_ = dir;
@@ -60,6 +64,11 @@ class FakeApplication {
     UniqueFd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!conn) return;
     conn_ = conn.get();
+    if (!readRequest_) {
+      pollfd p{conn.get(), POLLRDHUP, 0};
+      sawClose_ = ::poll(&p, 1, 20000) == 1 && (p.revents & (POLLRDHUP | POLLHUP)) != 0;
+      return;
+    }
     timeval tv{20, 0};
     ::setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     std::string in;
@@ -90,6 +99,7 @@ class FakeApplication {
   }
 
   std::string reply_;
+  bool readRequest_;
   std::string dir_;
   SocketAddress address_;
   UniqueFd listen_;

@@ -454,6 +454,41 @@ TEST_P(FastCgiHandlerTest, SilentApplicationIs504AfterTheReadTimeout) {
   EXPECT_TRUE(runLoopUntil([&] { return app.sawClose(); }));
 }
 
+// An application that never reads: the 8 MiB request fills the socket's
+// buffers, no piece drains within the send timeout: 504, connection closed.
+TEST_P(FastCgiHandlerTest, ApplicationNotReadingIs504AfterTheSendTimeout) {
+  test::FakeApplication app("", false, /*readRequest=*/false);
+  ASSERT_TRUE(app.ok());
+  UpstreamOptions o = optionsFor(app.address());
+  o.sendTimeout = std::chrono::milliseconds(200);
+  FastCgiHandler handler(o);
+  WriterPtr w = runOne(
+      handler, makeRequest(http::Method::kPost, "/x.php", std::string(8 * 1024 * 1024, 'p')));
+  EXPECT_EQ(w->status, 504);
+  EXPECT_TRUE(runLoopUntil([&] { return app.sawClose(); }));
+}
+
+// A listening socket whose accept queue is full (backlog 0, one connection
+// waiting in it) drops the next SYN: the connect never completes, 504 after
+// the connect timeout.
+TEST_P(FastCgiHandlerTest, ConnectNotCompletingIs504) {
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  InetAddress any("127.0.0.1", 0);
+  ASSERT_EQ(::bind(listener.get(), any.sockAddr(), any.sockLen()), 0);
+  ASSERT_EQ(::listen(listener.get(), 0), 0);
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  ASSERT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&bound), &length), 0);
+  const SocketAddress address = SocketAddress::fromSockAddr(bound, length);
+  UniqueFd filler(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_EQ(::connect(filler.get(), address.sockAddr(), address.sockLen()), 0);
+  UpstreamOptions o = optionsFor(address);
+  o.connectTimeout = std::chrono::milliseconds(200);
+  FastCgiHandler handler(o);
+  WriterPtr w = runOne(handler, makeRequest(http::Method::kGet, "/x.php"));
+  EXPECT_EQ(w->status, 504);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, FastCgiHandlerTest,
                          ::testing::Values(PollerKind::kEpoll, PollerKind::kIoUring),
                          test::pollerName);
