@@ -178,7 +178,10 @@ def start_server(name, args, directory, fpm):
         argv = ["taskset", "-c", "0", args.server, "--address", "127.0.0.1", "--port", str(port),
                 "--backend", backend, "--root", directory, "--fastcgi-pass", "unix:" + fpm.sock,
                 "--fastcgi-pool", str(args.workers)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # A session of its own: stopping it kills nginx's worker with its master
+    # (an orphaned worker would hold its php-fpm connections, and children).
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
     wait_port(port)
     pids = [proc.pid] + children(proc.pid)
     return proc, port, pids
@@ -211,7 +214,7 @@ def one_run(name, client, args, directory, fpm):
         rps, total, errors = run_client(client, port, args)
         after = cpu_ticks(pids + children(proc.pid))
     finally:
-        proc.send_signal(signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     cpu_us = (after - before) / CLK_TCK * 1e6 / max(total, 1)
     return {"rps": rps, "cpu_us": cpu_us, "errors": errors}
