@@ -2,6 +2,10 @@
 
 #include <pthread.h>
 
+#include <string>
+#include <system_error>
+
+#include "base/CpuAffinity.h"
 #include "base/Logging.h"
 #include "base/Mutex.h"
 #include "base/SignalMask.h"
@@ -15,8 +19,8 @@ EventLoopThread::EventLoopThread(ThreadInitCallback cb, std::string name, Poller
                       EventLoopOptions{.poller = kind, .ioUring = {}}) {}
 
 EventLoopThread::EventLoopThread(ThreadInitCallback cb, std::string name,
-                                 const EventLoopOptions& options)
-    : callback_(std::move(cb)), name_(std::move(name)), options_(options) {}
+                                 const EventLoopOptions& options, std::optional<int> cpu)
+    : callback_(std::move(cb)), name_(std::move(name)), options_(options), cpu_(cpu) {}
 
 EventLoopThread::~EventLoopThread() {
   {
@@ -39,12 +43,24 @@ EventLoop* EventLoopThread::startLoop() {
   return loop_;
 }
 
+void EventLoopThread::pin(int cpu) const {
+  try {
+    pinCurrentThread(cpu);
+  } catch (const std::system_error& e) {
+    // No silent fallback: a loop that runs elsewhere than asked is a
+    // configuration error the caller must see.
+    throw std::system_error(e.code(), "EventLoopThread " + (name_.empty() ? "(unnamed)" : name_) +
+                                          ": pthread_setaffinity_np to CPU " + std::to_string(cpu));
+  }
+}
+
 void EventLoopThread::threadFunc() {
   if (!name_.empty()) {
     // Linux limits thread names to 15 characters.
     ::pthread_setname_np(::pthread_self(), name_.substr(0, 15).c_str());
   }
   try {
+    if (cpu_) pin(*cpu_);
     EventLoop loop(options_);
     if (callback_) callback_(&loop);
     {

@@ -170,6 +170,16 @@ void TcpConnection::closeAfterOutput() {
   closeWhenDrained_ = true;  // later sends are dropped; onOutputDrained() closes
   impl().io_->endOutput();
   if (impl().io_->outputDrained()) {
+    // The FIN now, right behind the answer: the close below runs after
+    // every other connection of this loop turn, and the socket closes a
+    // functor round later still, while a client that reads to end of file
+    // (HTTP/1.0, ab) waits for it and runs out of work (docs/benchmarks.md,
+    // "ab and hey against nginx"). On io_uring the answer is still queued
+    // here, so this happens only when nothing was sent.
+    if (!impl().writeShutdown_) {
+      impl().writeShutdown_ = true;
+      impl().socket_.socket().shutdownWrite();
+    }
     loop_->queueInLoop([self = shared_from_this()] { self->impl().handleClose(); });
   }
 }

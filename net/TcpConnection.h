@@ -119,9 +119,10 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Closes now, dropping queued output. Any thread.
   void forceClose();
   // Closes fully once everything queued is written: for a protocol done
-  // with the peer ("Connection: close"). Data the peer still sends may turn
-  // the close into a reset (use shutdown() then). Later sends are dropped.
-  // Loop thread.
+  // with the peer ("Connection: close"). With nothing left queued the write
+  // side is shut at once, so the FIN leaves right behind the answer. Data
+  // the peer still sends may turn the close into a reset (use shutdown()
+  // then). Later sends are dropped. Loop thread.
   void closeAfterOutput();
   // TCP_NODELAY; nothing on a Unix socket.
   void setTcpNoDelay(bool on);

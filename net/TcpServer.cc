@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "base/CountDownLatch.h"
+#include "base/CpuAffinity.h"
 #include "base/Logging.h"
 #include "base/Mutex.h"
 #include "net/Acceptor.h"
@@ -68,6 +69,14 @@ const TcpServer::Options& checked(const TcpServer::Options& options) {
   }
   if (options.proxyProtocol.enabled && options.proxyProtocol.headerTimeout <= Duration::zero()) {
     throw std::invalid_argument("TcpServer: Options::proxyProtocol.headerTimeout must be positive");
+  }
+  if (!options.cpuAffinity.empty()) {
+    if (options.threads == 0) {
+      throw std::invalid_argument(
+          "TcpServer: Options::cpuAffinity without I/O threads (the server's loop is the "
+          "caller's thread: pinCurrentThread() pins it)");
+    }
+    checkCpus("TcpServer: Options::cpuAffinity", options.cpuAffinity);
   }
   // Throws std::invalid_argument with the reason for a bad tick.
   if (options.idleTimeout > Duration::zero()) {
@@ -184,6 +193,10 @@ struct TcpServer::LoopState final : Poller::FdReceiver {
   // then the accepting loop hands connections over through the queue.
   uint64_t receiverToken = 0;
   std::atomic<bool> receiving{false};
+  // Sockets the accepting loop handed to this one (kHandOver): read and
+  // written on the accepting loop only. What ended of them is counted by
+  // closed, refused and the header reader's rejected() (liveHandedTo()).
+  uint64_t handedOver = 0;
   // loopStats(): written by this loop only.
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> ringHandOvers{0};
@@ -236,7 +249,8 @@ TcpServer::TcpServer(EventLoop* loop, const SocketAddress& listenAddr, std::stri
       options_(checked(options)),
       acceptor_(
           std::make_unique<Acceptor>(loop, listenAddr, options_.reusePort, options_.unixFileMode)),
-      threadPool_(std::make_unique<EventLoopThreadPool>(loop, name_, options_.threads)),
+      threadPool_(std::make_unique<EventLoopThreadPool>(loop, name_, options_.threads,
+                                                        options_.cpuAffinity)),
       connectionCallback_(defaultConnectionCallback),
       messageCallback_(defaultMessageCallback),
       listenAddr_(acceptor_->localAddress()) {}
@@ -249,7 +263,8 @@ TcpServer::TcpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, st
     : loop_(loop),
       name_(std::move(name)),
       options_(checked(options)),
-      threadPool_(std::make_unique<EventLoopThreadPool>(loop, name_, options_.threads)),
+      threadPool_(std::make_unique<EventLoopThreadPool>(loop, name_, options_.threads,
+                                                        options_.cpuAffinity)),
       connectionCallback_(defaultConnectionCallback),
       messageCallback_(defaultMessageCallback),
       listenAddr_(inheritedAddress(listeningSockets)),
@@ -382,7 +397,8 @@ void TcpServer::reconfigure(const char* what, Options options) {
   options_ = checked(options);
   // The pool is made in the constructor, and not started before start().
   if (options_.threads != threadsBefore) {
-    threadPool_ = std::make_unique<EventLoopThreadPool>(loop_, name_, options_.threads);
+    threadPool_ =
+        std::make_unique<EventLoopThreadPool>(loop_, name_, options_.threads, options_.cpuAffinity);
   }
 }
 
@@ -523,7 +539,7 @@ void TcpServer::startServerLoopAcceptors() {
   // they may use the server.
   auto onAccepted = [this](UniqueFd fd, const std::optional<SocketAddress>& peer) {
     ++acceptedByServer_;
-    LoopState* state = loopStates_[nextLoop_++ % loopStates_.size()].get();
+    LoopState* state = chooseLoop();
     if (state->loop == loop_) {
       newConnection(state, std::move(fd), peer);
     } else {
@@ -539,6 +555,38 @@ void TcpServer::startServerLoopAcceptors() {
   if (withIoThreads_ && options_.ringHandOver) startRingHandOver();
   acceptor_->listen();
   for (const std::unique_ptr<Acceptor>& more : moreAcceptors_) more->listen();
+}
+
+TcpServer::LoopState* TcpServer::chooseLoop() {
+  const size_t loops = loopStates_.size();
+  size_t chosen = nextLoop_ % loops;
+  if (options_.handOver == HandOver::kLeastConnections) {
+    // From the one after the last chosen: among equals, the first found,
+    // so that equals take turns as under round-robin.
+    uint64_t least = liveHandedTo(*loopStates_[chosen]);
+    for (size_t k = 1; k < loops && least > 0; ++k) {
+      const size_t i = (nextLoop_ + k) % loops;
+      const uint64_t live = liveHandedTo(*loopStates_[i]);
+      if (live < least) {
+        least = live;
+        chosen = i;
+      }
+    }
+  }
+  nextLoop_ = chosen + 1;
+  LoopState* state = loopStates_[chosen].get();
+  ++state->handedOver;
+  return state;
+}
+
+uint64_t TcpServer::liveHandedTo(const LoopState& state) {
+  // Relaxed: a count read late is one that ended a moment ago, seen as
+  // still live; each loop's counts only grow, and never pass what was
+  // handed to it, which this thread wrote itself.
+  const uint64_t ended = state.closed.load(std::memory_order_relaxed) +
+                         state.refused.load(std::memory_order_relaxed) +
+                         (state.proxyReader ? state.proxyReader->rejected() : 0);
+  return state.handedOver > ended ? state.handedOver - ended : 0;
 }
 
 void TcpServer::applySocketOptions(Acceptor& acceptor) const {

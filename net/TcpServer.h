@@ -4,9 +4,10 @@
 // default each I/O loop has its own listening socket (SO_REUSEPORT) and
 // accepts and serves its own connections, with no thread hand-over; or the
 // server's loop accepts and hands each connection to an I/O loop,
-// round-robin. Each loop keeps its live connections in a map of its own (no
-// hop between threads to add or remove one); they are torn down when the
-// server is destroyed.
+// round-robin or to the one with the fewest connections (Options::handOver).
+// I/O loop threads may be pinned to CPUs (Options::cpuAffinity). Each loop
+// keeps its live connections in a map of its own (no hop between threads to
+// add or remove one); they are torn down when the server is destroyed.
 //
 // Despite the name, any stream socket: TCP on an IPv4 or IPv6 address, or a
 // Unix domain socket on a path or an abstract name (SocketAddress::unixPath,
@@ -90,14 +91,34 @@ class TcpServer {
     // docs/benchmarks.md measures it against kHandOver.
     kPerLoop,
     // One listening socket, on the server's loop, which hands each accepted
-    // socket to an I/O loop, round-robin; the connection is made on the I/O
-    // loop. Where the accepting loop and the I/O loop both run on io_uring
-    // (and the kernel has IORING_OP_MSG_RING), the socket goes as a message
+    // socket to an I/O loop (Options::handOver: round-robin by default);
+    // the connection is made on the I/O loop. Where the accepting loop and
+    // the I/O loop both run on io_uring (and the kernel has
+    // IORING_OP_MSG_RING), the socket goes as a message
     // from the one's ring to the other's, with the accepting loop's next
     // submission (no lock, no eventfd write, no system call of its own);
     // otherwise, or with Options::ringHandOver false, through the I/O loop's
     // queue (a lock, and an eventfd write when that loop sleeps).
     kHandOver,
+  };
+  // Which I/O loop the accepting loop hands a connection to (kHandOver, and
+  // a Unix socket's server, which accepts on its own loop in either mode).
+  enum class HandOver {
+    // Default. Each loop in turn.
+    kRoundRobin,
+    // The loop with the fewest live connections, the one after the last
+    // chosen among equals (so equals still take turns). A loop's count is
+    // every socket handed to it that has not ended yet: on its way there,
+    // waiting for a PROXY protocol header, or an open connection; the
+    // accepting loop keeps how many it handed to each, and each loop counts
+    // the ones that ended on it (closed, refused by a limit, a rejected
+    // header) in atomics that only it writes, so choosing takes no lock and
+    // one relaxed load per counter. It balances how many connections each
+    // loop holds, not how busy they keep it: a loop with a few connections
+    // that stream all the time looks lighter than one with many idle ones.
+    // docs/operations.md has the measurement against kRoundRobin and
+    // kPerLoop.
+    kLeastConnections,
   };
   // TcpConnection::kDefaultMaxQueuedOutput (without including it).
   static constexpr size_t kDefaultMaxQueuedOutput = 64 * 1024 * 1024;
@@ -115,6 +136,17 @@ class TcpServer {
     // queue, even between io_uring loops that could pass the socket ring to
     // ring (for comparing the two).
     bool ringHandOver = true;
+    // kHandOver: how the loop for each connection is chosen.
+    HandOver handOver = HandOver::kRoundRobin;
+    // CPU pinning: I/O loop thread i runs on cpuAffinity[i % size], pinned
+    // before its loop is built (EventLoopThreadPool). Empty: not pinned.
+    // Checked in the constructor (std::invalid_argument: a CPU that does
+    // not exist, one outside the process's allowed set, or a list with no
+    // I/O thread to pin: the server's own loop is the caller's thread,
+    // which pinCurrentThread(), base/CpuAffinity.h, pins); a thread the
+    // kernel refuses to pin fails start() (std::system_error naming the
+    // loop and the CPU).
+    std::vector<int> cpuAffinity{};
     // SO_REUSEPORT on the constructor's listening socket from the start, so
     // that other processes (of the same user) may listen on the port too.
     bool reusePort = false;
@@ -366,6 +398,12 @@ class TcpServer {
                             const std::optional<SocketAddress>* proxied = nullptr);
   // start(), PROXY protocol on: a header reader for each loop.
   void startProxyHeaderReaders();
+  // On the accepting loop (kHandOver): the loop for the next connection
+  // (Options::handOver), counted as handed to it.
+  LoopState* chooseLoop();
+  // On the accepting loop: sockets handed to state's loop that have not
+  // ended yet (HandOver::kLeastConnections).
+  static uint64_t liveHandedTo(const LoopState& state);
   // On the accepting loop (kHandOver): has state's loop make the connection,
   // ring to ring where it can, else through the loop's queue.
   void handOver(LoopState* state, UniqueFd sockfd, const std::optional<SocketAddress>& peerAddr);
@@ -444,7 +482,7 @@ class TcpServer {
   // is also held by the tear-down functor queued to its loop by ~TcpServer,
   // so it lives until its connections are gone.
   std::vector<std::shared_ptr<LoopState>> loopStates_;
-  size_t nextLoop_ = 0;  // kHandOver's round-robin
+  size_t nextLoop_ = 0;  // kHandOver: where the next choice starts
   // Inherited listening sockets: held from the constructor to start(), which
   // gives them to acceptors. The server loop's acceptors after the first.
   std::vector<UniqueFd> inherited_;

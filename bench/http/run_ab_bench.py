@@ -745,6 +745,7 @@ def main():
     hb.add_machine_arguments(ap, "ab", 22000, "ab-results", "the CSV and the perf reports")
     args = ap.parse_args()
 
+    hb.apply_nice(PROG, args)
     n = args.requests or (5000 if args.quick else 50000)
     reps = args.reps or (1 if args.quick else 3)
     concs = parse_ints(args.concurrency, "--concurrency")

@@ -35,6 +35,7 @@
 #include "base/AsyncLogging.h"
 #include "base/LogFile.h"
 #include "base/Logging.h"
+#include "examples/common/CpuAffinityFlag.h"
 #include "examples/common/Flags.h"
 #include "examples/common/ServerTls.h"
 #include "net/Buffer.h"
@@ -65,7 +66,7 @@ constexpr int kDefaultMaxQueuedOutput = 1024 * 1024;
 constexpr std::string_view kUsage =
     "usage: echo_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
     "                   [--idle-timeout SECONDS] [--max-queued-output BYTES] [--log-dir DIR]\n"
-    "                   [--tls-cert FILE --tls-key FILE] [--unix PATH]\n"
+    "                   [--tls-cert FILE --tls-key FILE] [--unix PATH] [--cpu-affinity LIST]\n"
     "\n"
     "  --address ADDR  numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N        TCP port, 0..65535; 0 picks a free one (default 2007)\n"
@@ -81,6 +82,11 @@ constexpr std::string_view kUsage =
     "                  stop reading from a client while more than BYTES of its echo wait\n"
     "                  to be sent to it, resume when half are out; 0 turns it off\n"
     "                  (default 1048576)\n"
+    "  --cpu-affinity LIST\n"
+    "                  pin the loops to CPUs (taskset's list: 0,2-3): with one CPU more\n"
+    "                  than --threads, the main loop on the first and I/O loop i on the next\n"
+    "                  ones; otherwise I/O loop i on CPU i mod count and the main loop\n"
+    "                  unpinned (default: none pinned)\n"
     "  --log-dir DIR   log asynchronously to files in DIR instead of stderr\n"
     "  --tls-cert FILE serve TLS (1.2/1.3) with this PEM certificate chain\n"
     "  --tls-key FILE  ... and this PEM private key (both or neither)\n"
@@ -99,6 +105,7 @@ struct Options {
   libnet::PollerKind backend = libnet::PollerKind::kAuto;
   std::string logDir;  // empty: log to stderr
   libnet::ServerTls tls;
+  libnet::CpuAffinityFlag cpuAffinity;
 };
 
 // nullopt: go on; otherwise the exit status (the reason is printed).
@@ -116,9 +123,14 @@ std::optional<int> parseArgs(int argc, char* argv[], Options* options) {
                std::numeric_limits<int>::max());
   flags.addDirectory("--log-dir", &options->logDir);
   options->tls.addTo(&flags);
+  options->cpuAffinity.addTo(&flags);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return exitStatus;
   if (const std::string problem = options->tls.check(); !problem.empty()) {
     std::cerr << "echo_server: " << problem << "\n" << kUsage;
+    return libnet::Flags::kExitUsage;
+  }
+  if (const std::string problem = options->cpuAffinity.check(options->threads); !problem.empty()) {
+    std::cerr << "echo_server: " << problem << " (see --help)\n";
     return libnet::Flags::kExitUsage;
   }
   return std::nullopt;
@@ -172,6 +184,7 @@ int main(int argc, char* argv[]) {
     });
     TcpServer server(&loop, listenAddr, "echo",
                      {.threads = options.threads,
+                      .cpuAffinity = options.cpuAffinity.ioLoopCpus(),
                       .layer = options.tls.layer(),
                       .maxQueuedOutput = static_cast<size_t>(options.maxQueuedOutput),
                       .idleTimeout = std::chrono::seconds(options.idleTimeoutSeconds)});
@@ -179,6 +192,9 @@ int main(int argc, char* argv[]) {
     server.setMessageCallback(onMessage);
     server.setIdleCallback(onIdle);
     server.start();
+    if (const std::string pinned = options.cpuAffinity.pinMainLoop(); !pinned.empty()) {
+      std::cout << "echo_server: " << pinned << "\n";
+    }
     std::cout << "echo_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
     // Destroyed in reverse order, on this (the loop's) thread.

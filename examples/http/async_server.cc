@@ -15,8 +15,8 @@
 //   curl --http2-prior-knowledge 'http://127.0.0.1:8080/later?ms=500'
 #include <charconv>
 #include <chrono>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/Logging.h"
+#include "base/SignalMask.h"
 #include "examples/common/Flags.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
@@ -45,7 +46,13 @@ namespace {
 class WorkerPool {
  public:
   explicit WorkerPool(int threads) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([this] {
+        // Process signals are the main thread's (its SignalSet).
+        libnet::blockAsyncSignalsInThisThread();
+        run();
+      });
+    }
   }
   ~WorkerPool() {
     {
@@ -119,7 +126,13 @@ class LineStreamer : public std::enable_shared_from_this<LineStreamer> {
   void run() {
     while (next_ < lines_) {
       if (writer_->closed()) return;
-      if (!writer_->write("line " + std::to_string(next_++) + "\n")) return;
+      // Lines go out in pieces of about 16 KiB: a write per line would be a
+      // chunk (or a DATA frame) per line.
+      std::string piece;
+      while (next_ < lines_ && piece.size() < 16 * 1024) {
+        piece += "line " + std::to_string(next_++) + "\n";
+      }
+      if (!writer_->write(std::move(piece))) return;
     }
     writer_->finish();
     release();
@@ -164,16 +177,18 @@ void route(const HttpRequest& request, const ResponseWriterPtr& writer, WorkerPo
 }  // namespace
 
 int main(int argc, char* argv[]) {
+  std::string address = "0.0.0.0";
   uint16_t port = 8080;
   int threads = 0;
   int workers = 4;
   libnet::PollerKind backend = libnet::PollerKind::kAuto;
   bool h2c = false;
   libnet::Flags flags("async_server",
-                      "usage: async_server [--port N] [--threads N] [--workers N] "
+                      "usage: async_server [--address IP] [--port N] [--threads N] [--workers N] "
                       "[--backend epoll|uring|auto] [--h2c]\n"
                       "GET /hello, /later?ms=N (a worker answers), /stream?n=N (N lines "
                       "streamed by a worker)\n");
+  flags.addAddress("--address", &address);
   flags.addPort("--port", &port);
   flags.addInt("--threads", &threads, 0, 256);
   flags.addInt("--workers", &workers, 1, 256);
@@ -183,7 +198,7 @@ int main(int argc, char* argv[]) {
 
   WorkerPool pool(workers);
   libnet::EventLoop loop(backend);
-  libnet::http::HttpServer server(&loop, libnet::InetAddress(port), "async",
+  libnet::http::HttpServer server(&loop, *libnet::InetAddress::parse(address, port), "async",
                                   {.threads = threads});
   server.setAsyncHandler([&pool](const HttpRequest& request, ResponseWriterPtr writer) {
     route(request, writer, &pool);
@@ -195,7 +210,7 @@ int main(int argc, char* argv[]) {
     server.drain(std::chrono::seconds(5), [&loop] { loop.quit(); });
   });
   server.start();
-  std::printf("async_server on %s\n", server.listenAddress().toIpPort().c_str());
+  std::printf("async_server listening on %s\n", server.listenAddress().toIpPort().c_str());
   std::fflush(stdout);
   loop.loop();
 }

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "base/Logging.h"
+#include "examples/common/CpuAffinityFlag.h"
 #include "examples/common/Flags.h"
 #include "examples/common/ServerTls.h"
 #include "examples/http/ServerLifecycle.h"
@@ -78,6 +79,7 @@ constexpr const char* kUsage =
     "                   [--metrics-path PATH] [--drain-timeout S] [--drain-grace MS]\n"
     "                   [--h2-min-send-rate BYTES] [--h2-files-per-connection N]\n"
     "                   [--h2-response-memory BYTES] [--h2-max-files N] [--ready-delay MS]\n"
+    "                   [--hand-over POLICY] [--cpu-affinity LIST]\n"
     "                   [--fastcgi-pass unix:PATH|HOST:PORT [--fastcgi-match PATTERN]...\n"
     "                    [--fastcgi-root DIR] [--fastcgi-pool N] [--fastcgi-queue N]\n"
     "                    [--fastcgi-connect-timeout S] [--fastcgi-timeout S]]\n"
@@ -92,6 +94,12 @@ constexpr const char* kUsage =
     "                        where both loops run on io_uring, else through the loop's queue)\n"
     "                        or hand-over-queue (the same, always through the queue)\n"
     "                        (default per-loop)\n"
+    "  --hand-over POLICY    with --accept hand-over: round-robin, or least-connections (the\n"
+    "                        I/O loop with the fewest live connections) (default round-robin)\n"
+    "  --cpu-affinity LIST   pin the loops to CPUs (taskset's list: 0,2-3): with one CPU\n"
+    "                        more than --threads, the main loop on the first and I/O loop\n"
+    "                        i on the next ones; otherwise I/O loop i on CPU i mod count\n"
+    "                        and the main loop unpinned (default: none pinned)\n"
     "  --loop-stats 0|1      1: at exit, print how many connections each loop took (and how\n"
     "                        many of them came ring to ring) (default 0)\n"
     "  --defer-accept S      TCP_DEFER_ACCEPT: take a connection only once its request has\n"
@@ -199,6 +207,8 @@ struct Settings {
   size_t maxBodyMemory = HttpServer::Options().maxBufferedBodyBytes;
   TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
   bool ringHandOver = true;  // false: --accept hand-over-queue
+  TcpServer::HandOver handOver = TcpServer::HandOver::kRoundRobin;
+  libnet::CpuAffinityFlag cpuAffinity;
   int loopStats = 0;
   bool h2c = false;
   libnet::http2::Options h2{};
@@ -239,6 +249,17 @@ std::string parseAcceptMode(std::string_view value, Settings* settings) {
            "' (expected per-loop or hand-over or hand-over-queue)";
   }
   return std::string();
+}
+
+// After parsing: "" when --hand-over and --cpu-affinity fit --accept and
+// --threads, else why not.
+std::string checkLoops(Settings* settings) {
+  if (settings->handOver != TcpServer::HandOver::kRoundRobin &&
+      settings->acceptMode != TcpServer::AcceptMode::kHandOver) {
+    return "--hand-over: only with --accept hand-over or hand-over-queue (per-loop listeners "
+           "leave the choice to the kernel)";
+  }
+  return settings->cpuAffinity.check(settings->threads);
 }
 
 // --trusted-proxy: comma-separated addresses or CIDR prefixes, added to
@@ -371,6 +392,18 @@ void addFlags(Flags* flags, Settings* settings) {
   flags->addInt("--loop-stats", &settings->loopStats, 0, 1);
   flags->addCustom("--accept",
                    [settings](std::string_view value) { return parseAcceptMode(value, settings); });
+  flags->addCustom("--hand-over", [settings](std::string_view value) {
+    if (value == "round-robin") {
+      settings->handOver = TcpServer::HandOver::kRoundRobin;
+    } else if (value == "least-connections") {
+      settings->handOver = TcpServer::HandOver::kLeastConnections;
+    } else {
+      return "invalid value '" + std::string(value) +
+             "' (expected round-robin or least-connections)";
+    }
+    return std::string();
+  });
+  settings->cpuAffinity.addTo(flags);
   flags->addCustom("--max-body-memory", [settings](std::string_view value) {
     return parseByteCount(value, &settings->maxBodyMemory);
   });
@@ -408,6 +441,8 @@ HttpServer::Options serverOptions(const Settings& settings) {
   options.threads = settings.threads;
   options.acceptMode = settings.acceptMode;
   options.ringHandOver = settings.ringHandOver;
+  options.handOver = settings.handOver;
+  options.cpuAffinity = settings.cpuAffinity.ioLoopCpus();
   options.deferAccept = std::chrono::seconds(settings.deferAccept);
   options.layer = settings.tls.layer({"h2", "http/1.1"});
   // PROXY protocol.
@@ -533,6 +568,9 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
     h2 = libnet::http2::serve(server, h2Options);
   }
   server.start();
+  if (const std::string pinned = settings.cpuAffinity.pinMainLoop(); !pinned.empty()) {
+    std::cout << "http_server: " << pinned << "\n";
+  }
   registry.addServer(&server.tcpServer());
   if (settings.threads > 0) registry.addLoop(&loop, "http", "main");
   // The queued-output gauge, summed by each loop from its queue: at most
@@ -566,6 +604,10 @@ int main(int argc, char* argv[]) {
   }
   if (const std::string problem = settings.tls.check(); !problem.empty()) {
     std::cerr << "http_server: " << problem << "\n" << kUsage;
+    return Flags::kExitUsage;
+  }
+  if (const std::string problem = checkLoops(&settings); !problem.empty()) {
+    std::cerr << "http_server: " << problem << " (see --help)\n";
     return Flags::kExitUsage;
   }
   try {

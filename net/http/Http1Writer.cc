@@ -62,19 +62,6 @@ class AnswerProgress final : public ConnectionAttachment {
   const std::weak_ptr<Http1Writer> writer_;
 };
 
-// Takes `size` bytes off the in-transit count when the scope ends.
-class InTransit {
- public:
-  InTransit(std::atomic<size_t>* count, size_t size) : count_(count), size_(size) {}
-  ~InTransit() { count_->fetch_sub(size_, std::memory_order_relaxed); }
-  InTransit(const InTransit&) = delete;
-  InTransit& operator=(const InTransit&) = delete;
-
- private:
-  std::atomic<size_t>* count_;
-  size_t size_;
-};
-
 void appendChunkSize(size_t size, Buffer* out) {
   char digits[24];
   const int n = std::snprintf(digits, sizeof digits, "%zx\r\n", size);
@@ -97,14 +84,11 @@ Http1Writer::~Http1Writer() {
   // Every call posted held this writer, so all of them have run: what the
   // phase says is final. Queued even on the loop: the last owner may let go
   // in the middle of the server's own work on this connection.
-  gate_->queue(loop_, [weak = conn_, started = phase_.load() == kStreaming] {
-    abandoned(weak, started);
-  });
+  gate_->queue(loop_,
+               [weak = conn_, started = phase_.load() == kStreaming] { abandoned(weak, started); });
 }
 
-size_t Http1Writer::queuedBytes() const {
-  return inTransit_.load(std::memory_order_relaxed) + connQueued_.load(std::memory_order_relaxed);
-}
+size_t Http1Writer::queuedBytes() const { return queued_.load(std::memory_order_relaxed); }
 
 void Http1Writer::respond(HttpResponse response) {
   gate_->run(loop_, [self = shared_from_this(), r = std::move(response)]() mutable {
@@ -121,12 +105,12 @@ void Http1Writer::start(HttpResponse head) {
 bool Http1Writer::write(std::string data) {
   if (closed()) return false;
   const size_t size = data.size();
-  inTransit_.fetch_add(size, std::memory_order_relaxed);
+  queued_.fetch_add(size, std::memory_order_relaxed);
   const bool open = gate_->run(loop_, [self = shared_from_this(), d = std::move(data)]() mutable {
     self->writeInLoop(std::move(d));
   });
   if (!open) {
-    inTransit_.fetch_sub(size, std::memory_order_relaxed);
+    queued_.fetch_sub(size, std::memory_order_relaxed);
     return false;
   }
   if (closed()) return false;
@@ -171,8 +155,8 @@ TcpConnectionPtr Http1Writer::live() const {
 }
 
 void Http1Writer::shape(HttpResponse* response) const {
-  const bool close = request_.close || response->closeConnection() ||
-                     HttpServer::drainingConnection(conn_.lock());
+  const bool close =
+      request_.close || response->closeConnection() || HttpServer::drainingConnection(conn_.lock());
   response->setCloseConnection(close);
   if (!close && request_.http10) response->setKeepAliveHeader(true);
 }
@@ -219,42 +203,42 @@ void Http1Writer::startInLoop(HttpResponse head) {
   head.appendToBuffer(&out, currentDate(), request_.headOnly);
   conn->send(&out);
   phase_.store(kStreaming, std::memory_order_release);
-  noteQueued(conn);
+  noteQueued(conn, 0);
 }
 
 void Http1Writer::writeInLoop(std::string data) {
-  // The bytes leave the in-transit count only once the connection's count
-  // (noteQueued) has them: counted twice for a moment rather than not at
-  // all, so that queuedBytes() never reads low and write() never says true
-  // past highWater.
-  const InTransit taken(&inTransit_, data.size());
+  const size_t size = data.size();
   const TcpConnectionPtr conn = live();
-  if (!conn) return;
+  if (!conn || noBody_ || data.empty()) {
+    queued_.fetch_sub(size, std::memory_order_relaxed);
+    return;
+  }
   if (phase_.load(std::memory_order_relaxed) != kStreaming) {
+    queued_.fetch_sub(size, std::memory_order_relaxed);
     LOG_ERROR << conn->name() << ": write() before start(); cut off";
     cutOff(conn, false);
     return;
   }
-  if (noBody_ || data.empty()) return;
   if (framing_ == HttpResponse::Framing::kContentLength) {
-    if (data.size() > remaining_) {
-      LOG_ERROR << conn->name() << ": " << data.size() << " body bytes written where "
-                << remaining_ << " were owed; cut off";
+    if (size > remaining_) {
+      queued_.fetch_sub(size, std::memory_order_relaxed);
+      LOG_ERROR << conn->name() << ": " << size << " body bytes written where " << remaining_
+                << " were owed; cut off";
       cutOff(conn, false);
       return;
     }
-    remaining_ -= data.size();
+    remaining_ -= size;
     conn->send(std::move(data));
   } else if (framing_ == HttpResponse::Framing::kChunked) {
-    Buffer chunk(data.size() + 32);
-    appendChunkSize(data.size(), &chunk);
+    Buffer chunk(size + 32);
+    appendChunkSize(size, &chunk);
     chunk.append(data);
     chunk.append("\r\n");
     conn->send(&chunk);
   } else {
     conn->send(std::move(data));
   }
-  noteQueued(conn);
+  noteQueued(conn, size);
 }
 
 void Http1Writer::finishInLoop() {
@@ -316,9 +300,16 @@ void Http1Writer::cutOff(const TcpConnectionPtr& conn, bool clientGone) {
   runClosedCallback();
 }
 
-void Http1Writer::noteQueued(const TcpConnectionPtr& conn) {
+void Http1Writer::seen(size_t connQueued, size_t taken) {
+  // One atomic step from "written, on its way" to "queued on the
+  // connection": a reader never sees the bytes twice, nor not at all.
+  queued_.fetch_add(connQueued - lastConnQueued_ - taken, std::memory_order_relaxed);
+  lastConnQueued_ = connQueued;
+}
+
+void Http1Writer::noteQueued(const TcpConnectionPtr& conn, size_t taken) {
   const size_t queued = conn->queuedOutputBytes();
-  connQueued_.store(queued, std::memory_order_relaxed);
+  seen(queued, taken);
   if (options_.maxQueued != 0 && queued > options_.maxQueued) {
     LOG_DEBUG << conn->name() << ": " << queued << " bytes of an answer queued; cut off";
     cutOff(conn, true);
@@ -330,17 +321,17 @@ void Http1Writer::noteQueued(const TcpConnectionPtr& conn) {
 }
 
 void Http1Writer::onOutputProgress(size_t queued) {
-  connQueued_.store(queued, std::memory_order_relaxed);
+  seen(queued, 0);
   if (queued <= options_.lowWater && wantWritable_.load(std::memory_order_acquire)) {
     // Not from inside the connection's output handling: the callback writes.
-    loop_->queueInLoop([self = shared_from_this()] { self->checkWritable(); });
+    gate_->queue(loop_, [self = shared_from_this()] { self->checkWritable(); });
   }
 }
 
 void Http1Writer::checkWritable() {
   const TcpConnectionPtr conn = live();
   if (!conn) return;
-  connQueued_.store(conn->queuedOutputBytes(), std::memory_order_relaxed);
+  seen(conn->queuedOutputBytes(), 0);
   if (queuedBytes() > options_.lowWater) return;
   if (!wantWritable_.exchange(false, std::memory_order_acq_rel)) return;
   if (!writable_) return;

@@ -94,7 +94,10 @@ class Http1Writer final : public ResponseWriter, public std::enable_shared_from_
   // `clientGone`: the client is the cause (too slow): the connection closes
   // now and the closed callback runs.
   void cutOff(const TcpConnectionPtr& conn, bool clientGone);
-  void noteQueued(const TcpConnectionPtr& conn);
+  // The connection's queued output is `connQueued`, `taken` bytes of which
+  // were on their way until now.
+  void seen(size_t connQueued, size_t taken);
+  void noteQueued(const TcpConnectionPtr& conn, size_t taken);
   void checkWritable();
   void runClosedCallback();
   // A writer gone before the end of its answer (queued by the destructor).
@@ -110,13 +113,15 @@ class Http1Writer final : public ResponseWriter, public std::enable_shared_from_
   std::atomic<uint8_t> phase_{kNew};
   std::atomic<bool> closed_{false};
   std::atomic<bool> wantWritable_{false};  // write() said false: the callback is owed
-  std::atomic<size_t> inTransit_{0};       // written, not yet taken by the loop
-  std::atomic<size_t> connQueued_{0};      // the connection's queued output, last seen
+  // Written and not yet sent: on the way to the loop, plus the connection's
+  // queued output as last seen (lastConnQueued_).
+  std::atomic<size_t> queued_{0};
 
   // Loop thread only.
   HttpResponse::Framing framing_ = HttpResponse::Framing::kContentLength;
   size_t remaining_ = 0;  // body bytes still owed (Content-Length)
-  bool noBody_ = false;   // HEAD, 204, 304: writes are dropped
+  size_t lastConnQueued_ = 0;
+  bool noBody_ = false;  // HEAD, 204, 304: writes are dropped
   bool closeAfter_ = false;
   bool handedOff_ = false;
   bool clientGone_ = false;  // the closed callback is owed

@@ -16,9 +16,9 @@
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/TcpConnection.h"
+#include "net/http/Http1Writer.h"
 #include "net/http/HttpChars.h"
 #include "net/http/HttpDate.h"
-#include "net/http/Http1Writer.h"
 #include "net/http/WriterGate.h"
 
 namespace libnet::http {
@@ -157,6 +157,8 @@ TcpServer::Options tcpOptions(const HttpServer::Options& options) {
       .threads = options.threads,
       .acceptMode = options.acceptMode,
       .ringHandOver = options.ringHandOver,
+      .handOver = options.handOver,
+      .cpuAffinity = options.cpuAffinity,
       .reusePort = options.reusePort,
       .deferAccept = options.deferAccept,
       .tcpNoDelay = true,  // a response is one write; never let Nagle hold its tail
@@ -367,12 +369,7 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp 
   }
   state->lastActive = receiveTime;
   if (state->answering) {
-    // Requests pipelined behind an answer still to come wait in the input,
-    // as much as kHeldInputMax; then reading pauses until the answer ends.
-    if (buf->readableBytes() > kHeldInputMax && !state->heldInput) {
-      state->heldInput = true;
-      conn->stopRead();
-    }
+    holdBehindAnswer(conn, state, buf);
     return;
   }
   if (!state->offered && !offerFirstBytes(conn, state, buf)) return;
@@ -411,25 +408,15 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp 
     }
     // Draining, the last request buffered gets Connection: close.
     const bool lastOne = state->draining && buf->readableBytes() == 0;
-    if (asyncHandler_) {
-      const Answered answered = respondAsync(conn, state, parser.request(), &out, lastOne);
-      state->closing = answered == Answered::kClose;
-      state->continueSent = false;
-      parser.reset();
-      state->body.release();
-      if (answered == Answered::kPending) {  // `out` was sent
-        if (buf->readableBytes() > kHeldInputMax) {
-          state->heldInput = true;
-          conn->stopRead();
-        }
-        return;
-      }
-      continue;
+    const Answered answered =
+        asyncHandler_ ? respondAsync(conn, state, parser.request(), &out, lastOne)
+        : respond(conn, parser.request(), &out, lastOne) ? Answered::kKeepAlive
+                                                         : Answered::kClose;
+    requestDone(state, answered == Answered::kClose);
+    if (answered == Answered::kPending) {  // `out` was sent
+      holdBehindAnswer(conn, state, buf);
+      return;
     }
-    state->closing = !respond(conn, parser.request(), &out, lastOne);
-    state->continueSent = false;
-    parser.reset();
-    state->body.release();
   }
   if (out.readableBytes() > 0) conn->send(&out);
   if (state->closing) finishClosing(conn, state, buf);
@@ -627,37 +614,44 @@ bool HttpServer::respond(const TcpConnectionPtr& conn, const HttpRequest& reques
     appendError(500, out);
     return false;
   }
-  if (!appendResponse(conn, &response, request.method() == Method::kHead, options_.inlineFileMax,
-                      out)) {
+  // The head written here, not through appendResponse(): this is the path
+  // of every synchronous answer, kept as short as it was.
+  const bool headOnly = request.method() == Method::kHead;
+  const size_t mark = out->readableBytes();
+  response.appendToBuffer(out, currentDate(), headOnly);
+  if (response.hasFile() && !headOnly &&
+      !appendFile(conn, &response, options_.inlineFileMax, mark, out)) {
     return false;
   }
   return !response.closeConnection();
 }
 
-bool HttpServer::appendResponse(const TcpConnectionPtr& conn, HttpResponse* response,
-                                bool headOnly, size_t inlineFileMax, Buffer* out) {
+bool HttpServer::appendResponse(const TcpConnectionPtr& conn, HttpResponse* response, bool headOnly,
+                                size_t inlineFileMax, Buffer* out) {
   const size_t mark = out->readableBytes();
   response->appendToBuffer(out, currentDate(), headOnly);
-  if (response->hasFile() && !headOnly) {
-    UniqueFd file = response->takeFile();
-    const size_t length = response->contentLength();
-    if (length <= inlineFileMax) {
-      if (!appendFileContents(file.get(), length, out)) {
-        LOG_SYSERR << conn->name() << ": reading the response file";
-        out->unwrite(out->readableBytes() - mark);  // take back the headers
-        appendError(500, out);
-        return false;
-      }
-    } else {
-      conn->sendFile(std::move(file), 0, length, out);  // `out` (heads so far) goes first
+  return !response->hasFile() || headOnly || appendFile(conn, response, inlineFileMax, mark, out);
+}
+
+bool HttpServer::appendFile(const TcpConnectionPtr& conn, HttpResponse* response,
+                            size_t inlineFileMax, size_t mark, Buffer* out) {
+  UniqueFd file = response->takeFile();
+  const size_t length = response->contentLength();
+  if (length <= inlineFileMax) {
+    if (!appendFileContents(file.get(), length, out)) {
+      LOG_SYSERR << conn->name() << ": reading the response file";
+      out->unwrite(out->readableBytes() - mark);  // take back the headers
+      appendError(500, out);
+      return false;
     }
+  } else {
+    conn->sendFile(std::move(file), 0, length, out);  // `out` (heads so far) goes first
   }
   return true;
 }
 
-HttpServer::Answered HttpServer::respondAsync(const TcpConnectionPtr& conn,
-                                              ConnectionState* state, const HttpRequest& request,
-                                              Buffer* out, bool close) {
+HttpServer::Answered HttpServer::respondAsync(const TcpConnectionPtr& conn, ConnectionState* state,
+                                              const HttpRequest& request, Buffer* out, bool close) {
   // The answers before this one go first: the writer sends straight to the
   // connection, maybe before the handler returns.
   if (out->readableBytes() > 0) conn->send(out);
@@ -666,8 +660,8 @@ HttpServer::Answered HttpServer::respondAsync(const TcpConnectionPtr& conn,
       .close = close || !request.keepAlive(),
       .http10 = request.version() == Version::kHttp10,
   };
-  auto writer = std::make_shared<Http1Writer>(gate_, conn, shape, options_.inlineFileMax,
-                                              options_.writer);
+  auto writer =
+      std::make_shared<Http1Writer>(gate_, conn, shape, options_.inlineFileMax, options_.writer);
   const bool returned =
       callGuarded(HandlerOf{conn->name()}, [&] { asyncHandler_(request, writer); });
   if (!returned) writer->abortInLoop();  // a 500 if nothing was sent yet
@@ -700,6 +694,23 @@ void HttpServer::answerEnded(const TcpConnectionPtr& conn, bool close) {
   }
   state->heldInput = false;
   conn->startRead();
+}
+
+void HttpServer::requestDone(ConnectionState* state, bool closing) {
+  state->closing = closing;
+  state->continueSent = false;
+  state->parser.reset();
+  state->body.release();
+}
+
+void HttpServer::holdBehindAnswer(const TcpConnectionPtr& conn, ConnectionState* state,
+                                  const Buffer* buf) {
+  // Requests pipelined behind an answer still to come wait in the input, as
+  // much as kHeldInputMax; then reading pauses until the answer ends.
+  if (buf->readableBytes() > kHeldInputMax && !state->heldInput) {
+    state->heldInput = true;
+    conn->stopRead();
+  }
 }
 
 bool HttpServer::drainingConnection(const TcpConnectionPtr& conn) {

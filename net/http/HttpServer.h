@@ -7,6 +7,12 @@
 // body the handler attached with the headers in one write when it is at most
 // Options::inlineFileMax bytes, else with TcpConnection::sendFile.
 //
+// Answers that come later: with setAsyncHandler() instead, the handler gets
+// a ResponseWriter and may answer after it returns, from any thread, with a
+// body streamed in pieces under back-pressure (ResponseWriter.h,
+// docs/http-server.md). Requests pipelined behind such an answer wait for
+// it; a connection waiting for one is not idle; a drain lets it finish.
+//
 // Protection, all on by default: answers to a pipelining client that does
 // not read them are capped by the connection's output limit
 // (Options::maxQueuedOutput, which is TcpServer's: past it the connection
@@ -137,6 +143,10 @@ class HttpServer {
     TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
     bool ringHandOver = true;  // TcpServer::Options::ringHandOver
     bool reusePort = false;    // TcpServer::Options::reusePort
+    // TcpServer::Options::handOver (kHandOver: round-robin or least
+    // connections) and cpuAffinity (I/O loop i on cpuAffinity[i % size]).
+    TcpServer::HandOver handOver = TcpServer::HandOver::kRoundRobin;
+    std::vector<int> cpuAffinity{};
     // TCP_DEFER_ACCEPT (TcpServer::Options::deferAccept): HTTP clients speak
     // first. Zero: off.
     Duration deferAccept = Duration::zero();
@@ -297,10 +307,19 @@ class HttpServer {
   // not be read (a 500 is appended instead) and the connection must close.
   static bool appendResponse(const TcpConnectionPtr& conn, HttpResponse* response, bool headOnly,
                              size_t inlineFileMax, Buffer* out);
+  // Its file body, after the head that starts at `mark` in `out` (taken
+  // back, for a 500, if the file cannot be read).
+  static bool appendFile(const TcpConnectionPtr& conn, HttpResponse* response, size_t inlineFileMax,
+                         size_t mark, Buffer* out);
   // For a writer, on the loop: an answer handed off has ended; the
   // connection goes on with the requests that waited behind it, or closes.
   static void answerEnded(const TcpConnectionPtr& conn, bool close);
   [[nodiscard]] static bool drainingConnection(const TcpConnectionPtr& conn);
+  // The request has been answered (or its answer handed off): the parser
+  // and the body's budget are free for the next.
+  static void requestDone(ConnectionState* state, bool closing);
+  static void holdBehindAnswer(const TcpConnectionPtr& conn, ConnectionState* state,
+                               const Buffer* buf);
   // Bytes pipelined behind a pending answer that are kept before reading
   // pauses.
   static constexpr size_t kHeldInputMax = 64 * 1024;

@@ -17,8 +17,10 @@
 //
 // Framing: a head with a known length (HttpResponse::setBody or
 // setContentLength) is sent with Content-Length and exactly that many body
-// bytes must follow; without one, HTTP/1.1 sends the body chunked and HTTP/2
-// as DATA frames until finish(). A writer that is destroyed, or abort()ed,
+// bytes must follow; without one, HTTP/1.1 sends the body chunked (to an
+// HTTP/1.0 client: until the connection closes) and HTTP/2 as DATA frames
+// until finish(). HEAD, 1xx, 204 and 304 answers carry no body: writes are
+// dropped. A writer that is destroyed, or abort()ed,
 // before finish() never passes a half answer off as whole: HTTP/1.1 closes
 // the connection without the last chunk (or short of its Content-Length),
 // HTTP/2 resets the stream (RST_STREAM INTERNAL_ERROR); before start() it is
@@ -32,8 +34,15 @@
 // (the client is too slow: abort() and the closed callback).
 //
 // The client going away (close, reset, RST_STREAM, the server's drain
-// deadline, a write error) runs the closed callback once, on the loop;
+// deadline, a write error) before the answer is complete runs the closed
+// callback once, on the loop (also when it is set after the client left);
 // from then on writes are dropped and return false, and closed() is true.
+// The writer's own abort() and a complete answer run no closed callback.
+// Once the answer has ended, the writer lets go of both callbacks (so that
+// a producer they hold, which holds the writer, is freed with it).
+//
+// docs/http-server.md has the whole model, with a coroutine form
+// (http::coroHandler, co_await http::write) in //net/http:server_coro.
 //
 // With HTTP/1.1, requests pipelined behind one being answered later wait
 // until it is finished (answers go out in request order).

@@ -2,11 +2,11 @@
 
 #include <utility>
 
-#include "net/EventLoop.h"
+#include "net/EventLoopBase.h"
 
 namespace libnet::http {
 
-bool WriterGate::run(EventLoop* loop, InlineFunction fn) {
+bool WriterGate::run(EventLoopBase* loop, InlineFunction fn) {
   bool here = false;
   {
     MutexLock lock(mutex_);
@@ -20,7 +20,7 @@ bool WriterGate::run(EventLoop* loop, InlineFunction fn) {
   return true;
 }
 
-bool WriterGate::queue(EventLoop* loop, InlineFunction fn) {
+bool WriterGate::queue(EventLoopBase* loop, InlineFunction fn) {
   MutexLock lock(mutex_);
   if (!open_) return false;
   loop->queueInLoop(std::move(fn));

@@ -7,14 +7,15 @@
 // server is gone never touches a destroyed loop.
 //
 // The lock is held while a call is queued, so that close() cannot return
-// (and the loops go) between the check and queueInLoop(). Any thread.
+// (and the loops go) between the check and queueInLoop(). Only the loop's
+// queue and thread are used (EventLoopBase). Any thread.
 #pragma once
 
 #include "base/InlineFunction.h"
 #include "base/Mutex.h"
 
 namespace libnet {
-class EventLoop;
+class EventLoopBase;
 }
 
 namespace libnet::http {
@@ -27,10 +28,10 @@ class WriterGate {
 
   // Runs `fn` on `loop`: now when called on its thread, else queued. False
   // (and `fn` dropped) once closed.
-  bool run(EventLoop* loop, InlineFunction fn);
+  bool run(EventLoopBase* loop, InlineFunction fn);
   // Always through the loop's queue, even on its thread: for a caller that
   // must not re-enter what is running (a destructor).
-  bool queue(EventLoop* loop, InlineFunction fn);
+  bool queue(EventLoopBase* loop, InlineFunction fn);
   // From now on every call does nothing. Idempotent.
   void close();
   [[nodiscard]] bool open() const;

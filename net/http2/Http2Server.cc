@@ -112,6 +112,7 @@ struct Link {
   uint64_t stallMark = 0;    // response bytes when the window began
   uint64_t stallNeeded = 0;  // what the window must move
   bool ending = false;
+  bool flushQueued = false;  // a writer's frames wait for the flush queued to the loop
 };
 
 // The connection's Link, held for as long as the caller keeps the result: a
@@ -272,11 +273,21 @@ void goAwayOn(const TcpConnectionPtr& conn) {
 void adopt(const std::shared_ptr<Shared>& shared, const TcpConnectionPtr& conn, Buffer* input) {
   const auto link = std::make_shared<Link>(shared, conn->name());
   link->session.setConnection(conn);
-  // An answer written later (AsyncHandler) queued frames: send them.
-  link->session.setWake([weak = std::weak_ptr<TcpConnection>(conn)] {
+  // An answer written later (AsyncHandler) queued frames: they go out from
+  // one flush queued behind the writes the loop has queued already, so that
+  // a writer's many small writes become few frames and one send.
+  link->session.setWake([weak = std::weak_ptr<TcpConnection>(conn), raw = link.get()] {
+    if (raw->flushQueued) return;
+    raw->flushQueued = true;
     const TcpConnectionPtr c = weak.lock();
-    const std::shared_ptr<Link> l = c ? linkOf(c) : nullptr;
-    if (l != nullptr && !l->ending) advance(c, l.get(), true);
+    if (!c) return;
+    c->loop()->queueInLoop([weak] {
+      const TcpConnectionPtr live = weak.lock();
+      const std::shared_ptr<Link> l = live ? linkOf(live) : nullptr;
+      if (l == nullptr) return;
+      l->flushQueued = false;
+      if (!l->ending) advance(live, l.get(), true);
+    });
   });
   Link* raw = link.get();  // kept alive by `link` whatever the calls below close
   conn->setContext(link);

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "base/Guarded.h"
-#include "net/EventLoop.h"
+#include "net/EventLoop.h"  // EventLoop* is an EventLoopBase*
 #include "net/http/WriterGate.h"
 #include "net/http2/ServerSession.h"
 
@@ -32,9 +32,7 @@ ServerSession* Http2Writer::session() const {
   return held ? *held : nullptr;
 }
 
-size_t Http2Writer::queuedBytes() const {
-  return inTransit_.load(std::memory_order_relaxed) + unsent_.load(std::memory_order_relaxed);
-}
+size_t Http2Writer::queuedBytes() const { return queued_.load(std::memory_order_relaxed); }
 
 void Http2Writer::respond(http::HttpResponse response) {
   gate_->run(loop_, [self = shared_from_this(), r = std::move(response)]() mutable {
@@ -57,19 +55,16 @@ void Http2Writer::start(http::HttpResponse head) {
 bool Http2Writer::write(std::string data) {
   if (closed()) return false;
   const size_t size = data.size();
-  inTransit_.fetch_add(size, std::memory_order_relaxed);
+  queued_.fetch_add(size, std::memory_order_relaxed);
   const bool open = gate_->run(loop_, [self = shared_from_this(), d = std::move(data)]() mutable {
     const size_t size = d.size();
     ServerSession* s = self->session();
     if (self->ended() || !self->started_ || s == nullptr) {
-      self->inTransit_.fetch_sub(size, std::memory_order_relaxed);
+      self->queued_.fetch_sub(size, std::memory_order_relaxed);
       return;
     }
-    // Off the in-transit count only once the stream's count has the bytes:
-    // queuedBytes() never reads low.
     const size_t unsent = s->writerWrite(self->stream_, std::move(d));
-    self->unsent_.store(unsent, std::memory_order_relaxed);
-    self->inTransit_.fetch_sub(size, std::memory_order_relaxed);
+    self->seen(unsent, size);
     if (self->options_.maxQueued != 0 && unsent > self->options_.maxQueued) {
       // It ignored back-pressure: the client is too slow for it.
       self->closed_.store(true, std::memory_order_release);
@@ -80,7 +75,7 @@ bool Http2Writer::write(std::string data) {
     }
   });
   if (!open) {
-    inTransit_.fetch_sub(size, std::memory_order_relaxed);
+    queued_.fetch_sub(size, std::memory_order_relaxed);
     return false;
   }
   if (closed()) return false;
@@ -130,11 +125,18 @@ void Http2Writer::endAnswer() {
   if (!clientGone_) closedCallback_ = nullptr;
 }
 
+void Http2Writer::seen(size_t unsent, size_t taken) {
+  // One atomic step from "on its way" to "waiting in the stream": a reader
+  // never sees the bytes twice, nor not at all.
+  queued_.fetch_add(unsent - lastUnsent_ - taken, std::memory_order_relaxed);
+  lastUnsent_ = unsent;
+}
+
 void Http2Writer::onProgress(size_t unsent) {
-  unsent_.store(unsent, std::memory_order_relaxed);
+  seen(unsent, 0);
   if (unsent <= options_.lowWater && wantWritable_.load(std::memory_order_acquire)) {
     // Not from inside the session's output: the callback writes.
-    loop_->queueInLoop([self = shared_from_this()] { self->checkWritable(); });
+    gate_->queue(loop_, [self = shared_from_this()] { self->checkWritable(); });
   }
 }
 

@@ -72,6 +72,8 @@ class Http2Writer final : public http::ResponseWriter,
   [[nodiscard]] ServerSession* session() const;
   // The answer is over from this side: its callbacks go.
   void endAnswer();
+  // The stream holds `unsent` bytes, `taken` of which were on their way.
+  void seen(size_t unsent, size_t taken);
   void checkWritable();
   void runClosedCallback();
 
@@ -84,10 +86,12 @@ class Http2Writer final : public http::ResponseWriter,
   std::atomic<bool> ended_{false};
   std::atomic<bool> closed_{false};
   std::atomic<bool> wantWritable_{false};
-  std::atomic<size_t> inTransit_{0};
-  std::atomic<size_t> unsent_{0};
+  // Written and not yet framed: on the way to the loop, plus what the
+  // stream holds as last seen (lastUnsent_).
+  std::atomic<size_t> queued_{0};
 
   // Loop thread only.
+  size_t lastUnsent_ = 0;
   bool started_ = false;
   bool clientGone_ = false;
   bool closedCalled_ = false;

@@ -874,7 +874,8 @@ void ServerSession::submitStreamed(Stream* stream, HttpResponse* head) {
   const int status = head->status();
   const bool noLength = status < 200 || status == 204;
   const bool noBody = noLength || status == 304 || stream->method == "HEAD";
-  if (head->hasLength()) stream->declared = head->contentLength();  // a body set on the head goes first
+  if (head->hasLength())
+    stream->declared = head->contentLength();  // a body set on the head goes first
   const std::optional<size_t> length =
       noLength || !head->hasLength() ? std::nullopt : std::optional<size_t>(head->contentLength());
   const int rv = submitFields(stream, *head, length, noBody ? Body::kNone : Body::kStreamed);
@@ -954,12 +955,12 @@ void ServerSession::releaseAnswer(Stream* stream) {
 void ServerSession::answerLater(Stream* stream) {
   const std::shared_ptr<const TcpConnection> conn = connection_.lock();
   const int32_t id = stream->id;
-  auto writer = std::make_shared<Http2Writer>(config_.gate, conn ? conn->loop() : nullptr,
-                                              anchor_, id, config_.writer);
+  auto writer = std::make_shared<Http2Writer>(config_.gate, conn ? conn->loop() : nullptr, anchor_,
+                                              id, config_.writer);
   stream->writer = writer;
   const bool returned = conn && config_.gate && callGuarded(HandlerOf{name_}, [&] {
-    config_.asyncHandler(stream->request, writer);
-  });
+                          config_.asyncHandler(stream->request, writer);
+                        });
   if (!returned) {
     writer->markEnded();
     writerAbort(id);  // a 500 if nothing was sent yet

@@ -222,8 +222,8 @@ class ServerSession {
   // nghttp2_submit_response with the body's data provider: none, the
   // stream's whole body, or one written as it comes.
   enum class Body { kNone, kWhole, kStreamed };
-  int submitFields(Stream* stream, const http::HttpResponse& response,
-                   std::optional<size_t> length, Body body);
+  int submitFields(Stream* stream, const http::HttpResponse& response, std::optional<size_t> length,
+                   Body body);
   // A file answer past the server's bound on open files becomes a 503.
   void admitFile(Stream* stream, http::HttpResponse* response);
   // The body to send moves from the response to the stream.

@@ -309,6 +309,43 @@ TEST_P(TcpServerTest, PeerHalfCloseStillGetsEverythingQueued) {
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
 }
 
+// closeAfterOutput() with the answer written: the FIN leaves at once, not
+// when the loop gets to the queued close after the rest of its turn. The
+// loop is held right after the call while the client looks for the FIN; a
+// client that reads to end of file (HTTP/1.0, ab) otherwise waits for the
+// whole turn. On io_uring the answer itself is still queued at that point
+// (it leaves with the ring's next submission, the FIN with the one after),
+// so there is nothing to look for while the loop is held.
+TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinBeforeTheLoopMovesOn) {
+  if (GetParam() == PollerKind::kIoUring) {
+    GTEST_SKIP() << "io_uring sends the answer and the FIN with the ring's later submissions";
+  }
+  startServerKeepingConnection();
+  BlockingClient client(address_);
+  TcpConnectionPtr conn = acceptedConnection();
+  ASSERT_NE(conn, nullptr);
+
+  CountDownLatch release(1);
+  CountDownLatch closing(1);
+  loop_->runInLoop([&] {
+    conn->send(std::string_view("answer"));
+    conn->closeAfterOutput();
+    closing.countDown();
+    EXPECT_TRUE(release.waitFor(test::kWait));
+  });
+  ASSERT_TRUE(closing.waitFor(test::kWait));
+  pollfd pfd{.fd = client.fd(), .events = POLLRDHUP, .revents = 0};
+  const int ready = ::poll(&pfd, 1, static_cast<int>(test::kWait / std::chrono::milliseconds(1)));
+  release.countDown();
+  EXPECT_EQ(ready, 1) << "no FIN while the loop was still in the turn that closed";
+  EXPECT_NE(pfd.revents & POLLRDHUP, 0);
+  bool eof = false;
+  EXPECT_EQ(client.recvUntilEof(&eof), "answer");
+  EXPECT_TRUE(eof);
+  conn.reset();
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
 TEST_P(TcpServerTest, DataAndFinQueuedTogetherAreBothSeen) {
   // Edge-triggered subtlety: when data and the FIN are both queued before the
   // server reads, there is one edge for both, and the first read is short.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # System calls per short connection on each backend (io_uring: none of its
-# own; epoll: accept4, epoll_ctl ADD, read, send, close); the checks are in
+# own; epoll: accept4, epoll_ctl ADD, read, send, shutdown, close); the checks are in
 # short_connection_syscalls_test.py.
 #
 # Needs strace (tools/setup.sh installs it). Without it the test fails, unless

@@ -40,8 +40,8 @@ class CoroHandlerTest : public ::testing::TestWithParam<PollerKind> {
     options.writer = {.highWater = 64 * 1024, .lowWater = 16 * 1024, .maxQueued = 0};
     runSync(loop_, [&] {
       server_ = std::make_unique<HttpServer>(loop_, InetAddress(0, true), "coro", options);
-      server_->setAsyncHandler(coroHandler(
-          [this](HttpRequest request, ResponseWriterPtr writer) -> coro::Task<> {
+      server_->setAsyncHandler(
+          coroHandler([this](HttpRequest request, ResponseWriterPtr writer) -> coro::Task<> {
             if (request.path() == "/hello") {
               co_await coro::sleep(std::chrono::milliseconds(1));  // the request outlives this
               HttpResponse response(false);
@@ -118,7 +118,8 @@ TEST_P(CoroHandlerTest, WaitsOnBackPressureAndStreamsByteExact) {
   }
   ASSERT_EQ(body.size(), kPiece * kPieces);
   bool exact = true;
-  for (size_t i = 0; i < kPieces && exact; ++i) exact = body.compare(i * kPiece, kPiece, pieceOf(i)) == 0;
+  for (size_t i = 0; i < kPieces && exact; ++i)
+    exact = body.compare(i * kPiece, kPiece, pieceOf(i)) == 0;
   EXPECT_TRUE(exact);
 }
 

@@ -13,11 +13,11 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,7 +83,8 @@ struct Answer {
   int status = 0;
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
-  bool whole = false;  // the framing's end was seen (length, last chunk, or EOF when close-delimited)
+  bool whole =
+      false;  // the framing's end was seen (length, last chunk, or EOF when close-delimited)
 
   [[nodiscard]] std::string header(const std::string& name) const {
     auto it = headers.find(name);

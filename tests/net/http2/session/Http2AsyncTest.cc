@@ -3,8 +3,9 @@
 // another thread, a body streamed as DATA frames, RST_STREAM from the client
 // and the connection's close reaching the closed callback, a stream window
 // of zero holding the writer back until WINDOW_UPDATE, abort as RST_STREAM
-// INTERNAL_ERROR (or a 500 before the head), and a throwing handler. The
-// frames are read off the socket as the client receives them.
+// INTERNAL_ERROR (or a 500 before the head), a throwing handler, and a
+// writer held by another thread while the server goes. The frames are read
+// off the socket as the client receives them.
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
 #include <sys/socket.h>
@@ -97,7 +98,8 @@ uint32_t word(std::string_view bytes) {
 
 std::string be32(uint32_t v) {
   std::string out;
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((v >> shift) & 0xff));
   return out;
 }
 
@@ -263,9 +265,9 @@ TEST_P(Http2AsyncTest, AnswersLaterAndStreamsDataFrames) {
   BlockingClient client(address_);
   // Windows large enough for the whole streamed body.
   const std::string bigWindow = std::string("\x00\x04", 2) + be32(1 << 24);
-  ASSERT_TRUE(client.sendAll(std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, bigWindow) +
-                             frame(NGHTTP2_WINDOW_UPDATE, 0, 0, be32(1 << 24)) + get(1, "/later") +
-                             get(3, "/stream")));
+  ASSERT_TRUE(client.sendAll(
+      std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, bigWindow) +
+      frame(NGHTTP2_WINDOW_UPDATE, 0, 0, be32(1 << 24)) + get(1, "/later") + get(3, "/stream")));
   FrameReader reader(&client);
   bool one = false;
   bool three = false;
@@ -294,8 +296,8 @@ TEST_P(Http2AsyncTest, ResetFromTheClientReachesTheClosedCallback) {
   writer->start(http::HttpResponse(false));
   EXPECT_TRUE(writer->write("first"));
   FrameReader reader(&client);
-  const auto first = reader.until(
-      [](const Frame& f) { return f.type == NGHTTP2_DATA && f.stream == 1; });
+  const auto first =
+      reader.until([](const Frame& f) { return f.type == NGHTTP2_DATA && f.stream == 1; });
   EXPECT_EQ(bodyOf(first, 1), "first");
   ASSERT_TRUE(client.sendAll(frame(NGHTTP2_RST_STREAM, 0, 1, be32(NGHTTP2_CANCEL))));
   ASSERT_TRUE(waitUntil([&] { return closed.load() == 1; }));
@@ -391,6 +393,37 @@ TEST_P(Http2AsyncTest, AbortIsAResetOrA500AndAThrowIsA500) {
   ASSERT_TRUE(reset && answered && thrown);
   EXPECT_EQ(statusOf(frames, 3), 500);
   EXPECT_EQ(statusOf(frames, 5), 500);
+}
+
+TEST_P(Http2AsyncTest, ServerDestroyedWhileAnotherThreadHoldsAWriter) {
+  for (const int threads : {0, 2}) {
+    {
+      std::lock_guard<std::mutex> lock(keptMutex_);
+      kept_.clear();
+    }
+    http::HttpServer::Options options;
+    options.threads = threads;
+    startServer(options);
+    BlockingClient client(address_);
+    ASSERT_TRUE(client.sendAll(test::prefaceAndSettings() + get(1, "/keep")));
+    http::ResponseWriterPtr writer = keptWriter();
+    ASSERT_TRUE(writer);
+    std::atomic<bool> stop{false};
+    std::thread writing([&] {
+      writer->start(http::HttpResponse(false));
+      while (!stop && writer->write(std::string(4096, 'x'))) {
+      }
+    });
+    runSync(loop_, [&] { server_.reset(); });
+    stop = true;
+    writing.join();
+    EXPECT_FALSE(writer->write("after the server"));
+    writer->finish();
+    writer->abort();
+    writer.reset();
+    std::lock_guard<std::mutex> lock(keptMutex_);
+    kept_.clear();  // the last owner lets go: nothing to do
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Http2AsyncTest,
