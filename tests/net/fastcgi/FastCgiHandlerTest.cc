@@ -454,6 +454,45 @@ TEST_P(FastCgiHandlerTest, SilentApplicationIs504AfterTheReadTimeout) {
   EXPECT_TRUE(runLoopUntil([&] { return app.sawClose(); }));
 }
 
+// 200 KiB of FCGI_STDERR: at most maxStderrLogBytes of it logged, then one
+// line counting the rest; the answer itself is not disturbed.
+TEST_P(FastCgiHandlerTest, StderrLoggingIsBounded) {
+  std::string noise;
+  for (int i = 0; i < 20000; ++i) noise += "warning " + std::to_string(i % 10) + "\n";
+  std::string reply;
+  const RecordEncoder e(1);
+  e.stream(&reply, RecordType::kStderr, noise);
+  e.stream(&reply, RecordType::kStdout, "Content-Type: text/plain\r\n\r\nfine");
+  e.endStream(&reply, RecordType::kStdout);
+  e.endRequest(&reply, 0, ProtocolStatus::kRequestComplete);
+  test::FakeApplication app(reply, false);
+  ASSERT_TRUE(app.ok());
+  UpstreamOptions o = optionsFor(app.address());
+  o.maxStderrLogBytes = 1000;
+  FastCgiHandler handler(o);
+  size_t stderrLines = 0;
+  size_t stderrBytes = 0;
+  bool counted = false;
+  Logger::setOutput([&](std::string_view line) {
+    if (line.find("fastcgi stderr") == std::string_view::npos) return;
+    if (line.find("more bytes not logged") != std::string_view::npos) {
+      counted = true;
+      return;
+    }
+    ++stderrLines;
+    stderrBytes += line.size() - line.find("): ") - 3;
+  });
+  WriterPtr w = runOne(handler, makeRequest(http::Method::kGet, "/x.php"));
+  Logger::setOutput(nullptr);
+  EXPECT_EQ(w->status, 200);
+  EXPECT_EQ(w->body, "fine");
+  EXPECT_GT(stderrLines, 0u);
+  // Each logged line also carries the source location and a newline.
+  EXPECT_LE(stderrLines, 1000u / 9 + 1);
+  EXPECT_LE(stderrBytes, 1000u + stderrLines * 64);
+  EXPECT_TRUE(counted);
+}
+
 // An application that never reads: the 8 MiB request fills the socket's
 // buffers, no piece drains within the send timeout: 504, connection closed.
 TEST_P(FastCgiHandlerTest, ApplicationNotReadingIs504AfterTheSendTimeout) {
