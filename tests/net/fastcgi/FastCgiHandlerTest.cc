@@ -67,6 +67,7 @@ class FastCgiHandlerTest : public ::testing::TestWithParam<PollerKind> {
     EXPECT_FALSE(timedOut_) << "the test ran past its deadline";
   }
 
+  // Skips the test without php-fpm; the caller returns when IsSkipped().
   void startPhp(int children) {
     if (!test::PhpFpm::installed())
       GTEST_SKIP() << "php-fpm not installed (" << test::PhpFpm::kBinary
@@ -165,6 +166,7 @@ std::map<std::string, std::string> lines(const std::string& body) {
 
 TEST_P(FastCgiHandlerTest, PhpSeesTheCgiVariables) {
   startPhp(2);
+  if (IsSkipped() || HasFatalFailure()) return;
   FastCgiHandler handler(phpOptions());
   http::HttpRequest r = makeRequest(http::Method::kGet, "/env.php?a=1&b=%41");
   r.appendHeader("Host", "example.com:8080");
@@ -194,6 +196,7 @@ TEST_P(FastCgiHandlerTest, PhpSeesTheCgiVariables) {
 
 TEST_P(FastCgiHandlerTest, TenMebibytePostArrivesWhole) {
   startPhp(2);
+  if (IsSkipped() || HasFatalFailure()) return;
   FastCgiHandler handler(phpOptions());
   const std::string body = test::randomBytes(10 * 1024 * 1024, 44);
   test::Fnv1a64 expected;
@@ -205,6 +208,7 @@ TEST_P(FastCgiHandlerTest, TenMebibytePostArrivesWhole) {
 
 TEST_P(FastCgiHandlerTest, StatusAndFieldsFromPhp) {
   startPhp(2);
+  if (IsSkipped() || HasFatalFailure()) return;
   FastCgiHandler handler(phpOptions());
   WriterPtr w = runOne(handler, makeRequest(http::Method::kGet, "/headers.php"));
   EXPECT_EQ(w->status, 418);
@@ -231,6 +235,7 @@ TEST_P(FastCgiHandlerTest, StatusAndFieldsFromPhp) {
 // while the client is behind.
 TEST_P(FastCgiHandlerTest, LargeOutputToASlowClientIsBounded) {
   startPhp(2);
+  if (IsSkipped() || HasFatalFailure()) return;
   FastCgiHandler handler(phpOptions());
   std::weak_ptr<RecordingWriter> current;
   const TimerId reader = loop_->runEvery(std::chrono::milliseconds(1), [&current] {
@@ -263,6 +268,7 @@ TEST_P(FastCgiHandlerTest, LargeOutputToASlowClientIsBounded) {
 // finds nobody at the socket: 502.
 TEST_P(FastCgiHandlerTest, PhpKilledMidAnswer) {
   startPhp(2);
+  if (IsSkipped() || HasFatalFailure()) return;
   FastCgiHandler handler(phpOptions());
   WriterPtr w = runOne(handler, makeRequest(http::Method::kGet, "/ticker.php"),
                        [this](const WriterPtr& writer) {
@@ -283,6 +289,7 @@ TEST_P(FastCgiHandlerTest, PhpKilledMidAnswer) {
 // the next request (which would otherwise wait for the script's minute).
 TEST_P(FastCgiHandlerTest, ClientLeavingFreesTheApplication) {
   startPhp(1);
+  if (IsSkipped() || HasFatalFailure()) return;
   UpstreamOptions o = phpOptions();
   o.readTimeout = std::chrono::seconds(20);
   FastCgiHandler handler(o);
@@ -305,6 +312,7 @@ TEST_P(FastCgiHandlerTest, ClientLeavingFreesTheApplication) {
 // connection and one is refused at once.
 TEST_P(FastCgiHandlerTest, PoolAndQueueFull) {
   startPhp(4);
+  if (IsSkipped() || HasFatalFailure()) return;
   UpstreamOptions o = phpOptions();
   o.poolSize = 2;
   o.queueLength = 1;
@@ -324,6 +332,7 @@ TEST_P(FastCgiHandlerTest, PoolAndQueueFull) {
 
 TEST_P(FastCgiHandlerTest, WaitingPastTheQueueTimeoutIs503) {
   startPhp(2);
+  if (IsSkipped() || HasFatalFailure()) return;
   UpstreamOptions o = phpOptions();
   o.poolSize = 1;
   o.queueTimeout = std::chrono::milliseconds(100);
@@ -337,6 +346,7 @@ TEST_P(FastCgiHandlerTest, WaitingPastTheQueueTimeoutIs503) {
 
 TEST_P(FastCgiHandlerTest, StderrGoesToTheLog) {
   startPhp(1);
+  if (IsSkipped() || HasFatalFailure()) return;
   FastCgiHandler handler(phpOptions());
   std::string logged;
   Logger::setOutput([&logged](std::string_view line) { logged.append(line); });
