@@ -3,7 +3,9 @@
 # runs each for a while, starting from its seed corpus: http (the HttpParser),
 # tls (the TLS input path, TlsSession as a server), websocket (the WebSocket
 # Receiver, both roles, with and without permessage-deflate) and http2 (the
-# HTTP/2 server session on nghttp2, net/http2/ServerSession).
+# HTTP/2 server session on nghttp2, net/http2/ServerSession) and fastcgi (what a
+# FastCGI application sends back: net/fastcgi's RecordDecoder and
+# CgiResponseParser).
 #
 #   tools/fuzz.sh [SECONDS [TARGET...]]   each TARGET for SECONDS (default: 60, all)
 #
@@ -22,12 +24,12 @@ root=$PWD
 
 seconds=${1:-60}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds == 0)); then
-  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket|http2 ...]]" >&2
+  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket|http2|fastcgi ...]]" >&2
   exit 2
 fi
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(http tls websocket http2)
+((${#targets[@]})) || targets=(http tls websocket http2 fastcgi)
 
 # Not built through Bazel: Bazel 4 has no libFuzzer support of its own (that
 # is rules_fuzzing, which would have to be downloaded), and pointing it at
@@ -125,8 +127,19 @@ target_spec() {
       # frames of any other kind.
       options=(-dict=tests/net/http2/fuzz/http2.dict -max_len=16384)
       ;;
+    fastcgi)
+      sources=(tests/net/fastcgi/fuzz/RecordFuzzer.cc net/fastcgi/RecordDecoder.cc
+        net/fastcgi/RecordEncoder.cc net/fastcgi/CgiResponseParser.cc net/http/HttpResponse.cc
+        net/Buffer.cc net/BufferStorage.cc)
+      headers=(net/fastcgi/Protocol.h net/fastcgi/RecordDecoder.h net/fastcgi/RecordEncoder.h
+        net/fastcgi/CgiResponseParser.h net/http/HttpResponse.h net/Buffer.h net/BufferStorage.h)
+      libs=()
+      seeds_dir=tests/net/fastcgi/fuzz/corpus
+      # A few records of a full answer; longer inputs only repeat them.
+      options=(-max_len=8192)
+      ;;
     *)
-      echo "fuzz.sh: unknown target '$1' (http, tls, websocket, http2)" >&2
+      echo "fuzz.sh: unknown target '$1' (http, tls, websocket, http2, fastcgi)" >&2
       exit 2
       ;;
   esac

@@ -40,6 +40,7 @@ PACKAGES=(
   python3-prometheus-client  # its text parser reads the /metrics exposition in the tests
   libgoogle-perftools-dev  # gperftools' CPU profiler (libprofiler) of //net/inspect:profiler
   google-perftools  # google-pprof, which reads the inspector's and SIGUSR1's CPU profiles
+  php8.2-fpm       # php-fpm, the FastCGI application of the net/fastcgi tests and benchmark
 )
 
 # Go builds the pinned h2spec of tools/h2spec.sh; an upstream Go in

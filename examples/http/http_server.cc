@@ -6,7 +6,8 @@
 // (net/http2/) with the same handler: over TLS when the client picks "h2" by ALPN, and on plain TCP
 // with prior knowledge under --h2c. GET /client-address answers the client's "IP:PORT\n" as the
 // server sees it: behind a load balancer speaking the PROXY protocol (--proxy-protocol), the
-// client the balancer names.
+// client the balancer names. With --fastcgi-pass, paths matching --fastcgi-match go to a
+// FastCGI application (php-fpm) instead (net/fastcgi/, docs/fastcgi.md).
 //
 // SIGINT / SIGTERM stop it cleanly (exit 0): HTTP/2 connections get GOAWAY
 // and their streams in flight are answered first (at most --header-timeout
@@ -47,6 +48,7 @@
 #include "net/ListenFds.h"
 #include "net/ProxyProtocol.h"
 #include "net/TcpServer.h"
+#include "net/fastcgi/FastCgiHandler.h"
 #include "net/http/HttpServer.h"
 #include "net/http/StaticFiles.h"
 #include "net/http2/Http2Server.h"
@@ -83,6 +85,9 @@ constexpr const char* kUsage =
     "                   [--h2-response-memory BYTES] [--h2-max-files N] [--ready-delay MS]\n"
     "                   [--hand-over POLICY] [--cpu-affinity LIST]\n"
     "                   [--profile-dir DIR] [--inspect-path PATH [--inspect-allow-remote]]\n"
+    "                   [--fastcgi-pass unix:PATH|HOST:PORT [--fastcgi-match PATTERN]...\n"
+    "                    [--fastcgi-root DIR] [--fastcgi-pool N] [--fastcgi-queue N]\n"
+    "                    [--fastcgi-connect-timeout S] [--fastcgi-timeout S]]\n"
     "\n"
     "  --address ADDR        numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N              TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -164,6 +169,21 @@ constexpr const char* kUsage =
     "  --profile-dir DIR     SIGUSR1 starts a CPU profile to DIR/http_server-PID-N.prof, the\n"
     "                        next SIGUSR1 stops it (google-pprof --text BINARY FILE reads it)\n"
     "                        (default: the working directory)\n"
+    "  --fastcgi-pass unix:PATH|HOST:PORT\n"
+    "                        pass matching requests to this FastCGI application (php-fpm), as\n"
+    "                        nginx's fastcgi_pass does (docs/fastcgi.md); 502 when it refuses,\n"
+    "                        dies or answers garbage, 504 when it times out\n"
+    "  --fastcgi-match PATTERN\n"
+    "                        which paths go there: PATTERN starting with '/' is a prefix\n"
+    "                        (/app/), anything else a suffix (.php); repeatable (default .php)\n"
+    "  --fastcgi-root DIR    DOCUMENT_ROOT; SCRIPT_FILENAME is DIR + the path (default --root)\n"
+    "  --fastcgi-pool N      connections to the application per I/O loop, kept open between\n"
+    "                        requests; keep loops x N <= php-fpm's pm.max_children (default 4)\n"
+    "  --fastcgi-queue N     requests of a loop that wait for a connection when all N are\n"
+    "                        busy (at most 10 s); one more is answered 503 (default 256)\n"
+    "  --fastcgi-connect-timeout S\n"
+    "                        connecting to the application (default 5)\n"
+    "  --fastcgi-timeout S   between two writes to it, or two reads from it (default 60)\n"
     "  --help                print this help and exit\n"
     "\n"
     "GET /hello answers \"hello world\\n\", POST /echo the request body, GET /client-address\n"
@@ -222,6 +242,15 @@ struct Settings {
   // The inspector (--inspect-path): empty, off.
   std::string inspectPath;
   bool inspectAllowRemote = false;
+  // FastCGI (--fastcgi-*).
+  std::optional<libnet::SocketAddress> fastcgiPass;
+  std::vector<std::string> fastcgiMatch;
+  std::string fastcgiRoot;
+  int fastcgiPool = 4;
+  int fastcgiQueue = 256;
+  int fastcgiConnectTimeout = 5;
+  int fastcgiTimeout = 60;
+  bool fastcgiFlagSeen = false;  // any --fastcgi-* flag but --fastcgi-pass
 };
 
 std::string parseAcceptMode(std::string_view value, Settings* settings) {
@@ -299,6 +328,75 @@ void addHttp2Flags(Flags* flags, libnet::http2::Options* h2) {
   });
 }
 
+// --fastcgi-pass: "unix:PATH", a numeric "IP:PORT", or "HOST:PORT" looked up
+// once, here.
+std::string parseFastcgiPass(std::string_view value, Settings* settings) {
+  std::optional<libnet::SocketAddress> address = libnet::SocketAddress::parse(value);
+  if (!address) {
+    if (const auto hostPort = InetAddress::splitHostPort(value)) {
+      if (const auto resolved = InetAddress::resolve(hostPort->first, hostPort->second)) {
+        address = *resolved;
+      }
+    }
+  }
+  if (!address || (!address->isUnix() && address->port() == 0)) {
+    return "invalid value '" + std::string(value) + "' (expected unix:PATH or HOST:PORT)";
+  }
+  settings->fastcgiPass = address;
+  return std::string();
+}
+
+void addFastcgiFlags(Flags* flags, Settings* settings) {
+  flags->addCustom("--fastcgi-pass", [settings](std::string_view value) {
+    return parseFastcgiPass(value, settings);
+  });
+  flags->addCustom("--fastcgi-match", [settings](std::string_view value) {
+    settings->fastcgiFlagSeen = true;
+    if (value.empty()) return std::string("invalid value '' (expected a suffix or a /prefix)");
+    settings->fastcgiMatch.emplace_back(value);
+    return std::string();
+  });
+  flags->addCustom("--fastcgi-root", [settings](std::string_view value) {
+    settings->fastcgiFlagSeen = true;
+    if (value.empty() || value.front() != '/') {
+      return "invalid value '" + std::string(value) + "' (expected an absolute directory)";
+    }
+    settings->fastcgiRoot = std::string(value);
+    return std::string();
+  });
+  const auto counted = [settings, flags](const char* name, int* target, int min, int max) {
+    flags->addCustom(name, [settings, target, min, max](std::string_view value) {
+      settings->fastcgiFlagSeen = true;
+      int n = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (value.empty() || ec != std::errc() || end != value.data() + value.size() || n < min ||
+          n > max) {
+        return "invalid value '" + std::string(value) + "' (expected " + std::to_string(min) +
+               ".." + std::to_string(max) + ")";
+      }
+      *target = n;
+      return std::string();
+    });
+  };
+  counted("--fastcgi-pool", &settings->fastcgiPool, 1, 4096);
+  counted("--fastcgi-queue", &settings->fastcgiQueue, 0, 1 << 20);
+  counted("--fastcgi-connect-timeout", &settings->fastcgiConnectTimeout, 1, 3600);
+  counted("--fastcgi-timeout", &settings->fastcgiTimeout, 1, 86400);
+}
+
+// What the flags cannot check one at a time; empty if all is well.
+std::string checkFastcgi(Settings* settings) {
+  if (!settings->fastcgiPass) {
+    return settings->fastcgiFlagSeen ? "--fastcgi-match, --fastcgi-root, --fastcgi-pool, "
+                                       "--fastcgi-queue and the timeouts need --fastcgi-pass"
+                                     : "";
+  }
+  if (settings->fastcgiRoot.empty()) settings->fastcgiRoot = settings->root;
+  if (settings->fastcgiRoot.empty()) return "--fastcgi-pass needs --fastcgi-root or --root";
+  if (settings->fastcgiMatch.empty()) settings->fastcgiMatch.emplace_back(".php");
+  return "";
+}
+
 void addFlags(Flags* flags, Settings* settings) {
   flags->addAddress("--address", &settings->address);
   flags->addPort("--port", &settings->port);
@@ -359,6 +457,7 @@ void addFlags(Flags* flags, Settings* settings) {
     return std::string();
   });
   flags->addSwitch("--inspect-allow-remote", &settings->inspectAllowRemote);
+  addFastcgiFlags(flags, settings);
 }
 
 HttpServer::Options serverOptions(const Settings& settings) {
@@ -407,10 +506,25 @@ void handleRequest(const StaticFiles* files, const HttpRequest& request, HttpRes
   }
 }
 
-// The handler: --metrics-path, then handleRequest(). With --inspect-path,
-// an asynchronous handler in front of it gives the inspector its paths (it
-// answers later) and answers the rest with it at once, on HTTP/1.1 and
-// HTTP/2 alike; without, requests never take the asynchronous path.
+// --fastcgi-*: the upstream's options.
+libnet::fastcgi::UpstreamOptions fastcgiOptions(const Settings& settings) {
+  libnet::fastcgi::UpstreamOptions options;
+  options.address = *settings.fastcgiPass;
+  options.documentRoot = settings.fastcgiRoot;
+  options.https = settings.tls.enabled();
+  options.poolSize = static_cast<size_t>(settings.fastcgiPool);
+  options.queueLength = static_cast<size_t>(settings.fastcgiQueue);
+  options.connectTimeout = std::chrono::seconds(settings.fastcgiConnectTimeout);
+  options.sendTimeout = std::chrono::seconds(settings.fastcgiTimeout);
+  options.readTimeout = std::chrono::seconds(settings.fastcgiTimeout);
+  return options;
+}
+
+// The handler: --metrics-path, then handleRequest(). With --inspect-path or
+// --fastcgi-pass, an asynchronous handler in front of it gives the inspector
+// its paths and the FastCGI application the paths that match (both answer
+// later), and answers the rest with it at once, on HTTP/1.1 and HTTP/2
+// alike; without either, requests never take the asynchronous path.
 void setHandlers(HttpServer* server, const Settings& settings, const StaticFiles* files,
                  const libnet::metrics::MetricsRegistry& registry, Inspector* inspector) {
   HttpServer::Handler handler = [files, &registry, &settings](const HttpRequest& request,
@@ -422,14 +536,25 @@ void setHandlers(HttpServer* server, const Settings& settings, const StaticFiles
     handleRequest(files, request, response);
   };
   server->setHandler(handler);
-  if (inspector == nullptr) return;
-  server->setAsyncHandler(
-      [inspector, handler](const HttpRequest& request, libnet::http::ResponseWriterPtr writer) {
-        if (inspector->serve(request, writer)) return;
-        HttpResponse response(false);
-        handler(request, &response);
-        writer->respond(std::move(response));
-      });
+  if (inspector == nullptr && !settings.fastcgiPass) return;
+  std::optional<libnet::fastcgi::FastCgiHandler> php;
+  if (settings.fastcgiPass) php.emplace(fastcgiOptions(settings));
+  server->setAsyncHandler([inspector, php = std::move(php), patterns = settings.fastcgiMatch,
+                           handler](const HttpRequest& request,
+                                    libnet::http::ResponseWriterPtr writer) {
+    if (inspector != nullptr && inspector->serve(request, writer)) return;
+    if (php) {
+      for (const std::string& pattern : patterns) {
+        if (libnet::fastcgi::FastCgiHandler::matches(pattern, request.path())) {
+          (*php)(request, std::move(writer));
+          return;
+        }
+      }
+    }
+    HttpResponse response(false);
+    handler(request, &response);
+    writer->respond(std::move(response));
+  });
 }
 
 // --- Restart: inherited listening sockets, and a successor on SIGHUP. ---
@@ -521,6 +646,10 @@ int main(int argc, char* argv[]) {
   Flags flags("http_server", kUsage);
   addFlags(&flags, &settings);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
+  if (const std::string problem = checkFastcgi(&settings); !problem.empty()) {
+    std::cerr << "http_server: " << problem << "\n" << kUsage;
+    return Flags::kExitUsage;
+  }
   if (const std::string problem = settings.tls.check(); !problem.empty()) {
     std::cerr << "http_server: " << problem << "\n" << kUsage;
     return Flags::kExitUsage;

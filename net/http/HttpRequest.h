@@ -84,6 +84,9 @@ class HttpRequest {
   // nullopt once that connection is gone, or for a request that no server
   // read. A copy of the request keeps asking the same connection.
   [[nodiscard]] std::optional<SocketAddress> peerAddress() const;
+  // The server's end of that connection (the address the client reached);
+  // nullopt likewise.
+  [[nodiscard]] std::optional<SocketAddress> localAddress() const;
   // For the server that reads requests: the connection they arrive on.
   // Held weakly, and looked up only when asked: nothing per request.
   void setConnection(std::weak_ptr<const TcpConnection> connection) {
