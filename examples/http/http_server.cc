@@ -397,6 +397,20 @@ std::string checkFastcgi(Settings* settings) {
   return "";
 }
 
+// --profile-dir and the inspector (--inspect-*).
+void addInspectFlags(Flags* flags, Settings* settings) {
+  flags->addDirectory("--profile-dir", &settings->profileDir);
+  flags->addCustom("--inspect-path", [settings](std::string_view value) {
+    if (value.size() < 2 || value.front() != '/' || value.back() == '/') {
+      return "invalid value '" + std::string(value) +
+             "' (expected a path starting with / and not ending with it, say /debug)";
+    }
+    settings->inspectPath = std::string(value);
+    return std::string();
+  });
+  flags->addSwitch("--inspect-allow-remote", &settings->inspectAllowRemote);
+}
+
 void addFlags(Flags* flags, Settings* settings) {
   flags->addAddress("--address", &settings->address);
   flags->addPort("--port", &settings->port);
@@ -447,16 +461,7 @@ void addFlags(Flags* flags, Settings* settings) {
   flags->addInt("--drain-timeout", &settings->drainTimeout, 0, 86400);
   flags->addInt("--drain-grace", &settings->drainGraceMs, 0, 60000);
   flags->addInt("--ready-delay", &settings->readyDelayMs, 0, 9999);
-  flags->addDirectory("--profile-dir", &settings->profileDir);
-  flags->addCustom("--inspect-path", [settings](std::string_view value) {
-    if (value.size() < 2 || value.front() != '/' || value.back() == '/') {
-      return "invalid value '" + std::string(value) +
-             "' (expected a path starting with / and not ending with it, say /debug)";
-    }
-    settings->inspectPath = std::string(value);
-    return std::string();
-  });
-  flags->addSwitch("--inspect-allow-remote", &settings->inspectAllowRemote);
+  addInspectFlags(flags, settings);
   addFastcgiFlags(flags, settings);
 }
 
@@ -539,22 +544,22 @@ void setHandlers(HttpServer* server, const Settings& settings, const StaticFiles
   if (inspector == nullptr && !settings.fastcgiPass) return;
   std::optional<libnet::fastcgi::FastCgiHandler> php;
   if (settings.fastcgiPass) php.emplace(fastcgiOptions(settings));
-  server->setAsyncHandler([inspector, php = std::move(php), patterns = settings.fastcgiMatch,
-                           handler](const HttpRequest& request,
-                                    libnet::http::ResponseWriterPtr writer) {
-    if (inspector != nullptr && inspector->serve(request, writer)) return;
-    if (php) {
-      for (const std::string& pattern : patterns) {
-        if (libnet::fastcgi::FastCgiHandler::matches(pattern, request.path())) {
-          (*php)(request, std::move(writer));
-          return;
+  server->setAsyncHandler(
+      [inspector, php = std::move(php), patterns = settings.fastcgiMatch, handler](
+          const HttpRequest& request, libnet::http::ResponseWriterPtr writer) {
+        if (inspector != nullptr && inspector->serve(request, writer)) return;
+        if (php) {
+          for (const std::string& pattern : patterns) {
+            if (libnet::fastcgi::FastCgiHandler::matches(pattern, request.path())) {
+              (*php)(request, std::move(writer));
+              return;
+            }
+          }
         }
-      }
-    }
-    HttpResponse response(false);
-    handler(request, &response);
-    writer->respond(std::move(response));
-  });
+        HttpResponse response(false);
+        handler(request, &response);
+        writer->respond(std::move(response));
+      });
 }
 
 // --- Restart: inherited listening sockets, and a successor on SIGHUP. ---
