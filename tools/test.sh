@@ -12,7 +12,7 @@
 #                                 Bazel workspace, installed for CMake and
 #                                 pkg-config); the fuzzers (HttpParser, TLS
 #                                 input, WebSocket receiver, HTTP/2 session,
-#                                 FastCGI records), 45 s each; h2spec, the HTTP/2
+#                                 FastCGI records), 30 s each; h2spec, the HTTP/2
 #                                 conformance suite, against http_server on
 #                                 both backends, h2c and TLS (tools/h2spec.sh)
 #   tools/test.sh --config=tsan   one run with the given bazel options
@@ -98,7 +98,7 @@ else
                        tests/consumers/install_staging_test.sh; do
     phase "$consumer_test" "$consumer_test" || status=$?
   done
-  fuzz_seconds=${LIBNET_FUZZ_SECONDS:-45}
+  fuzz_seconds=${LIBNET_FUZZ_SECONDS:-30}
   if ((fuzz_seconds > 0)); then
     if command -v "${CLANG_CXX:-clang++}" >/dev/null 2>&1; then
       phase "tools/fuzz.sh $fuzz_seconds" tools/fuzz.sh "$fuzz_seconds" || status=$?
