@@ -1,6 +1,9 @@
 #include "net/TcpConnection.h"
 
+#include <sys/socket.h>
+
 #include <cassert>
+#include <cerrno>
 
 #include "base/Logging.h"
 #include "net/BufferPool.h"
@@ -73,6 +76,15 @@ std::optional<ucred> TcpConnection::peerCredentials() const {
 }
 
 int TcpConnection::fd() const { return impl().socket_.fd(); }
+
+bool TcpConnection::quietAndOpen() const {
+  if (!connected() || peerClosed()) return false;
+  const int socket = fd();
+  if (socket < 0) return false;
+  char byte = 0;
+  const ssize_t n = ::recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
 void TcpConnection::setTcpNoDelay(bool on) { impl().socket_.socket().setTcpNoDelay(on); }
 Buffer* TcpConnection::inputBuffer() { return impl().input_.kept(); }
 

@@ -88,6 +88,12 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   [[nodiscard]] bool peerClosed() const { return peerClosed_; }
   // -1 once the connection has handed its fd back to be closed. Loop thread.
   [[nodiscard]] int fd() const;
+  // Whether an idle connection kept for reuse (a client's pool) can carry
+  // another request: open, and nothing waiting at the socket, not a byte, a
+  // FIN or an error. The loop hears of a FIN only when it next polls (an
+  // io_uring receive that took bytes leaves it visible), so this asks the
+  // socket: one recv(MSG_PEEK). Loop thread.
+  [[nodiscard]] bool quietAndOpen() const;
   // Whether the connection (up) callback has run: false while a layer's
   // handshake is under way, and for good if it failed. Loop thread.
   [[nodiscard]] bool announced() const { return announced_; }

@@ -1,7 +1,5 @@
 #include "net/fastcgi/UpstreamConnection.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -263,14 +261,7 @@ void UpstreamConnection::resumeReading() {
 // when it next polls, and php-fpm may have closed this connection a moment
 // ago; recv(MSG_PEEK) sees what is already at the socket. One system call.
 bool UpstreamConnection::reusable() const {
-  if (state_ != State::kIdle || !conn_ || !conn_->connected() || conn_->peerClosed()) {
-    return false;
-  }
-  const int fd = conn_->fd();
-  if (fd < 0) return false;
-  char byte = 0;
-  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  return state_ == State::kIdle && conn_ && conn_->quietAndOpen();
 }
 
 void UpstreamConnection::close() {

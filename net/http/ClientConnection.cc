@@ -1,7 +1,6 @@
 #include "net/http/ClientConnection.h"
 
 #include <fcntl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -142,14 +141,7 @@ void ClientConnection::send(std::shared_ptr<Exchange> exchange) {
 // answer nobody asked for, a TLS alert) all mean the connection cannot
 // carry a request. One system call per reuse.
 bool ClientConnection::reusable() const {
-  if (state_ != State::kIdle || !conn_ || !conn_->connected() || conn_->peerClosed()) {
-    return false;
-  }
-  const int fd = conn_->fd();
-  if (fd < 0) return false;
-  char byte = 0;
-  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  return state_ == State::kIdle && conn_ && conn_->quietAndOpen();
 }
 
 void ClientConnection::writeRequest() {
