@@ -104,6 +104,19 @@ class HttpServer {
   // the connection is cut off).
   using AsyncHandler = std::function<void(const HttpRequest&, ResponseWriterPtr)>;
 
+  // Which handler answers a request, chosen by the router (setRouter) when
+  // the request's head is complete (its body may still be on its way):
+  // kHandler, the synchronous Handler (the body is read whole first);
+  // kAsync, the AsyncHandler, likewise after the whole body; kStreamedBody,
+  // the AsyncHandler at once, the body following in pieces through
+  // ResponseWriter::requestBody() (RequestBody.h), held back by flow control
+  // and not counted against maxBufferedBodyBytes. A route whose handler is
+  // not set is answered 500.
+  enum class Route { kHandler, kAsync, kStreamedBody };
+  // Runs on the connection's loop thread with the request's head (no body
+  // yet). May throw: that is a 500 and a close.
+  using Router = std::function<Route(const HttpRequest& head)>;
+
   // What the upgrade handler did with a request that asks to switch protocols.
   enum class Upgrade {
     kDeclined,  // not ours: the request goes to the handler
@@ -202,6 +215,12 @@ class HttpServer {
     Duration drainGrace = std::chrono::milliseconds(200);
     // The back-pressure marks of every ResponseWriter (AsyncHandler).
     ResponseWriter::Options writer{};
+    // A body streamed to the handler (Route::kStreamedBody) longer than this
+    // is refused: 413 before the answer has started (as soon as its
+    // Content-Length shows it), else the body ends kAborted and the answer
+    // is cut off. limits.maxBodyBytes bounds only bodies read whole. 0: no
+    // bound.
+    uint64_t maxStreamedBodyBytes = uint64_t{1} << 30;
   };
 
   // Binds (throws std::system_error like TcpServer); throws
@@ -220,6 +239,9 @@ class HttpServer {
   // Before start() (std::logic_error after it).
   void setHandler(Handler handler);
   void setAsyncHandler(AsyncHandler handler);
+  // Without a router, every request goes to the AsyncHandler when one is
+  // set, else to the Handler (both read the body whole).
+  void setRouter(Router router);
   void setUpgradeHandler(UpgradeHandler handler);
   void setConnectionTaker(ConnectionTaker taker);
   // Before start(): called once on this loop when drain() starts, for the
@@ -244,6 +266,7 @@ class HttpServer {
   // (HTTP/2). Set before start(); read on any loop thread after it.
   [[nodiscard]] const Handler& handler() const { return handler_; }
   [[nodiscard]] const AsyncHandler& asyncHandler() const { return asyncHandler_; }
+  [[nodiscard]] const Router& router() const { return router_; }
   // What writers use to reach a loop while this server exists (WriterGate.h),
   // for a protocol front end that hands out writers of its own (HTTP/2).
   [[nodiscard]] const std::shared_ptr<WriterGate>& writerGate() const { return gate_; }
@@ -340,6 +363,7 @@ class HttpServer {
   Options options_;  // changed only by the deprecated setThreadNum(), before start()
   Handler handler_;
   AsyncHandler asyncHandler_;
+  Router router_;
   UpgradeHandler upgradeHandler_;
   ConnectionTaker taker_;
   std::vector<std::function<void()>> drainListeners_;

@@ -54,6 +54,7 @@
 #include <string>
 
 #include "net/http/HttpResponse.h"
+#include "net/http/RequestBody.h"
 
 namespace libnet {
 class EventLoop;
@@ -99,6 +100,10 @@ class ResponseWriter {
   [[nodiscard]] virtual size_t queuedBytes() const = 0;
   // The connection's loop: callbacks run there.
   [[nodiscard]] virtual EventLoop* loop() const = 0;
+  // The request's body in pieces (RequestBody.h) when the router asked for
+  // it (HttpServer::Route::kStreamedBody); null otherwise (the body is
+  // in the request). Loop thread.
+  [[nodiscard]] virtual RequestBodyPtr requestBody() const { return nullptr; }
 };
 
 using ResponseWriterPtr = std::shared_ptr<ResponseWriter>;
