@@ -35,6 +35,10 @@ void HttpParser::reset() {
   headerCount_ = 0;
   contentLength_ = 0;
   remaining_ = 0;
+  streamed_ = false;
+  pieceBytes_ = 0;
+  streamMax_ = 0;
+  streamedBytes_ = 0;
   errorStatus_ = 0;
   errorMessage_ = {};
 }
@@ -54,7 +58,9 @@ bool HttpParser::midRequest() const {
 HttpParser::Result HttpParser::parse(Buffer* buf) {
   if (state_ == State::kComplete) return Result::kComplete;
   if (state_ == State::kError) return Result::kError;
+  if (state_ == State::kHead) return Result::kHead;
 
+  pieceBytes_ = 0;
   const char* const begin = buf->peek();
   const char* const end = begin + buf->readableBytes();
   const char* p = begin;
@@ -82,6 +88,7 @@ HttpParser::Result HttpParser::parse(Buffer* buf) {
       case State::kTrailers:
         step = parseTrailersState(p, end);
         break;
+      case State::kHead:
       case State::kComplete:
       case State::kError:
         step = Step::kStop;
@@ -92,7 +99,8 @@ HttpParser::Result HttpParser::parse(Buffer* buf) {
 
   if (state_ == State::kComplete) return Result::kComplete;
   if (state_ == State::kError) return Result::kError;
-  return Result::kNeedMore;
+  if (state_ == State::kHead) return Result::kHead;
+  return pieceBytes_ > 0 ? Result::kPiece : Result::kNeedMore;
 }
 
 HttpParser::Step HttpParser::fail(int status, std::string_view message) {
@@ -335,7 +343,9 @@ bool HttpParser::onContentLength(std::string_view value) {
   }
   hasContentLength_ = true;
   contentLength_ = length;
-  if (length > limits_.maxBodyBytes) {
+  // Stopping at the head, the limit depends on how the body will be read:
+  // judged by readBodyWhole() or streamBody().
+  if (!stopAfterHead_ && length > limits_.maxBodyBytes) {
     fail(413, "body too large");
     return false;
   }
@@ -381,20 +391,68 @@ HttpParser::Step HttpParser::finishHeaders() {
   // RFC 9112 3.2: a server must answer 400 to an HTTP/1.1 request without Host.
   if (http11 && !hasHost_) return fail(400, "missing Host header");
   request_.keepAlive_ = http11 ? !connectionClose_ : connectionKeepAlive_ && !connectionClose_;
+  if (stopAfterHead_) {
+    state_ = State::kHead;
+    return Step::kStop;
+  }
+  enterBody();
+  return Step::kContinue;
+}
+
+void HttpParser::enterBody() {
   if (chunked_) {
     state_ = State::kChunkSize;
-    return Step::kContinue;
-  }
-  if (contentLength_ > 0) {
-    request_.body_.reserve(std::min(contentLength_, kMaxBodyReserve));
+  } else if (contentLength_ > 0) {
+    if (!streamed_) request_.body_.reserve(std::min(contentLength_, kMaxBodyReserve));
     remaining_ = contentLength_;
     state_ = State::kBody;
-    return Step::kContinue;
+  } else {
+    state_ = State::kComplete;
   }
-  return complete();
+}
+
+void HttpParser::readBodyWhole() {
+  if (state_ != State::kHead) return;
+  if (contentLength_ > limits_.maxBodyBytes) {
+    fail(413, "body too large");
+    return;
+  }
+  enterBody();
+}
+
+void HttpParser::streamBody(uint64_t maxBytes) {
+  if (state_ != State::kHead) return;
+  streamed_ = true;
+  streamMax_ = maxBytes;
+  if (maxBytes != 0 && contentLength_ > maxBytes) {
+    fail(413, "body too large");
+    return;
+  }
+  enterBody();
+}
+
+HttpParser::Step HttpParser::offerPiece(const char* p, const char* end) {
+  pieceBytes_ = std::min(remaining_, static_cast<size_t>(end - p));
+  return pieceBytes_ > 0 ? Step::kStop : Step::kNeedMore;
+}
+
+void HttpParser::takePiece(Buffer* buf) {
+  const size_t n = pieceBytes_;
+  pieceBytes_ = 0;
+  if (n == 0) return;
+  buf->retrieve(n);
+  remaining_ -= n;
+  streamedBytes_ += n;
+  if (remaining_ > 0) return;
+  if (state_ == State::kBody) {
+    state_ = State::kComplete;
+  } else if (state_ == State::kChunkData) {
+    state_ = State::kChunkDataEnd;
+  }
 }
 
 HttpParser::Step HttpParser::parseBodyState(const char*& p, const char* end) {
+  if (streamed_) return offerPiece(p, end);
   const size_t n = std::min(remaining_, static_cast<size_t>(end - p));
   std::string& body = request_.body_;
   if (body.size() + n > body.capacity()) {
@@ -428,10 +486,9 @@ HttpParser::Step HttpParser::parseChunkSizeState(const char*& p, const char* end
   size_t size = 0;
   const detail::NumberParse parsed = detail::parseChunkSize(line, &size);
   if (parsed == detail::NumberParse::kInvalid) return fail(400, "invalid chunk size");
-  if (parsed == detail::NumberParse::kOverflow ||
-      size > limits_.maxBodyBytes - request_.body_.size()) {
-    return fail(413, "body too large");
-  }
+  const bool tooLarge = streamed_ ? streamMax_ != 0 && size > streamMax_ - streamedBytes_
+                                  : size > limits_.maxBodyBytes - request_.body_.size();
+  if (parsed == detail::NumberParse::kOverflow || tooLarge) return fail(413, "body too large");
   if (size == 0) {
     state_ = State::kTrailers;
   } else {
@@ -442,6 +499,7 @@ HttpParser::Step HttpParser::parseChunkSizeState(const char*& p, const char* end
 }
 
 HttpParser::Step HttpParser::parseChunkDataState(const char*& p, const char* end) {
+  if (streamed_) return offerPiece(p, end);
   const size_t n = std::min(remaining_, static_cast<size_t>(end - p));
   request_.body_.append(p, n);
   p += n;

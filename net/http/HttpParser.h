@@ -16,6 +16,17 @@
 //   }
 // Parsing stops right after a complete request, so the bytes of a pipelined
 // next request stay in the buffer until reset() and the next parse().
+//
+// A server that decides per request how its body is read (HttpServer's
+// router) sets setStopAfterHead(true): parse() then returns kHead once the
+// request's head is complete, before any body byte, and waits there until
+// readBodyWhole() (the body goes into request().body(), under
+// Limits::maxBodyBytes, as without the stop) or streamBody() (the body is
+// handed out in pieces): in that mode parse() returns kPiece with piece() a
+// run of payload bytes (de-chunked) at the front of the buffer, which stays
+// there until takePiece() consumes it; a caller that cannot take it yet
+// leaves it, and the next parse() returns it again (with whatever arrived
+// behind it). The body is never copied by the parser in that mode.
 #pragma once
 
 #include <cstddef>
@@ -42,7 +53,8 @@ class HttpParser {
     size_t maxBodyBytes = 1024 * 1024;
   };
 
-  enum class Result { kNeedMore, kComplete, kError };
+  // kHead and kPiece only in the modes above (setStopAfterHead, streamBody).
+  enum class Result { kNeedMore, kComplete, kError, kHead, kPiece };
 
   HttpParser() : HttpParser(Limits{}) {}
   explicit HttpParser(Limits limits);
@@ -63,6 +75,34 @@ class HttpParser {
 
   [[nodiscard]] const HttpRequest& request() const { return request_; }
   [[nodiscard]] HttpRequest& request() { return request_; }
+
+  // Stop at every request's head (kHead); kept across reset().
+  void setStopAfterHead(bool on) { stopAfterHead_ = on; }
+  // After kHead: the body is read whole into request().body(); a
+  // Content-Length over Limits::maxBodyBytes makes the next parse() kError
+  // (413), as it would have been without the stop.
+  void readBodyWhole();
+  // After kHead: the body comes as pieces (kPiece). `maxBytes` (0: none)
+  // bounds it instead of Limits::maxBodyBytes: a Content-Length over it makes
+  // the next parse() kError (413), and so does a chunk that would take the
+  // body past it.
+  void streamBody(uint64_t maxBytes);
+  // After kPiece: the payload bytes at the front of the buffer parse() was
+  // given (valid until that buffer changes).
+  [[nodiscard]] std::string_view piece(const Buffer& buf) const {
+    return std::string_view(buf.peek(), pieceBytes_);
+  }
+  // Consumes the piece from `buf`, which must be the buffer (or hold the
+  // same bytes at its front) that parse() returned kPiece for.
+  void takePiece(Buffer* buf);
+  [[nodiscard]] bool streamingBody() const { return streamed_; }
+  // Payload bytes taken with takePiece() for this request.
+  [[nodiscard]] uint64_t streamedBytes() const { return streamedBytes_; }
+  // After the head: the Content-Length (0 when there is none and no body),
+  // or -1 for a chunked body.
+  [[nodiscard]] int64_t announcedLength() const {
+    return chunked_ ? -1 : static_cast<int64_t>(contentLength_);
+  }
 
   // 0 unless the last parse() returned kError.
   [[nodiscard]] int errorStatus() const { return errorStatus_; }
@@ -95,6 +135,7 @@ class HttpParser {
   enum class State : uint8_t {
     kRequestLine,
     kHeaders,
+    kHead,       // the head is complete; waiting for readBodyWhole() or streamBody()
     kBody,       // Content-Length payload
     kChunkSize,  // chunk-size [ chunk-ext ] CRLF
     kChunkData,
@@ -130,6 +171,10 @@ class HttpParser {
   bool onTransferEncoding(std::string_view value);
   void onConnection(std::string_view value);
   Step finishHeaders();
+  // The head is complete and the body's mode chosen: read on.
+  void enterBody();
+  // kBody and kChunkData in streamBody() mode: a piece of [p, end).
+  Step offerPiece(const char* p, const char* end);
   Step complete();
   Step fail(int status, std::string_view message);
 
@@ -142,11 +187,16 @@ class HttpParser {
   bool chunked_ = false;
   bool connectionClose_ = false;
   bool connectionKeepAlive_ = false;
+  bool stopAfterHead_ = false;
+  bool streamed_ = false;
   size_t scanned_ = 0;      // bytes of the incomplete line already searched
   size_t headerBytes_ = 0;  // field section (and trailer) bytes so far
   size_t headerCount_ = 0;  // field lines so far, trailers included
   size_t contentLength_ = 0;
   size_t remaining_ = 0;  // payload bytes still due (Content-Length or chunk)
+  size_t pieceBytes_ = 0;  // the piece the last kPiece offered
+  uint64_t streamMax_ = 0;
+  uint64_t streamedBytes_ = 0;
   int errorStatus_ = 0;
   std::string_view errorMessage_;
 };

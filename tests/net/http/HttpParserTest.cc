@@ -83,6 +83,10 @@ bool drain(HttpParser& parser, Buffer& buf, Outcome& out) {
         return true;
       case Result::kNeedMore:
         return false;
+      case Result::kHead:  // only with setStopAfterHead()
+      case Result::kPiece:
+        ADD_FAILURE() << "kHead or kPiece without asking for them";
+        return true;
     }
   }
 }
@@ -1062,6 +1066,97 @@ TEST(HttpParserTest, MutatedInputsGiveTheSameVerdictEverySplit) {
   }
   // The mutations are not all harmless: some must have been rejected.
   EXPECT_GT(errors, 10);
+}
+
+// Stopping at the head (HttpServer's router) and streaming the body in
+// pieces: the pieces, fed a byte at a time or whole, join to the payload;
+// the next request waits behind; the bounds move from maxBodyBytes to
+// streamBody()'s.
+std::string streamAll(std::string_view input, size_t step, uint64_t max, Result* last,
+                      std::string* rest) {
+  HttpParser parser(Limits{.maxBodyBytes = 4});
+  parser.setStopAfterHead(true);
+  Buffer buf;
+  std::string body;
+  size_t pos = 0;
+  for (;;) {
+    const Result r = parser.parse(&buf);
+    if (r == Result::kHead) {
+      parser.streamBody(max);
+      continue;
+    }
+    if (r == Result::kPiece) {
+      body.append(parser.piece(buf));
+      parser.takePiece(&buf);
+      continue;
+    }
+    if (r == Result::kNeedMore && pos < input.size()) {
+      buf.append(input.substr(pos, step));
+      pos += step;
+      continue;
+    }
+    *last = r;
+    break;
+  }
+  *rest = std::string(buf.view()) + std::string(input.substr(std::min(pos, input.size())));
+  return body;
+}
+
+TEST(HttpParserTest, StreamedBodiesComeInPiecesWhateverTheSplit) {
+  const std::string chunked =
+      "POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n1;x=y\r\n \r\n5\r\nworld\r\n0\r\nT: v\r\n\r\nGET /next";
+  const std::string length = "POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello worldGET";
+  for (const size_t step : {size_t{1}, size_t{3}, size_t{1000}}) {
+    Result last;
+    std::string rest;
+    EXPECT_EQ(streamAll(chunked, step, 0, &last, &rest), "hello world") << step;
+    EXPECT_EQ(last, Result::kComplete);
+    EXPECT_EQ(rest.substr(0, 3), "GET");
+    EXPECT_EQ(streamAll(length, step, 11, &last, &rest), "hello world") << step;
+    EXPECT_EQ(last, Result::kComplete);
+    EXPECT_EQ(rest.substr(0, 3), "GET");
+  }
+}
+
+TEST(HttpParserTest, StreamedBodyBoundsAndAPieceLeftInPlace) {
+  Result last;
+  std::string rest;
+  // Past streamBody()'s bound: 413 by Content-Length, and mid-chunks.
+  streamAll("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\n", 100, 10, &last, &rest);
+  EXPECT_EQ(last, Result::kError);
+  (void)streamAll("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n",
+                  100, 10, &last, &rest);
+  EXPECT_EQ(last, Result::kError);
+
+  // A piece not taken stays at the front and grows with what arrives.
+  HttpParser parser;
+  parser.setStopAfterHead(true);
+  Buffer buf;
+  buf.append("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 6\r\n\r\nab");
+  ASSERT_EQ(parser.parse(&buf), Result::kHead);
+  EXPECT_EQ(parser.announcedLength(), 6);
+  EXPECT_EQ(parser.parse(&buf), Result::kHead);  // waits for the mode
+  parser.streamBody(0);
+  ASSERT_EQ(parser.parse(&buf), Result::kPiece);
+  EXPECT_EQ(parser.piece(buf), "ab");
+  buf.append("cdefGET");
+  ASSERT_EQ(parser.parse(&buf), Result::kPiece);
+  EXPECT_EQ(parser.piece(buf), "abcdef");
+  parser.takePiece(&buf);
+  EXPECT_EQ(parser.streamedBytes(), 6u);
+  EXPECT_EQ(parser.parse(&buf), Result::kComplete);
+  EXPECT_EQ(buf.view(), "GET");
+
+  // readBodyWhole() keeps maxBodyBytes, judged after the head.
+  HttpParser whole(Limits{.maxBodyBytes = 4});
+  whole.setStopAfterHead(true);
+  Buffer big;
+  big.append("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n");
+  ASSERT_EQ(whole.parse(&big), Result::kHead);
+  whole.readBodyWhole();
+  EXPECT_EQ(whole.parse(&big), Result::kError);
+  EXPECT_EQ(whole.errorStatus(), 413);
 }
 
 }  // namespace

@@ -33,7 +33,8 @@ using libnet::http::fuzz::SplitPlan;
 struct LimitsCase {
   const char* name;
   HttpParser::Limits limits;
-  uint64_t salt;  // so that the two cases split the same input differently
+  uint64_t salt;  // so that the cases split the same input differently
+  ParseTrace::Mode mode = ParseTrace::Mode::kWhole;
 };
 
 HttpParser::Limits smallLimits() {
@@ -48,6 +49,10 @@ HttpParser::Limits smallLimits() {
 const LimitsCase kCases[] = {
     {"default limits", HttpParser::Limits{}, 0},
     {"small limits", smallLimits(), 0x5eed},
+    // Stopping at each head and streaming the body in pieces (HttpServer's
+    // router with Route::kStreamedBody).
+    {"streamed bodies", HttpParser::Limits{}, 0x57, ParseTrace::Mode::kStreamed},
+    {"streamed, small limits", smallLimits(), 0x5eed57, ParseTrace::Mode::kStreamed},
 };
 
 // libFuzzer reports an abort() as a crash and keeps the input; the line on
@@ -65,11 +70,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   for (const LimitsCase& c : kCases) {
     const size_t all[] = {size};
-    const ParseTrace whole = ParseTrace::run(input, all, c.limits);
+    const ParseTrace whole = ParseTrace::run(input, all, c.limits, c.mode);
     if (!whole.violation().empty()) fail(c, size, "whole input", whole.violation());
 
     const std::vector<size_t> pieces = SplitPlan::piecesFor(input, c.salt);
-    const ParseTrace split = ParseTrace::run(input, pieces, c.limits);
+    const ParseTrace split = ParseTrace::run(input, pieces, c.limits, c.mode);
     if (!split.violation().empty()) {
       fail(c, size, "split into " + std::to_string(pieces.size()) + " pieces", split.violation());
     }

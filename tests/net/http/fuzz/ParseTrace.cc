@@ -35,9 +35,10 @@ ParseTrace::Request snapshot(const HttpRequest& r) {
 }  // namespace
 
 ParseTrace ParseTrace::run(std::string_view input, std::span<const size_t> pieces,
-                           const HttpParser::Limits& limits) {
-  ParseTrace trace(limits);
+                           const HttpParser::Limits& limits, Mode mode) {
+  ParseTrace trace(limits, mode);
   HttpParser parser(limits);
+  parser.setStopAfterHead(mode == Mode::kStreamed);
   std::string carry;
   size_t pos = 0;
   // An empty input still gets one parse() of an empty buffer, so that its
@@ -70,9 +71,19 @@ bool ParseTrace::drain(HttpParser& parser, Buffer& buf) {
     }
     consumedSinceReset_ += before - after;
     switch (result) {
+      case Result::kHead:
+        onHead(parser);
+        if (!violation_.empty()) return true;
+        break;
+      case Result::kPiece:
+        onPiece(parser, buf);
+        if (!violation_.empty()) return true;
+        break;
       case Result::kComplete:
         checkComplete(parser, buf);
         requests_.push_back(snapshot(parser.request()));
+        if (mode_ == Mode::kStreamed) requests_.back().body = std::move(streamedBody_);
+        streamedBody_.clear();
         parser.reset();
         consumedSinceReset_ = 0;
         if (parser.midRequest() || !parser.inHeaderPhase() || parser.errorStatus() != 0) {
@@ -91,6 +102,24 @@ bool ParseTrace::drain(HttpParser& parser, Buffer& buf) {
         return false;
     }
   }
+}
+
+void ParseTrace::onHead(HttpParser& parser) {
+  if (mode_ != Mode::kStreamed) violate("kHead without setStopAfterHead()");
+  if (!parser.midRequest() || parser.inHeaderPhase()) violate("phase wrong after kHead");
+  if (!parser.request().body().empty()) violate("body bytes before the head's end");
+  parser.streamBody(limits_.maxBodyBytes);
+}
+
+void ParseTrace::onPiece(HttpParser& parser, Buffer& buf) {
+  const std::string_view piece = parser.piece(buf);
+  if (!parser.streamingBody()) violate("kPiece without streamBody()");
+  if (piece.empty() || piece.size() > buf.readableBytes()) violate("piece outside the buffer");
+  const uint64_t before = parser.streamedBytes();
+  streamedBody_.append(piece);
+  parser.takePiece(&buf);
+  if (parser.streamedBytes() != before + piece.size()) violate("streamedBytes() off");
+  if (streamedBody_.size() > limits_.maxBodyBytes) violate("streamed body over its bound");
 }
 
 void ParseTrace::checkComplete(HttpParser& parser, Buffer& buf) {

@@ -10,6 +10,11 @@
 // one of the documented ones, a complete request is not re-consumed, ...) and
 // keeps the first one broken in violation().
 //
+// In kStreamed mode the parser stops at every head (setStopAfterHead) and
+// streams each body (streamBody, bounded by limits.maxBodyBytes); the trace
+// takes every piece at once and records the pieces joined as the body, so
+// the two modes of one input are the same requests.
+//
 // A plain value built by run(); any thread, no shared state.
 #pragma once
 
@@ -41,13 +46,16 @@ class ParseTrace {
     bool operator==(const Request&) const = default;
   };
 
+  enum class Mode { kWhole, kStreamed };
+
   // Feeds `input` to a fresh parser with these limits. The piece sizes must
   // add up to input.size(). Each piece goes into a new Buffer behind the bytes
   // the previous parse() left unconsumed (as HttpParser.h requires), and the
   // old buffer is overwritten before it is freed, so a parser that kept a
   // pointer into it reads garbage even without ASan.
   [[nodiscard]] static ParseTrace run(std::string_view input, std::span<const size_t> pieces,
-                                      const HttpParser::Limits& limits);
+                                      const HttpParser::Limits& limits,
+                                      Mode mode = Mode::kWhole);
 
   // Empty when the two traces are the same verdict: the same requests, field
   // by field, and the same end (the same error, or both waiting for more with
@@ -66,17 +74,22 @@ class ParseTrace {
   [[nodiscard]] const std::string& violation() const { return violation_; }
 
  private:
-  explicit ParseTrace(const HttpParser::Limits& limits) : limits_(limits) {}
+  ParseTrace(const HttpParser::Limits& limits, Mode mode) : limits_(limits), mode_(mode) {}
 
   // parse() until the parser needs more bytes or fails; true on failure.
   bool drain(HttpParser& parser, Buffer& buf);
   void checkComplete(HttpParser& parser, Buffer& buf);
+  // kHead and kPiece (kStreamed mode).
+  void onHead(HttpParser& parser);
+  void onPiece(HttpParser& parser, Buffer& buf);
   void checkRequest(const HttpRequest& request);
   void checkError(HttpParser& parser, Buffer& buf);
   void checkNeedMore(const HttpParser& parser, const Buffer& buf);
   void violate(std::string_view what);
 
   HttpParser::Limits limits_;
+  Mode mode_;
+  std::string streamedBody_;  // the pieces of the request being parsed
   std::vector<Request> requests_;
   bool error_ = false;
   int errorStatus_ = 0;
