@@ -9,6 +9,7 @@
 #include "net/ConnectionAttachment.h"
 #include "net/EventLoop.h"
 #include "net/TcpConnection.h"
+#include "net/http/Http1RequestBody.h"
 #include "net/http/HttpDate.h"
 #include "net/http/HttpServer.h"
 #include "net/http/WriterGate.h"
@@ -161,6 +162,12 @@ void Http1Writer::shape(HttpResponse* response) const {
   if (!close && request_.http10) response->setKeepAliveHeader(true);
 }
 
+RequestBodyPtr Http1Writer::requestBody() const { return body_; }
+
+void Http1Writer::setRequestBody(std::shared_ptr<Http1RequestBody> body) {
+  body_ = std::move(body);
+}
+
 void Http1Writer::respondInLoop(HttpResponse response) {
   const TcpConnectionPtr conn = live();
   if (!conn) return;
@@ -168,6 +175,8 @@ void Http1Writer::respondInLoop(HttpResponse response) {
     LOG_ERROR << conn->name() << ": respond() after start(); ignored";
     return;
   }
+  // The rest of the body will not be read: the connection closes after it.
+  if (body_ && !body_->readThrough()) response.setCloseConnection(true);
   shape(&response);
   Buffer out;
   const bool ok =
@@ -265,6 +274,18 @@ void Http1Writer::abortInLoop() {
   if (phase_.load(std::memory_order_relaxed) == kNew) {
     HttpResponse failure(true);
     failure.setStatusPage(500);
+    respondInLoop(std::move(failure));
+    return;
+  }
+  cutOff(conn, false);
+}
+
+void Http1Writer::refuseInLoop(int status) {
+  const TcpConnectionPtr conn = live();
+  if (!conn) return;
+  if (phase_.load(std::memory_order_relaxed) == kNew) {
+    HttpResponse failure(true);
+    failure.setStatusPage(status);
     respondInLoop(std::move(failure));
     return;
   }

@@ -31,6 +31,7 @@
 
 namespace libnet::http {
 
+class Http1RequestBody;
 class WriterGate;
 
 class Http1Writer final : public ResponseWriter, public std::enable_shared_from_this<Http1Writer> {
@@ -58,8 +59,17 @@ class Http1Writer final : public ResponseWriter, public std::enable_shared_from_
   [[nodiscard]] bool closed() const override { return closed_.load(std::memory_order_acquire); }
   [[nodiscard]] size_t queuedBytes() const override;
   [[nodiscard]] EventLoop* loop() const override { return loop_; }
+  [[nodiscard]] RequestBodyPtr requestBody() const override;
 
   // HttpServer's side, on the loop.
+  // The request's body in pieces (Route::kStreamedBody). An answer given
+  // whole (respond()) before it is read through says Connection: close.
+  void setRequestBody(std::shared_ptr<Http1RequestBody> body);
+  // Something of the answer has been sent (or it is over).
+  [[nodiscard]] bool started() const { return phase_.load(std::memory_order_relaxed) != kNew; }
+  // The request cannot be served on (its streamed body broke off, or was
+  // too large): `status` if nothing was sent yet, else the cut-off.
+  void refuseInLoop(int status);
   // The answer is over (whole, or cut off).
   [[nodiscard]] bool ended() const { return phase_.load(std::memory_order_relaxed) == kEnded; }
   // It ended in a way that closes the connection.
@@ -128,6 +138,7 @@ class Http1Writer final : public ResponseWriter, public std::enable_shared_from_
   bool closedCalled_ = false;
   std::function<void()> writable_;
   std::function<void()> closedCallback_;
+  std::shared_ptr<Http1RequestBody> body_;  // set before the handler runs
 };
 
 }  // namespace libnet::http

@@ -16,6 +16,7 @@
 #include "net/Buffer.h"
 #include "net/EventLoop.h"
 #include "net/TcpConnection.h"
+#include "net/http/Http1RequestBody.h"
 #include "net/http/Http1Writer.h"
 #include "net/http/HttpChars.h"
 #include "net/http/HttpDate.h"
@@ -43,8 +44,13 @@ struct HttpServer::ConnectionState {
   bool heldInput = false;      // reading paused behind that answer
   Timestamp lastActive;        // last bytes received (or the connection's start)
   int handles = 0;             // StateHandles that own it (loop thread only)
+  bool bodyStoppedRead = false;  // reading stopped while the streamed body waits
+  Route route = Route::kHandler;  // with a router: where the request goes
   // The pending answer's writer (owned by the handler's side).
   std::weak_ptr<Http1Writer> pending;
+  // The body of the request being received in pieces (Route::kStreamedBody),
+  // until it ends.
+  std::shared_ptr<Http1RequestBody> streaming;
 };
 
 // What a connection's context holds: its ConnectionState, owned through the
@@ -235,7 +241,13 @@ void HttpServer::takeCallbacks() {
   // it is stuck in the output (a client that stopped reading is).
   server_.setIdleCallback([](const TcpConnectionPtr& conn) {
     const ConnectionState* state = stateOf(conn);
-    if (state != nullptr && state->answering && conn->queuedOutputBytes() == 0) return;
+    if (state != nullptr && state->streaming) {
+      // A body the handler holds back (not asked for yet, or paused) waits
+      // on the server; one it reads from a silent client is idle.
+      if (state->streaming->holding()) return;
+    } else if (state != nullptr && state->answering && conn->queuedOutputBytes() == 0) {
+      return;
+    }
     LOG_DEBUG << conn->name() << " is idle, closing it";
     conn->forceClose();
   });
@@ -251,6 +263,12 @@ void HttpServer::setAsyncHandler(AsyncHandler handler) {
   if (started_)
     throw std::logic_error("HttpServer " + server_.name() + ": setAsyncHandler() after start()");
   asyncHandler_ = std::move(handler);
+}
+
+void HttpServer::setRouter(Router router) {
+  if (started_)
+    throw std::logic_error("HttpServer " + server_.name() + ": setRouter() after start()");
+  router_ = std::move(router);
 }
 
 void HttpServer::setUpgradeHandler(UpgradeHandler handler) {
@@ -329,6 +347,8 @@ void HttpServer::onConnection(const TcpConnectionPtr& conn) {
     if (taker_ && taker_(conn, nullptr) == Take::kTaken) return;
     conn->setContext(StateHandle(new ConnectionState(options_.limits, bodyBudget_)));
     stateOf(conn)->parser.request().setConnection(conn);
+    // The router runs at each request's head, before its body.
+    if (router_) stateOf(conn)->parser.setStopAfterHead(true);
     stateOf(conn)->lastActive = Timestamp::now();
     if (!taker_) stateOf(conn)->offered = true;
   } else {
@@ -337,11 +357,15 @@ void HttpServer::onConnection(const TcpConnectionPtr& conn) {
     // reservation with it.
     if (ConnectionState* state = stateOf(conn)) {
       endHeaderDeadline(conn, state);
+      // Held first: the body's callbacks may be all that holds the writer.
+      const std::shared_ptr<Http1Writer> writer = state->pending.lock();
+      if (state->streaming) {
+        const std::shared_ptr<Http1RequestBody> body = std::move(state->streaming);
+        body->end(RequestBody::End::kAborted);
+      }
       if (state->answering) {
         state->answering = false;
-        if (const std::shared_ptr<Http1Writer> writer = state->pending.lock()) {
-          writer->onConnectionClosed();
-        }
+        if (writer) writer->onConnectionClosed();
       }
     }
     conn->setContext(std::any());
@@ -368,6 +392,13 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp 
     return;
   }
   state->lastActive = receiveTime;
+  if (state->streaming) {
+    const StateHandle keep(state);  // the body's callbacks may close the connection
+    if (!feedBody(conn, state, buf)) {
+      if (state->closing) buf->retrieveAll();
+      return;
+    }
+  }
   if (state->answering) {
     holdBehindAnswer(conn, state, buf);
     return;
@@ -384,6 +415,13 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp 
       break;
     }
     const HttpParser::Result result = parser.parse(buf);
+    if (result == HttpParser::Result::kHead) {
+      endHeaderDeadline(conn, state);
+      const Next next = routeHead(conn, state, buf, &out);
+      if (next == Next::kReturn) return;
+      if (next == Next::kStop) break;
+      continue;
+    }
     if (result == HttpParser::Result::kNeedMore) {
       if (parser.midRequest()) onIncomplete(conn, state, buf, &out);
       break;
@@ -408,8 +446,9 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp 
     }
     // Draining, the last request buffered gets Connection: close.
     const bool lastOne = state->draining && buf->readableBytes() == 0;
+    const bool async = router_ ? state->route == Route::kAsync : static_cast<bool>(asyncHandler_);
     const Answered answered =
-        asyncHandler_ ? respondAsync(conn, state, parser.request(), &out, lastOne)
+        async ? respondAsync(conn, state, parser.request(), &out, lastOne)
         : respond(conn, parser.request(), &out, lastOne) ? Answered::kKeepAlive
                                                          : Answered::kClose;
     requestDone(state, answered == Answered::kClose);
@@ -538,6 +577,8 @@ void HttpServer::finishClosing(const TcpConnectionPtr& conn, ConnectionState* st
   state->body.release();
   state->parser.reset();
   std::string().swap(state->parser.request().body());
+  state->streaming.reset();
+  endBodyHold(conn, state);  // what still comes is read, to be discarded
   if (state->linger || buf->readableBytes() > 0) {
     // Closing with unread input would send a reset that can destroy the
     // answer before the client reads it: half-close once it is out, and
@@ -651,7 +692,8 @@ bool HttpServer::appendFile(const TcpConnectionPtr& conn, HttpResponse* response
 }
 
 HttpServer::Answered HttpServer::respondAsync(const TcpConnectionPtr& conn, ConnectionState* state,
-                                              const HttpRequest& request, Buffer* out, bool close) {
+                                              const HttpRequest& request, Buffer* out, bool close,
+                                              std::shared_ptr<Http1RequestBody> body) {
   // The answers before this one go first: the writer sends straight to the
   // connection, maybe before the handler returns.
   if (out->readableBytes() > 0) conn->send(out);
@@ -662,6 +704,10 @@ HttpServer::Answered HttpServer::respondAsync(const TcpConnectionPtr& conn, Conn
   };
   auto writer =
       std::make_shared<Http1Writer>(gate_, conn, shape, options_.inlineFileMax, options_.writer);
+  if (body) {
+    body->setWriter(writer);
+    writer->setRequestBody(std::move(body));
+  }
   const bool returned =
       callGuarded(HandlerOf{conn->name()}, [&] { asyncHandler_(request, writer); });
   if (!returned) writer->abortInLoop();  // a 500 if nothing was sent yet
@@ -679,6 +725,14 @@ void HttpServer::answerEnded(const TcpConnectionPtr& conn, bool close) {
   if (state == nullptr || !state->answering || !conn->connected()) return;
   state->answering = false;
   state->pending.reset();
+  if (state->streaming) {
+    // Answered before its body was read through: the rest of the body is
+    // not read, and the connection closes after the answer.
+    const std::shared_ptr<Http1RequestBody> body = std::move(state->streaming);
+    body->end(RequestBody::End::kAborted);
+    close = true;
+    state->linger = true;
+  }
   state->lastActive = Timestamp::now();
   if (close || state->draining) {
     state->closing = true;
@@ -716,6 +770,145 @@ void HttpServer::holdBehindAnswer(const TcpConnectionPtr& conn, ConnectionState*
 bool HttpServer::drainingConnection(const TcpConnectionPtr& conn) {
   const ConnectionState* state = conn ? stateOf(conn) : nullptr;
   return state != nullptr && state->draining;
+}
+
+HttpServer::Next HttpServer::routeHead(const TcpConnectionPtr& conn, ConnectionState* state,
+                                       Buffer* buf, Buffer* out) {
+  HttpParser& parser = state->parser;
+  Route route = Route::kHandler;
+  const bool routed =
+      callGuarded(HandlerOf{conn->name()}, [&] { route = router_(parser.request()); });
+  int refusal = routed ? 0 : 500;
+  if (routed && (route == Route::kHandler ? !handler_ : !asyncHandler_)) {
+    LOG_ERROR << conn->name() << ": the router chose a handler that is not set";
+    refusal = 500;
+  }
+  if (refusal == 0 && route != Route::kStreamedBody) {
+    state->route = route;
+    parser.readBodyWhole();  // a body over limits.maxBodyBytes: 413 from the next parse()
+    return Next::kParseOn;
+  }
+  if (refusal == 0) {
+    parser.streamBody(options_.maxStreamedBodyBytes);
+    refusal = parser.errorStatus();  // 413: its Content-Length is over the bound
+  }
+  if (refusal != 0) {
+    appendError(refusal, out);
+    state->closing = true;
+    state->linger = true;
+    return Next::kStop;
+  }
+  return startStreamed(conn, state, buf, out);
+}
+
+HttpServer::Next HttpServer::startStreamed(const TcpConnectionPtr& conn, ConnectionState* state,
+                                           Buffer* buf, Buffer* out) {
+  const StateHandle keep(state);  // the handler may close the connection
+  HttpParser& parser = state->parser;
+  const HttpRequest& request = parser.request();
+  const auto expect = request.header("Expect");
+  auto body = std::make_shared<Http1RequestBody>(
+      gate_, conn, parser.announcedLength(),
+      request.version() == Version::kHttp11 && expect &&
+          detail::equalsIgnoreCase(*expect, "100-continue"));
+  // Set before the handler runs: an answer it ends at once must find it.
+  if (body->contentLength() != 0) state->streaming = body;
+  const Answered answered = respondAsync(conn, state, request, out, state->draining, body);
+  if (!state->streaming) {
+    // No body: as any request answered.
+    requestDone(state, answered == Answered::kClose);
+    if (answered != Answered::kPending) return state->closing ? Next::kStop : Next::kParseOn;
+    holdBehindAnswer(conn, state, buf);
+    return Next::kReturn;
+  }
+  if (answered != Answered::kPending) {
+    // Answered before the handler asked for the body: it is not read.
+    state->streaming.reset();
+    body->end(RequestBody::End::kAborted);
+    state->closing = true;
+    state->linger = true;
+    return Next::kStop;
+  }
+  if (!feedBody(conn, state, buf)) {
+    if (state->closing) buf->retrieveAll();
+    return Next::kReturn;
+  }
+  if (state->answering) {
+    holdBehindAnswer(conn, state, buf);
+    return Next::kReturn;
+  }
+  return Next::kParseOn;
+}
+
+bool HttpServer::feedBody(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf) {
+  const std::shared_ptr<Http1RequestBody> body = state->streaming;
+  HttpParser& parser = state->parser;
+  while (state->streaming == body && !state->closing && conn->connected()) {
+    if (body->holding()) {
+      // The handler holds it back: the connection stops reading, so TCP
+      // holds the client back, and what was read waits in the input.
+      if (!state->bodyStoppedRead) {
+        state->bodyStoppedRead = true;
+        conn->stopRead();
+      }
+      return false;
+    }
+    const HttpParser::Result result = parser.parse(buf);
+    if (result == HttpParser::Result::kPiece) {
+      // Straight from the input: the piece is the bytes in `buf`.
+      const std::string_view piece = parser.piece(*buf);
+      parser.takePiece(buf);
+      if (!body->deliver(piece)) conn->forceClose();
+      continue;
+    }
+    if (result == HttpParser::Result::kNeedMore) {
+      endBodyHold(conn, state);
+      return false;
+    }
+    state->streaming.reset();
+    endBodyHold(conn, state);
+    if (result == HttpParser::Result::kComplete) {
+      requestDone(state, state->closing);
+      body->end(RequestBody::End::kComplete);
+      return !state->closing && conn->connected();
+    }
+    // A malformed chunk, or past maxStreamedBodyBytes.
+    LOG_DEBUG << conn->name() << ": streamed body broke off, " << parser.errorStatus() << " "
+              << parser.errorMessage();
+    const int status = parser.errorStatus();
+    // Held first: the body's callbacks may be all that holds the writer.
+    const std::shared_ptr<Http1Writer> writer = state->pending.lock();
+    body->end(RequestBody::End::kAborted);
+    state->linger = true;
+    if (writer && state->answering) {
+      writer->refuseInLoop(status);  // its end closes the connection
+    } else if (!state->closing) {
+      state->closing = true;
+      finishClosing(conn, state, conn->inputBuffer());
+    }
+    return false;
+  }
+  return false;
+}
+
+void HttpServer::bodyWanted(const TcpConnectionPtr& conn) {
+  ConnectionState* state = stateOf(conn);
+  if (state == nullptr || !state->streaming || state->closing || !conn->connected()) return;
+  const StateHandle keep(state);
+  Buffer* input = conn->inputBuffer();
+  if (!feedBody(conn, state, input)) return;
+  // Complete: what followed the body is the next request, for onMessage
+  // (which holds it behind the answer still to come).
+  if (input->readableBytes() > 0) {
+    conn->stopRead();
+    conn->startRead();
+  }
+}
+
+void HttpServer::endBodyHold(const TcpConnectionPtr& conn, ConnectionState* state) {
+  if (!state->bodyStoppedRead) return;
+  state->bodyStoppedRead = false;
+  conn->startRead();
 }
 
 }  // namespace libnet::http

@@ -88,6 +88,7 @@ class EventLoop;
 
 namespace libnet::http {
 
+class Http1RequestBody;
 class Http1Writer;
 class WriterGate;
 
@@ -290,6 +291,7 @@ class HttpServer {
 
  private:
   friend class Http1Writer;
+  friend class Http1RequestBody;
   struct ConnectionState;
   // What a connection's context holds: its ConnectionState (HttpServer.cc).
   class StateHandle;
@@ -324,8 +326,25 @@ class HttpServer {
   // The same with the AsyncHandler: the answer is over (and the connection
   // stays or closes), or pending (the connection waits for answerEnded()).
   enum class Answered { kKeepAlive, kClose, kPending };
+  // `body`: the request's body in pieces (Route::kStreamedBody), handed out
+  // through the writer.
   Answered respondAsync(const TcpConnectionPtr& conn, ConnectionState* state,
-                        const HttpRequest& request, Buffer* out, bool close);
+                        const HttpRequest& request, Buffer* out, bool close,
+                        std::shared_ptr<Http1RequestBody> body = nullptr);
+  // With a router, at a request's head: what onMessage does next.
+  enum class Next { kParseOn, kStop, kReturn };
+  Next routeHead(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf, Buffer* out);
+  // Route::kStreamedBody: the AsyncHandler now, the body after it.
+  Next startStreamed(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf,
+                     Buffer* out);
+  // Hands the streamed body's pieces in `buf` to it while it takes them;
+  // true once it is complete and the connection goes on (what follows in
+  // `buf` is the next request), false while it waits or when it broke off.
+  static bool feedBody(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf);
+  // The body asks for what waits (resume(), its first data callback).
+  static void bodyWanted(const TcpConnectionPtr& conn);
+  // Reading, if the streamed body stopped it, goes on.
+  static void endBodyHold(const TcpConnectionPtr& conn, ConnectionState* state);
   // Appends `response` (with its file) to `out`; false when its file could
   // not be read (a 500 is appended instead) and the connection must close.
   static bool appendResponse(const TcpConnectionPtr& conn, HttpResponse* response, bool headOnly,
