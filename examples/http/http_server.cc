@@ -121,6 +121,9 @@ constexpr const char* kUsage =
     "                        request bodies still arriving, over all connections, may take at\n"
     "                        most BYTES; a body that does not fit gets 503; 0 no bound\n"
     "                        (default 67108864)\n"
+    "  --max-upload BYTES    a body streamed to the FastCGI application (a request with a\n"
+    "                        Content-Length; --max-body does not apply) may be at most BYTES,\n"
+    "                        else 413; 0 no bound (default 1073741824)\n"
     "  --tls-cert FILE       serve HTTPS (TLS 1.2/1.3, ALPN h2 and http/1.1) with this PEM\n"
     "                        certificate chain\n"
     "  --tls-key FILE        ... and this PEM private key (both or neither)\n"
@@ -219,6 +222,7 @@ struct Settings {
   int deferAccept = 0;
   int maxBody = 1024 * 1024;
   size_t maxBodyMemory = HttpServer::Options().maxBufferedBodyBytes;
+  size_t maxUpload = HttpServer::Options().maxStreamedBodyBytes;
   TcpServer::AcceptMode acceptMode = TcpServer::AcceptMode::kPerLoop;
   bool ringHandOver = true;  // false: --accept hand-over-queue
   TcpServer::HandOver handOver = TcpServer::HandOver::kRoundRobin;
@@ -439,6 +443,9 @@ void addFlags(Flags* flags, Settings* settings) {
   flags->addCustom("--max-body-memory", [settings](std::string_view value) {
     return parseByteCount(value, &settings->maxBodyMemory);
   });
+  flags->addCustom("--max-upload", [settings](std::string_view value) {
+    return parseByteCount(value, &settings->maxUpload);
+  });
   flags->addSwitch("--h2c", &settings->h2c);
   addHttp2Flags(flags, &settings->h2);
   settings->tls.addTo(flags);
@@ -471,6 +478,7 @@ HttpServer::Options serverOptions(const Settings& settings) {
   options.headerTimeout = std::chrono::seconds(settings.headerTimeout);
   options.limits.maxBodyBytes = static_cast<size_t>(settings.maxBody);
   options.maxBufferedBodyBytes = settings.maxBodyMemory;
+  options.maxStreamedBodyBytes = settings.maxUpload;
   options.threads = settings.threads;
   options.acceptMode = settings.acceptMode;
   options.ringHandOver = settings.ringHandOver;
@@ -525,6 +533,30 @@ libnet::fastcgi::UpstreamOptions fastcgiOptions(const Settings& settings) {
   return options;
 }
 
+// Which handler answers (HTTP/1.1): the inspector's paths the asynchronous
+// one, FastCGI's too, with the body streamed to the application when it has
+// a Content-Length (the application needs CONTENT_LENGTH first; a chunked
+// body is read whole, up to --max-body); the rest, nearly every request,
+// the synchronous handler, with no writer made for it.
+HttpServer::Router router(const Settings& settings) {
+  return [inspect = settings.inspectPath, patterns = settings.fastcgiMatch,
+          php = settings.fastcgiPass.has_value()](const HttpRequest& head) {
+    const std::string& path = head.path();
+    if (!inspect.empty() && path.compare(0, inspect.size(), inspect) == 0 &&
+        (path.size() == inspect.size() || path[inspect.size()] == '/')) {
+      return HttpServer::Route::kAsync;
+    }
+    if (php) {
+      for (const std::string& pattern : patterns) {
+        if (!libnet::fastcgi::FastCgiHandler::matches(pattern, path)) continue;
+        return head.header("Content-Length") ? HttpServer::Route::kStreamedBody
+                                             : HttpServer::Route::kAsync;
+      }
+    }
+    return HttpServer::Route::kHandler;
+  };
+}
+
 // The handler: --metrics-path, then handleRequest(). With --inspect-path or
 // --fastcgi-pass, an asynchronous handler in front of it gives the inspector
 // its paths and the FastCGI application the paths that match (both answer
@@ -544,6 +576,7 @@ void setHandlers(HttpServer* server, const Settings& settings, const StaticFiles
   if (inspector == nullptr && !settings.fastcgiPass) return;
   std::optional<libnet::fastcgi::FastCgiHandler> php;
   if (settings.fastcgiPass) php.emplace(fastcgiOptions(settings));
+  server->setRouter(router(settings));
   server->setAsyncHandler(
       [inspector, php = std::move(php), patterns = settings.fastcgiMatch, handler](
           const HttpRequest& request, libnet::http::ResponseWriterPtr writer) {

@@ -151,7 +151,13 @@ std::optional<ParamList> cgiParams(const http::HttpRequest& request, const CgiCo
   params.emplace_back("REQUEST_METHOD", request.methodName());
   params.emplace_back("CONTENT_TYPE", request.header("Content-Type").value_or(""));
   const bool hasBody = !request.body().empty() || request.header("Content-Length");
-  params.emplace_back("CONTENT_LENGTH", hasBody ? std::to_string(request.body().size()) : "");
+  // A body streamed to the application (not in the request) has the
+  // length its Content-Length announced.
+  const auto announced = request.header("Content-Length");
+  params.emplace_back("CONTENT_LENGTH", !hasBody ? std::string()
+                                        : request.body().empty() && announced
+                                            ? std::string(*announced)
+                                            : std::to_string(request.body().size()));
   params.emplace_back("SCRIPT_NAME", *path);
   params.emplace_back("REQUEST_URI", request.target());
   params.emplace_back("DOCUMENT_URI", std::move(*path));

@@ -35,6 +35,42 @@ void Exchange::watchClient() {
   });
 }
 
+void Exchange::streamBody(http::RequestBodyPtr body) {
+  body_ = std::move(body);
+  stdinEnded_ = false;
+  std::weak_ptr<Exchange> weak = weak_from_this();
+  body_->setEndCallback([weak](http::RequestBody::End end) {
+    if (auto self = weak.lock()) self->onBodyEnd(end);
+  });
+  body_->setDataCallback([weak](std::string_view piece) {
+    if (auto self = weak.lock()) self->onBodyPiece(piece);
+  });
+}
+
+void Exchange::onBodyPiece(std::string_view piece) {
+  if (done_) return;  // answered or failed: the rest has nowhere to go
+  RecordEncoder(1).stream(&pendingStdin_, RecordType::kStdin, piece);
+  if (pendingStdin_.size() >= options_->stdinHighWater) body_->pause();
+  if (connection_ != nullptr) connection_->stdinReady();
+}
+
+void Exchange::onBodyEnd(http::RequestBody::End end) {
+  // Aborted: the client left or the answer ended (the writer says so).
+  body_.reset();
+  if (end != http::RequestBody::End::kComplete || done_) return;
+  RecordEncoder(1).endStream(&pendingStdin_, RecordType::kStdin);
+  stdinEnded_ = true;
+  if (connection_ != nullptr) connection_->stdinReady();
+}
+
+std::string Exchange::takeStdin() {
+  std::string out = std::move(pendingStdin_);
+  pendingStdin_.clear();
+  if (!out.empty()) stdinTaken_ = true;
+  if (body_) body_->resume();
+  return out;
+}
+
 void Exchange::onClientGone() {
   if (clientGone_) return;
   clientGone_ = true;

@@ -7,6 +7,12 @@
 // arrives, under the writer's back-pressure; on failure a status page while
 // nothing was sent, abort() after (never a cut answer passed off as whole).
 //
+// A request body streamed to the application (streamBody()) is not in the
+// request: its pieces are encoded as FCGI_STDIN as they come and wait here
+// for the connection (takeStdin()); past UpstreamOptions::stdinHighWater of
+// them the client's body is paused, and it resumes when the connection takes
+// them.
+//
 // Owned by shared_ptr: by its pool's queue while it waits, by its
 // connection while it runs. Loop thread only (its writer's loop).
 #pragma once
@@ -17,6 +23,7 @@
 
 #include "net/fastcgi/CgiResponseParser.h"
 #include "net/fastcgi/RecordDecoder.h"
+#include "net/fastcgi/RecordEncoder.h"
 #include "net/fastcgi/UpstreamOptions.h"
 #include "net/http/ResponseWriter.h"
 
@@ -36,10 +43,25 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
 
   // Hooks the writer's closed and writable callbacks to this exchange.
   void watchClient();
+  // The request's FCGI_STDIN comes from `body` (request() ends with the
+  // params), as it arrives.
+  void streamBody(http::RequestBodyPtr body);
+  // The FCGI_STDIN records ready to go (the end of the stream once the body
+  // is complete); the body reads on.
+  [[nodiscard]] std::string takeStdin();
+  // Every record of the request has been taken (always, for a body sent
+  // whole): a connection that ends the exchange otherwise is mid-request.
+  [[nodiscard]] bool stdinComplete() const { return stdinEnded_ && pendingStdin_.empty(); }
+  // The body's next piece is the client's to send: the application is not
+  // the one that is late.
+  [[nodiscard]] bool awaitingClient() const {
+    return body_ != nullptr && !stdinEnded_ && pendingStdin_.empty();
+  }
 
   [[nodiscard]] const std::string& request() const { return request_; }
   [[nodiscard]] const std::string& what() const { return what_; }
-  [[nodiscard]] bool idempotent() const { return idempotent_; }
+  // False too once a streamed body has been taken: it cannot be sent twice.
+  [[nodiscard]] bool idempotent() const { return idempotent_ && !stdinTaken_; }
   // Something went to the client, or the client left, or it is over: no
   // second try on another connection.
   [[nodiscard]] bool done() const { return done_; }
@@ -66,6 +88,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
  private:
   void onClientGone();
   void onWritable();
+  void onBodyPiece(std::string_view piece);
+  void onBodyEnd(http::RequestBody::End end);
 
   http::ResponseWriterPtr writer_;
   std::string request_;
@@ -84,6 +108,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   size_t stderrDropped_ = 0;
   std::weak_ptr<UpstreamPool> pool_;
   UpstreamConnection* connection_ = nullptr;
+  http::RequestBodyPtr body_;  // a streamed body, until it ends
+  std::string pendingStdin_;   // its FCGI_STDIN records not yet taken
+  bool stdinEnded_ = true;     // the end of the stream is in pendingStdin_ (or sent)
+  bool stdinTaken_ = false;
 };
 
 }  // namespace libnet::fastcgi

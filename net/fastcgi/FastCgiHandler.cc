@@ -56,6 +56,7 @@ void checkOptions(const UpstreamOptions& o) {
     if (d <= Duration::zero()) throw std::invalid_argument("fastcgi: every timeout must be > 0");
   }
   if (o.maxHeadBytes == 0) throw std::invalid_argument("fastcgi: maxHeadBytes must be > 0");
+  if (o.stdinHighWater == 0) throw std::invalid_argument("fastcgi: stdinHighWater must be > 0");
   if (!o.address.isUnix() && o.address.isWildcard()) {
     throw std::invalid_argument("fastcgi: no application address (" + o.address.toString() + ")");
   }
@@ -67,16 +68,20 @@ bool idempotent(http::Method method) {
          method == Method::kTrace || method == Method::kPut || method == Method::kDelete;
 }
 
-std::string encodeRequest(const ParamList& params, std::string_view body) {
+// `body` null: the body follows, streamed (Exchange::streamBody()).
+std::string encodeRequest(const ParamList& params, const std::string* body) {
   const RecordEncoder encoder(1);
   std::string out;
-  size_t estimate = 64 + body.size() + body.size() / kMaxContentLength * 16;
+  const size_t size = body != nullptr ? body->size() : 0;
+  size_t estimate = 64 + size + size / kMaxContentLength * 16;
   for (const Param& p : params) estimate += p.first.size() + p.second.size() + 8;
   out.reserve(estimate);
   encoder.beginRequest(&out, Role::kResponder, true);
   encoder.params(&out, params);
-  encoder.stream(&out, RecordType::kStdin, body);
-  encoder.endStream(&out, RecordType::kStdin);
+  if (body != nullptr) {
+    encoder.stream(&out, RecordType::kStdin, *body);
+    encoder.endStream(&out, RecordType::kStdin);
+  }
   return out;
 }
 
@@ -125,10 +130,22 @@ void FastCgiHandler::handleInLoop(const http::HttpRequest& request,
   std::string what(request.methodName());
   what += ' ';
   what += std::string_view(request.target()).substr(0, 200);
-  auto exchange =
-      std::make_shared<Exchange>(writer, encodeRequest(*params, request.body()), std::move(what),
-                                 idempotent(request.method()), shared_->options);
+  // A body the router streams comes in pieces to FCGI_STDIN; the
+  // application needs CONTENT_LENGTH before it, so one without a length
+  // cannot be streamed (the router reads those whole).
+  http::RequestBodyPtr body = writer->requestBody();
+  if (body && body->contentLength() < 0) {
+    http::HttpResponse page(false);
+    page.setStatusPage(411);
+    writer->respond(std::move(page));
+    return;
+  }
+  const bool streamed = body && body->contentLength() > 0;
+  auto exchange = std::make_shared<Exchange>(
+      writer, encodeRequest(*params, streamed ? nullptr : &request.body()), std::move(what),
+      idempotent(request.method()), shared_->options);
   exchange->watchClient();
+  if (streamed) exchange->streamBody(std::move(body));
   shared_->poolFor(writer->loop(), shared_)->submit(std::move(exchange));
 }
 

@@ -103,12 +103,25 @@ void UpstreamConnection::run() {
 
 void UpstreamConnection::sendMore() {
   const std::string& request = exchange_->request();
-  if (sent_ >= request.size()) return;
+  if (sent_ >= request.size()) {
+    // A streamed body: what has come of it, once the last piece drained.
+    std::string stdinRecords = exchange_->takeStdin();
+    if (stdinRecords.empty()) return;
+    writing_ = true;
+    conn_->send(std::move(stdinRecords));
+    return;
+  }
   const size_t n = std::min(kSendPiece, request.size() - sent_);
   writing_ = true;
   const size_t from = sent_;
   sent_ += n;
   conn_->send(std::string_view(request).substr(from, n));
+}
+
+void UpstreamConnection::stdinReady() {
+  if (state_ != State::kBusy || !exchange_ || writing_) return;
+  lastProgress_ = MonoClock::now();  // the send timeout counts from here
+  sendMore();
 }
 
 void UpstreamConnection::onWriteComplete() {
@@ -194,7 +207,9 @@ bool UpstreamConnection::handleRecord(const Record& record) {
 void UpstreamConnection::endExchange() {
   std::shared_ptr<Exchange> exchange = std::move(exchange_);
   exchange->setConnection(nullptr);
-  if (conn_->peerClosed() || !conn_->connected()) {
+  // Answered before its streamed body was all sent: the application would
+  // read the rest as the next request's records.
+  if (conn_->peerClosed() || !conn_->connected() || !exchange->stdinComplete() || writing_) {
     close();
     pool_->onClosed(this);
     return;
@@ -300,7 +315,9 @@ Duration UpstreamConnection::timeLeft(MonoTime now) const {
     case State::kIdle:
       return lastProgress_ + options_.idleTimeout - now;
     case State::kBusy: {
-      if (paused_) return options_.readTimeout;  // the client is slow, not the application
+      // The client is slow (reading the answer, or sending the body), not the
+      // application.
+      if (paused_ || (!writing_ && exchange_->awaitingClient())) return options_.readTimeout;
       const bool sending = writing_ || sent_ < exchange_->request().size();
       return lastProgress_ + (sending ? options_.sendTimeout : options_.readTimeout) - now;
     }

@@ -48,6 +48,9 @@ class UpstreamConnection : public std::enable_shared_from_this<UpstreamConnectio
   void send(std::shared_ptr<Exchange> exchange);
   // The exchange's client left: the application's answer has nowhere to go.
   void abandon();
+  // The exchange has FCGI_STDIN of a streamed body to send: sent now if the
+  // connection's output is free, else when it has drained.
+  void stdinReady();
   // The client can take more: read the application again (from the loop's
   // queue, never inside the writer's callback).
   void resumeReading();

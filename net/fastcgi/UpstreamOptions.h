@@ -50,6 +50,14 @@ struct UpstreamOptions {
   Duration idleTimeout = std::chrono::seconds(30);
   // The CGI response head (Status, Content-Type, fields) at most (502).
   size_t maxHeadBytes = 64 * 1024;
+  // A request body streamed to the application (the router's
+  // Route::kStreamedBody, with a Content-Length): the client's body is
+  // paused while this much of it waits to go to the application (encoded
+  // as FCGI_STDIN, not yet handed to the connection) and resumed once the
+  // connection has taken it; with the piece on its way in the connection's
+  // output, an upload holds about twice this (plus one read) in the server,
+  // whatever its size.
+  size_t stdinHighWater = 256 * 1024;
   // FCGI_STDERR bytes logged per request (as WARN lines); the rest is
   // counted and dropped.
   size_t maxStderrLogBytes = 8 * 1024;

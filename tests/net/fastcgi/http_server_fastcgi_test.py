@@ -4,7 +4,10 @@ both backends: the CGI variables PHP sees (with the real addresses), a
 10 MiB POST checked by hash, status and fields from PHP, keep-alive after a
 FastCGI answer, 100 MiB streamed to a slow reader with the server's resident
 memory bounded, HTTPS (HTTPS=on), HTTP/2 with prior knowledge, php-fpm killed mid-answer (the client sees
-the chunked body cut short, never its last chunk; the next request is 502).
+the chunked body cut short, never its last chunk; the next request is 502). Request bodies
+streamed to FCGI_STDIN (a php-fpm that reads php://input as it comes): a 200 MiB POST hashed by
+PHP with the server's resident memory bounded, a script that sleeps before reading holds the
+client back, php-fpm killed mid-upload is a 502 (or the answer cut off), never a hang.
 
 usage: http_server_fastcgi_test.py HTTP_SERVER MAKE_TEST_CERTS_PY
 """
@@ -12,6 +15,7 @@ usage: http_server_fastcgi_test.py HTTP_SERVER MAKE_TEST_CERTS_PY
 import hashlib
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -41,6 +45,11 @@ SCRIPTS = {
                    "setcookie('a', '1'); setcookie('b', '2'); echo 'teapot';\n",
     "big.php": "<?php $c = str_repeat('x', 65536);\n"
                "for ($i = 0; $i < 16 * (int)$_GET['mb']; $i++) echo $c;\n",
+    "upload.php": "<?php $h = hash_init('md5'); $n = 0; $in = fopen('php://input', 'rb');\n"
+                  "if (isset($_GET['sleep'])) usleep(1000 * (int)$_GET['sleep']);\n"
+                  "while (($d = fread($in, 1 << 20)) !== '' && $d !== false)\n"
+                  "{ $n += strlen($d); hash_update($h, $d); }\n"
+                  "echo $n, ' ', hash_final($h);\n",
     "ticker.php": "<?php for ($i = 0; $i < 3000; $i++) { echo \"tick $i\\n\"; flush();\n"
                   "usleep(20000); }\n",
 }
@@ -52,14 +61,14 @@ def fail(message):
 
 
 class PhpFpm:
-    def __init__(self, directory, children):
+    def __init__(self, directory, children, extra=""):
         self.sock = os.path.join(directory, "fpm.sock")
         conf = os.path.join(directory, "fpm.conf")
         with open(conf, "w") as f:
             f.write(f"[global]\nerror_log = {directory}/fpm.log\ndaemonize = no\n"
                     f"[www]\nlisten = {self.sock}\npm = static\npm.max_children = {children}\n"
                     "catch_workers_output = yes\nphp_admin_value[output_buffering] = 0\n"
-                    "php_admin_value[post_max_size] = 64M\n")
+                    "php_admin_value[post_max_size] = 64M\n" + extra)
             if os.geteuid() == 0:
                 f.write("user = root\ngroup = root\n")
         self.proc = subprocess.Popen([PHP_FPM, "-n", "-R", "-F", "-y", conf],
@@ -355,6 +364,140 @@ def check_killed(backend, port, fpm):
         fail(f"{backend}: after php-fpm died: {status}, expected 502")
 
 
+UPLOAD_MIB = 200
+# The server's resident memory may grow by this much while it streams
+# UPLOAD_MIB to the application: stdinHighWater twice, a read, buffers.
+UPLOAD_RSS_LIMIT = 32 * 1024 * 1024
+
+
+def send_body(sock, total, seed, watch=None, stuck_after=None, digest=None):
+    """Sends `total` pseudo-random bytes; returns (md5, bytes sent). With
+    `stuck_after` (seconds), stops early once the socket has taken nothing
+    for that long (the server holds the client back)."""
+    block = hashlib.sha256(seed).digest() * (1 << 15)  # 1 MiB
+    digest = digest or hashlib.md5()
+    sent = 0
+    sock.setblocking(False)
+    try:
+        while sent < total:
+            piece = memoryview(block)[:min(len(block), total - sent)]
+            offset = 0
+            while offset < len(piece):
+                wait = stuck_after if stuck_after is not None else IO_TIMEOUT
+                _, writable, _ = select.select([], [sock], [], wait)
+                if not writable:
+                    if stuck_after is not None:
+                        digest.update(piece[:offset])
+                        return digest, sent + offset
+                    fail(f"upload: the server took nothing for {IO_TIMEOUT} s")
+                try:
+                    offset += sock.send(piece[offset:])
+                except BlockingIOError:
+                    continue
+            digest.update(piece)
+            sent += len(piece)
+            if watch:
+                watch(sent)
+    finally:
+        sock.setblocking(True)
+        sock.settimeout(IO_TIMEOUT)
+    return digest, sent
+
+
+def upload_head(path, total):
+    return (f"POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/octet-stream\r\n"
+            f"Content-Length: {total}\r\n\r\n").encode()
+
+
+def check_uploads(server, backend, root, pid_of, port):
+    """A 200 MiB POST, then a script that sleeps before reading."""
+    pid = pid_of()
+    sock = connect(port)
+    total = UPLOAD_MIB << 20
+    sock.sendall(upload_head("/upload.php", total))
+    base = rss(pid)
+    peak = [base]
+
+    def watch(sent):
+        if sent % (4 << 20) == 0:
+            peak[0] = max(peak[0], rss(pid))
+
+    digest, _ = send_body(sock, total, b"200", watch)
+    status, fields, rest = read_head(sock)
+    body, _, whole = read_body(sock, fields, rest)
+    sock.close()
+    if status != 200 or not whole or body.decode() != f"{total} {digest.hexdigest()}":
+        fail(f"{backend}: {UPLOAD_MIB} MiB upload: {status} {body[:200]!r}")
+    growth = peak[0] - base
+    print(f"{backend}: {UPLOAD_MIB} MiB upload to php-fpm: server RSS {base >> 20} MiB -> "
+          f"peak {peak[0] >> 20} MiB")
+    if not SANITIZED and growth > UPLOAD_RSS_LIMIT:
+        fail(f"{backend}: server RSS grew by {growth >> 20} MiB during a {UPLOAD_MIB} MiB upload")
+
+    # PHP sleeps 2 s before it reads: the client is held back well short of
+    # 64 MiB (socket buffers and the server's high-water marks), then done.
+    sock = connect(port)
+    total = 64 << 20
+    sock.sendall(upload_head("/upload.php?sleep=2000", total))
+    base = rss(pid)
+    digest, sent = send_body(sock, total, b"64", stuck_after=0.5)
+    held = rss(pid) - base
+    if sent >= total:
+        fail(f"{backend}: a script that sleeps before reading did not hold the client back")
+    if not SANITIZED and held > UPLOAD_RSS_LIMIT:
+        fail(f"{backend}: server RSS grew by {held >> 20} MiB while the application slept")
+    print(f"{backend}: held back after {sent >> 20} MiB of {total >> 20} MiB")
+    digest, more = send_body(sock, total - sent, b"64-rest", digest=digest)
+    status, fields, rest = read_head(sock)
+    body, _, whole = read_body(sock, fields, rest)
+    sock.close()
+    if status != 200 or not whole or body.decode() != f"{total} {digest.hexdigest()}":
+        fail(f"{backend}: held-back upload: {status} {body[:200]!r} ({sent + more} sent)")
+
+
+def check_killed_mid_upload(backend, port, fpm):
+    sock = connect(port)
+    total = 256 << 20
+    sock.sendall(upload_head("/upload.php", total))
+    killed = [False]
+
+    def watch(sent):
+        if sent >= (8 << 20) and not killed[0]:
+            killed[0] = True
+            fpm.kill()
+
+    try:
+        send_body(sock, total, b"kill", watch)
+    except OSError:
+        pass  # the server closed: it answered already
+    try:
+        status, _, _ = read_head(sock)
+    except OSError:
+        status = 0  # reset: the answer was cut off, never passed off as whole
+    sock.close()
+    if not killed[0] or status not in (0, 502):
+        fail(f"{backend}: php-fpm killed mid-upload: {status}, expected 502")
+    print(f"{backend}: php-fpm killed mid-upload: {status or 'cut off'}")
+
+
+def run_uploads(server, backend, root):
+    """Against a php-fpm that reads the body as it comes (no POST parsing,
+    no post_max_size)."""
+    directory = os.path.join(root, "uploads")
+    os.mkdir(directory)
+    fpm = PhpFpm(directory, 2, "php_admin_value[post_max_size] = 0\n"
+                                "php_admin_flag[enable_post_data_reading] = off\n")
+    proc, port = start_server(server, backend, ["--root", root, "--fastcgi-pass",
+                                                "unix:" + fpm.sock, "--fastcgi-pool", "1"])
+    try:
+        check_uploads(server, backend, root, lambda: proc.pid, port)
+        check_killed_mid_upload(backend, port, fpm)
+    finally:
+        proc.kill()
+        proc.wait()
+        fpm.kill()
+
+
 def run_backend(server, backend, certs_tool):
     root = tempfile.mkdtemp(prefix="libnet-fcgi-")
     try:
@@ -376,6 +519,7 @@ def run_backend(server, backend, certs_tool):
             proc.kill()
             proc.wait()
             fpm.kill()
+        run_uploads(server, backend, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"{backend}: ok")
