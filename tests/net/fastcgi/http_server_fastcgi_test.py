@@ -455,6 +455,22 @@ def check_uploads(server, backend, root, pid_of, port):
         fail(f"{backend}: held-back upload: {status} {body[:200]!r} ({sent + more} sent)")
 
 
+def check_client_leaving_mid_upload(backend, port):
+    """A client that resets mid-upload: its upstream connection (the pool's
+    only one) is closed, not handed to the next request mid-request."""
+    for _ in range(2):
+        sock = connect(port)
+        sock.sendall(upload_head("/upload.php", 64 << 20))
+        send_body(sock, 8 << 20, b"gone")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        sock.close()
+    sock = connect(port)
+    status, _, body = request(sock, "/upload.php", "POST", b"after")
+    sock.close()
+    if status != 200 or body.decode() != f"5 {hashlib.md5(b'after').hexdigest()}":
+        fail(f"{backend}: after clients left mid-upload: {status} {body[:200]!r}")
+
+
 def check_killed_mid_upload(backend, port, fpm):
     sock = connect(port)
     total = 256 << 20
@@ -491,6 +507,7 @@ def run_uploads(server, backend, root):
                                                 "unix:" + fpm.sock, "--fastcgi-pool", "1"])
     try:
         check_uploads(server, backend, root, lambda: proc.pid, port)
+        check_client_leaving_mid_upload(backend, port)
         check_killed_mid_upload(backend, port, fpm)
     finally:
         proc.kill()
