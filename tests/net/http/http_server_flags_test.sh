@@ -2,7 +2,7 @@
 # examples/http's http_server refuses a header timeout of 0 with a clear
 # message and exit status 2 (there is no "off"), and its --help says so; an
 # unknown --accept mode and an out-of-range --defer-accept are refused the
-# same way. With --loop-stats 1 it says at exit how many connections each
+# same way, and so is a bad --max-upload. With --loop-stats 1 it says at exit how many connections each
 # loop took: --accept hand-over spreads four over two loops two and two.
 set -euo pipefail
 
@@ -39,6 +39,12 @@ for value in -1 3601 soon; do
   err=$("$server" --port 0 --defer-accept "$value" 2>&1 >/dev/null) || status=$?
   [[ $status -eq 2 ]] || fail "--defer-accept $value exited $status, want 2"
   [[ "$err" == *"--defer-accept"* ]] || fail "--defer-accept $value: unclear message '$err'"
+done
+for value in -1 1k "" 1.5; do
+  status=0
+  err=$("$server" --port 0 --max-upload "$value" 2>&1 >/dev/null) || status=$?
+  [[ $status -eq 2 ]] || fail "--max-upload '$value' exited $status, want 2"
+  [[ "$err" == *"--max-upload"* ]] || fail "--max-upload '$value': unclear message '$err'"
 done
 status=0
 "$server" --port 0 --loop-stats 2 >/dev/null 2>&1 || status=$?
