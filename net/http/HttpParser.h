@@ -193,7 +193,7 @@ class HttpParser {
   size_t headerBytes_ = 0;  // field section (and trailer) bytes so far
   size_t headerCount_ = 0;  // field lines so far, trailers included
   size_t contentLength_ = 0;
-  size_t remaining_ = 0;  // payload bytes still due (Content-Length or chunk)
+  size_t remaining_ = 0;   // payload bytes still due (Content-Length or chunk)
   size_t pieceBytes_ = 0;  // the piece the last kPiece offered
   uint64_t streamMax_ = 0;
   uint64_t streamedBytes_ = 0;

@@ -32,19 +32,19 @@ struct HttpServer::ConnectionState {
   // The budget the body of the request being received holds; empty between
   // requests and for a body that arrived whole.
   BodyBudget::Reservation body;
-  MonoTime requestStart{};     // of the request whose line or headers are incomplete
-  TimerId headerTimer;         // valid while that request's deadline is armed
-  bool headerStarted = false;  // requestStart is set (the headers are not done)
-  bool closing = false;        // an answer with Connection: close is on its way
-  bool continueSent = false;   // "100 Continue" already sent for this request
-  bool linger = false;         // the client may still be sending: half-close, read on
-  bool offered = false;        // the connection taker has seen the first bytes
-  bool draining = false;       // the server drains: the next answer closes
-  bool answering = false;      // an answer handed off by the AsyncHandler is pending
-  bool heldInput = false;      // reading paused behind that answer
-  Timestamp lastActive;        // last bytes received (or the connection's start)
-  int handles = 0;             // StateHandles that own it (loop thread only)
-  bool bodyStoppedRead = false;  // reading stopped while the streamed body waits
+  MonoTime requestStart{};        // of the request whose line or headers are incomplete
+  TimerId headerTimer;            // valid while that request's deadline is armed
+  bool headerStarted = false;     // requestStart is set (the headers are not done)
+  bool closing = false;           // an answer with Connection: close is on its way
+  bool continueSent = false;      // "100 Continue" already sent for this request
+  bool linger = false;            // the client may still be sending: half-close, read on
+  bool offered = false;           // the connection taker has seen the first bytes
+  bool draining = false;          // the server drains: the next answer closes
+  bool answering = false;         // an answer handed off by the AsyncHandler is pending
+  bool heldInput = false;         // reading paused behind that answer
+  Timestamp lastActive;           // last bytes received (or the connection's start)
+  int handles = 0;                // StateHandles that own it (loop thread only)
+  bool bodyStoppedRead = false;   // reading stopped while the streamed body waits
   Route route = Route::kHandler;  // with a router: where the request goes
   // The pending answer's writer (owned by the handler's side).
   std::weak_ptr<Http1Writer> pending;
@@ -435,30 +435,38 @@ void HttpServer::onMessage(const TcpConnectionPtr& conn, Buffer* buf, Timestamp 
       state->linger = true;
       break;
     }
-    if (upgradeHandler_ && parser.request().header("Upgrade")) {
-      const Upgrade upgrade = tryUpgrade(conn, state, buf, &out);
-      if (upgrade == Upgrade::kTaken) return;  // `state` is gone; `out` was sent
-      if (upgrade == Upgrade::kRejected) {
-        state->closing = true;
-        state->linger = true;
-        break;
-      }
-    }
-    // Draining, the last request buffered gets Connection: close.
-    const bool lastOne = state->draining && buf->readableBytes() == 0;
-    const bool async = router_ ? state->route == Route::kAsync : static_cast<bool>(asyncHandler_);
-    const Answered answered =
-        async ? respondAsync(conn, state, parser.request(), &out, lastOne)
-        : respond(conn, parser.request(), &out, lastOne) ? Answered::kKeepAlive
-                                                         : Answered::kClose;
-    requestDone(state, answered == Answered::kClose);
-    if (answered == Answered::kPending) {  // `out` was sent
-      holdBehindAnswer(conn, state, buf);
-      return;
-    }
+    const Next next = answerRequest(conn, state, buf, &out);
+    if (next == Next::kReturn) return;
+    if (next == Next::kStop) break;
   }
   if (out.readableBytes() > 0) conn->send(&out);
   if (state->closing) finishClosing(conn, state, buf);
+}
+
+HttpServer::Next HttpServer::answerRequest(const TcpConnectionPtr& conn, ConnectionState* state,
+                                           Buffer* buf, Buffer* out) {
+  HttpParser& parser = state->parser;
+  if (upgradeHandler_ && parser.request().header("Upgrade")) {
+    const Upgrade upgrade = tryUpgrade(conn, state, buf, out);
+    if (upgrade == Upgrade::kTaken) return Next::kReturn;  // `state` is gone; `out` was sent
+    if (upgrade == Upgrade::kRejected) {
+      state->closing = true;
+      state->linger = true;
+      return Next::kStop;
+    }
+  }
+  // Draining, the last request buffered gets Connection: close.
+  const bool lastOne = state->draining && buf->readableBytes() == 0;
+  const bool async = router_ ? state->route == Route::kAsync : static_cast<bool>(asyncHandler_);
+  const Answered answered = async ? respondAsync(conn, state, parser.request(), out, lastOne)
+                            : respond(conn, parser.request(), out, lastOne) ? Answered::kKeepAlive
+                                                                            : Answered::kClose;
+  requestDone(state, answered == Answered::kClose);
+  if (answered == Answered::kPending) {  // `out` was sent
+    holdBehindAnswer(conn, state, buf);
+    return Next::kReturn;
+  }
+  return state->closing ? Next::kStop : Next::kParseOn;
 }
 
 bool HttpServer::offerFirstBytes(const TcpConnectionPtr& conn, ConnectionState* state,
@@ -807,10 +815,10 @@ HttpServer::Next HttpServer::startStreamed(const TcpConnectionPtr& conn, Connect
   HttpParser& parser = state->parser;
   const HttpRequest& request = parser.request();
   const auto expect = request.header("Expect");
-  auto body = std::make_shared<Http1RequestBody>(
-      gate_, conn, parser.announcedLength(),
-      request.version() == Version::kHttp11 && expect &&
-          detail::equalsIgnoreCase(*expect, "100-continue"));
+  auto body =
+      std::make_shared<Http1RequestBody>(gate_, conn, parser.announcedLength(),
+                                         request.version() == Version::kHttp11 && expect &&
+                                             detail::equalsIgnoreCase(*expect, "100-continue"));
   // Set before the handler runs: an answer it ends at once must find it.
   if (body->contentLength() != 0) state->streaming = body;
   const Answered answered = respondAsync(conn, state, request, out, state->draining, body);

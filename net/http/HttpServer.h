@@ -334,6 +334,9 @@ class HttpServer {
   // With a router, at a request's head: what onMessage does next.
   enum class Next { kParseOn, kStop, kReturn };
   Next routeHead(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf, Buffer* out);
+  // A complete request: the upgrade handler's turn, then its handler's.
+  Next answerRequest(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf,
+                     Buffer* out);
   // Route::kStreamedBody: the AsyncHandler now, the body after it.
   Next startStreamed(const TcpConnectionPtr& conn, ConnectionState* state, Buffer* buf,
                      Buffer* out);

@@ -1106,7 +1106,8 @@ TEST(HttpParserTest, StreamedBodiesComeInPiecesWhateverTheSplit) {
   const std::string chunked =
       "POST /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
       "5\r\nhello\r\n1;x=y\r\n \r\n5\r\nworld\r\n0\r\nT: v\r\n\r\nGET /next";
-  const std::string length = "POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello worldGET";
+  const std::string length =
+      "POST /u HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello worldGET";
   for (const size_t step : {size_t{1}, size_t{3}, size_t{1000}}) {
     Result last;
     std::string rest;
@@ -1125,8 +1126,9 @@ TEST(HttpParserTest, StreamedBodyBoundsAndAPieceLeftInPlace) {
   // Past streamBody()'s bound: 413 by Content-Length, and mid-chunks.
   streamAll("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\n", 100, 10, &last, &rest);
   EXPECT_EQ(last, Result::kError);
-  (void)streamAll("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n",
-                  100, 10, &last, &rest);
+  (void)streamAll(
+      "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n", 100,
+      10, &last, &rest);
   EXPECT_EQ(last, Result::kError);
 
   // A piece not taken stays at the front and grows with what arrives.

@@ -54,8 +54,7 @@ class ParseTrace {
   // old buffer is overwritten before it is freed, so a parser that kept a
   // pointer into it reads garbage even without ASan.
   [[nodiscard]] static ParseTrace run(std::string_view input, std::span<const size_t> pieces,
-                                      const HttpParser::Limits& limits,
-                                      Mode mode = Mode::kWhole);
+                                      const HttpParser::Limits& limits, Mode mode = Mode::kWhole);
 
   // Empty when the two traces are the same verdict: the same requests, field
   // by field, and the same end (the same error, or both waiting for more with
