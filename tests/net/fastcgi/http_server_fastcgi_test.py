@@ -286,6 +286,11 @@ def check_https(server, backend, root, fpm, certs):
         v = variables(body)
         if status != 200 or v.get("HTTPS") != "on" or v.get("REQUEST_SCHEME") != "https":
             fail(f"{backend}: HTTPS: {status} HTTPS={v.get('HTTPS')!r}")
+        # A body streamed to php-fpm from TLS plaintext.
+        body = os.urandom(3 * 1024 * 1024 + 5)
+        status, _, answer = request(sock, "/post.php", "POST", body)
+        if answer.decode() != f"{len(body)} {hashlib.md5(body).hexdigest()}":
+            fail(f"{backend}: HTTPS POST: {status} {answer[:200]!r}")
         sock.close()
     finally:
         proc.kill()
