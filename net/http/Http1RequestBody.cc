@@ -71,10 +71,6 @@ void Http1RequestBody::kick() {
 void Http1RequestBody::wake() {
   kicked_ = false;
   if (ended_ || holding()) return;
-  if (contentLength_ == 0) {
-    end(End::kComplete);  // no body: its end is all there is to deliver
-    return;
-  }
   if (const TcpConnectionPtr conn = conn_.lock()) HttpServer::bodyWanted(conn);
 }
 

@@ -820,7 +820,13 @@ HttpServer::Next HttpServer::startStreamed(const TcpConnectionPtr& conn, Connect
                                          request.version() == Version::kHttp11 && expect &&
                                              detail::equalsIgnoreCase(*expect, "100-continue"));
   // Set before the handler runs: an answer it ends at once must find it.
-  if (body->contentLength() != 0) state->streaming = body;
+  // No body at all: it ends kComplete at once (an end callback set later
+  // still hears it).
+  if (body->contentLength() != 0) {
+    state->streaming = body;
+  } else {
+    body->end(RequestBody::End::kComplete);
+  }
   const Answered answered = respondAsync(conn, state, request, out, state->draining, body);
   if (!state->streaming) {
     // No body: as any request answered.

@@ -101,6 +101,11 @@ TEST_P(RequestBodyReaderTest, ReadsEveryPieceInOrderWhileBusyElsewhere) {
   }
   ASSERT_TRUE(client.sendAll(chunked + "0\r\n\r\n"));
   EXPECT_TRUE(answerTo(client).ends_with(std::to_string(expected_.size()) + " same"));
+  // No body: the first read is the end.
+  ended_ = coro::Errc::kOk;
+  ASSERT_TRUE(client.sendAll("GET /u HTTP/1.1\r\nHost: t\r\n\r\n"));
+  EXPECT_TRUE(answerTo(client).ends_with("\r\n0 differs"));
+  EXPECT_EQ(ended_.load(), coro::Errc::kEof);
 }
 
 TEST_P(RequestBodyReaderTest, ClientResetEndsTheRead) {
