@@ -253,6 +253,12 @@ void HttpServer::setAsyncHandler(AsyncHandler handler) {
   asyncHandler_ = std::move(handler);
 }
 
+void HttpServer::setRouter(Router router) {
+  if (started_)
+    throw std::logic_error("HttpServer " + server_.name() + ": setRouter() after start()");
+  router_ = std::move(router);
+}
+
 void HttpServer::setUpgradeHandler(UpgradeHandler handler) {
   if (started_)
     throw std::logic_error("HttpServer " + server_.name() + ": setUpgradeHandler() after start()");

@@ -51,6 +51,8 @@ class Shared : public Service {
       config_.limits = serverOptions_.limits;
       config_.handler = server_->handler();
       config_.asyncHandler = server_->asyncHandler();
+      config_.router = server_->router();
+      config_.maxStreamedBodyBytes = serverOptions_.maxStreamedBodyBytes;
       config_.gate = server_->writerGate();
       config_.writer = serverOptions_.writer;
       config_.bodyBudget = server_->bodyBudget();
