@@ -635,6 +635,15 @@ uint64_t ServerSession::progressNeeded(Duration window) const {
   return std::max<uint64_t>(1, std::min(byRate, unsentBytes_));
 }
 
+size_t ServerSession::answersAwaited() const {
+  size_t awaited = 0;
+  for (const auto& [id, stream] : streams_) {
+    const bool whole = stream->submitted && (!stream->streaming || stream->finished);
+    if (stream->answered && !whole) ++awaited;
+  }
+  return awaited;
+}
+
 int ServerSession::stopIfFailed() const { return failed_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0; }
 
 ServerSession::Stream* ServerSession::streamFor(int32_t id) {

@@ -129,6 +129,10 @@ class ServerSession {
   // Answers submitted and not yet finished (streams that owe the client
   // bytes), and the response bytes produced so far.
   [[nodiscard]] size_t pendingResponses() const { return pending_; }
+  // Streams whose handler still owes the whole of its answer (an
+  // AsyncHandler's writer not finished): the connection waits, it is not
+  // idle.
+  [[nodiscard]] size_t answersAwaited() const;
   [[nodiscard]] uint64_t responseBytes() const { return responseBytes_; }
   // The response bytes a connection with answers pending must produce in
   // the next `window` to count as progressing: Options::minSendRate over

@@ -261,6 +261,21 @@ def answer_before_body(port):
     c.conn.close()
 
 
+def idle_spares_pending(binary, backend):
+    server = Server(binary, backend, "--idle-ms", "500")
+    c = Client(server.port)
+    # Three idle timeouts with nothing on the wire: the answer is pending.
+    check(c.get(1, "/later?ms=1500") == b"later 1500\n", "pending answer")
+    c.conn.close()
+    # A connection with nothing pending is still closed.
+    idle = Client(server.port)
+    start = time.monotonic()
+    while idle.pump():
+        check(time.monotonic() - start < WAIT, "an idle HTTP/2 connection was kept")
+    idle.conn.close()
+    server.stop()
+
+
 def main():
     binary = sys.argv[1]
     random.seed(44)
@@ -276,6 +291,7 @@ def main():
         too_large(server.port)
         answer_before_body(server.port)
         server.stop()
+        idle_spares_pending(binary, backend)
         print("ok: %s" % backend)
 
 
