@@ -845,7 +845,7 @@ void ServerSession::serveReady() {
 void ServerSession::settle() {
   serveReady();
   deliverBodies();  // to handlers just run, too
-  grantWindows();  // the bodies just handed over left the pool
+  grantWindows();   // the bodies just handed over left the pool
 }
 
 void ServerSession::answer(Stream* stream) {

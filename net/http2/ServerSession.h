@@ -26,6 +26,11 @@
 //   past it), without waiting for the rest; a request the server-wide budget
 //   cannot take is answered 503; either way the stream is then reset
 //   (RST_STREAM NO_ERROR, RFC 9113 8.1) and its window never reopened.
+// - request bodies in pieces (Config::router, Route::kStreamedBody): the
+//   handler runs when the head is complete and takes the body through an
+//   Http2RequestBody; the stream's window is granted only once what it
+//   holds has been delivered to a consumer that is not paused (at most one
+//   stream window held per stream), outside the pool and the budget.
 //
 // Handlers run inside receive() and produce(), on the caller's thread;
 // anything they throw is caught (a 500 for that stream). One thread at a

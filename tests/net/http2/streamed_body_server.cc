@@ -12,8 +12,8 @@
 // --max-streamed N sets maxStreamedBodyBytes; --idle-ms N the idle timeout.
 // One loop: the counters are the loop thread's.
 #include <charconv>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -119,8 +119,9 @@ void handle(const HttpRequest& request, const ResponseWriterPtr& writer, Stats* 
                        " paused_received=" + std::to_string(received) + "\n");
   } else if (path == "/later") {
     const long ms = queryNumber(request.query(), "ms=", 100);
-    writer->loop()->runAfter(std::chrono::milliseconds(ms),
-                             [writer, ms] { answer(writer, "later " + std::to_string(ms) + "\n"); });
+    writer->loop()->runAfter(std::chrono::milliseconds(ms), [writer, ms] {
+      answer(writer, "later " + std::to_string(ms) + "\n");
+    });
   } else {
     answer(writer, "not found\n", 404);
   }
@@ -156,8 +157,9 @@ int main(int argc, char* argv[]) {
                ? HttpServer::Route::kStreamedBody
                : HttpServer::Route::kAsync;
   });
-  server.setAsyncHandler(
-      [&stats](const HttpRequest& request, ResponseWriterPtr writer) { handle(request, writer, &stats); });
+  server.setAsyncHandler([&stats](const HttpRequest& request, ResponseWriterPtr writer) {
+    handle(request, writer, &stats);
+  });
   const std::shared_ptr<libnet::http2::Service> h2 = libnet::http2::serve(server, {});
   libnet::SignalSet signals(&loop, {SIGINT, SIGTERM}, [&](int) {
     server.drain(std::chrono::seconds(5), [&loop] { loop.quit(); });
