@@ -1163,8 +1163,15 @@ void ServerSession::deliverBody(int32_t id) {
   body->deliver();
   if (body->ended()) {
     streamed_.erase(id);
-    // Its consumer threw: the answer fails with it.
-    if (!stream->finished && !(stream->submitted && !stream->streaming)) writerAbort(id);
+    // Its consumer threw: the answer fails with it, and a client still
+    // sending is told to stop once the answer is out.
+    if (!stream->finished && !(stream->submitted && !stream->streaming)) {
+      if (!stream->remoteEnded) stream->resetAfterAnswer = true;
+      // The writer's later calls (its destructor's abort among them) find
+      // the answer over.
+      if (const std::shared_ptr<Http2Writer> writer = stream->writer.lock()) writer->markEnded();
+      writerAbort(id);
+    }
     return;
   }
   if (stream->remoteEnded && body->held() == 0) {

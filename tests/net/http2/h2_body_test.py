@@ -12,7 +12,8 @@ test's own, on each backend:
 - a Content-Length past maxStreamedBodyBytes: 413 at once, no handler run;
   a body without one that runs past it: RST_STREAM, kAborted;
 - an answer before the body's end: the answer, then RST_STREAM NO_ERROR,
-  the body kAborted, and the connection serves the next stream;
+  the body kAborted, and the connection serves the next stream; a consumer
+  that throws: 500, then RST_STREAM NO_ERROR;
 - the idle timeout spares a connection whose answer is pending (an answer
   three idle timeouts later arrives) and still closes a truly idle one.
 
@@ -261,6 +262,20 @@ def answer_before_body(port):
     c.conn.close()
 
 
+def consumer_throws(port):
+    c = Client(port)
+    c.open(1, "/throw", length=100000)
+    c.send_some(1, random.randbytes(100000), 0, limit=1000)
+    deadline = time.monotonic() + WAIT
+    while 1 not in c.resets:
+        check(time.monotonic() < deadline and c.pump(), "no reset after the failed consumer: %s" %
+              summary(c.conn.frames))
+    check(c.status.get(1) == "500" and 1 in c.ended, "a consumer that threw: %s" % c.status.get(1))
+    check(c.resets[1] == NO_ERROR, "500 then %s" % error_name(c.resets[1]))
+    check(b"handled=" in c.get(3, "/stats"), "the connection after a failed consumer")
+    c.conn.close()
+
+
 def idle_spares_pending(binary, backend):
     server = Server(binary, backend, "--idle-ms", "500")
     c = Client(server.port)
@@ -290,6 +305,7 @@ def main():
         reset_mid_body(server.port)
         too_large(server.port)
         answer_before_body(server.port)
+        consumer_throws(server.port)
         server.stop()
         idle_spares_pending(binary, backend)
         print("ok: %s" % backend)

@@ -6,6 +6,7 @@
 //                  body is
 //   POST /paused   the same, with its consumer paused until GET /resume
 //   POST /early    answered at once, before its body is read
+//   POST /throw    its data callback throws (the answer fails: 500)
 //   GET  /resume   resumes every paused body
 //   GET  /stats    "handled=H completed=C aborted=A paused_received=R"
 //   GET  /later?ms=N  answered by a loop timer N ms later (the body whole)
@@ -16,6 +17,7 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,6 +108,11 @@ void handle(const HttpRequest& request, const ResponseWriterPtr& writer, Stats* 
       if (end == RequestBody::End::kAborted) ++stats->aborted;
     });
     answer(writer, "early\n");
+  } else if (path == "/throw") {
+    // It holds the writer, as a consumer does: the failure, not a writer
+    // dropped unanswered, fails the answer.
+    writer->requestBody()->setDataCallback(
+        [writer](std::string_view) { throw std::runtime_error("the consumer failed"); });
   } else if (path == "/resume") {
     for (const RequestBodyPtr& body : stats->paused) body->resume();
     answer(writer, "resumed " + std::to_string(stats->paused.size()) + "\n");
@@ -153,7 +160,7 @@ int main(int argc, char* argv[]) {
   Stats stats;
   server.setRouter([](const HttpRequest& head) {
     const std::string_view path = head.path();
-    return path == "/upload" || path == "/paused" || path == "/early"
+    return path == "/upload" || path == "/paused" || path == "/early" || path == "/throw"
                ? HttpServer::Route::kStreamedBody
                : HttpServer::Route::kAsync;
   });
