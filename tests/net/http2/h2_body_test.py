@@ -8,6 +8,7 @@ test's own, on each backend:
   and gets no WINDOW_UPDATE for it, the server delivered nothing; resumed,
   the upload completes;
 - RST_STREAM mid-body: the body ends kAborted, the connection serves on;
+  the connection closed mid-body: kAborted;
 - four uploads at once on one connection, each checked by its hash;
 - a Content-Length past maxStreamedBodyBytes: 413 at once, no handler run;
   a body without one that runs past it: RST_STREAM, kAborted;
@@ -29,7 +30,7 @@ import time
 
 from h2peer import (DATA, END_STREAM, HEADERS, NO_ERROR, RST_STREAM, SETTINGS,
                     WINDOW_UPDATE, CANCEL, INITIAL_WINDOW_SIZE, MAX_WINDOW, WAIT, Conn, Server,
-                    check, data_frame, error_name, fail, rst_frame, summary)
+                    check, data_frame, error_name, rst_frame, summary, wait_until)
 
 FRAME = 16384
 MAX_STREAMED = 100000
@@ -206,6 +207,17 @@ def reset_mid_body(port):
     c.conn.close()
 
 
+def close_mid_body(port):
+    before = int(stats(port)["aborted"])
+    c = Client(port)
+    c.open(1, "/upload", length=90000)
+    c.send_some(1, random.randbytes(90000), 0, limit=30000)
+    c.get(3, "/stats")  # the upload's handler has run
+    c.conn.close()
+    check(wait_until(lambda: int(stats(port)["aborted"]) == before + 1) is not None,
+          "a body cut by the connection's close did not end kAborted")
+
+
 def concurrent_uploads(port):
     uploads = {s: random.randbytes(400000 + s) for s in (1, 3, 5, 7)}
     c = Client(port)
@@ -303,6 +315,7 @@ def main():
         concurrent_uploads(big.port)
         big.stop()
         reset_mid_body(server.port)
+        close_mid_body(server.port)
         too_large(server.port)
         answer_before_body(server.port)
         consumer_throws(server.port)
