@@ -110,12 +110,14 @@ target_spec() {
     http2)
       sources=(tests/net/http2/fuzz/Http2SessionFuzzer.cc tests/net/http2/fuzz/FrameCheck.cc
         tests/net/http2/fuzz/FuzzHandler.cc net/http2/ServerSession.cc net/http2/Http2Writer.cc
+        net/http2/Http2RequestBody.cc
         net/http/WriterGate.cc net/EventLoopBase.cc net/BufferPool.cc net/http/HttpRequest.cc
         net/http/BodyBudget.cc net/http/HttpResponse.cc net/http/HttpDate.cc net/http/RequestTarget.cc net/Buffer.cc
         net/BufferStorage.cc base/Logging.cc base/LogStream.cc base/Timestamp.cc
         base/CurrentThread.cc)
       headers=(tests/net/http2/fuzz/FrameCheck.h tests/net/http2/fuzz/FuzzHandler.h
-        net/http2/ServerSession.h net/http2/Http2Writer.h net/http/WriterGate.h
+        net/http2/ServerSession.h net/http2/Http2Writer.h net/http2/Http2RequestBody.h
+        net/http/WriterGate.h net/http/RequestBody.h
         net/http/ResponseWriter.h net/http2/Options.h net/http/HttpRequest.h
         net/http/BodyBudget.h net/http/HttpResponse.h net/http/HttpDate.h net/http/HttpParser.h net/http/HttpServer.h
         net/Buffer.h net/BufferStorage.h base/Logging.h base/Guarded.h)

@@ -202,6 +202,7 @@ HttpServer::HttpServer(EventLoop* loop, const SocketAddress& listenAddr, std::st
     : options_(checked(options)),
       bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
       gate_(std::make_shared<WriterGate>()),
+      busyCheck_(std::make_shared<BusyCheck>()),
       server_(loop, listenAddr, std::move(name), tcpOptions(options_)) {
   takeCallbacks();
 }
@@ -211,6 +212,7 @@ HttpServer::HttpServer(EventLoop* loop, std::vector<UniqueFd> listeningSockets, 
     : options_(checked(options)),
       bodyBudget_(std::make_shared<BodyBudget>(options_.maxBufferedBodyBytes)),
       gate_(std::make_shared<WriterGate>()),
+      busyCheck_(std::make_shared<BusyCheck>()),
       server_(loop, std::move(listeningSockets), std::move(name), tcpOptions(options_)) {
   takeCallbacks();
 }
@@ -238,15 +240,17 @@ void HttpServer::takeCallbacks() {
   server_.setDrainCallback(
       [grace = options_.drainGrace](const TcpConnectionPtr& conn) { onDrain(conn, grace); });
   // A connection waiting for its answer is not idle, as long as nothing of
-  // it is stuck in the output (a client that stopped reading is).
-  server_.setIdleCallback([](const TcpConnectionPtr& conn) {
+  // it is stuck in the output (a client that stopped reading is); one
+  // handed over is asked through the busy check.
+  server_.setIdleCallback([busy = busyCheck_](const TcpConnectionPtr& conn) {
     const ConnectionState* state = stateOf(conn);
     if (state != nullptr && state->streaming) {
       // A body the handler holds back (not asked for yet, or paused) waits
       // on the server; one it reads from a silent client is idle.
       if (state->streaming->holding()) return;
-    } else if (state != nullptr && state->answering && conn->queuedOutputBytes() == 0) {
-      return;
+    } else if (conn->queuedOutputBytes() == 0) {
+      if (state != nullptr && state->answering) return;
+      if (state == nullptr && *busy && (*busy)(conn)) return;
     }
     LOG_DEBUG << conn->name() << " is idle, closing it";
     conn->forceClose();
@@ -269,6 +273,12 @@ void HttpServer::setRouter(Router router) {
   if (started_)
     throw std::logic_error("HttpServer " + server_.name() + ": setRouter() after start()");
   router_ = std::move(router);
+}
+
+void HttpServer::setBusyCheck(BusyCheck check) {
+  if (started_)
+    throw std::logic_error("HttpServer " + server_.name() + ": setBusyCheck() after start()");
+  *busyCheck_ = std::move(check);
 }
 
 void HttpServer::setUpgradeHandler(UpgradeHandler handler) {

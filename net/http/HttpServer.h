@@ -245,6 +245,15 @@ class HttpServer {
   void setRouter(Router router);
   void setUpgradeHandler(UpgradeHandler handler);
   void setConnectionTaker(ConnectionTaker taker);
+  // Whether a connection the server has handed over (to the connection
+  // taker, or to an upgrade handler) is busy when the idle timeout finds it
+  // quiet: waiting on work of its own, such as an HTTP/2 stream whose
+  // answer is still to come. A busy connection with nothing stuck in its
+  // output is kept, and comes round again one idle timeout later; any
+  // other is closed as idle. Called on the connection's loop thread; must
+  // not throw. http2::serve() sets it.
+  using BusyCheck = std::function<bool(const TcpConnectionPtr&)>;
+  void setBusyCheck(BusyCheck check);
   // Before start(): called once on this loop when drain() starts, for the
   // connections the server has handed over (HTTP/2 registers its GOAWAY
   // here; a WebSocket application may close its own). A connection taken
@@ -393,6 +402,8 @@ class HttpServer {
   // Shared with every connection's reservation, which may outlive the server.
   std::shared_ptr<BodyBudget> bodyBudget_;
   std::shared_ptr<WriterGate> gate_;
+  // Shared with the idle callback, which may run on an I/O loop.
+  std::shared_ptr<BusyCheck> busyCheck_;
   // Declared last, so destroyed first: its callbacks use this object's
   // members (the handler, the options, the budget), and with I/O threads they
   // run until ~TcpServer has stopped the acceptors and joined those threads.

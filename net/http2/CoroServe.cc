@@ -1,6 +1,8 @@
 #include "net/http2/CoroServe.h"
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string_view>
@@ -10,6 +12,7 @@
 #include "net/coro/Cancel.h"
 #include "net/coro/Errc.h"
 #include "net/coro/Input.h"
+#include "net/http/WriterGate.h"
 
 // Every co_await here is a statement or an initializer of its own: GCC 12
 // miscompiles some co_await expressions nested in larger ones (a
@@ -86,6 +89,49 @@ class Deadlines {
   uint64_t needed_ = 0;  // what it must move
 };
 
+// What ends a wait on the client's input early: an answer written later
+// (AsyncHandler) queued frames, or a request body's consumer resumed (the
+// session's wake), or the stop request. A stop_source is one-shot: a new one
+// for each wait after a wake.
+class Waker {
+ public:
+  void wake() { source_.request_stop(); }
+  [[nodiscard]] std::stop_token token() {
+    if (source_.stop_requested()) source_ = std::stop_source();
+    return source_.get_token();
+  }
+  [[nodiscard]] bool woken() const { return source_.stop_requested(); }
+
+ private:
+  std::stop_source source_;
+};
+
+// A gate of the connection's own for the writers it hands out when the
+// configuration brings none: closed when the connection is done, so that a
+// writer kept by another thread touches nothing after.
+class OwnGate {
+ public:
+  explicit OwnGate(bool needed) : gate_(needed ? std::make_shared<http::WriterGate>() : nullptr) {}
+  ~OwnGate() {
+    if (gate_) gate_->close();
+  }
+  OwnGate(const OwnGate&) = delete;
+  OwnGate& operator=(const OwnGate&) = delete;
+  [[nodiscard]] const std::shared_ptr<http::WriterGate>& get() const { return gate_; }
+
+ private:
+  std::shared_ptr<http::WriterGate> gate_;
+};
+
+// The configuration, with a gate of the connection's own when answers may
+// come later and it has none.
+ServerSession::Config withGate(const ServerSession::Config& config,
+                               const std::shared_ptr<http::WriterGate>& gate) {
+  ServerSession::Config copy = config;
+  copy.gate = gate;
+  return copy;
+}
+
 Duration until(MonoTime at) { return std::max(Duration::zero(), at - MonoClock::now()); }
 
 // Feeds the unread input to the session (or drops it once the session has
@@ -161,7 +207,16 @@ coro::Task<Errc> waitOnce(coro::Stream& stream, Buffer* out, bool drain, std::op
 
 coro::Task<> serveConnection(coro::Stream& stream, const ServerSession::Config& config,
                              Duration headerTimeout, Duration idleTimeout, std::stop_token stop) {
-  ServerSession session(config, stream.connection()->name());
+  const bool later = (config.asyncHandler || config.router) && !config.gate;
+  const OwnGate gate(later);
+  const std::optional<ServerSession::Config> own =
+      later ? std::optional(withGate(config, gate.get())) : std::nullopt;
+  ServerSession session(own ? *own : config, stream.connection()->name());
+  // Writers reach the session on this loop, and find the connection's loop
+  // through it; what they queue wakes the wait on input.
+  session.setConnection(stream.connection());
+  Waker waker;
+  session.setWake([&waker] { waker.wake(); });
   Deadlines deadlines(headerTimeout, idleTimeout);
   // This connection's frames of one write. Its own, not one per thread: a
   // write under back-pressure suspends with them handed over.
@@ -182,10 +237,13 @@ coro::Task<> serveConnection(coro::Stream& stream, const ServerSession::Config& 
     const Deadlines::Kind kind = deadlines.next(&at);
     const bool bounded = kind != Deadlines::Kind::kNone;
     if (out.readableBytes() == 0 && !drain && (!ok || eof || session.finished())) break;
-    // A read waits for the stop request too, until it has been acted on (a
-    // token that cannot stop costs no registration); a write goes on, under
-    // the stall deadline.
-    const std::stop_token watch = goingAway ? std::stop_token() : stop;
+    // A read waits for a wake, and for the stop request too until it has
+    // been acted on; a write goes on, under the stall deadline.
+    const std::stop_token watch = waker.token();
+    const std::optional<std::stop_callback<std::function<void()>>> forward =
+        goingAway ? std::nullopt
+                  : std::optional<std::stop_callback<std::function<void()>>>(
+                        std::in_place, stop, [&waker] { waker.wake(); });
     const Errc result =
         co_await waitOnce(stream, &out, drain, bounded ? std::optional(at) : std::nullopt, watch);
     if (result == Errc::kTimedOut && bounded) {
@@ -195,8 +253,8 @@ coro::Task<> serveConnection(coro::Stream& stream, const ServerSession::Config& 
     }
     if (result == Errc::kEof) {
       eof = true;
-    } else if (result == Errc::kCancelled && !goingAway && stop.stop_requested()) {
-      continue;  // the GOAWAY goes out at the top
+    } else if (result == Errc::kCancelled && (waker.woken() || stop.stop_requested())) {
+      continue;  // the GOAWAY, or what a writer queued, goes out at the top
     } else if (result != Errc::kOk) {
       co_return;  // closed, or a scope of the caller's ended
     }

@@ -1,7 +1,12 @@
 // http2::serveConnection(): one HTTP/2 connection served by a coroutine
 // (net/coro/), the coroutine twin of the callback glue (Http2Server.cc): the
 // same ServerSession, answering with the same handler, under the same
-// deadlines.
+// deadlines. The configuration's asyncHandler and router are honoured as
+// HttpServer's HTTP/2 front end honours them (answers that come later,
+// request bodies in pieces): a writer reaches the connection through
+// config.gate, or, when that is null, through a gate of the connection's
+// own that closes when this task ends; what a writer queues (from any
+// thread) wakes the task out of its wait on input.
 //
 //   coro::serve(server, [&](coro::Stream stream) -> coro::Task<> {
 //     // ... the caller has read the client preface (or chose h2 by ALPN)

@@ -51,6 +51,8 @@ class Shared : public Service {
       config_.limits = serverOptions_.limits;
       config_.handler = server_->handler();
       config_.asyncHandler = server_->asyncHandler();
+      config_.router = server_->router();
+      config_.maxStreamedBodyBytes = serverOptions_.maxStreamedBodyBytes;
       config_.gate = server_->writerGate();
       config_.writer = serverOptions_.writer;
       config_.bodyBudget = server_->bodyBudget();
@@ -376,6 +378,12 @@ std::shared_ptr<Service> serve(http::HttpServer& server, Options options) {
   // HttpServer::drain: GOAWAY to every HTTP/2 connection, and at once to
   // those taken later.
   server.addDrainListener([shared] { shared->goAway(nullptr); });
+  // The idle timeout spares a connection whose answers are still to come,
+  // as HTTP/1.1's; the rate check of answers being sent stays.
+  server.setBusyCheck([](const TcpConnectionPtr& conn) {
+    const std::shared_ptr<Link> link = linkOf(conn);
+    return link != nullptr && !link->ending && link->session.answersAwaited() > 0;
+  });
   return shared;
 }
 

@@ -28,6 +28,11 @@
 // protocols). serve() throws std::invalid_argument for options that cannot work together
 // (ServerSession::validate()).
 //
+// The server's AsyncHandler and router (HttpServer::setRouter: request
+// bodies in pieces, docs/http2.md) answer HTTP/2 as they answer HTTP/1.1;
+// serve() also sets the server's busy check (HttpServer::setBusyCheck), so
+// that the idle timeout spares a connection whose answers are still to come.
+//
 // Call serve() after setHandler() and before start(). The Service may be
 // dropped: connections keep what they need.
 #pragma once

@@ -55,6 +55,11 @@ class Http2Writer final : public http::ResponseWriter,
   [[nodiscard]] bool closed() const override { return closed_.load(std::memory_order_acquire); }
   [[nodiscard]] size_t queuedBytes() const override;
   [[nodiscard]] EventLoop* loop() const override { return loop_; }
+  [[nodiscard]] http::RequestBodyPtr requestBody() const override { return body_; }
+
+  // Before the writer is handed to the handler: the body streamed to it
+  // (HttpServer::Route::kStreamedBody).
+  void setRequestBody(http::RequestBodyPtr body) { body_ = std::move(body); }
 
   // The session's side, on the loop.
   [[nodiscard]] bool ended() const { return ended_.load(std::memory_order_acquire); }
@@ -82,6 +87,7 @@ class Http2Writer final : public http::ResponseWriter,
   const Anchor session_;
   const int32_t stream_;
   const Options options_;
+  http::RequestBodyPtr body_;  // set before the handler has the writer
 
   std::atomic<bool> ended_{false};
   std::atomic<bool> closed_{false};

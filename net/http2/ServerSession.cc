@@ -21,6 +21,7 @@
 #include "net/http/HttpDate.h"
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
+#include "net/http2/Http2RequestBody.h"
 #include "net/http2/Http2Writer.h"
 
 namespace libnet::http2 {
@@ -72,6 +73,10 @@ struct ServerSession::Stream {
   bool finished = false;
   std::optional<size_t> declared;
   size_t erased = 0;
+  // Which handler answers (HttpServer::Route); with kStreamedBody, the body
+  // handed to it in pieces.
+  http::HttpServer::Route route = http::HttpServer::Route::kHandler;
+  std::shared_ptr<Http2RequestBody> streamedBody;
 };
 
 namespace {
@@ -372,7 +377,12 @@ struct ServerSession::Callbacks {
     // once: what a connection holds is bounded by its streams' windows.
     s->unconsumed_ += length;
     Stream* stream = s->streamFor(id);
-    if (stream == nullptr || !stream->receiving || stream->overrun) return 0;
+    if (stream == nullptr || stream->overrun) return 0;
+    if (stream->streamedBody) {
+      s->appendStreamed(stream, view(data, length));
+      return 0;
+    }
+    if (!stream->receiving) return 0;
     std::string& body = stream->request.body();
     if (body.size() + length > s->config_.limits.maxBodyBytes) {
       s->refuse(stream, 413);
@@ -532,6 +542,7 @@ ServerSession::~ServerSession() {
   // hear that the connection is gone.
   *anchor_ = nullptr;
   for (const auto& [id, stream] : streams_) {
+    if (stream->streamedBody) endStreamedBody(stream.get(), /*complete=*/false);
     if (const std::shared_ptr<Http2Writer> writer = stream->writer.lock()) writer->onStreamClosed();
   }
   nghttp2_session_del(session_);
@@ -597,7 +608,8 @@ void ServerSession::produce(Buffer* out, size_t budget) {
 }
 
 bool ServerSession::wantsWrite() const {
-  return nghttp2_session_want_write(session_) != 0 || mayServe();
+  // A body's consumer that came or resumed is served from produce() too.
+  return nghttp2_session_want_write(session_) != 0 || mayServe() || bodiesWaiting_;
 }
 
 bool ServerSession::finished() const {
@@ -623,6 +635,15 @@ uint64_t ServerSession::progressNeeded(Duration window) const {
   return std::max<uint64_t>(1, std::min(byRate, unsentBytes_));
 }
 
+size_t ServerSession::answersAwaited() const {
+  size_t awaited = 0;
+  for (const auto& [id, stream] : streams_) {
+    const bool whole = stream->submitted && (!stream->streaming || stream->finished);
+    if (stream->answered && !whole) ++awaited;
+  }
+  return awaited;
+}
+
 int ServerSession::stopIfFailed() const { return failed_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0; }
 
 ServerSession::Stream* ServerSession::streamFor(int32_t id) {
@@ -641,6 +662,7 @@ void ServerSession::closeStream(int32_t id, uint32_t errorCode) {
   if (errorCode != NGHTTP2_NO_ERROR && !stream->answered) {
     LOG_DEBUG << name_ << ": stream " << id << " closed before its answer, code " << errorCode;
   }
+  if (stream->streamedBody) endStreamedBody(stream, /*complete=*/false);
   if (const std::shared_ptr<Http2Writer> writer = stream->writer.lock()) writer->onStreamClosed();
   stopReceiving(stream, /*dropBody=*/true);
   releaseAnswer(stream);
@@ -651,9 +673,12 @@ void ServerSession::closeStream(int32_t id, uint32_t errorCode) {
 
 void ServerSession::headersDone(Stream* stream, bool endStream) {
   if (stream->refuse == 0) stream->refuse = prepare(stream);
+  if (stream->refuse == 0) stream->refuse = route(stream);
   stream->remoteEnded = endStream;
   if (stream->refuse != 0) {
     refuse(stream, stream->refuse);
+  } else if (stream->route == http::HttpServer::Route::kStreamedBody) {
+    beginStreamedBody(stream);
   } else if (endStream) {
     ready_.push_back(stream->id);
   } else {
@@ -705,6 +730,10 @@ void ServerSession::beginBody(Stream* stream) {
 
 void ServerSession::requestDone(Stream* stream) {
   stream->remoteEnded = true;
+  if (stream->streamedBody) {
+    bodiesWaiting_ = true;  // its end goes out after what is held
+    return;
+  }
   if (!stream->receiving) return;  // refused already, or not a request
   stopReceiving(stream, /*dropBody=*/false);
   ready_.push_back(stream->id);
@@ -752,8 +781,10 @@ void ServerSession::grantWindows() {
   const size_t kept = size_t{config_.options.maxConcurrentStreams} * first;
   size_t beyond = 0;
   for (const auto& [id, stream] : streams_) {
-    const size_t holds =
-        stream->request.body().size() + (stream->receiving ? credit(stream.get()) : 0);
+    const bool streaming = stream->streamedBody && !stream->streamedBody->ended();
+    const size_t holds = stream->request.body().size() +
+                         (stream->receiving || streaming ? credit(stream.get()) : 0) +
+                         (streaming ? stream->streamedBody->held() : 0);
     beyond += holds > first ? holds - first : 0;
   }
   size_t free = pool_ > kept + beyond ? pool_ - kept - beyond : 0;
@@ -813,12 +844,13 @@ void ServerSession::serveReady() {
 
 void ServerSession::settle() {
   serveReady();
-  grantWindows();  // the bodies just handed over left the pool
+  deliverBodies();  // to handlers just run, too
+  grantWindows();   // the bodies just handed over left the pool
 }
 
 void ServerSession::answer(Stream* stream) {
   stream->answered = true;
-  if (stream->refuse == 0 && config_.asyncHandler) {
+  if (stream->refuse == 0 && stream->route != http::HttpServer::Route::kHandler) {
     answerLater(stream);
     return;
   }
@@ -958,6 +990,7 @@ void ServerSession::answerLater(Stream* stream) {
   auto writer = std::make_shared<Http2Writer>(config_.gate, conn ? conn->loop() : nullptr, anchor_,
                                               id, config_.writer);
   stream->writer = writer;
+  writer->setRequestBody(stream->streamedBody);
   const bool returned = conn && config_.gate && callGuarded(HandlerOf{name_}, [&] {
                           config_.asyncHandler(stream->request, writer);
                         });
@@ -974,6 +1007,7 @@ bool ServerSession::writerRespond(int32_t id, HttpResponse response) {
   if (stream == nullptr || stream->submitted) return false;
   stream->submitted = true;
   submitResponse(stream, &response);
+  answerEndsBody(stream);
   wake();
   return true;
 }
@@ -1017,6 +1051,7 @@ void ServerSession::writerFinish(int32_t id) {
     return;
   }
   stream->finished = true;
+  answerEndsBody(stream);
   nghttp2_session_resume_data(session_, id);
   wake();
 }
@@ -1036,12 +1071,152 @@ void ServerSession::writerAbort(int32_t id) {
 void ServerSession::resetStream(Stream* stream) {
   // Never a half answer passed off as whole: the client sees the reset.
   stream->finished = true;
+  if (stream->streamedBody) endStreamedBody(stream, /*complete=*/false);
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_INTERNAL_ERROR);
   wake();
 }
 
 void ServerSession::wake() {
   if (!busy_ && wake_) wake_();
+}
+
+}  // namespace libnet::http2
+
+namespace libnet::http2 {
+
+// --- Request bodies in pieces (Http2RequestBody) ---
+
+int ServerSession::route(Stream* stream) {
+  using Route = http::HttpServer::Route;
+  if (!config_.router) {
+    stream->route = config_.asyncHandler ? Route::kAsync : Route::kHandler;
+    return 0;
+  }
+  const bool chosen =
+      callGuarded(HandlerOf{name_}, [&] { stream->route = config_.router(stream->request); });
+  if (!chosen) return 500;
+  const bool handled =
+      stream->route == Route::kHandler ? bool(config_.handler) : bool(config_.asyncHandler);
+  return handled ? 0 : 500;
+}
+
+void ServerSession::beginStreamedBody(Stream* stream) {
+  const uint64_t max = config_.maxStreamedBodyBytes;
+  if (max != 0 && stream->declaredLength && *stream->declaredLength > max) {
+    refuse(stream, 413);  // before a byte of it is sent
+    return;
+  }
+  // Not held whole: the body budget is not drawn on; the stream's window is.
+  stream->bodyShare.release();
+  const int64_t length =
+      stream->declaredLength
+          ? static_cast<int64_t>(std::min<uint64_t>(*stream->declaredLength, INT64_MAX))
+          : -1;
+  stream->streamedBody = std::make_shared<Http2RequestBody>(anchor_, stream->id, length);
+  streamed_.emplace(stream->id, stream);
+  bodiesWaiting_ = true;  // an empty body ends at once
+  // The handler runs now, not in turn behind complete requests: the body
+  // waits for its consumer, and a client resetting the stream right after
+  // its head must find one to tell.
+  answer(stream);
+}
+
+bool ServerSession::appendStreamed(Stream* stream, std::string_view data) {
+  Http2RequestBody& body = *stream->streamedBody;
+  if (body.ended()) return true;  // the answer is over: the rest is dropped
+  const uint64_t max = config_.maxStreamedBodyBytes;
+  if (max != 0 && body.arrived() + data.size() > max) {
+    LOG_DEBUG << name_ << ": the body of stream " << stream->id << " is past "
+              << "maxStreamedBodyBytes";
+    endStreamedBody(stream, /*complete=*/false);
+    // The answer is cut off with it: the writer hears the stream close.
+    stream->finished = true;
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_CANCEL);
+    return false;
+  }
+  body.append(data);
+  if (body.flowing()) bodiesWaiting_ = true;
+  return true;
+}
+
+void ServerSession::bodyResumed(int32_t id) {
+  if (streamed_.count(id) == 0) return;
+  bodiesWaiting_ = true;
+  wake();
+}
+
+void ServerSession::deliverBodies() {
+  if (!bodiesWaiting_ || failed_) return;
+  bodiesWaiting_ = false;
+  // The callbacks may end bodies (and so leave streamed_): by id.
+  std::vector<int32_t> ids;
+  ids.reserve(streamed_.size());
+  for (const auto& [id, stream] : streamed_) ids.push_back(id);
+  for (const int32_t id : ids) deliverBody(id);
+}
+
+void ServerSession::deliverBody(int32_t id) {
+  Stream* stream = streamFor(id);
+  if (stream == nullptr || !stream->streamedBody) return;
+  const std::shared_ptr<Http2RequestBody> body = stream->streamedBody;  // the callback may end it
+  if (body->ended()) return;
+  body->deliver();
+  if (body->ended()) {
+    streamed_.erase(id);
+    // Its consumer threw: the answer fails with it, and a client still
+    // sending is told to stop once the answer is out.
+    if (!stream->finished && !(stream->submitted && !stream->streaming)) {
+      if (!stream->remoteEnded) stream->resetAfterAnswer = true;
+      // The writer's later calls (its destructor's abort among them) find
+      // the answer over.
+      if (const std::shared_ptr<Http2Writer> writer = stream->writer.lock()) writer->markEnded();
+      writerAbort(id);
+    }
+    return;
+  }
+  if (stream->remoteEnded && body->held() == 0) {
+    endStreamedBody(stream, /*complete=*/true);
+  } else if (body->flowing() && body->held() == 0) {
+    grantStreamed(stream);
+  }
+}
+
+void ServerSession::grantStreamed(Stream* stream) {
+  // The client may send up to its Content-Length, or one byte past
+  // maxStreamedBodyBytes (which shows the body too large).
+  const uint64_t max = config_.maxStreamedBodyBytes;
+  const uint64_t total = stream->declaredLength ? *stream->declaredLength
+                         : max != 0             ? max + 1
+                                                : UINT64_MAX;
+  const uint64_t arrived = stream->streamedBody->arrived();
+  const uint64_t remaining = total > arrived ? total - arrived : 0;
+  const size_t have = credit(stream);
+  const uint64_t need = remaining > have ? remaining - have : 0;
+  if (need == 0) return;
+  // Topped up a window at a time, once half of it is used (or to finish):
+  // a consumer that pauses holds at most one window.
+  const size_t topUp = have < streamWindow_ ? streamWindow_ - have : 0;
+  const size_t grant = have <= streamWindow_ / 2 || need <= topUp
+                           ? static_cast<size_t>(std::min<uint64_t>(need, topUp))
+                           : 0;
+  if (grant > 0) {
+    nghttp2_submit_window_update(session_, NGHTTP2_FLAG_NONE, stream->id,
+                                 static_cast<int32_t>(grant));
+  }
+}
+
+void ServerSession::endStreamedBody(Stream* stream, bool complete) {
+  streamed_.erase(stream->id);
+  const std::shared_ptr<Http2RequestBody> body = stream->streamedBody;
+  body->end(complete ? http::RequestBody::End::kComplete : http::RequestBody::End::kAborted);
+}
+
+void ServerSession::answerEndsBody(Stream* stream) {
+  if (!stream->streamedBody || stream->streamedBody->ended()) return;
+  // All of it delivered and ended: that is a complete body, answered after.
+  const bool whole = stream->remoteEnded && stream->streamedBody->held() == 0;
+  if (!stream->remoteEnded) stream->resetAfterAnswer = true;  // RFC 9113 8.1
+  endStreamedBody(stream, whole);
 }
 
 }  // namespace libnet::http2

@@ -26,6 +26,11 @@
 //   past it), without waiting for the rest; a request the server-wide budget
 //   cannot take is answered 503; either way the stream is then reset
 //   (RST_STREAM NO_ERROR, RFC 9113 8.1) and its window never reopened.
+// - request bodies in pieces (Config::router, Route::kStreamedBody): the
+//   handler runs when the head is complete and takes the body through an
+//   Http2RequestBody; the stream's window is granted only once what it
+//   holds has been delivered to a consumer that is not paused (at most one
+//   stream window held per stream), outside the pool and the budget.
 //
 // Handlers run inside receive() and produce(), on the caller's thread;
 // anything they throw is caught (a 500 for that stream). One thread at a
@@ -59,6 +64,7 @@ class Buffer;
 
 namespace libnet::http2 {
 
+class Http2RequestBody;
 class Http2Writer;
 
 class ServerSession {
@@ -73,6 +79,12 @@ class ServerSession {
     // the server's (HttpServer::writerGate()); the writers reach the
     // connection's loop through it.
     http::HttpServer::AsyncHandler asyncHandler{};
+    // Set: it picks the handler of each request when its head is complete
+    // (HttpServer::Route); kStreamedBody runs the AsyncHandler at once with
+    // an Http2RequestBody, bodies past maxStreamedBodyBytes (0: no bound)
+    // refused.
+    http::HttpServer::Router router{};
+    uint64_t maxStreamedBodyBytes = 0;
     std::shared_ptr<http::WriterGate> gate{};
     http::ResponseWriter::Options writer{};
     // The server-wide budget that request bodies being received draw on (the
@@ -122,6 +134,10 @@ class ServerSession {
   // Answers submitted and not yet finished (streams that owe the client
   // bytes), and the response bytes produced so far.
   [[nodiscard]] size_t pendingResponses() const { return pending_; }
+  // Streams whose handler still owes the whole of its answer (an
+  // AsyncHandler's writer not finished): the connection waits, it is not
+  // idle.
+  [[nodiscard]] size_t answersAwaited() const;
   [[nodiscard]] uint64_t responseBytes() const { return responseBytes_; }
   // The response bytes a connection with answers pending must produce in
   // the next `window` to count as progressing: Options::minSendRate over
@@ -147,6 +163,7 @@ class ServerSession {
 
  private:
   friend class Http2Writer;
+  friend class Http2RequestBody;
   // The writer's calls, on the loop (Http2Writer.h). A stream gone (closed,
   // reset) makes each a no-op; false: nothing was done.
   bool writerRespond(int32_t id, http::HttpResponse response);
@@ -160,6 +177,26 @@ class ServerSession {
   void answerLater(Stream* stream);
   void resetStream(Stream* stream);
   void wake();
+
+  // Request bodies streamed to the handler (Http2RequestBody).
+  // Its consumer came or resumed: deliver what waits, and grant more.
+  void bodyResumed(int32_t id);
+  // The router's choice for a request whose head is complete: a status to
+  // refuse it with (500: the router threw, or the route has no handler), or 0.
+  int route(Stream* stream);
+  void beginStreamedBody(Stream* stream);
+  // DATA payload of a streamed body (false: past maxStreamedBodyBytes).
+  bool appendStreamed(Stream* stream, std::string_view data);
+  // Hands what waits to each consumer that takes it; ends those complete.
+  void deliverBodies();
+  void deliverBody(int32_t id);
+  // The stream's window, topped up for a consumer that has taken all.
+  void grantStreamed(Stream* stream);
+  // The body ends (once); the stream leaves streamed_.
+  void endStreamedBody(Stream* stream, bool complete);
+  // The answer is complete before its body: the body ends kAborted, and the
+  // client, if still sending, is told to stop once the answer is out.
+  void answerEndsBody(Stream* stream);
 
   // A token bucket: take() is false once the burst is spent faster than
   // the rate refills it.
@@ -240,6 +277,9 @@ class ServerSession {
   std::unordered_map<int32_t, std::unique_ptr<Stream>> streams_;
   // Streams whose body is arriving, by id: oldest first.
   std::map<int32_t, Stream*> receiving_;
+  // Streams whose body goes to the handler in pieces, by id.
+  std::map<int32_t, Stream*> streamed_;
+  bool bodiesWaiting_ = false;  // a consumer came or resumed: deliverBodies()
   // Complete requests waiting for their handler, oldest first.
   std::deque<int32_t> ready_;
   Buffer* out_ = nullptr;  // produce()'s target while it runs

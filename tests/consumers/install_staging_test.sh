@@ -135,7 +135,7 @@ grep -q '^Requires.private: zlib' "$root/lib/pkgconfig/libnet_websocket.pc" ||
 # HTTP/2: its own objects only, on libnet.so alone, the only library with
 # nghttp2.
 h2_members=$(ar t "$root/lib/libnet_http2.a")
-[[ $(sort <<<"$h2_members" | tr '\n' ' ') == "CoroServe.o Http2Server.o Http2Writer.o ServerSession.o " ]] ||
+[[ $(sort <<<"$h2_members" | tr '\n' ' ') == "CoroServe.o Http2RequestBody.o Http2Server.o Http2Writer.o ServerSession.o " ]] ||
   fail "libnet_http2.a holds: $(tr '\n' ' ' <<<"$h2_members")"
 h2_dynamic=$(readelf -d "$root/lib/libnet_http2.so.$version")
 for needed in "libnet\.so\.$soversion" 'libnghttp2\.so\.14'; do

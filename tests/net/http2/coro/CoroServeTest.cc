@@ -4,13 +4,16 @@
 // the end, and its deadlines alone end a connection (the TcpServer's idle
 // timeout is off here): the header deadline, a zero window, a window opened
 // a byte at a time, and a client that does not read while answers are pending; a stop request is a
-// GOAWAY after which the stream in flight is answered.
+// GOAWAY after which the stream in flight is answered. An AsyncHandler's
+// writer answers from another thread while the connection waits on input, and
+// a router's kStreamedBody hands the body over in pieces.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -22,6 +25,9 @@
 #include "net/coro/Coro.h"
 #include "net/http/HttpRequest.h"
 #include "net/http/HttpResponse.h"
+#include "net/http/HttpServer.h"
+#include "net/http/RequestBody.h"
+#include "net/http/ResponseWriter.h"
 #include "net/http2/CoroServe.h"
 #include "net/http2/ServerSession.h"
 #include "tests/net/TestUtil.h"
@@ -70,6 +76,15 @@ std::string get(uint32_t stream, std::string_view path) {
   block += {'\x04', static_cast<char>(path.size())};
   block += path;
   return frame(kHeaders, 0x5, stream, block);
+}
+
+// HEADERS (END_HEADERS only: a body follows) for POST `path`, and its body
+// as one DATA frame with END_STREAM.
+std::string post(uint32_t stream, std::string_view path, std::string_view body) {
+  std::string block = "\x83\x86\x01\x01t";
+  block += {'\x04', static_cast<char>(path.size())};
+  block += path;
+  return frame(kHeaders, 0x4, stream, block) + frame(kData, 0x1, stream, body);
 }
 
 struct Frame {
@@ -291,6 +306,65 @@ TEST_P(CoroServeTest, StopWakesAnIdleConnectionWithGoAway) {
   bool eof = false;
   client.recvUntilEof(&eof);
   EXPECT_TRUE(eof);
+}
+
+TEST_P(CoroServeTest, AsyncHandlerAnswersFromAnotherThreadWhileTheConnectionWaits) {
+  std::mutex mutex;
+  http::ResponseWriterPtr held;
+  runSync(loop_, [&] {
+    config_.asyncHandler = [&](const http::HttpRequest&, http::ResponseWriterPtr writer) {
+      const std::lock_guard<std::mutex> lock(mutex);
+      held = std::move(writer);
+    };
+  });
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll(std::string(kPreface) + settings(0x4, 65535) + get(1, "/later")));
+  ASSERT_TRUE(waitUntil([&] {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return held != nullptr;
+  }));
+  // This thread, not the loop's: the writer's calls go through the gate and
+  // wake the connection out of its read.
+  http::ResponseWriterPtr writer;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    writer = std::move(held);
+  }
+  http::HttpResponse head(false);
+  head.setStatus(200);
+  writer->start(std::move(head));
+  writer->write("answered ");
+  writer->write("later\n");
+  writer->finish();
+  bool ok = false;
+  EXPECT_EQ(readAnswer(client, &ok), "answered later\n");
+  EXPECT_TRUE(ok);
+}
+
+TEST_P(CoroServeTest, RouterStreamsTheRequestBodyToTheHandlerInPieces) {
+  runSync(loop_, [&] {
+    config_.router = [](const http::HttpRequest&) {
+      return http::HttpServer::Route::kStreamedBody;
+    };
+    config_.asyncHandler = [](const http::HttpRequest&, http::ResponseWriterPtr writer) {
+      const http::RequestBodyPtr body = writer->requestBody();
+      auto count = std::make_shared<size_t>(0);
+      body->setEndCallback([writer, count](http::RequestBody::End end) {
+        http::HttpResponse response(false);
+        response.setStatus(200);
+        response.setBody(end == http::RequestBody::End::kComplete ? std::to_string(*count)
+                                                                  : "aborted");
+        writer->respond(std::move(response));
+      });
+      body->setDataCallback([count](std::string_view piece) { *count += piece.size(); });
+    };
+  });
+  BlockingClient client(address_);
+  ASSERT_TRUE(client.sendAll(std::string(kPreface) + settings(0x4, 65535) +
+                             post(1, "/upload", std::string(1000, 'x'))));
+  bool ok = false;
+  EXPECT_EQ(readAnswer(client, &ok), "1000");
+  EXPECT_TRUE(ok);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CoroServeTest,
