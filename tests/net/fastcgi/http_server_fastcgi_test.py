@@ -297,17 +297,34 @@ def check_https(server, backend, root, fpm, certs):
         proc.wait()
 
 
-def h2_get(port, path):
-    """One GET over h2c (prior knowledge): (status, fields, body)."""
+def h2_send_body(conn, stream, body, sent):
+    """Queues as much of `body` from `sent` on as the stream's window allows; the new offset."""
+    while sent < len(body):
+        room = min(conn.local_flow_control_window(stream), conn.max_outbound_frame_size,
+                   len(body) - sent)
+        if room <= 0:
+            break
+        conn.send_data(stream, body[sent:sent + room], end_stream=sent + room == len(body))
+        sent += room
+    return sent
+
+
+def h2_request(port, path, method="GET", body=b""):
+    """One request over h2c (prior knowledge), its body sent under flow control:
+    (status, fields, body)."""
     sock = connect(port)
     conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
     conn.initiate_connection()
     stream = conn.get_next_available_stream_id()
-    conn.send_headers(stream, [(":method", "GET"), (":path", path), (":scheme", "http"),
-                               (":authority", "test.example:8080")], end_stream=True)
-    sock.sendall(conn.data_to_send())
-    fields, body = [], b""
+    head = [(":method", method), (":path", path), (":scheme", "http"),
+            (":authority", "test.example:8080")]
+    if body:
+        head.append(("content-length", str(len(body))))
+    conn.send_headers(stream, head, end_stream=not body)
+    fields, answer, sent = [], b"", 0
     while True:
+        sent = h2_send_body(conn, stream, body, sent)
+        sock.sendall(conn.data_to_send())
         data = sock.recv(65536)
         if not data:
             fail(f"h2 {path}: connection closed before the stream ended")
@@ -315,31 +332,36 @@ def h2_get(port, path):
             if isinstance(event, h2.events.ResponseReceived):
                 fields = [(k.decode(), v.decode()) for k, v in event.headers]
             elif isinstance(event, h2.events.DataReceived):
-                body += event.data
+                answer += event.data
                 conn.acknowledge_received_data(event.flow_controlled_length, stream)
             elif isinstance(event, h2.events.StreamReset):
                 fail(f"h2 {path}: stream reset ({event.error_code})")
             elif isinstance(event, h2.events.StreamEnded):
                 sock.close()
-                return int(dict(fields)[":status"]), fields, body
-        sock.sendall(conn.data_to_send())
+                return int(dict(fields)[":status"]), fields, answer
 
 
 def check_h2c(server, backend, root, fpm):
     proc, port = start_server(server, backend, ["--root", root, "--fastcgi-pass", "unix:" + fpm.sock,
                                                 "--h2c"])
     try:
-        status, _, body = h2_get(port, "/env.php?h=2")
+        status, _, body = h2_request(port, "/env.php?h=2")
         v = variables(body)
         if status != 200 or v.get("SERVER_PROTOCOL") != "HTTP/2.0" or v.get("QUERY_STRING") != "h=2":
             fail(f"{backend}: h2c env.php: {status} {v.get('SERVER_PROTOCOL')!r}")
-        status, fields, body = h2_get(port, "/headers.php")
+        status, fields, body = h2_request(port, "/headers.php")
         cookies = [v for k, v in fields if k == "set-cookie"]
         if status != 418 or body != b"teapot" or len(cookies) != 2:
             fail(f"{backend}: h2c headers.php: {status} {fields} {body!r}")
-        status, _, body = h2_get(port, "/big.php?mb=4")
+        status, _, body = h2_request(port, "/big.php?mb=4")
         if status != 200 or len(body) != 4 << 20:
             fail(f"{backend}: h2c big.php: {status} {len(body)} bytes")
+        # Streamed to php-fpm as the stream's DATA comes (the router's
+        # kStreamedBody over HTTP/2), windows granted as FCGI_STDIN drains.
+        upload = os.urandom(8 * 1024 * 1024 + 3)
+        status, _, body = h2_request(port, "/post.php", "POST", upload)
+        if status != 200 or body.decode() != f"{len(upload)} {hashlib.md5(upload).hexdigest()}":
+            fail(f"{backend}: h2c POST: {status} {body[:200]!r}")
     finally:
         proc.kill()
         proc.wait()
