@@ -346,6 +346,79 @@ TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinBeforeTheLoopMovesOn) {
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
 }
 
+// The same on every backend, where io_uring can show it: the FIN leaves
+// with the answer, not with the close that follows the answer's completion
+// a loop turn or two later. The loop is held in the write-complete callback
+// (the first thing it runs once the answer is out) while the client looks
+// for the FIN; on io_uring the shutdown linked behind the answer's send
+// needs nothing more from the loop.
+TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinWithoutTheLoopsNextTurn) {
+  startServerKeepingConnection();
+  BlockingClient client(address_);
+  TcpConnectionPtr conn = acceptedConnection();
+  ASSERT_NE(conn, nullptr);
+
+  CountDownLatch release(1);
+  CountDownLatch written(1);
+  loop_->runInLoop([&] {
+    conn->setWriteCompleteCallback([&](const TcpConnectionPtr&) {
+      written.countDown();
+      // Longer than the client looks: a FIN seen only after it gave up
+      // counts for nothing.
+      EXPECT_TRUE(release.waitFor(2 * test::kWait));
+    });
+    conn->send(std::string_view("answer"));
+    conn->closeAfterOutput();
+  });
+  ASSERT_TRUE(written.waitFor(test::kWait));
+  pollfd pfd{.fd = client.fd(), .events = POLLRDHUP, .revents = 0};
+  const int ready = ::poll(&pfd, 1, static_cast<int>(test::kWait / std::chrono::milliseconds(1)));
+  release.countDown();
+  EXPECT_EQ(ready, 1) << "no FIN while the loop was held once the answer was out";
+  EXPECT_NE(pfd.revents & POLLRDHUP, 0);
+  bool eof = false;
+  EXPECT_EQ(client.recvUntilEof(&eof), "answer");
+  EXPECT_TRUE(eof);
+  conn.reset();
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+// Answers larger than the socket takes at once, closed after output, to a
+// client that reads a little at a time: the FIN (linked behind the last send
+// on io_uring, whose MSG_WAITALL keeps it from going before the send's last
+// byte) never cuts an answer short. One answer small enough to go in one
+// send with the shutdown behind it, one that goes in many.
+TEST_P(TcpServerTest, CloseAfterOutputLargeAnswerToASlowReaderArrivesWhole) {
+  for (const size_t size : {size_t{200 * 1024}, size_t{6 * 1024 * 1024}}) {
+    SCOPED_TRACE(size);
+    const std::string payload = randomBytes(size, 43);
+    std::atomic<bool> seen{false};
+    startServer([&](TcpServer& server) {
+      server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+        if (!conn->connected() || seen.exchange(true)) return;
+        conn->send(payload);
+        conn->closeAfterOutput();
+      });
+    });
+    BlockingClient client(address_, 8 * 1024);
+    std::string got;
+    char chunk[1024];
+    for (;;) {
+      const ssize_t n = ::recv(client.fd(), chunk, sizeof chunk, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        EXPECT_EQ(n, 0) << std::strerror(errno);
+        break;
+      }
+      got.append(chunk, static_cast<size_t>(n));
+    }
+    ASSERT_EQ(got.size(), payload.size());
+    EXPECT_TRUE(got == payload);
+    EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+    stopServer();
+  }
+}
+
 TEST_P(TcpServerTest, DataAndFinQueuedTogetherAreBothSeen) {
   // Edge-triggered subtlety: when data and the FIN are both queued before the
   // server reads, there is one edge for both, and the first read is short.
