@@ -387,7 +387,8 @@ TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinWithoutTheLoopsNextTurn) {
 // client that reads a little at a time: the FIN (linked behind the last send
 // on io_uring, whose MSG_WAITALL keeps it from going before the send's last
 // byte) never cuts an answer short. One answer small enough to go in one
-// send with the shutdown behind it, one that goes in many.
+// send with the shutdown behind it (which the kernel retries until it is all
+// written), one that goes in many.
 TEST_P(TcpServerTest, CloseAfterOutputLargeAnswerToASlowReaderArrivesWhole) {
   for (const size_t size : {size_t{200 * 1024}, size_t{6 * 1024 * 1024}}) {
     SCOPED_TRACE(size);
@@ -396,6 +397,10 @@ TEST_P(TcpServerTest, CloseAfterOutputLargeAnswerToASlowReaderArrivesWhole) {
     startServer([&](TcpServer& server) {
       server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
         if (!conn->connected() || seen.exchange(true)) return;
+        // A small send buffer, so that even the smaller answer takes the
+        // socket several times (autotuning would take it whole).
+        const int sndbuf = 16 * 1024;
+        ASSERT_EQ(::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf), 0);
         conn->send(payload);
         conn->closeAfterOutput();
       });
