@@ -49,8 +49,15 @@ class UringProbe {
     bool shutdownOp = false;
   };
   // The probe's stages, for simulating a kernel that fails one of them.
-  enum class Stage { kNone, kSetup, kOpcodes, kBufferRing, kMultishotRecv, kMultishotRecvmsg,
-                     kShutdownOp };
+  enum class Stage {
+    kNone,
+    kSetup,
+    kOpcodes,
+    kBufferRing,
+    kMultishotRecv,
+    kMultishotRecvmsg,
+    kShutdownOp
+  };
 
   // Probes on the first call; the same result after.
   static const Result& result();
