@@ -390,6 +390,7 @@ TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinWithoutTheLoopsNextTurn) {
 // send with the shutdown behind it (which the kernel retries until it is all
 // written), one that goes in many.
 TEST_P(TcpServerTest, CloseAfterOutputLargeAnswerToASlowReaderArrivesWhole) {
+  const int baseline = test::openFdCount();
   for (const size_t size : {size_t{200 * 1024}, size_t{6 * 1024 * 1024}}) {
     SCOPED_TRACE(size);
     const std::string payload = randomBytes(size, 43);
@@ -422,6 +423,10 @@ TEST_P(TcpServerTest, CloseAfterOutputLargeAnswerToASlowReaderArrivesWhole) {
     EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
     stopServer();
   }
+  // The socket of a connection released while its shutdown was in flight
+  // is closed once the shutdown completes.
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
 }
 
 TEST_P(TcpServerTest, DataAndFinQueuedTogetherAreBothSeen) {
@@ -617,6 +622,31 @@ TEST_P(TcpServerTest, PeerResetWithOutputQueuedClosesWithoutLeak) {
     client.resetConnection();
   }
   EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
+}
+
+// A peer that resets while the last part of an answer closed after output
+// is still going out (on io_uring: the send with the shutdown linked behind
+// it, which the reset breaks): the connection closes and leaves no fd.
+TEST_P(TcpServerTest, PeerResetDuringTheLastSendOfACloseAfterOutputLeavesNoFd) {
+  const std::string payload = randomBytes(200 * 1024, 51);
+  startServer([&](TcpServer& server) {
+    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) return;
+      const int sndbuf = 16 * 1024;
+      ASSERT_EQ(::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf), 0);
+      conn->send(payload);
+      conn->closeAfterOutput();
+    });
+  });
+  const int baseline = test::openFdCount();
+  {
+    BlockingClient client(address_, 8 * 1024);
+    EXPECT_EQ(client.recvExactly(1024), payload.substr(0, 1024));
+    client.resetConnection();
+  }
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
   EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
       << test::openFdCount() << " fds open, " << baseline << " before";
