@@ -314,11 +314,12 @@ TEST_P(TcpServerTest, PeerHalfCloseStillGetsEverythingQueued) {
 // loop is held right after the call while the client looks for the FIN; a
 // client that reads to end of file (HTTP/1.0, ab) otherwise waits for the
 // whole turn. On io_uring the answer itself is still queued at that point
-// (it leaves with the ring's next submission, the FIN with the one after),
-// so there is nothing to look for while the loop is held.
+// (it leaves with the ring's next submission, the FIN linked behind it),
+// so there is nothing to look for while the loop is held: the next test is
+// io_uring's analogue.
 TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinBeforeTheLoopMovesOn) {
   if (GetParam() == PollerKind::kIoUring) {
-    GTEST_SKIP() << "io_uring sends the answer and the FIN with the ring's later submissions";
+    GTEST_SKIP() << "io_uring sends the answer and the FIN with the ring's next submission";
   }
   startServerKeepingConnection();
   BlockingClient client(address_);
