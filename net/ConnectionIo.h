@@ -227,6 +227,14 @@ class ConnectionIo {
   // the peer's): queue whatever the protocol says last (TLS close_notify).
   // Called at most once that matters; later calls do nothing.
   virtual void endOutput() {}
+  // After endOutput(), with output still queued: the connection closes once
+  // it is written (TcpConnection::closeAfterOutput), so the FIN may follow
+  // the last bytes at once instead of with the close, a completion later. A
+  // strategy that can send it with them does (io_uring: a shutdown linked
+  // behind the last send); the connection closes once drained either way.
+  // The default (and a layer's, whose own closing bytes come first) does
+  // nothing.
+  virtual void shutdownAfterOutput() {}
   // Stop all I/O now: the connection is closed and its output dropped
   // (queued files closed; a send in flight completes or is cancelled).
   virtual void close() = 0;

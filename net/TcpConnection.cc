@@ -183,14 +183,17 @@ void TcpConnection::closeAfterOutput() {
     // every other connection of this loop turn, and the socket closes a
     // functor round later still, while a client that reads to end of file
     // (HTTP/1.0, ab) waits for it and runs out of work (docs/benchmarks.md,
-    // "ab and hey against nginx"). On io_uring the answer is still queued
-    // here, so this happens only when nothing was sent.
+    // "ab and hey against nginx").
     if (!impl().writeShutdown_) {
       impl().writeShutdown_ = true;
       impl().socket_.socket().shutdownWrite();
     }
     loop_->queueInLoop([self = shared_from_this()] { self->impl().handleClose(); });
+    return;
   }
+  // The answer is still queued (io_uring: it leaves with the ring's next
+  // submission): the strategy sends the FIN right behind it where it can.
+  impl().io_->shutdownAfterOutput();
 }
 
 void TcpConnection::stopRead() {

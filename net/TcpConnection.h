@@ -127,7 +127,9 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   void forceClose();
   // Closes fully once everything queued is written: for a protocol done
   // with the peer ("Connection: close"). With nothing left queued the write
-  // side is shut at once, so the FIN leaves right behind the answer. Data
+  // side is shut at once, so the FIN leaves right behind the answer; on
+  // io_uring, with the answer still queued, a shutdown goes linked behind
+  // its last send (docs/architecture.md). Data
   // the peer still sends may turn the close into a reset (use shutdown()
   // then). Later sends are dropped. Loop thread.
   void closeAfterOutput();

@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "base/Logging.h"
+#include "examples/common/CpuAffinityFlag.h"
 #include "examples/common/Flags.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
@@ -32,7 +33,7 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view kUsage =
     "usage: coro_echo_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
-    "                        [--idle-timeout SECONDS] [--unix PATH]\n"
+    "                        [--idle-timeout SECONDS] [--unix PATH] [--cpu-affinity LIST]\n"
     "\n"
     "  --address ADDR  numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N        TCP port, 0..65535; 0 picks a free one (default 2007)\n"
@@ -42,7 +43,9 @@ constexpr std::string_view kUsage =
     "  --backend B     epoll, uring or auto (default auto)\n"
     "  --idle-timeout SECONDS\n"
     "                  disconnect a client that sends nothing for SECONDS; 0: never (default)\n"
-    "  --help          print this help and exit\n"
+    "  --help          print this help and exit\n";
+
+constexpr std::string_view kUsageTail =
     "\n"
     "Prints \"coro_echo_server listening on IP:PORT\" (or unix:PATH) once ready. SIGINT or\n"
     "SIGTERM stops it.\n";
@@ -81,7 +84,9 @@ int main(int argc, char* argv[]) {
   int threads = 0;
   int idleSeconds = 0;
   PollerKind backend = PollerKind::kAuto;
-  Flags flags("coro_echo_server", std::string(kUsage));
+  CpuAffinityFlag cpuAffinity;
+  const std::string usage = std::string(kUsage) + CpuAffinityFlag::kUsage + std::string(kUsageTail);
+  Flags flags("coro_echo_server", usage);
   flags.addAddress("--address", &address);
   flags.addPort("--port", &port);
   flags.addUnixSocket("--unix", &unixSocket);
@@ -90,20 +95,29 @@ int main(int argc, char* argv[]) {
   flags.addInt("--threads", &threads, 0, 1024);
   flags.addBackend("--backend", &backend);
   flags.addInt("--idle-timeout", &idleSeconds, 0, 86400);
+  cpuAffinity.addTo(&flags);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
+  if (const std::string problem = cpuAffinity.check(threads); !problem.empty()) {
+    std::cerr << "coro_echo_server: " << problem << " (see --help)\n";
+    return Flags::kExitUsage;
+  }
 
   try {
     EventLoop loop(backend);
     SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int) { loop.quit(); });
     const SocketAddress listenAddr =
         unixSocket ? *unixSocket : SocketAddress(*InetAddress::parse(address, port));
-    TcpServer server(&loop, listenAddr, "coro-echo", {.threads = threads});
+    TcpServer server(&loop, listenAddr, "coro-echo",
+                     {.threads = threads, .cpuAffinity = cpuAffinity.ioLoopCpus()});
     const Duration idleTimeout = std::chrono::seconds(idleSeconds);
     coro::serve(server, [idleTimeout](coro::Stream stream) {
       return idleTimeout > Duration::zero() ? echoUntilIdle(std::move(stream), idleTimeout)
                                             : echo(std::move(stream));
     });
     server.start();
+    if (const std::string pinned = cpuAffinity.pinMainLoop(); !pinned.empty()) {
+      std::cout << "coro_echo_server: " << pinned << "\n";
+    }
     std::cout << "coro_echo_server listening on " << server.listenAddress().toIpPort() << std::endl;
     loop.loop();
   } catch (const std::system_error& e) {

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "base/Logging.h"
+#include "examples/common/CpuAffinityFlag.h"
 #include "examples/common/Flags.h"
 #include "examples/http/ServerLifecycle.h"
 #include "net/Buffer.h"
@@ -77,6 +78,7 @@ constexpr const char* kUsage =
     "usage: coro_http_server [--address ADDR] [--port N] [--threads N] [--backend B]\n"
     "                        [--root DIR] [--idle-timeout S] [--header-timeout S] [--h2c]\n"
     "                        [--drain-timeout S] [--ws-deflate] [--profile-dir DIR]\n"
+    "                        [--cpu-affinity LIST]\n"
     "\n"
     "  --address ADDR      numeric IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --port N            TCP port, 0..65535; 0 picks a free one (default 8000)\n"
@@ -97,6 +99,10 @@ constexpr const char* kUsage =
     "                      offers it\n"
     "  --profile-dir DIR   SIGUSR1 starts a CPU profile to DIR/coro_http_server-PID-N.prof,\n"
     "                      the next SIGUSR1 stops it (default: the working directory)\n"
+    "  --cpu-affinity LIST pin the loops to CPUs (taskset's list: 0,2-3): with one CPU\n"
+    "                      more than --threads, the main loop on the first and I/O loop\n"
+    "                      i on the next ones; otherwise I/O loop i on CPU i mod count\n"
+    "                      and the main loop unpinned (default: none pinned)\n"
     "  --help              print this help and exit\n"
     "\n"
     "Prints \"coro_http_server listening on IP:PORT\" once ready. SIGINT or SIGTERM drains it:\n"
@@ -412,6 +418,7 @@ struct Settings {
   int drainTimeout = 10;
   bool wsDeflate = false;
   std::string profileDir = ".";
+  CpuAffinityFlag cpuAffinity;
 };
 
 // What the lifecycle (signals: drain, restart) needs of the server.
@@ -449,6 +456,7 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
   const std::unique_ptr<TcpServer> server =
       makeServer(&loop, std::move(inherited), *InetAddress::parse(settings.address, settings.port),
                  {.threads = settings.threads,
+                  .cpuAffinity = settings.cpuAffinity.ioLoopCpus(),
                   // HttpServer's limit: what a client that does not read can
                   // make a connection hold (HTTP/2 answers; files sent by
                   // sendfile count as their bytes)
@@ -457,6 +465,9 @@ void serve(const Settings& settings, const std::vector<std::string>& argv) {
   coro::serve(*server,
               [&site](coro::Stream stream) { return serveConnection(std::move(stream), &site); });
   server->start();
+  if (const std::string pinned = settings.cpuAffinity.pinMainLoop(); !pinned.empty()) {
+    std::cout << "coro_http_server: " << pinned << "\n";
+  }
   std::cout << "coro_http_server listening on " << server->listenAddress().toIpPort() << std::endl;
   lifecycle.serving(lifecycleParts(server.get()));
   loop.loop();
@@ -478,7 +489,12 @@ int main(int argc, char* argv[]) {
   flags.addInt("--drain-timeout", &settings.drainTimeout, 0, 86400);
   flags.addSwitch("--ws-deflate", &settings.wsDeflate);
   flags.addDirectory("--profile-dir", &settings.profileDir);
+  settings.cpuAffinity.addTo(&flags);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
+  if (const std::string problem = settings.cpuAffinity.check(settings.threads); !problem.empty()) {
+    std::cerr << "coro_http_server: " << problem << " (see --help)\n";
+    return Flags::kExitUsage;
+  }
   try {
     serve(settings, std::vector<std::string>(argv, argv + argc));
   } catch (const std::system_error& e) {

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "examples/common/CpuAffinityFlag.h"
 #include "examples/common/Flags.h"
 #include "examples/common/ServerTls.h"
 #include "net/EventLoop.h"
@@ -61,6 +62,7 @@ struct Settings {
   int maxMessage = 16 * 1024 * 1024;
   int maxQueuedOutput = 1024 * 1024;
   ServerTls tls;
+  CpuAffinityFlag cpuAffinity;
 };
 
 void echo(const ws::WebSocketPtr& ws, ws::MessageType type, std::string_view payload) {
@@ -75,6 +77,7 @@ void serve(const Settings& settings) {
   SignalSet stop(&loop, {SIGINT, SIGTERM}, [&loop](int) { loop.quit(); });
   http::HttpServer server(&loop, *InetAddress::parse(settings.address, settings.port), "ws-echo",
                           {.threads = settings.threads,
+                           .cpuAffinity = settings.cpuAffinity.ioLoopCpus(),
                            .layer = settings.tls.layer(),
                            .idleTimeout = Duration::zero(),
                            .maxQueuedOutput = static_cast<size_t>(settings.maxQueuedOutput)});
@@ -88,6 +91,9 @@ void serve(const Settings& settings) {
   options.deflate.enabled = settings.deflate;
   ws::serve(server, "", options, {.onMessage = echo});
   server.start();
+  if (const std::string pinned = settings.cpuAffinity.pinMainLoop(); !pinned.empty()) {
+    std::cout << "ws_echo_server: " << pinned << "\n";
+  }
   std::cout << "ws_echo_server listening on " << server.listenAddress().toIpPort() << std::endl;
   loop.loop();
 }
@@ -96,7 +102,8 @@ void serve(const Settings& settings) {
 
 int main(int argc, char* argv[]) {
   Settings settings;
-  const std::string usage = std::string(kUsageHead) + ServerTls::kUsage + kUsageTail;
+  const std::string usage =
+      std::string(kUsageHead) + ServerTls::kUsage + CpuAffinityFlag::kUsage + kUsageTail;
   Flags flags("ws_echo_server", usage);
   flags.addAddress("--address", &settings.address);
   flags.addPort("--port", &settings.port);
@@ -106,9 +113,14 @@ int main(int argc, char* argv[]) {
   flags.addInt("--max-message", &settings.maxMessage, 1, 1 << 30);
   flags.addInt("--max-queued-output", &settings.maxQueuedOutput, 0, 1 << 30);
   settings.tls.addTo(&flags);
+  settings.cpuAffinity.addTo(&flags);
   if (const std::optional<int> exitStatus = flags.parse(argc, argv)) return *exitStatus;
   if (const std::string problem = settings.tls.check(); !problem.empty()) {
     std::cerr << "ws_echo_server: " << problem << "\n" << usage;
+    return Flags::kExitUsage;
+  }
+  if (const std::string problem = settings.cpuAffinity.check(settings.threads); !problem.empty()) {
+    std::cerr << "ws_echo_server: " << problem << " (see --help)\n";
     return Flags::kExitUsage;
   }
   try {

@@ -25,7 +25,8 @@ UringContext::UringContext(EventLoopBase* loop, const IoUringOptions& options, u
                                             options.bufferSize, options.initialBufferCount,
                                             options.incrementalBuffers)),
       boundedMultishotRecv_(options.boundedMultishotRecv &&
-                            UringProbe::result().boundedMultishotRecv) {}
+                            UringProbe::result().boundedMultishotRecv),
+      linkedShutdown_(UringProbe::result().shutdownOp) {}
 
 void UringContext::runTurnEnd() {
   // By index: a handler's onTurnEnd() may add to the list (a callback it

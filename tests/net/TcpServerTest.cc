@@ -314,11 +314,12 @@ TEST_P(TcpServerTest, PeerHalfCloseStillGetsEverythingQueued) {
 // loop is held right after the call while the client looks for the FIN; a
 // client that reads to end of file (HTTP/1.0, ab) otherwise waits for the
 // whole turn. On io_uring the answer itself is still queued at that point
-// (it leaves with the ring's next submission, the FIN with the one after),
-// so there is nothing to look for while the loop is held.
+// (it leaves with the ring's next submission, the FIN linked behind it),
+// so there is nothing to look for while the loop is held: the next test is
+// io_uring's analogue.
 TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinBeforeTheLoopMovesOn) {
   if (GetParam() == PollerKind::kIoUring) {
-    GTEST_SKIP() << "io_uring sends the answer and the FIN with the ring's later submissions";
+    GTEST_SKIP() << "io_uring sends the answer and the FIN with the ring's next submission";
   }
   startServerKeepingConnection();
   BlockingClient client(address_);
@@ -344,6 +345,89 @@ TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinBeforeTheLoopMovesOn) {
   EXPECT_TRUE(eof);
   conn.reset();
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+// The same on every backend, where io_uring can show it: the FIN leaves
+// with the answer, not with the close that follows the answer's completion
+// a loop turn or two later. The loop is held in the write-complete callback
+// (the first thing it runs once the answer is out) while the client looks
+// for the FIN; on io_uring the shutdown linked behind the answer's send
+// needs nothing more from the loop.
+TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinWithoutTheLoopsNextTurn) {
+  startServerKeepingConnection();
+  BlockingClient client(address_);
+  TcpConnectionPtr conn = acceptedConnection();
+  ASSERT_NE(conn, nullptr);
+
+  CountDownLatch release(1);
+  CountDownLatch written(1);
+  loop_->runInLoop([&] {
+    conn->setWriteCompleteCallback([&](const TcpConnectionPtr&) {
+      written.countDown();
+      // Longer than the client looks: a FIN seen only after it gave up
+      // counts for nothing.
+      EXPECT_TRUE(release.waitFor(2 * test::kWait));
+    });
+    conn->send(std::string_view("answer"));
+    conn->closeAfterOutput();
+  });
+  ASSERT_TRUE(written.waitFor(test::kWait));
+  pollfd pfd{.fd = client.fd(), .events = POLLRDHUP, .revents = 0};
+  const int ready = ::poll(&pfd, 1, static_cast<int>(test::kWait / std::chrono::milliseconds(1)));
+  release.countDown();
+  EXPECT_EQ(ready, 1) << "no FIN while the loop was held once the answer was out";
+  EXPECT_NE(pfd.revents & POLLRDHUP, 0);
+  bool eof = false;
+  EXPECT_EQ(client.recvUntilEof(&eof), "answer");
+  EXPECT_TRUE(eof);
+  conn.reset();
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+}
+
+// Answers larger than the socket takes at once, closed after output, to a
+// client that reads a little at a time: the FIN (linked behind the last send
+// on io_uring, whose MSG_WAITALL keeps it from going before the send's last
+// byte) never cuts an answer short. One answer small enough to go in one
+// send with the shutdown behind it (which the kernel retries until it is all
+// written), one that goes in many.
+TEST_P(TcpServerTest, CloseAfterOutputLargeAnswerToASlowReaderArrivesWhole) {
+  const int baseline = test::openFdCount();
+  for (const size_t size : {size_t{200 * 1024}, size_t{6 * 1024 * 1024}}) {
+    SCOPED_TRACE(size);
+    const std::string payload = randomBytes(size, 43);
+    std::atomic<bool> seen{false};
+    startServer([&](TcpServer& server) {
+      server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+        if (!conn->connected() || seen.exchange(true)) return;
+        // A small send buffer, so that even the smaller answer takes the
+        // socket several times (autotuning would take it whole).
+        const int sndbuf = 16 * 1024;
+        ASSERT_EQ(::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf), 0);
+        conn->send(payload);
+        conn->closeAfterOutput();
+      });
+    });
+    BlockingClient client(address_, 8 * 1024);
+    std::string got;
+    char chunk[1024];
+    for (;;) {
+      const ssize_t n = ::recv(client.fd(), chunk, sizeof chunk, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        EXPECT_EQ(n, 0) << std::strerror(errno);
+        break;
+      }
+      got.append(chunk, static_cast<size_t>(n));
+    }
+    ASSERT_EQ(got.size(), payload.size());
+    EXPECT_TRUE(got == payload);
+    EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+    stopServer();
+  }
+  // The socket of a connection released while its shutdown was in flight
+  // is closed once the shutdown completes.
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
 }
 
 TEST_P(TcpServerTest, DataAndFinQueuedTogetherAreBothSeen) {
@@ -539,6 +623,31 @@ TEST_P(TcpServerTest, PeerResetWithOutputQueuedClosesWithoutLeak) {
     client.resetConnection();
   }
   EXPECT_TRUE(waitUntil([&] { return downs_.load() == 1; }));
+  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+  EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
+      << test::openFdCount() << " fds open, " << baseline << " before";
+}
+
+// A peer that resets while the last part of an answer closed after output
+// is still going out (on io_uring: the send with the shutdown linked behind
+// it, which the reset breaks): the connection closes and leaves no fd.
+TEST_P(TcpServerTest, PeerResetDuringTheLastSendOfACloseAfterOutputLeavesNoFd) {
+  const std::string payload = randomBytes(200 * 1024, 51);
+  startServer([&](TcpServer& server) {
+    server.setConnectionCallback([&](const TcpConnectionPtr& conn) {
+      if (!conn->connected()) return;
+      const int sndbuf = 16 * 1024;
+      ASSERT_EQ(::setsockopt(conn->fd(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf), 0);
+      conn->send(payload);
+      conn->closeAfterOutput();
+    });
+  });
+  const int baseline = test::openFdCount();
+  {
+    BlockingClient client(address_, 8 * 1024);
+    EXPECT_EQ(client.recvExactly(1024), payload.substr(0, 1024));
+    client.resetConnection();
+  }
   EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
   EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
       << test::openFdCount() << " fds open, " << baseline << " before";

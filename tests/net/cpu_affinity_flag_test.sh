@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# --cpu-affinity LIST of echo_server and http_server: listed in --help; a
+# --cpu-affinity LIST of the example servers with I/O threads (echo_server,
+# http_server, coro_echo_server, coro_http_server, ws_echo_server): listed in --help; a
 # malformed list, a CPU that does not exist, one outside the process's
 # allowed set (taskset) and more CPUs than loops are refused with exit 2 and
 # a message naming the option; on each backend the threads run where the
@@ -16,7 +17,10 @@ source "$(dirname "$0")/test_lib.sh"
 
 ECHO=$(runfile examples/echo/echo_server)
 HTTP=$(runfile examples/http/http_server)
-readonly ECHO HTTP
+CORO_ECHO=$(runfile examples/echo/coro_echo_server)
+CORO_HTTP=$(runfile examples/http/coro_http_server)
+WS_ECHO=$(runfile examples/websocket/ws_echo_server)
+readonly ECHO HTTP CORO_ECHO CORO_HTTP WS_ECHO
 WORK=${TEST_TMPDIR:-$(mktemp -d)}
 readonly WORK
 
@@ -39,7 +43,7 @@ expect_usage_error() {
   grep -qF -- "$want" "$WORK/err" || fail "$*: no '$want' in: $(cat "$WORK/err")"
 }
 
-for server in "$ECHO" "$HTTP"; do
+for server in "$ECHO" "$HTTP" "$CORO_ECHO" "$CORO_HTTP" "$WS_ECHO"; do
   "$server" --help >"$WORK/help"
   grep -q -- "--cpu-affinity LIST" "$WORK/help" || fail "$server --help lists no --cpu-affinity"
   expect_usage_error '--cpu-affinity: CPU list "x": "x" is not a CPU number' \
@@ -146,5 +150,34 @@ check_backend() {
   stop_server
 }
 
-for backend in epoll uring; do check_backend "$backend"; done
+# The other servers: one I/O thread and two CPUs, the main loop on the last
+# and I/O loop 0 (the thread named $3) on the first; they serve a request.
+check_pinned() {
+  local backend=$1 server=$2 ioThread=$3
+  : >"$WORK/out"
+  LIBNET_POLLER=$backend start_server "$server" --address 127.0.0.1 --port 0 --threads 1 \
+    --cpu-affinity "$LAST,$FIRST"
+  local mainCpus
+  mainCpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$SERVER/task/$SERVER/status")
+  [[ "$mainCpus" == "$LAST" ]] || fail "$backend $server: main loop on $mainCpus"
+  [[ "$(thread_cpus "$ioThread")" == "$FIRST" ]] ||
+    fail "$backend $server: $ioThread on $(thread_cpus "$ioThread")"
+  grep -qF "cpu affinity: main loop on CPU $LAST" "$WORK/out" || fail "$backend $server: no affinity line"
+  exec 4<>"/dev/tcp/127.0.0.1/$PORT"
+  printf 'GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&4
+  # The first line back: the answer's status line, or (the echo server) the
+  # request's own.
+  local reply=""
+  read -r -t 5 reply <&4 || fail "$backend $server: no answer"
+  [[ "$reply" == *"HTTP/1.1"* ]] || fail "$backend $server: answered '$reply'"
+  exec 4<&-
+  stop_server
+}
+
+for backend in epoll uring; do
+  check_backend "$backend"
+  check_pinned "$backend" "$CORO_ECHO" coro-echo0
+  check_pinned "$backend" "$CORO_HTTP" coro-http0
+  check_pinned "$backend" "$WS_ECHO" ws-echo0
+done
 echo "PASS"
