@@ -44,10 +44,13 @@ constexpr size_t kPutOffInput = kBackloggedPass;
 
 // The most a send may carry with a shutdown linked behind it. Its MSG_WAITALL
 // keeps it in flight until every byte is written, with no progress reported
-// meanwhile (the idle timeout counts progress): a larger answer goes as
-// before, in sends that complete as the peer takes it, and its last part
-// carries the FIN.
-constexpr size_t kLinkedFinMax = 256 * 1024;
+// meanwhile, and the idle timeout counts progress: only an answer that the
+// socket takes at once may go that way, one small enough for a fresh
+// socket's send buffer (tcp_wmem's default 16 KiB) sent while no earlier
+// send of the same output has come back short (a peer slower than the
+// sender). Anything else goes as before, in sends that complete as the peer
+// takes it, and the close sends the FIN.
+constexpr size_t kLinkedFinMax = 8 * 1024;
 
 // recvLimit_ of a multishot recv without a total.
 constexpr size_t kUnlimited = SIZE_MAX;
@@ -326,7 +329,8 @@ void UringConnectionIo::noteReceived(int32_t res, uint32_t flags) {
 }
 
 bool UringConnectionIo::linkFin(size_t sendBytes) const {
-  return fin_ == Fin::kWanted && sendBytes <= kLinkedFinMax && output_.queuedBytes() == sendBytes;
+  return fin_ == Fin::kWanted && !shortSend_ && sendBytes <= kLinkedFinMax &&
+         output_.queuedBytes() == sendBytes;
 }
 
 void UringConnectionIo::submitSend() {
@@ -473,6 +477,8 @@ void UringConnectionIo::onSend(int32_t res) {
     return;
   }
   output_.sent(static_cast<size_t>(res));
+  // A short send: the peer takes this output slower than it is written.
+  if (output_.inFlight().readableBytes() > 0) shortSend_ = true;
   owner_->onOutputProgress();
   if (recv_ == Recv::kWaitingForRoom) armRecv();
   // The rest of a short send first, in order, with whatever else this turn

@@ -20,7 +20,8 @@
 // code comments"), with a one-shot POLLOUT op while the socket is full.
 //
 // Closing after output (shutdownAfterOutput): the send that leaves the
-// queue empty (at most kLinkedFinMax bytes) goes with MSG_WAITALL and an
+// queue empty (a small answer the socket takes at once: kLinkedFinMax,
+// no short send before it) goes with MSG_WAITALL and an
 // IORING_OP_SHUTDOWN(SHUT_WR) linked behind it, so that the FIN leaves with
 // the answer, not with the close a completion and a turn later (ab and
 // other clients that read to end of file wait for it: docs/benchmarks.md).
@@ -172,6 +173,8 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   Writer writer_ = Writer::kIdle;
   TurnEnd turnEnd_ = TurnEnd::kNone;
   Fin fin_ = Fin::kNone;
+  // A send of this connection came back short (linkFin()).
+  bool shortSend_ = false;
   bool inputFollows_ = false;  // the last receive left bytes in the socket, a recv is armed
   // The peer sends faster than one turn's share (armRecv, noteReceived). A
   // new connection does not start so: capped from its first arming, a
