@@ -39,9 +39,8 @@ class RawFetch {
   RawFetch(EventLoop* loop, const SocketAddress& server, std::string request,
            std::function<void(const std::string&)> done)
       : client_(loop, server, "consumer-client"), request_(std::move(request)) {
-    client_.setConnectErrorCallback([this, done](int error) {
-      done("connect failed: errno " + std::to_string(error));
-    });
+    client_.setConnectErrorCallback(
+        [done](int error) { done("connect failed: errno " + std::to_string(error)); });
     client_.setConnectionCallback([this, done](const TcpConnectionPtr& conn) {
       if (conn->connected()) {
         conn->send(request_);

@@ -69,9 +69,8 @@ class RawFetch {
   RawFetch(EventLoop* loop, const SocketAddress& server, std::string request,
            std::function<void(const std::string&)> done)
       : client_(loop, server, "consumer-client"), request_(std::move(request)) {
-    client_.setConnectErrorCallback([this, done](int error) {
-      done("connect failed: errno " + std::to_string(error));
-    });
+    client_.setConnectErrorCallback(
+        [done](int error) { done("connect failed: errno " + std::to_string(error)); });
     client_.setConnectionCallback([this, done](const TcpConnectionPtr& conn) {
       if (conn->connected()) {
         conn->send(request_);
@@ -103,12 +102,11 @@ void route(http::HttpServer& server, const fastcgi::FastCgiHandler& fastcgi) {
     return head.path() == "/coro" ? http::HttpServer::Route::kStreamedBody
                                   : http::HttpServer::Route::kAsync;
   });
-  server.setAsyncHandler(
-      [coro = http::coroHandler(echoBody), fastcgi](const http::HttpRequest& request,
-                                                    http::ResponseWriterPtr writer) {
-        if (request.path() == "/coro") return coro(request, std::move(writer));
-        fastcgi(request, std::move(writer));
-      });
+  server.setAsyncHandler([coro = http::coroHandler(echoBody), fastcgi](
+                             const http::HttpRequest& request, http::ResponseWriterPtr writer) {
+    if (request.path() == "/coro") return coro(request, std::move(writer));
+    fastcgi(request, std::move(writer));
+  });
 }
 
 }  // namespace
