@@ -7,7 +7,8 @@
 #   tools/install.sh --deb OUTDIR                      build libnet-dev_VERSION_ARCH.deb
 #
 # What lands under PREFIX (default /usr/local):
-#   include/{base,net,net/coro,net/http,net/metrics,net/tls,net/dns,net/websocket,net/http2}/*.h
+#   include/{base,net,net/coro,net/http,net/fastcgi,net/metrics,net/tls,net/dns,
+#            net/websocket,net/http2,net/inspect}/*.h
 #                                     the public headers (the
 #                                     hdrs of the libraries in dist/BUILD and
 #                                     below them; nothing of net/poller/, no
@@ -27,8 +28,11 @@
 #   lib/libnet_http2.a, lib/libnet_http2.so.VERSION (+ links)
 #                                     HTTP/2 for the HTTP server alone (it
 #                                     needs libnet and nghttp2)
+#   lib/libnet_inspect.a, lib/libnet_inspect.so.VERSION (+ links)
+#                                     the inspector and CPU profiles alone
+#                                     (they need libnet and libprofiler)
 #   lib/pkgconfig/libnet.pc, libnet_tls.pc, libnet_dns.pc, libnet_http_client.pc,
-#                 libnet_websocket.pc, libnet_http2.pc
+#                 libnet_websocket.pc, libnet_http2.pc, libnet_inspect.pc
 #   lib/cmake/libnet/libnetConfig.cmake, libnetConfigVersion.cmake
 #                                     (libnet::libnet, libnet::libnet_shared;
 #                                     COMPONENTS tls: libnet::tls, libnet::tls_shared;
@@ -38,7 +42,9 @@
 #                                     websocket: libnet::websocket,
 #                                     libnet::websocket_shared; COMPONENTS
 #                                     http2: libnet::http2,
-#                                     libnet::http2_shared)
+#                                     libnet::http2_shared; COMPONENTS
+#                                     inspect: libnet::inspect,
+#                                     libnet::inspect_shared)
 #   share/licenses/libnet/LICENSE     the MIT licence, whose notice goes with
 #                                     every copy of the libraries
 #   share/libnet/install_manifest.txt what --uninstall removes
@@ -136,7 +142,7 @@ trap 'rm -rf "$work"' EXIT
 # The components, in the order they build on each other: each has
 # //dist:NAME_static and //dist:NAME_shared, libnet_NAME.{a,so} and
 # dist/libnet_NAME.pc.in.
-components=(tls dns http_client websocket http2)
+components=(tls dns http_client websocket http2 inspect)
 
 # The public headers: the hdrs of every library in dist's libraries' closure
 # but the backends' (//net/poller's one header, the factory's, is for
@@ -398,7 +404,7 @@ do_deb() {
   arch=$(dpkg --print-architecture)
 
   # The shared libraries' runtime dependencies (liburing, and OpenSSL,
-  # c-ares, zlib and nghttp2 for the components), as dpkg-shlibdeps finds them. It
+  # c-ares, zlib, nghttp2 and libprofiler for the components), as dpkg-shlibdeps finds them. It
   # wants a debian/control to read, and says nothing useful without one; the
   # components need libnet.so.MAJOR and each other's libraries, which are this
   # package's own, so shlibs.local names them and -x leaves the package's
@@ -434,9 +440,9 @@ do_deb() {
 
   # One package with all the libraries, as a -dev package for building
   # programs. The components' archives and their CMake and pkg-config files
-  # want OpenSSL's, c-ares's, zlib's and nghttp2's development files,
-  # recommended rather than required, since a program without TLS, the
-  # resolver, WebSocket or HTTP/2 needs none of them.
+  # want OpenSSL's, c-ares's, zlib's, nghttp2's and gperftools' development
+  # files, recommended rather than required, since a program without TLS,
+  # the resolver, WebSocket, HTTP/2 or the inspector needs none of them.
   # Debian's libnet1-dev (the packet construction library) also ships
   # libnet.so and libnet.a, and provides the name libnet-dev: the two cannot
   # share a system, which the Conflicts says.
@@ -448,20 +454,23 @@ Maintainer: $maintainer
 Section: libdevel
 Priority: optional
 Depends: liburing-dev (>= 2.3), $shlibs
-Recommends: libssl-dev (>= 3.0), libc-ares-dev (>= 1.18), zlib1g-dev, libnghttp2-dev (>= 1.52)
+Recommends: libssl-dev (>= 3.0), libc-ares-dev (>= 1.18), zlib1g-dev, libnghttp2-dev (>= 1.52),
+ libgoogle-perftools-dev (>= 2.10)
 Conflicts: libnet1-dev
 Description: one-loop-per-thread C++20 network library for Linux
  libnet runs non-blocking TCP servers and clients (and an HTTP/1.1 server
- and client, HTTP/2 for the server, and WebSocket) on an event loop per
- thread, over epoll or io_uring, chosen at run time.
+ with coroutine handlers and FastCGI, an HTTP client, HTTP/2 for the
+ server, and WebSocket) on an event loop per thread, over epoll or
+ io_uring, chosen at run time.
  .
  This package has the headers, the static and the shared libraries, and the
  files that let CMake (find_package(libnet), target libnet::libnet) and
  pkg-config (libnet) find them. TLS (OpenSSL), the DNS resolver (c-ares),
- the HTTP client (on both), WebSocket (zlib) and HTTP/2 (nghttp2) are
- libraries of their own: CMake components tls, dns, http_client, websocket
- and http2, pkg-config libnet_tls, libnet_dns, libnet_http_client,
- libnet_websocket and libnet_http2.
+ the HTTP client (on both), WebSocket (zlib), HTTP/2 (nghttp2) and the
+ inspector (gperftools' libprofiler) are libraries of their own: CMake
+ components tls, dns, http_client, websocket, http2 and inspect, pkg-config
+ libnet_tls, libnet_dns, libnet_http_client, libnet_websocket, libnet_http2
+ and libnet_inspect.
 EOF
   mkdir -p "$deb_dir"
   deb=$deb_dir/libnet-dev_${version}_${arch}.deb

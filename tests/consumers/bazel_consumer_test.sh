@@ -13,7 +13,10 @@
 # http_fetch_roundtrip.cc on @libnet//:libnet_http_client, for
 # ws_roundtrip.cc on @libnet//:libnet_websocket (zlib from the system) and
 # for http2_roundtrip.cc on @libnet//:libnet_http2 and @libnet//net/http2:coro
-# (nghttp2 from the system).
+# (nghttp2 from the system), for server_roundtrip.cc on
+# @libnet//:libnet_server_coro and @libnet//:libnet_fastcgi and for
+# inspect_roundtrip.cc on @libnet//:libnet_inspect (gperftools' libprofiler
+# from the system).
 #
 # The workspace and its Bazel output base live in one temporary directory,
 # with a Bazel server of their own; both are removed at the end, whatever
@@ -61,6 +64,7 @@ mkdir "$workspace"
 cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" \
   "$repo/tests/consumers/dns_roundtrip.cc" "$repo/tests/consumers/http_fetch_roundtrip.cc" \
   "$repo/tests/consumers/ws_roundtrip.cc" "$repo/tests/consumers/http2_roundtrip.cc" \
+  "$repo/tests/consumers/server_roundtrip.cc" "$repo/tests/consumers/inspect_roundtrip.cc" \
   "$workspace/"
 cat >"$workspace/WORKSPACE" <<EOF
 local_repository(
@@ -125,6 +129,23 @@ cc_binary(
         "@libnet//net/http2:coro",
     ],
 )
+
+cc_binary(
+    name = "server_roundtrip",
+    srcs = ["server_roundtrip.cc"],
+    deps = [
+        "@libnet//:libnet",
+        "@libnet//:libnet_coro",
+        "@libnet//:libnet_fastcgi",
+        "@libnet//:libnet_server_coro",
+    ],
+)
+
+cc_binary(
+    name = "inspect_roundtrip",
+    srcs = ["inspect_roundtrip.cc"],
+    deps = ["@libnet//:libnet", "@libnet//:libnet_inspect"],
+)
 EOF
 
 # --experimental_repository_disable_download makes any download fail, network
@@ -135,7 +156,7 @@ if ! timeout 900 bazel "${startup[@]}" build \
   --experimental_repository_disable_download \
   --repository_cache="$tmp/repository_cache" \
   //:echo_roundtrip //:tls_roundtrip //:dns_roundtrip //:http_fetch_roundtrip //:ws_roundtrip \
-  //:http2_roundtrip \
+  //:http2_roundtrip //:server_roundtrip //:inspect_roundtrip \
   >"$log" 2>&1; then
   grep -m 20 -E '^ERROR|error:' "$log" >&2 || true
   tail -n 5 "$log" >&2
@@ -182,7 +203,7 @@ if ((status != 0)) || [[ "$output" != *"dns_roundtrip: OK"* ]]; then
   fail "dns_roundtrip built in the consumer workspace exited $status without printing OK"
 fi
 
-for program in http_fetch_roundtrip ws_roundtrip http2_roundtrip; do
+for program in http_fetch_roundtrip ws_roundtrip http2_roundtrip server_roundtrip inspect_roundtrip; do
   status=0
   output=$(timeout 30 "$workspace/bazel-bin/$program" 2>&1) || status=$?
   if ((status != 0)) || [[ "$output" != *"$program: OK"* ]]; then
@@ -192,5 +213,6 @@ for program in http_fetch_roundtrip ws_roundtrip http2_roundtrip; do
 done
 
 echo "ok: a workspace outside the repository built and ran echo_roundtrip, tls_roundtrip," \
-  "dns_roundtrip, http_fetch_roundtrip, ws_roundtrip and http2_roundtrip against @libnet" \
+  "dns_roundtrip, http_fetch_roundtrip, ws_roundtrip, http2_roundtrip, server_roundtrip" \
+  "and inspect_roundtrip against @libnet" \
   "with downloads disabled ($((SECONDS - started)) s)"

@@ -18,8 +18,13 @@
 # and libnet::websocket_shared, echoes over a WebSocket; echo_roundtrip does
 # not need zlib. The HTTP/2 component: http2_roundtrip.cc with COMPONENTS
 # http2, linked with libnet::http2 and libnet::http2_shared, is answered over
-# h2c; echo_roundtrip does not need nghttp2. The package sets libnet_LICENSE
-# (MIT).
+# h2c; echo_roundtrip does not need nghttp2. The HTTP server's coroutine
+# handlers and FastCGI, which are in libnet itself: server_roundtrip.cc,
+# linked with libnet::libnet and libnet::libnet_shared, answers from a
+# coroutine and (502) from a FastCgiHandler. The inspector component:
+# inspect_roundtrip.cc with COMPONENTS inspect, linked with libnet::inspect
+# and libnet::inspect_shared, answers /debug/loops; echo_roundtrip does not
+# need libprofiler. The package sets libnet_LICENSE (MIT).
 #
 # Needs cmake and g++; prints "ok: ..." and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
@@ -34,11 +39,12 @@ install_libnet --prefix "$tmp/prefix"
 mkdir project
 cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtrip.cc" \
   "$repo/tests/consumers/dns_roundtrip.cc" "$repo/tests/consumers/http_fetch_roundtrip.cc" \
-  "$repo/tests/consumers/ws_roundtrip.cc" "$repo/tests/consumers/http2_roundtrip.cc" project/
+  "$repo/tests/consumers/ws_roundtrip.cc" "$repo/tests/consumers/http2_roundtrip.cc" \
+  "$repo/tests/consumers/server_roundtrip.cc" "$repo/tests/consumers/inspect_roundtrip.cc" project/
 cat >project/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(libnet_consumer CXX)
-find_package(libnet 0.4 REQUIRED COMPONENTS tls dns http_client websocket http2)
+find_package(libnet 0.4 REQUIRED COMPONENTS tls dns http_client websocket http2 inspect)
 if(NOT libnet_LICENSE STREQUAL "MIT")
   message(FATAL_ERROR "libnet_LICENSE is '${libnet_LICENSE}', expected MIT")
 endif()
@@ -66,6 +72,14 @@ add_executable(http2_roundtrip http2_roundtrip.cc)
 target_link_libraries(http2_roundtrip PRIVATE libnet::http2)
 add_executable(http2_roundtrip_shared http2_roundtrip.cc)
 target_link_libraries(http2_roundtrip_shared PRIVATE libnet::http2_shared)
+add_executable(server_roundtrip server_roundtrip.cc)
+target_link_libraries(server_roundtrip PRIVATE libnet::libnet)
+add_executable(server_roundtrip_shared server_roundtrip.cc)
+target_link_libraries(server_roundtrip_shared PRIVATE libnet::libnet_shared)
+add_executable(inspect_roundtrip inspect_roundtrip.cc)
+target_link_libraries(inspect_roundtrip PRIVATE libnet::inspect)
+add_executable(inspect_roundtrip_shared inspect_roundtrip.cc)
+target_link_libraries(inspect_roundtrip_shared PRIVATE libnet::inspect_shared)
 EOF
 make_certs "$tmp/certs"
 
@@ -121,6 +135,22 @@ needs_library build/http2_roundtrip 'libnghttp2\.so.*' ||
   fail "http2_roundtrip (libnet::http2) does not need libnghttp2.so"
 needs_library build/echo_roundtrip_shared 'libnghttp2\.so.*' &&
   fail "echo_roundtrip_shared links nghttp2 without using HTTP/2"
+run_server build/server_roundtrip
+run_server build/server_roundtrip_shared
+needs_library build/server_roundtrip 'libnet\(_[a-z_0-9]*\)\?\.so.*' &&
+  fail "server_roundtrip (libnet::libnet) needs a libnet shared library; the archive was expected"
+needs_library build/server_roundtrip_shared "libnet\.so\.${soversion}" ||
+  fail "server_roundtrip_shared (libnet::libnet_shared) does not need libnet.so.${soversion}"
+run_inspect build/inspect_roundtrip
+run_inspect build/inspect_roundtrip_shared
+needs_library build/inspect_roundtrip_shared "libnet_inspect\.so\.${soversion}" ||
+  fail "inspect_roundtrip_shared (libnet::inspect_shared) does not need libnet_inspect.so"
+needs_library build/inspect_roundtrip 'libnet\(_[a-z_0-9]*\)\?\.so.*' &&
+  fail "inspect_roundtrip (libnet::inspect) needs a libnet shared library; the archives were expected"
+needs_library build/inspect_roundtrip 'libprofiler\.so.*' ||
+  fail "inspect_roundtrip (libnet::inspect) does not need libprofiler.so"
+needs_library build/echo_roundtrip_shared 'libprofiler\.so.*' &&
+  fail "echo_roundtrip_shared links libprofiler without using the inspector"
 needs_library build/echo_roundtrip 'libnet\.so.*' &&
   fail "echo_roundtrip (libnet::libnet) needs libnet.so; the static library was expected"
 needs_library build/echo_roundtrip_shared "libnet\.so\.${soversion}" ||
@@ -157,7 +187,8 @@ bounded 120 "find_package version requests" cmake -S versions -B build-versions 
   "-DREJECT=0.1;0.3;0.3.0;0.0.9;0.4.1;0.5;1;1.0;0.5...<1;1...<2;0.0.1...<0.4"
 
 echo "ok: cmake consumer: find_package(libnet 0.4 COMPONENTS tls dns http_client websocket" \
-  "http2), libnet::libnet(_shared), libnet::tls(_shared), libnet::dns(_shared)," \
-  "libnet::http_client(_shared), libnet::websocket(_shared) and libnet::http2(_shared) built" \
+  "http2 inspect), libnet::libnet(_shared) (echo, coroutine handler, FastCGI)," \
+  "libnet::tls(_shared), libnet::dns(_shared), libnet::http_client(_shared)," \
+  "libnet::websocket(_shared), libnet::http2(_shared) and libnet::inspect(_shared) built" \
   "and ran, also from a" \
   "moved prefix; version checks hold ($(elapsed) s)"

@@ -8,8 +8,8 @@
 # bounded SECONDS WHAT COMMAND... (runs COMMAND with a time limit, its output
 # in $tmp/log, shown when it fails), install_libnet ARGS... (tools/install.sh
 # under a limit), run_echo PROGRAM (runs an echo_roundtrip build, checks it
-# says OK; run_tls, run_dns, run_http, run_ws and run_h2 the same for the
-# components' programs), needs_library PROGRAM REGEX (whether PROGRAM's dynamic section
+# says OK; run_tls, run_dns, run_http, run_ws, run_h2, run_server and
+# run_inspect the same for the other programs), needs_library PROGRAM REGEX (whether PROGRAM's dynamic section
 # has a NEEDED entry matching REGEX) and elapsed (seconds since the test
 # started).
 set -euo pipefail
@@ -106,4 +106,17 @@ run_ws() {
 run_h2() {
   bounded 30 "running $1" "$1"
   grep -q '^http2_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'http2_roundtrip: OK'"
+}
+
+# run_server PROGRAM: a server_roundtrip build answered from a coroutine and
+# from FastCGI (502).
+run_server() {
+  bounded 30 "running $1" "$1"
+  grep -q '^server_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'server_roundtrip: OK'"
+}
+
+# run_inspect PROGRAM: an inspect_roundtrip build answered /debug/loops.
+run_inspect() {
+  bounded 30 "running $1" "$1"
+  grep -q '^inspect_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'inspect_roundtrip: OK'"
 }

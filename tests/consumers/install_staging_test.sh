@@ -33,7 +33,11 @@ for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClien
   include/net/websocket/WebSocket.h include/net/websocket/WebSocketServer.h \
   include/net/websocket/WebSocketClient.h include/net/websocket/CoroWebSocket.h \
   include/net/http2/Http2Server.h include/net/http2/Options.h include/net/http2/ServerSession.h \
-  include/net/http2/CoroServe.h \
+  include/net/http2/CoroServe.h include/net/http2/Http2RequestBody.h \
+  include/net/http/CoroHandler.h include/net/http/RequestBodyReader.h \
+  include/net/http/ResponseWriteAwaiter.h include/net/fastcgi/FastCgiHandler.h \
+  include/net/fastcgi/UpstreamOptions.h include/net/inspect/Inspector.h \
+  include/net/inspect/CpuProfiler.h include/net/inspect/ProfileSignal.h \
   lib/libnet.a "lib/libnet.so.$version" lib/pkgconfig/libnet.pc \
   lib/libnet_tls.a "lib/libnet_tls.so.$version" lib/pkgconfig/libnet_tls.pc \
   lib/libnet_dns.a "lib/libnet_dns.so.$version" lib/pkgconfig/libnet_dns.pc \
@@ -41,6 +45,7 @@ for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClien
   lib/pkgconfig/libnet_http_client.pc lib/libnet_websocket.a \
   "lib/libnet_websocket.so.$version" lib/pkgconfig/libnet_websocket.pc \
   lib/libnet_http2.a "lib/libnet_http2.so.$version" lib/pkgconfig/libnet_http2.pc \
+  lib/libnet_inspect.a "lib/libnet_inspect.so.$version" lib/pkgconfig/libnet_inspect.pc \
   lib/cmake/libnet/libnetConfig.cmake lib/cmake/libnet/libnetConfigVersion.cmake \
   share/licenses/libnet/LICENSE share/libnet/install_manifest.txt; do
   [[ -f $root/$file ]] || fail "$file was not installed"
@@ -54,11 +59,12 @@ cmp -s "$repo/LICENSE" "$root/share/licenses/libnet/LICENSE" ||
 [[ ! -e $root/include/net/poller ]] || fail "net/poller/ headers were installed"
 # Headers that are sources of their library (its inside), never public.
 for file in net/dns/AddressCache.h net/UnixSocketFile.h net/ConnectionInput.h \
-  net/ConnectionSocket.h net/TcpConnectionImpl.h net/coro/TaskContext.h net/coro/StreamState.h; do
+  net/ConnectionSocket.h net/TcpConnectionImpl.h net/coro/TaskContext.h net/coro/StreamState.h \
+  net/fastcgi/Exchange.h net/fastcgi/UpstreamPool.h net/fastcgi/UpstreamConnection.h; do
   [[ -f $repo/$file ]] || fail "$file is not in the checkout: update this list"
   [[ ! -e $root/include/$file ]] || fail "the private header $file was installed"
 done
-for component in tls dns http_client websocket http2; do
+for component in tls dns http_client websocket http2 inspect; do
   # The libraries below a component are found beside it, whatever the prefix.
   readelf -d "$root/lib/libnet_$component.so.$version" | grep -q '(RUNPATH).*\[\$ORIGIN\]' ||
     fail "libnet_$component.so has no RUNPATH \$ORIGIN"
@@ -74,7 +80,11 @@ if grep -rlE '#[[:space:]]*include[[:space:]]*[<"](net/poller/|liburing)' "$root
 fi
 
 members=$(ar t "$root/lib/libnet.a")
-for member in Timestamp.o EventLoop.o PollerFactory.o UringPoller.o TcpServer.o HttpServer.o; do
+# The HTTP server's coroutine handlers and FastCGI need nothing of the system
+# of their own: they are in libnet.
+for member in Timestamp.o EventLoop.o PollerFactory.o UringPoller.o TcpServer.o HttpServer.o \
+  CoroHandler.o RequestBodyReader.o ResponseWriteAwaiter.o FastCgiHandler.o UpstreamPool.o \
+  RecordDecoder.o; do
   grep -qx "$member" <<<"$members" || fail "libnet.a has no $member"
 done
 soname=$(readelf -d "$root/lib/libnet.so.$version")
@@ -147,14 +157,36 @@ h2_symbols=$(nm -DC --defined-only "$root/lib/libnet_http2.so.$version")
 for symbol in 'libnet::http2::serve(' 'libnet::http2::serveConnection('; do
   grep -qF "$symbol" <<<"$h2_symbols" || fail "libnet_http2.so does not define $symbol"
 done
-for library in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket; do
+for library in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket libnet_inspect; do
   needs_library "$root/lib/$library.so.$version" 'libnghttp2\.so.*' && fail "$library.so needs nghttp2"
 done
 grep -q '^Requires.private: libnghttp2' "$root/lib/pkgconfig/libnet_http2.pc" ||
   fail "libnet_http2.pc does not require libnghttp2"
+# The inspector: its own objects only, on libnet.so alone, the only library
+# with gperftools' libprofiler.
+inspect_members=$(ar t "$root/lib/libnet_inspect.a")
+[[ $(sort <<<"$inspect_members" | tr '\n' ' ') == "CpuProfiler.o Inspector.o LoopGather.o ProfileSignal.o " ]] ||
+  fail "libnet_inspect.a holds: $(tr '\n' ' ' <<<"$inspect_members")"
+inspect_dynamic=$(readelf -d "$root/lib/libnet_inspect.so.$version")
+for needed in "libnet\.so\.$soversion" 'libprofiler\.so\.0'; do
+  grep -q "(NEEDED).*\[$needed\]" <<<"$inspect_dynamic" || fail "libnet_inspect.so does not need $needed"
+done
+grep -q '(NEEDED).*\[libnet_\(tls\|dns\|http_client\|websocket\|http2\)\.so' <<<"$inspect_dynamic" &&
+  fail "libnet_inspect.so needs a component it does not use"
+inspect_symbols=$(nm -DC --defined-only "$root/lib/libnet_inspect.so.$version")
+for symbol in 'libnet::inspect::Inspector::serve(' 'libnet::inspect::CpuProfiler::' \
+  'libnet::inspect::ProfileSignal::'; do
+  grep -qF "$symbol" <<<"$inspect_symbols" || fail "libnet_inspect.so does not define $symbol"
+done
+for library in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket libnet_http2; do
+  needs_library "$root/lib/$library.so.$version" 'libprofiler\.so.*' && fail "$library.so needs libprofiler"
+done
+grep -q '^Requires.private: libprofiler' "$root/lib/pkgconfig/libnet_inspect.pc" ||
+  fail "libnet_inspect.pc does not require libprofiler"
 
 symbols=$(nm -DC --defined-only "$root/lib/libnet.so.$version")
-for symbol in 'libnet::TcpServer::start()' 'libnet::http::HttpServer::HttpServer(' 'libnet::newPoller('; do
+for symbol in 'libnet::TcpServer::start()' 'libnet::http::HttpServer::HttpServer(' 'libnet::newPoller(' \
+  'libnet::http::coroHandler(' 'libnet::fastcgi::FastCgiHandler::FastCgiHandler('; do
   grep -qF "$symbol" <<<"$symbols" || fail "libnet.so does not define $symbol"
 done
 
@@ -193,7 +225,7 @@ info=$(dpkg-deb --field "$deb" Package Version Depends)
 grep -qx 'Package: libnet-dev' <<<"$info" || fail "package name: $info"
 grep -qx "Version: $version" <<<"$info" || fail "package version: $info"
 grep -q '^Depends: .*liburing-dev (>= 2.3).*liburing2' <<<"$info" || fail "package dependencies: $info"
-for runtime in libc-ares2 libssl3 zlib1g libnghttp2-14; do
+for runtime in libc-ares2 libssl3 zlib1g libnghttp2-14 libgoogle-perftools4; do
   grep -q "^Depends: .*$runtime" <<<"$info" || fail "the package does not depend on $runtime: $info"
 done
 contents=$(dpkg-deb --contents "$deb" | awk '{ print $6 }')
@@ -206,6 +238,9 @@ for file in ./usr/include/net/EventLoop.h ./usr/lib/libnet.a "./usr/lib/libnet.s
   ./usr/lib/libnet_websocket.a "./usr/lib/libnet_websocket.so.$version" \
   ./usr/lib/pkgconfig/libnet_websocket.pc ./usr/include/net/http2/Http2Server.h \
   ./usr/lib/libnet_http2.a "./usr/lib/libnet_http2.so.$version" ./usr/lib/pkgconfig/libnet_http2.pc \
+  ./usr/include/net/http/CoroHandler.h ./usr/include/net/fastcgi/FastCgiHandler.h \
+  ./usr/include/net/inspect/Inspector.h ./usr/lib/libnet_inspect.a \
+  "./usr/lib/libnet_inspect.so.$version" ./usr/lib/pkgconfig/libnet_inspect.pc \
   ./usr/share/licenses/libnet/LICENSE; do
   grep -qx "$file" <<<"$contents" || fail "the package lacks $file"
 done

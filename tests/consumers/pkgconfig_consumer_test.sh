@@ -13,9 +13,12 @@
 # pkg-config --validate. The components the same way: tls_roundtrip.cc with
 # libnet_tls, dns_roundtrip.cc with libnet_dns (shared, and from the archives
 # with -lcares), http_fetch_roundtrip.cc with libnet_http_client,
-# ws_roundtrip.cc with libnet_websocket and http2_roundtrip.cc with
-# libnet_http2 (shared, and from the archives that pkg-config --static names). Needs pkg-config (pkgconf) and g++; prints "ok: ..."
-# and exits 0, or says what failed.
+# ws_roundtrip.cc with libnet_websocket, http2_roundtrip.cc with
+# libnet_http2, server_roundtrip.cc (the coroutine handlers and FastCGI, in
+# libnet itself) with libnet and inspect_roundtrip.cc with libnet_inspect
+# (shared, and from the archives that pkg-config --static names). Needs
+# pkg-config (pkgconf) and g++; prints "ok: ..." and exits 0, or says what
+# failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
 
 command -v pkg-config >/dev/null || fail "pkg-config is not installed (apt-get install pkgconf)"
@@ -32,7 +35,8 @@ export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 installed=$(pkg-config --modversion libnet) || fail "pkg-config does not find libnet in $PKG_CONFIG_PATH"
 [[ $installed == "$version" ]] || fail "pkg-config says libnet $installed, VERSION says $version"
 # pkgconf before 1.9 has no License field: it must skip it, not reject the file.
-for pc in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket libnet_http2; do
+for pc in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket libnet_http2 \
+  libnet_inspect; do
   grep -qx 'License: MIT' "$prefix/lib/pkgconfig/$pc.pc" || fail "$pc.pc has no 'License: MIT'"
   bounded 30 "pkg-config --validate $pc" pkg-config --validate "$pc"
 done
@@ -104,8 +108,8 @@ needs_library dns_archive 'libnet\(_dns\)\?\.so.*' && fail "dns_archive needs a 
 run_dns ./dns_archive
 needs_library echo_shared 'libcares\.so.*' && fail "echo_shared links c-ares without using the resolver"
 
-# The HTTP client, WebSocket and HTTP/2: their .pc files bring the libraries
-# below.
+# The HTTP client, WebSocket, HTTP/2 and the inspector: their .pc files
+# bring the libraries below; the coroutine handlers and FastCGI are libnet's.
 # From the archives, the libraries come from pkg-config --static with the
 # archives named instead of -lnet*, so that its order is the one tested.
 archives_for() {
@@ -119,9 +123,10 @@ archives_for() {
   done
 }
 cp "$repo/tests/consumers/http_fetch_roundtrip.cc" "$repo/tests/consumers/ws_roundtrip.cc" \
-  "$repo/tests/consumers/http2_roundtrip.cc" .
+  "$repo/tests/consumers/http2_roundtrip.cc" "$repo/tests/consumers/server_roundtrip.cc" \
+  "$repo/tests/consumers/inspect_roundtrip.cc" .
 for program in http_fetch_roundtrip:libnet_http_client ws_roundtrip:libnet_websocket \
-  http2_roundtrip:libnet_http2; do
+  http2_roundtrip:libnet_http2 server_roundtrip:libnet inspect_roundtrip:libnet_inspect; do
   pc=${program#*:} program=${program%:*}
   read -r -a component_flags <<<"$(pkg-config --cflags --libs "$pc")" ||
     fail "pkg-config does not find $pc"
@@ -149,9 +154,21 @@ read -r -a h2_static_flags <<<"$(pkg-config --libs --static libnet_http2)"
 needs_library http2_roundtrip_archive 'libnghttp2\.so.*' ||
   fail "http2_roundtrip_archive does not need libnghttp2.so"
 needs_library echo_shared 'libnghttp2\.so.*' && fail "echo_shared links nghttp2 without using HTTP/2"
+run_server ./server_roundtrip_shared
+run_server ./server_roundtrip_archive
+run_inspect ./inspect_roundtrip_shared
+run_inspect ./inspect_roundtrip_archive
+read -r -a inspect_static_flags <<<"$(pkg-config --libs --static libnet_inspect)"
+[[ " ${inspect_static_flags[*]} " == *" -lprofiler "* ]] ||
+  fail "pkg-config --libs --static libnet_inspect does not give -lprofiler: ${inspect_static_flags[*]}"
+needs_library inspect_roundtrip_archive 'libprofiler\.so.*' ||
+  fail "inspect_roundtrip_archive does not need libprofiler.so"
+needs_library echo_shared 'libprofiler\.so.*' &&
+  fail "echo_shared links libprofiler without using the inspector"
 
 echo "ok: pkg-config consumer: libnet $version linked shared (-lnet), fully static (--static)" \
   "and from libnet.a, each echoed; a program of 0.1 built with deprecation warnings and echoed; libnet_tls shared and from the archives, echoed over" \
   "TLS; libnet_dns shared and from the archives, resolved and echoed; libnet_http_client," \
   "libnet_websocket and libnet_http2 shared and from the archives, fetched, echoed and" \
-  "answered over h2c ($(elapsed) s)"
+  "answered over h2c; libnet's coroutine handler and FastCGI and libnet_inspect shared and" \
+  "from the archives, answered ($(elapsed) s)"
