@@ -229,12 +229,13 @@ class ConnectionIo {
   virtual void endOutput() {}
   // After endOutput(), with output still queued: the connection closes once
   // it is written (TcpConnection::closeAfterOutput), so the FIN may follow
-  // the last bytes at once instead of with the close, a completion later. A
-  // strategy that can send it with them does (io_uring: a shutdown linked
-  // behind the last send); the connection closes once drained either way.
-  // The default (and a layer's, whose own closing bytes come first) does
-  // nothing.
-  virtual void shutdownAfterOutput() {}
+  // the last bytes at once instead of with the close, a turn later. True:
+  // this strategy sends it as soon as its last bytes are written (io_uring:
+  // shutdown(SHUT_WR) in the handling of the completion that empties the
+  // queue, before the turn end reports the output drained). False (the
+  // default, and a layer's, whose own closing bytes come first): the
+  // connection shuts the write side when told the output drained.
+  [[nodiscard]] virtual bool shutdownAfterOutput() { return false; }
   // Stop all I/O now: the connection is closed and its output dropped
   // (queued files closed; a send in flight completes or is cancelled).
   virtual void close() = 0;

@@ -192,8 +192,9 @@ void TcpConnection::closeAfterOutput() {
     return;
   }
   // The answer is still queued (io_uring: it leaves with the ring's next
-  // submission): the strategy sends the FIN right behind it where it can.
-  impl().io_->shutdownAfterOutput();
+  // submission): the strategy sends the FIN right behind it where it can,
+  // else onOutputDrained() does, before the close.
+  finByIo_ = impl().io_->shutdownAfterOutput();
 }
 
 void TcpConnection::stopRead() {

@@ -128,8 +128,8 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   // Closes fully once everything queued is written: for a protocol done
   // with the peer ("Connection: close"). With nothing left queued the write
   // side is shut at once, so the FIN leaves right behind the answer; on
-  // io_uring, with the answer still queued, a shutdown goes linked behind
-  // its last send (docs/architecture.md). Data
+  // io_uring, with the answer still queued, the write side is shut as the
+  // completion of its last send comes in (docs/architecture.md). Data
   // the peer still sends may turn the close into a reset (use shutdown()
   // then). Later sends are dropped. Loop thread.
   void closeAfterOutput();
@@ -256,6 +256,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
   bool peerClosed_ = false;        // we read EOF
   bool writeShutdown_ = false;     // shutdown(SHUT_WR) done
   bool closeWhenDrained_ = false;  // closeAfterOutput()
+  bool finByIo_ = false;           // ... and the strategy sends the FIN (shutdownAfterOutput)
   bool announced_ = false;         // the connection (up) callback ran
   uint32_t serverSlot_ = 0;        // TcpServer's: where its loop's list keeps this connection
   // establishedAt(): MonoClock's seconds (from boot: 136 years fit).

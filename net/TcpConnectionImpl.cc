@@ -268,6 +268,13 @@ void TcpConnection::Impl::onOutputDrained() {
   checkOutputLimit();
   queueWriteComplete();
   if (attachment_) attachment_->onOutputDrained();
+  if (closeWhenDrained_ && !finByIo_ && !writeShutdown_ && io_->outputDrained()) {
+    // The FIN right behind the answer: the socket itself closes only when
+    // the connection is released, a functor round after the close below
+    // (epoll, an answer that did not go at once, or ended in a file).
+    writeShutdown_ = true;
+    socket_.socket().shutdownWrite();
+  }
   if ((peerClosed_ && !attachment_) || closeWhenDrained_) {
     handleClose();
     return;

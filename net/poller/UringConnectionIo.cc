@@ -42,16 +42,6 @@ constexpr size_t kBackloggedPass = 64 * 1024;
 // (more than a full segment), so Nagle's algorithm holds no part back.
 constexpr size_t kPutOffInput = kBackloggedPass;
 
-// The most a send may carry with a shutdown linked behind it. Its MSG_WAITALL
-// keeps it in flight until every byte is written, with no progress reported
-// meanwhile, and the idle timeout counts progress: only an answer that the
-// socket takes at once may go that way, one small enough for a fresh
-// socket's send buffer (tcp_wmem's default 16 KiB) sent while no earlier
-// send of the same output has come back short (a peer slower than the
-// sender). Anything else goes as before, in sends that complete as the peer
-// takes it, and the close sends the FIN.
-constexpr size_t kLinkedFinMax = 8 * 1024;
-
 // recvLimit_ of a multishot recv without a total.
 constexpr size_t kUnlimited = SIZE_MAX;
 
@@ -157,9 +147,21 @@ void UringConnectionIo::onTurnEnd() {
   pump();
 }
 
-void UringConnectionIo::shutdownAfterOutput() {
-  if (closed() || fin_ != Fin::kNone || !context_->linkedShutdown()) return;
-  fin_ = Fin::kWanted;  // the send that empties the queue carries it (submitSend)
+bool UringConnectionIo::shutdownAfterOutput() {
+  if (closed()) return false;
+  finAfterOutput_ = true;  // the send completion that empties the queue sends it
+  return true;
+}
+
+void UringConnectionIo::finIfDrained() {
+  if (!finAfterOutput_ || !output_.empty()) return;
+  finAfterOutput_ = false;
+  // On the connection's own fd (the registered slot is only for ops): the
+  // close that follows through the ring goes out with the next submission,
+  // after the rest of this loop turn.
+  if (::shutdown(fd_, SHUT_WR) < 0) {
+    LOG_DEBUG << "shutdown(SHUT_WR) fd=" << fd_ << ": " << strerrorTl(errno);
+  }
 }
 
 void UringConnectionIo::close() {
@@ -196,26 +198,14 @@ void UringConnectionIo::release() {
   // in the kernel until it completes, so the peer sees the close only then,
   // and its completion still comes to this handler. Waiting for those
   // completions before closing cost a short connection one more loop turn.
-  UniqueFd fd = owner_->onReleased();
-  if (fin_ == Fin::kLinked) {
-    // The shutdown looks the socket up when it runs, after the send: the fd
-    // and its slot stay until then (onShutdown), so that neither can be
-    // another connection's by that time.
-    released_ = std::move(fd);
-  } else {
-    closeSocket(std::move(fd));
-  }
-  releaseIfIdle();  // or when the last op in flight completes
-}
-
-void UringConnectionIo::closeSocket(UniqueFd fd) {
   if (fixed_ >= 0) {
     // Before the fd's own close: the table's reference would otherwise keep
     // the socket open.
     context_->unregisterFile(fixed_);
     fixed_ = -1;
   }
-  context_->closeFile(std::move(fd));
+  context_->closeFile(owner_->onReleased());
+  releaseIfIdle();  // or when the last op in flight completes
 }
 
 void UringConnectionIo::opStarted() {
@@ -328,30 +318,15 @@ void UringConnectionIo::noteReceived(int32_t res, uint32_t flags) {
   }
 }
 
-bool UringConnectionIo::linkFin(size_t sendBytes) const {
-  return fin_ == Fin::kWanted && !shortSend_ && sendBytes <= kLinkedFinMax &&
-         output_.queuedBytes() == sendBytes;
-}
-
 void UringConnectionIo::submitSend() {
   Buffer& bytes = output_.inFlight();
-  const bool fin = linkFin(bytes.readableBytes());
-  if (fin) context_->reserveSqes(2);  // the send and its shutdown in one submission
   io_uring_sqe* sqe = context_->getSqe();
   io_uring_prep_send(sqe, fd_, bytes.peek(), bytes.readableBytes(),
-                     MSG_NOSIGNAL | (output_.hasFile() ? MSG_MORE : 0) | (fin ? MSG_WAITALL : 0));
+                     MSG_NOSIGNAL | (output_.hasFile() ? MSG_MORE : 0));
   target(sqe);
   io_uring_sqe_set_data64(sqe, completionUserData(UringOp::kSend, token_));
   opStarted();
   writer_ = Writer::kSending;
-  if (!fin) return;
-  sqe->flags |= IOSQE_IO_LINK;
-  io_uring_sqe* shutdown = context_->getSqe();
-  io_uring_prep_shutdown(shutdown, fd_, SHUT_WR);
-  target(shutdown);
-  io_uring_sqe_set_data64(shutdown, completionUserData(UringOp::kShutdown, token_));
-  opStarted();
-  fin_ = Fin::kLinked;
 }
 
 void UringConnectionIo::armWritable() {
@@ -371,8 +346,6 @@ void UringConnectionIo::onCompletion(UringOp op, int32_t res, uint32_t flags) {
     onSend(res);
   } else if (op == UringOp::kWritable) {
     onWritable(res);
-  } else if (op == UringOp::kShutdown) {
-    onShutdown(res);
   }
 }
 
@@ -477,8 +450,9 @@ void UringConnectionIo::onSend(int32_t res) {
     return;
   }
   output_.sent(static_cast<size_t>(res));
-  // A short send: the peer takes this output slower than it is written.
-  if (output_.inFlight().readableBytes() > 0) shortSend_ = true;
+  // The last byte of a connection closing after its output is written: the
+  // FIN now, not at the turn end (pump) nor with the close after it.
+  finIfDrained();
   owner_->onOutputProgress();
   if (recv_ == Recv::kWaitingForRoom) armRecv();
   // The rest of a short send first, in order, with whatever else this turn
@@ -492,18 +466,6 @@ void UringConnectionIo::onWritable(int32_t res) {
   if (closed() || res == -ECANCELED) return;
   // POLLERR / POLLHUP come back as events too: sendfile then reports them.
   pump();
-}
-
-void UringConnectionIo::onShutdown(int32_t res) {
-  // -ECANCELED: the send before it ended short (the peer reset, or the
-  // connection was closed); the close sends the FIN, after whatever is
-  // still to write. Either way the shutdown is not tried again.
-  fin_ = Fin::kOver;
-  if (res < 0 && res != -ECANCELED) {
-    LOG_DEBUG << "io_uring shutdown(SHUT_WR) fd=" << fd_ << ": " << strerrorTl(-res);
-  }
-  if (life_ == Life::kReleased && released_) closeSocket(std::move(released_));
-  opFinished();
 }
 
 void UringConnectionIo::pump() {
@@ -521,6 +483,7 @@ void UringConnectionIo::pump() {
       return;
     }
     if (!output_.hasFile()) {
+      finIfDrained();  // a file sent last
       owner_->onOutputDrained();
       return;
     }

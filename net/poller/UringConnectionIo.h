@@ -19,19 +19,16 @@
 // dominated the profile: docs/benchmarks.md, "Figures formerly quoted in
 // code comments"), with a one-shot POLLOUT op while the socket is full.
 //
-// Closing after output (shutdownAfterOutput): the send that leaves the
-// queue empty (a small answer the socket takes at once: kLinkedFinMax,
-// no short send before it) goes with MSG_WAITALL and an
-// IORING_OP_SHUTDOWN(SHUT_WR) linked behind it, so that the FIN leaves with
-// the answer, not with the close a completion and a turn later (ab and
-// other clients that read to end of file wait for it: docs/benchmarks.md).
-// MSG_WAITALL makes the kernel retry a short send until all is written, and
-// a send that still ends short (an error, a cancel) breaks the link: the
-// shutdown completes with -ECANCELED and the close sends the FIN as before,
-// so a FIN never cuts an answer short. The kernel runs the shutdown on its
-// io-wq worker, which looks the socket up only then: the fd (and its
-// registered-file slot) stays open until the shutdown completes, so that it
-// cannot name another connection's socket by then.
+// Closing after output (shutdownAfterOutput): once the completion of the
+// send that empties the queue comes in, shutdown(SHUT_WR) on the socket's
+// real fd at once, in that completion's handling, so that the FIN leaves
+// right behind the answer instead of with the close, which waits for the
+// turn end and the ring's next submission (ab and other clients that read
+// to end of file wait for the FIN: docs/benchmarks.md). A plain system call,
+// not an IORING_OP_SHUTDOWN linked behind the send: the kernel always ran
+// that op on the ring's io-wq worker thread, a wake-up and a CQE more per
+// connection on the loop's CPU (docs/benchmarks.md, "io_uring: the FIN
+// without a linked op").
 //
 // Every op in flight keeps the connection alive (Owner::keepAlive); closing
 // cancels them (each by its user_data), and release() empties the socket's
@@ -59,9 +56,9 @@
 //    recv armed hands over at the next io_uring_enter (the turn-end send
 //    waits for them, turn by turn, up to 64 KiB of input: onTurnEnd());
 //  - backlogged_: the peer sends faster than one turn's share (below);
-//  - fin_: whether a shutdown is wanted behind the last send, linked and in
-//    flight, or done with (it went, or the link broke).
-// The ops in flight (at most a recv, a writer and a linked shutdown) are counted from recv_ and
+//  - finAfterOutput_: the connection closes after its output, and the
+//    send completion that leaves the queue empty shuts the write side.
+// The ops in flight (at most a recv and a writer) are counted from recv_ and
 // writer_, not kept apart: the count decides when the owner's reference
 // (keepAlive_) is taken and dropped, and when a released strategy
 // unregisters.
@@ -102,7 +99,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   [[nodiscard]] size_t queuedOutput() const override { return output_.queuedBytes(); }
   [[nodiscard]] bool outputDrained() const override { return output_.empty(); }
   [[nodiscard]] size_t outputCapacity() const override { return output_.capacity(); }
-  void shutdownAfterOutput() override;
+  [[nodiscard]] bool shutdownAfterOutput() override;
   void close() override;
   void release() override;
 
@@ -115,7 +112,8 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   void onRecvError(int err);
   void onSend(int32_t res);
   void onWritable(int32_t res);
-  void onShutdown(int32_t res);
+  // With finAfterOutput_ and the queue empty: shutdown(SHUT_WR), once.
+  void finIfDrained();
   // Moves queued output along: the in-flight buffer, the waiting bytes,
   // files. One writer at a time: a send in flight or a file waiting for
   // POLLOUT resumes it when it completes.
@@ -129,11 +127,6 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   // socket is backlogged.
   void noteReceived(int32_t res, uint32_t flags);
   void submitSend();
-  // Whether the send about to go takes everything queued, small enough to
-  // carry the FIN behind it (fin_ wanted).
-  [[nodiscard]] bool linkFin(size_t sendBytes) const;
-  // The fd (and its registered-file slot) closed through the ring.
-  void closeSocket(UniqueFd fd);
   void armWritable();
   // Cancels this connection's op `op` in flight (found by its user_data).
   void cancel(UringOp op);
@@ -144,15 +137,13 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   enum class Recv : uint8_t { kIdle, kWaitingForRoom, kArmed, kCancelling };
   enum class Writer : uint8_t { kIdle, kSending, kWaitingWritable };
   enum class TurnEnd : uint8_t { kNone, kThisTurn, kNextTurn };
-  enum class Fin : uint8_t { kNone, kWanted, kLinked, kOver };
 
   [[nodiscard]] bool closed() const { return life_ != Life::kOpen; }
   [[nodiscard]] bool recvInFlight() const {
     return recv_ == Recv::kArmed || recv_ == Recv::kCancelling;
   }
   [[nodiscard]] int opsInFlight() const {
-    return (recvInFlight() ? 1 : 0) + (writer_ != Writer::kIdle ? 1 : 0) +
-           (fin_ == Fin::kLinked ? 1 : 0);
+    return (recvInFlight() ? 1 : 0) + (writer_ != Writer::kIdle ? 1 : 0);
   }
   // Around each op: opStarted() before its state is set (the first op in
   // flight takes the owner's reference), opFinished() after it is cleared
@@ -172,9 +163,6 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   Recv recv_ = Recv::kIdle;
   Writer writer_ = Writer::kIdle;
   TurnEnd turnEnd_ = TurnEnd::kNone;
-  Fin fin_ = Fin::kNone;
-  // A send of this connection came back short (linkFin()).
-  bool shortSend_ = false;
   bool inputFollows_ = false;  // the last receive left bytes in the socket, a recv is armed
   // The peer sends faster than one turn's share (armRecv, noteReceived). A
   // new connection does not start so: capped from its first arming, a
@@ -183,6 +171,7 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   // delayed ACK, 40 ms a round trip (bench/roundtrip). A flood is caught by
   // its first pass instead (kBackloggedPass with bytes left in the socket).
   bool backlogged_ = false;
+  bool finAfterOutput_ = false;      // shutdownAfterOutput(): the FIN once the queue is empty
   size_t recvLimit_ = 0;             // what the recv armed may deliver in all
   size_t armBytes_ = 0;              // received since the recv was armed
   size_t armTurnMax_ = 0;            // ... the most of it in one loop turn
@@ -190,7 +179,6 @@ class UringConnectionIo final : public ConnectionIo, private CompletionHandler {
   size_t turnBytes_ = 0;             // received in that turn
   size_t putOffInput_ = 0;           // received in the turns the send waited (onTurnEnd)
   std::shared_ptr<void> keepAlive_;  // the owner, while ops are in flight
-  UniqueFd released_;  // released while a linked shutdown was in flight: closed after it
 };
 
 }  // namespace libnet

@@ -25,8 +25,7 @@ UringContext::UringContext(EventLoopBase* loop, const IoUringOptions& options, u
                                             options.bufferSize, options.initialBufferCount,
                                             options.incrementalBuffers)),
       boundedMultishotRecv_(options.boundedMultishotRecv &&
-                            UringProbe::result().boundedMultishotRecv),
-      linkedShutdown_(UringProbe::result().shutdownOp) {}
+                            UringProbe::result().boundedMultishotRecv) {}
 
 void UringContext::runTurnEnd() {
   // By index: a handler's onTurnEnd() may add to the list (a callback it

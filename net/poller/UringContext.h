@@ -51,18 +51,12 @@ class UringContext {
   //
   // An SQE to fill (UringRing::getSqe).
   [[nodiscard]] io_uring_sqe* getSqe() { return ring_.getSqe(); }
-  // Room for `count` SQEs in a row, none submitted before the last
-  // (UringRing::reserveSqes): a linked chain.
-  void reserveSqes(unsigned count) { ring_.reserveSqes(count); }
   [[nodiscard]] UringRing& ring() { return ring_; }
   // The IORING_SETUP_* flags chosen for the ring (UringRing::setupFlags).
   [[nodiscard]] unsigned setupFlags() const { return ring_.setupFlags(); }
   // Whether a multishot recv can be limited to a total number of bytes
   // (UringProbe::Result::boundedMultishotRecv, unless the options said no).
   [[nodiscard]] bool boundedMultishotRecv() const { return boundedMultishotRecv_; }
-  // Whether a shutdown(SHUT_WR) can be linked behind a send
-  // (UringProbe::Result::shutdownOp).
-  [[nodiscard]] bool linkedShutdown() const { return linkedShutdown_; }
 
   // The registered-file table (UringFileTable::add / remove).
   [[nodiscard]] int registerFile(int fd) { return files_.add(fd); }
@@ -201,7 +195,6 @@ class UringContext {
   uint64_t grewInTurn_ = 0;
   size_t backloggedArms_[2] = {0, 0};  // by turn parity: backloggedShare()
   const bool boundedMultishotRecv_;
-  const bool linkedShutdown_;
   uint16_t nextGroup_ = 1;  // 0 is buffers_'
   std::vector<uint16_t> freeGroups_;
 };

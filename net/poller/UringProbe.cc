@@ -38,9 +38,9 @@ std::optional<ProbeFailure> simulated(UringProbe::Stage stage, std::string_view 
   return ProbeFailure{ENOSYS, std::string(what) + " (simulated)"};
 }
 
-// The opcodes libnet needs; sets *msgRing and *shutdownOp to whether the
-// optional IORING_OP_MSG_RING and IORING_OP_SHUTDOWN are there too.
-std::optional<ProbeFailure> checkOpcodes(io_uring* ring, bool* msgRing, bool* shutdownOp) {
+// The opcodes libnet needs; sets *msgRing to whether the optional
+// IORING_OP_MSG_RING is there too.
+std::optional<ProbeFailure> checkOpcodes(io_uring* ring, bool* msgRing) {
   if (auto failure = simulated(UringProbe::Stage::kOpcodes, "kernel lacks IORING_OP_RECV")) {
     return failure;
   }
@@ -63,8 +63,6 @@ std::optional<ProbeFailure> checkOpcodes(io_uring* ring, bool* msgRing, bool* sh
     }
   }
   *msgRing = io_uring_opcode_supported(probe, IORING_OP_MSG_RING) != 0;
-  *shutdownOp = io_uring_opcode_supported(probe, IORING_OP_SHUTDOWN) != 0 &&
-                !simulated(UringProbe::Stage::kShutdownOp, "IORING_OP_SHUTDOWN");
   io_uring_free_probe(probe);
   return failure;
 }
@@ -235,8 +233,7 @@ UringProbe::Result runProbe() {
     return result;
   }
   bool msgRing = false;
-  bool shutdownOp = false;
-  std::optional<ProbeFailure> failure = checkOpcodes(&ring, &msgRing, &shutdownOp);
+  std::optional<ProbeFailure> failure = checkOpcodes(&ring, &msgRing);
   bool bounded = false;
   if (!failure) failure = checkMultishotRecv(&ring, &bounded);
   const bool recvmsg = !failure && checkMultishotRecvmsg(&ring);
@@ -249,7 +246,6 @@ UringProbe::Result runProbe() {
   result.ok = true;
   result.setupFlags = flags;
   result.msgRing = msgRing;
-  result.shutdownOp = shutdownOp;
   result.boundedMultishotRecv = bounded;
   result.multishotRecvmsg = recvmsg;
   result.detail = (flags & IORING_SETUP_DEFER_TASKRUN)   ? "SINGLE_ISSUER|DEFER_TASKRUN"

@@ -42,22 +42,9 @@ class UringProbe {
     // IORING_OP_RECVMSG) works on a datagram socket: the io_uring datagram
     // strategy receives with it; without it, by readiness and recvmsg(2).
     bool multishotRecvmsg = false;
-    // IORING_OP_SHUTDOWN (5.11+): a connection closing after its output
-    // links a shutdown(SHUT_WR) behind its last send, so that the FIN leaves
-    // with the answer (UringConnectionIo::submitSend); without it the FIN
-    // goes with the close, once the send's completion has been seen.
-    bool shutdownOp = false;
   };
   // The probe's stages, for simulating a kernel that fails one of them.
-  enum class Stage {
-    kNone,
-    kSetup,
-    kOpcodes,
-    kBufferRing,
-    kMultishotRecv,
-    kMultishotRecvmsg,
-    kShutdownOp
-  };
+  enum class Stage { kNone, kSetup, kOpcodes, kBufferRing, kMultishotRecv, kMultishotRecvmsg };
 
   // Probes on the first call; the same result after.
   static const Result& result();

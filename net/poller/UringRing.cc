@@ -76,13 +76,6 @@ io_uring_sqe* UringRing::getSqe() {
   return sqe;
 }
 
-void UringRing::reserveSqes(unsigned count) {
-  if (io_uring_sq_space_left(&ring_) >= count) return;
-  io_uring_submit(&ring_);
-  submitted();
-  if (sqPoll()) io_uring_sqring_wait(&ring_);
-}
-
 void UringRing::submitAndWait(Duration timeout) {
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
   __kernel_timespec ts{};

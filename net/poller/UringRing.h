@@ -48,9 +48,6 @@ class UringRing {
 
   // An SQE to fill; submits the queue first if it is full.
   [[nodiscard]] io_uring_sqe* getSqe();
-  // The next `count` getSqe() calls will not submit in between (the queue is
-  // submitted first if it has less room): a linked chain goes out whole.
-  void reserveSqes(unsigned count);
   // Submits what was prepared and waits at most `timeout` for a completion.
   void submitAndWait(Duration timeout);
   // Submits what was prepared, without waiting.

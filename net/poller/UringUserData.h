@@ -23,7 +23,6 @@ namespace libnet {
 // of such a post, which comes only when the post failed (or, on kernels
 // without IOSQE_CQE_SKIP_SUCCESS, also when it worked); its user_data is
 // postUserData(), not a token, so that the fd comes back with the failure.
-// kShutdown: a connection's shutdown(SHUT_WR), linked behind its last send.
 enum class UringOp : uint8_t {
   kPoll = 1,
   kRecv,
@@ -35,7 +34,6 @@ enum class UringOp : uint8_t {
   kFileRegistered,
   kFdPosted,
   kFdPost,
-  kShutdown,
 };
 
 // A token names one registration of an owner (a channel's poll, a completion

@@ -314,12 +314,12 @@ TEST_P(TcpServerTest, PeerHalfCloseStillGetsEverythingQueued) {
 // loop is held right after the call while the client looks for the FIN; a
 // client that reads to end of file (HTTP/1.0, ab) otherwise waits for the
 // whole turn. On io_uring the answer itself is still queued at that point
-// (it leaves with the ring's next submission, the FIN linked behind it),
-// so there is nothing to look for while the loop is held: the next test is
-// io_uring's analogue.
+// (it leaves with the ring's next submission, the FIN as its completion
+// comes in), so there is nothing to look for while the loop is held: the
+// next test is io_uring's analogue.
 TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinBeforeTheLoopMovesOn) {
   if (GetParam() == PollerKind::kIoUring) {
-    GTEST_SKIP() << "io_uring sends the answer and the FIN with the ring's next submission";
+    GTEST_SKIP() << "io_uring sends the answer with the ring's next submission";
   }
   startServerKeepingConnection();
   BlockingClient client(address_);
@@ -349,47 +349,57 @@ TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinBeforeTheLoopMovesOn) {
 
 // The same on every backend, where io_uring can show it: the FIN leaves
 // with the answer, not with the close that follows the answer's completion
-// a loop turn or two later. The loop is held in the write-complete callback
-// (the first thing it runs once the answer is out) while the client looks
-// for the FIN; on io_uring the shutdown linked behind the answer's send
-// needs nothing more from the loop.
+// a loop turn or two later (through the ring, with its next submission).
+// The loop is held in the write-complete callback (the first thing it runs
+// once the answer is out) while the client looks for the FIN; on io_uring
+// the send's completion has shut the write side by then. The answer ends in
+// bytes, then in a file (sent from the loop, not by a send op).
 TEST_P(TcpServerTest, CloseAfterOutputSendsTheFinWithoutTheLoopsNextTurn) {
-  startServerKeepingConnection();
-  BlockingClient client(address_);
-  TcpConnectionPtr conn = acceptedConnection();
-  ASSERT_NE(conn, nullptr);
+  for (const bool file : {false, true}) {
+    SCOPED_TRACE(file ? "file" : "bytes");
+    firstConnection_ = std::promise<TcpConnectionPtr>();
+    firstConnectionSeen_ = false;
+    startServerKeepingConnection();
+    BlockingClient client(address_);
+    TcpConnectionPtr conn = acceptedConnection();
+    ASSERT_NE(conn, nullptr);
 
-  CountDownLatch release(1);
-  CountDownLatch written(1);
-  loop_->runInLoop([&] {
-    conn->setWriteCompleteCallback([&](const TcpConnectionPtr&) {
-      written.countDown();
-      // Longer than the client looks: a FIN seen only after it gave up
-      // counts for nothing.
-      EXPECT_TRUE(release.waitFor(2 * test::kWait));
+    CountDownLatch release(1);
+    CountDownLatch written(1);
+    loop_->runInLoop([&] {
+      conn->setWriteCompleteCallback([&](const TcpConnectionPtr&) {
+        written.countDown();
+        // Longer than the client looks: a FIN seen only after it gave up
+        // counts for nothing.
+        EXPECT_TRUE(release.waitFor(2 * test::kWait));
+      });
+      if (file) {
+        conn->sendFile(temporaryFile("answer"), 0, 6);
+      } else {
+        conn->send(std::string_view("answer"));
+      }
+      conn->closeAfterOutput();
     });
-    conn->send(std::string_view("answer"));
-    conn->closeAfterOutput();
-  });
-  ASSERT_TRUE(written.waitFor(test::kWait));
-  pollfd pfd{.fd = client.fd(), .events = POLLRDHUP, .revents = 0};
-  const int ready = ::poll(&pfd, 1, static_cast<int>(test::kWait / std::chrono::milliseconds(1)));
-  release.countDown();
-  EXPECT_EQ(ready, 1) << "no FIN while the loop was held once the answer was out";
-  EXPECT_NE(pfd.revents & POLLRDHUP, 0);
-  bool eof = false;
-  EXPECT_EQ(client.recvUntilEof(&eof), "answer");
-  EXPECT_TRUE(eof);
-  conn.reset();
-  EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+    ASSERT_TRUE(written.waitFor(test::kWait));
+    pollfd pfd{.fd = client.fd(), .events = POLLRDHUP, .revents = 0};
+    const int ready = ::poll(&pfd, 1, static_cast<int>(test::kWait / std::chrono::milliseconds(1)));
+    release.countDown();
+    EXPECT_EQ(ready, 1) << "no FIN while the loop was held once the answer was out";
+    EXPECT_NE(pfd.revents & POLLRDHUP, 0);
+    bool eof = false;
+    EXPECT_EQ(client.recvUntilEof(&eof), "answer");
+    EXPECT_TRUE(eof);
+    conn.reset();
+    EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
+    stopServer();
+  }
 }
 
 // Answers larger than the socket takes at once, closed after output, to a
-// client that reads a little at a time: the FIN (linked behind the last send
-// on io_uring, whose MSG_WAITALL keeps it from going before the send's last
-// byte) never cuts an answer short. One answer small enough to go in one
-// send with the shutdown behind it (which the kernel retries until it is all
-// written), one that goes in many.
+// client that reads a little at a time: the FIN (on io_uring, sent as a
+// send's completion leaves the queue empty) never cuts an answer short; the
+// server's small send buffer makes every send short. Two sizes: one that
+// ends within a turn's first sends, one that goes in many.
 TEST_P(TcpServerTest, CloseAfterOutputLargeAnswerToASlowReaderArrivesWhole) {
   const int baseline = test::openFdCount();
   for (const size_t size : {size_t{200 * 1024}, size_t{6 * 1024 * 1024}}) {
@@ -424,8 +434,7 @@ TEST_P(TcpServerTest, CloseAfterOutputLargeAnswerToASlowReaderArrivesWhole) {
     EXPECT_TRUE(waitUntil([&] { return connectionCount() == 0; }));
     stopServer();
   }
-  // The socket of a connection released while its shutdown was in flight
-  // is closed once the shutdown completes.
+  // Every socket is closed once its connection is gone.
   EXPECT_TRUE(waitUntil([&] { return test::openFdCount() == baseline; }))
       << test::openFdCount() << " fds open, " << baseline << " before";
 }
@@ -629,8 +638,8 @@ TEST_P(TcpServerTest, PeerResetWithOutputQueuedClosesWithoutLeak) {
 }
 
 // A peer that resets while the last part of an answer closed after output
-// is still going out (on io_uring: the send with the shutdown linked behind
-// it, which the reset breaks): the connection closes and leaves no fd.
+// is still going out (on io_uring: a send in flight, whose completion would
+// shut the write side): the connection closes and leaves no fd.
 TEST_P(TcpServerTest, PeerResetDuringTheLastSendOfACloseAfterOutputLeavesNoFd) {
   const std::string payload = randomBytes(200 * 1024, 51);
   startServer([&](TcpServer& server) {
