@@ -41,6 +41,13 @@ PACKAGES=(
   libgoogle-perftools-dev  # gperftools' CPU profiler (libprofiler) of //net/inspect:profiler
   google-perftools  # google-pprof, which reads the inspector's and SIGUSR1's CPU profiles
   php8.2-fpm       # php-fpm, the FastCGI application of the net/fastcgi tests and benchmark
+  libprotobuf-dev  # protobuf 3.21, the messages of //net/grpc
+  libprotoc-dev    # libprotoc 3.21, for libnet's protoc plugin (//net/grpc/plugin)
+  protobuf-compiler  # protoc 3.21, run by the Bazel rule of //net/grpc:proto.bzl
+  libgrpc++-dev    # grpc++ 1.51, the independent gRPC peer of the interop tests and benchmark
+  protobuf-compiler-grpc  # grpc_cpp_plugin and grpc_python_plugin, for those peers
+  python3-grpcio   # grpcio 1.51, the Python gRPC peer of the interop tests
+  python3-protobuf  # protobuf 3.21 for Python, the messages of that peer
 )
 
 # Go builds the pinned h2spec of tools/h2spec.sh; an upstream Go in
