@@ -25,7 +25,8 @@ struct Options {
   uint32_t resetBurst = 200;
   uint32_t resetsPerSecond = 33;
   // PING, SETTINGS and empty frames the same way (floods that cost the
-  // server an answer each).
+  // server an answer each). A PING right after request traffic (a HEADERS
+  // or non-empty DATA frame) is not counted: gRPC clients send one per call.
   uint32_t controlBurst = 1000;
   uint32_t controlPerSecond = 100;
   // A header block (HEADERS plus CONTINUATION frames) is bounded in frames

@@ -467,13 +467,27 @@ struct ServerSession::Callbacks {
         if (!s->control_.take(now)) s->terminate(NGHTTP2_ENHANCE_YOUR_CALM, "SETTINGS flood");
         break;
       case NGHTTP2_PING:
+        // A PING that follows request traffic is free: gRPC clients send
+        // one per call to size their window (BDP probes), so a busy client
+        // must not spend the bucket; only PINGs with nothing between them
+        // are a flood.
+        if (s->trafficSincePing_ && (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
+          s->trafficSincePing_ = false;
+          break;
+        }
+        if (!s->control_.take(now)) s->terminate(NGHTTP2_ENHANCE_YOUR_CALM, "control frame flood");
+        break;
       case NGHTTP2_PRIORITY:
         if (!s->control_.take(now)) s->terminate(NGHTTP2_ENHANCE_YOUR_CALM, "control frame flood");
         break;
       case NGHTTP2_RST_STREAM:
         if (!s->resets_.take(now)) s->terminate(NGHTTP2_ENHANCE_YOUR_CALM, "stream reset flood");
         break;
+      case NGHTTP2_HEADERS:
+        s->trafficSincePing_ = true;
+        break;
       case NGHTTP2_DATA:
+        if (frame->hd.length > 0) s->trafficSincePing_ = true;
         if (frame->hd.length == 0 && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0 &&
             !s->control_.take(now)) {
           s->terminate(NGHTTP2_ENHANCE_YOUR_CALM, "empty DATA frame flood");

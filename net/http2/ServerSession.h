@@ -313,6 +313,9 @@ class ServerSession {
   bool failed_ = false;
   Bucket resets_;
   Bucket control_;
+  // A HEADERS or non-empty DATA frame came since the last PING (which is
+  // then not charged to control_).
+  bool trafficSincePing_ = false;
   std::weak_ptr<const TcpConnection> connection_;
   // What writers find this session by while it exists.
   std::shared_ptr<ServerSession*> anchor_;

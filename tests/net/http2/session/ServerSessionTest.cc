@@ -228,6 +228,35 @@ TEST_F(HostileTest, PingFloodIsAGoAway) {
   EXPECT_EQ(test::goAwayCode(frames_), NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
+// gRPC clients (grpc-go) send a PING with every call: a busy connection
+// must not run out of control tokens.
+TEST_F(HostileTest, APingAfterEachRequestIsNotAFlood) {
+  ServerSession server(config_, "test");
+  ASSERT_TRUE(feed(server, {}));
+  int32_t id = 1;
+  for (int round = 0; round < 30; ++round) {
+    std::string bytes;
+    for (int i = 0; i < 50; ++i, id += 2) {
+      bytes += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, id,
+                     test::getBlock("/call"));
+      bytes += frame(NGHTTP2_PING, 0, 0, std::string(8, 'p'));
+    }
+    const bool ok = server.receive(bytes);
+    ASSERT_EQ(test::goAwayCode(test::parseFrames(test::drain(server))), -1) << "round " << round;
+    ASSERT_TRUE(ok) << "round " << round;
+  }
+  EXPECT_EQ(handled_, 1500);
+}
+
+TEST_F(HostileTest, PingsAfterOneRequestAreStillAFlood) {
+  ServerSession server(config_, "test");
+  std::string bytes = frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+                            test::getBlock("/file"));
+  for (int i = 0; i < 1500; ++i) bytes += frame(NGHTTP2_PING, 0, 0, std::string(8, 'p'));
+  EXPECT_FALSE(feed(server, bytes));
+  EXPECT_EQ(test::goAwayCode(frames_), NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
 TEST_F(HostileTest, SettingsFloodIsAGoAway) {
   ServerSession server(config_, "test");
   std::string bytes;
