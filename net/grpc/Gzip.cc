@@ -15,7 +15,7 @@ namespace {
 constexpr int kGzipWindowBits = 15 + 16;
 // zlib counts in 32-bit uInt: longer inputs and outputs go in pieces.
 constexpr size_t kMaxPiece = size_t{1} << 30;
-// The scratch output of a pass that only counts.
+// Inflate's output step, on the stack.
 constexpr size_t kInflateChunk = 16 * 1024;
 // Deflate cannot do better than about 1032:1 (a 258-byte match per 2 bits
 // or so), so no honest member inflates to more than this per input byte.
@@ -100,27 +100,27 @@ namespace {
 enum class Inflated { kComplete, kPastCap, kCorrupt };
 
 // Inflates the gzip members of `data`, one after another (RFC 1952 allows
-// several; anything else after the first fails as the next one's header).
-// With `keep`, the output goes to `dst`, which has room for cap + 1 bytes;
-// without, `dst` is a scratch chunk of `dstSize` bytes, overwritten: the
-// output is only counted. *total: the bytes of output; stops as soon as they
-// pass `cap`.
-Inflated inflateAll(std::string_view data, char* dst, size_t dstSize, bool keep, size_t cap,
-                    size_t* total) {
+// several; anything else after the first fails as the next one's header),
+// a chunk at a time, appending the output to *out (when not null: reserved
+// for `cap` bytes, so that it never grows) or only counting it. *total: the
+// bytes of output; stops as soon as they pass `cap`.
+Inflated inflateAll(std::string_view data, size_t cap, std::string* out, size_t* total) {
   InflateStream decompressor;
   z_stream* z = decompressor.get();
+  std::array<char, kInflateChunk> chunk;
   size_t fed = 0;
   *total = 0;
   while (true) {
     feedInput(z, data, &fed);
     // One byte past the cap is enough to know the cap is passed.
-    size_t room = std::min(cap + 1 - *total, kMaxPiece);
-    if (!keep) room = std::min(room, dstSize);
-    z->next_out = reinterpret_cast<Bytef*>(keep ? dst + *total : dst);
+    const size_t room = std::min(cap + 1 - *total, chunk.size());
+    z->next_out = reinterpret_cast<Bytef*>(chunk.data());
     z->avail_out = static_cast<uInt>(room);
     const int rc = inflate(z, Z_NO_FLUSH);
-    *total += room - z->avail_out;
+    const size_t produced = room - z->avail_out;
+    *total += produced;
     if (*total > cap) return Inflated::kPastCap;
+    if (out != nullptr) out->append(chunk.data(), produced);
     if (rc == Z_STREAM_END) {
       if (z->avail_in == 0 && fed == data.size()) return Inflated::kComplete;
       inflateReset(z);
@@ -131,44 +131,36 @@ Inflated inflateAll(std::string_view data, char* dst, size_t dstSize, bool keep,
   }
 }
 
-// Inflates `data` into a string of exactly `size` bytes, capacity included.
-std::optional<std::string> inflateExactly(std::string_view data, size_t size) {
-  std::string out(size + 1, '\0');
-  size_t total = 0;
-  if (inflateAll(data, out.data(), out.size(), true, size, &total) != Inflated::kComplete) {
-    return std::nullopt;
-  }
-  out.resize(total);
-  return out;
-}
-
 }  // namespace
 
 std::optional<std::string> gzipDecompress(std::string_view data, size_t maxOutput, bool* tooLarge) {
   if (tooLarge != nullptr) *tooLarge = false;
   if (data.empty()) return std::nullopt;
-  // An honest single member announces its size: one pass into a string of
-  // that size. Otherwise (a liar, several members) the output is first
-  // counted in a scratch chunk, then inflated again into a string of its
+  // An honest single member announces its size: one pass into a string
+  // reserved at that size. Otherwise (a liar, several members) the output
+  // is first only counted, then inflated again into a string reserved at its
   // exact size: the output never grows by copying, so a message costs at
-  // most maxOutput bytes (and zlib's window) while it is inflated, and a
-  // bomb no more than a chunk.
+  // most maxOutput bytes (and zlib's state) while it is inflated, and a
+  // bomb no more than a chunk beyond what its trailer admits. Reserving
+  // touches no memory: a hint that is a lie costs an allocation, not a fill.
   const size_t hint = sizeHint(data, maxOutput);
-  std::string out(hint + 1, '\0');
+  std::string out;
+  out.reserve(hint);
   size_t total = 0;
-  Inflated result = inflateAll(data, out.data(), out.size(), true, hint, &total);
+  Inflated result = inflateAll(data, hint, &out, &total);
   if (result == Inflated::kComplete) {
-    out.resize(total);
     // A hint far above the truth: keep no more storage than needed.
     if (out.capacity() > 2 * total + kInflateChunk) out.shrink_to_fit();
     return out;
   }
-  if (result == Inflated::kCorrupt) return std::nullopt;
   std::string().swap(out);  // frees it (assigning an empty string would keep the storage)
-  if (hint < maxOutput) {
-    std::array<char, kInflateChunk> scratch;
-    result = inflateAll(data, scratch.data(), scratch.size(), false, maxOutput, &total);
-    if (result == Inflated::kComplete) return inflateExactly(data, total);
+  if (result == Inflated::kPastCap && hint < maxOutput) {
+    result = inflateAll(data, maxOutput, nullptr, &total);
+    if (result == Inflated::kComplete) {
+      out.reserve(total);
+      if (inflateAll(data, total, &out, &total) == Inflated::kComplete) return out;
+      return std::nullopt;
+    }
   }
   if (result == Inflated::kPastCap && tooLarge != nullptr) *tooLarge = true;
   return std::nullopt;
