@@ -72,31 +72,6 @@ void feedInput(z_stream* z, std::string_view data, size_t* fed) {
   *fed += piece;
 }
 
-}  // namespace
-
-std::string gzipCompress(std::string_view data) {
-  DeflateStream compressor;
-  z_stream* z = compressor.get();
-  std::string out(deflateBound(z, data.size()), '\0');
-  size_t fed = 0;
-  size_t written = 0;
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    feedInput(z, data, &fed);
-    if (written == out.size()) out.resize(out.size() * 2);
-    const size_t room = std::min(out.size() - written, kMaxPiece);
-    z->next_out = reinterpret_cast<Bytef*>(out.data() + written);
-    z->avail_out = static_cast<uInt>(room);
-    const bool last = fed == data.size();
-    rc = deflate(z, last ? Z_FINISH : Z_NO_FLUSH);
-    written += room - z->avail_out;
-  }
-  out.resize(written);
-  return out;
-}
-
-namespace {
-
 enum class Inflated { kComplete, kPastCap, kCorrupt };
 
 // Inflates the gzip members of `data`, one after another (RFC 1952 allows
@@ -132,6 +107,27 @@ Inflated inflateAll(std::string_view data, size_t cap, std::string* out, size_t*
 }
 
 }  // namespace
+
+std::string gzipCompress(std::string_view data) {
+  DeflateStream compressor;
+  z_stream* z = compressor.get();
+  std::string out(deflateBound(z, data.size()), '\0');
+  size_t fed = 0;
+  size_t written = 0;
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    feedInput(z, data, &fed);
+    if (written == out.size()) out.resize(out.size() * 2);
+    const size_t room = std::min(out.size() - written, kMaxPiece);
+    z->next_out = reinterpret_cast<Bytef*>(out.data() + written);
+    z->avail_out = static_cast<uInt>(room);
+    const bool last = fed == data.size();
+    rc = deflate(z, last ? Z_FINISH : Z_NO_FLUSH);
+    written += room - z->avail_out;
+  }
+  out.resize(written);
+  return out;
+}
 
 std::optional<std::string> gzipDecompress(std::string_view data, size_t maxOutput, bool* tooLarge) {
   if (tooLarge != nullptr) *tooLarge = false;
