@@ -87,8 +87,9 @@ Inflated inflateAll(std::string_view data, size_t cap, std::string* out, size_t*
   *total = 0;
   while (true) {
     feedInput(z, data, &fed);
-    // One byte past the cap is enough to know the cap is passed.
-    const size_t room = std::min(cap + 1 - *total, chunk.size());
+    // One byte past the cap is enough to know the cap is passed. (Not
+    // cap + 1 - total: the cap may be SIZE_MAX.)
+    const size_t room = std::min(cap - *total, chunk.size() - 1) + 1;
     z->next_out = reinterpret_cast<Bytef*>(chunk.data());
     z->avail_out = static_cast<uInt>(room);
     const int rc = inflate(z, Z_NO_FLUSH);

@@ -65,6 +65,19 @@ TEST(GzipTest, DecompressesAtTheLimitNotPast) {
   EXPECT_FALSE(tooLarge);
 }
 
+// "No limit" spelled as the largest size_t.
+TEST(GzipTest, TakesTheLargestLimit) {
+  const std::string data = randomBytes(40000, 5);
+  bool tooLarge = true;
+  EXPECT_EQ(gzipDecompress(gzipCompress(data), SIZE_MAX, &tooLarge), data);
+  EXPECT_FALSE(tooLarge);
+  EXPECT_EQ(gzipDecompress(gzipCompress(""), SIZE_MAX, &tooLarge), "");
+  // Two members: the trailer read is the second's, short of the whole.
+  EXPECT_EQ(gzipDecompress(gzipCompress(data) + gzipCompress("end"), SIZE_MAX, &tooLarge),
+            data + "end");
+  EXPECT_FALSE(tooLarge);
+}
+
 TEST(GzipTest, TakesMembersOneAfterTheOther) {
   const std::string both = gzipCompress("hello, ") + gzipCompress("world");
   EXPECT_EQ(gzipDecompress(both, 100, nullptr), "hello, world");

@@ -134,6 +134,13 @@ TEST(MessageReaderTest, TakesTheLimitNotOneByteMore) {
   EXPECT_EQ(zero.next(), "");
 }
 
+TEST(MessageReaderTest, TakesTheLargestLimit) {
+  MessageReader reader({.maxMessageBytes = SIZE_MAX}, "gzip");
+  ASSERT_TRUE(reader.feed(frame(gzipCompress("big limit"), true) + frame("plain")));
+  EXPECT_EQ(reader.next(), "big limit");
+  EXPECT_EQ(reader.next(), "plain");
+}
+
 TEST(MessageReaderTest, KeepsMessagesBeforeAnError) {
   MessageReader reader({.maxMessageBytes = 10}, "");
   EXPECT_FALSE(reader.feed(frame("good") + prefix(0, 11) + "12345678901"));
