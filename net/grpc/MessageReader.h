@@ -33,6 +33,8 @@ class MessageReader {
     kBadCompression,
     // A compressed message that decompresses to more than maxMessageBytes.
     kDecompressedTooLarge,
+    // A flag byte other than 0 (plain) or 1 (compressed).
+    kBadFlag,
   };
   struct Limits {
     size_t maxMessageBytes = 4 * 1024 * 1024;
@@ -64,8 +66,8 @@ class MessageReader {
  private:
   size_t takePrefix(std::string_view bytes);
   size_t takePayload(std::string_view bytes);
-  bool completeMessage();
-  bool fail(Error error);
+  void completeMessage();
+  void fail(Error error);
 
   Limits limits_;
   bool gzip_;
@@ -83,7 +85,7 @@ class MessageReader {
 };
 
 // The status a call ends with for `error` (kTooLarge, kDecompressedTooLarge:
-// RESOURCE_EXHAUSTED; kCompressedWithoutEncoding, kBadCompression:
+// RESOURCE_EXHAUSTED; kCompressedWithoutEncoding, kBadCompression, kBadFlag:
 // INTERNAL; kNone: OK).
 [[nodiscard]] StatusCode errorStatus(MessageReader::Error error);
 // Its grpc-message text.
