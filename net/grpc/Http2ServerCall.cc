@@ -181,9 +181,7 @@ void Http2ServerCall::run(const std::function<void(ServerCallPtr)>& handler) {
 }
 
 void Http2ServerCall::guarded(const char* what, const std::function<void()>& callback) {
-  if (!callGuarded(what, callback)) {
-    finishInLoop(Status(StatusCode::kInternal, "the handler failed"));
-  }
+  if (!callGuarded(what, callback)) failInLoop(Status(StatusCode::kInternal, "the handler failed"));
 }
 
 template <class Fn>
@@ -197,7 +195,7 @@ void Http2ServerCall::onData(std::string_view piece) {
   if (over()) return;
   if (!reader_->feed(piece)) {
     const MessageReader::Error error = reader_->error();
-    finishInLoop(Status(errorStatus(error), std::string(errorText(error))));
+    failInLoop(Status(errorStatus(error), std::string(errorText(error))));
     return;
   }
   while (std::optional<std::string> message = reader_->next()) waiting_.push_back(std::move(*message));
@@ -211,7 +209,7 @@ void Http2ServerCall::onBodyEnd(bool complete) {
     return;
   }
   if (!reader_->atBoundary()) {
-    finishInLoop(Status(StatusCode::kInternal, "the request ended inside a message"));
+    failInLoop(Status(StatusCode::kInternal, "the request ended inside a message"));
     return;
   }
   bodyEnded_ = true;
@@ -295,9 +293,12 @@ void Http2ServerCall::setCompression(bool gzip) { compress_.store(gzip, std::mem
 bool Http2ServerCall::write(std::string message) {
   if (over()) return false;
   if (message.size() > options_.maxSendMessageBytes) {
-    finish(Status(StatusCode::kResourceExhausted,
+    Status status(StatusCode::kResourceExhausted,
                   "a response message of " + std::to_string(message.size()) +
-                      " bytes is past the server's maxSendMessageBytes"));
+                      " bytes is past the server's maxSendMessageBytes");
+    inLoop([status = std::move(status)](Http2ServerCall& self) mutable {
+      self.failInLoop(std::move(status));
+    });
     return false;
   }
   const size_t size = message.size() + kFramePrefixBytes;
@@ -378,11 +379,15 @@ void Http2ServerCall::finishInLoop(Status status) {
 
 void Http2ServerCall::onDeadline() {
   timer_.reset();
+  failInLoop(Status(StatusCode::kDeadlineExceeded, "Deadline Exceeded"));
+}
+
+void Http2ServerCall::failInLoop(Status status) {
   if (over()) return;
   // The client is told first; the handler then learns that it may stop.
   const std::function<void()> callback = std::move(cancelCallback_);
   cancelled_.store(true, std::memory_order_release);
-  finishInLoop(Status(StatusCode::kDeadlineExceeded, "Deadline Exceeded"));
+  finishInLoop(std::move(status));
   cancelRun_ = true;
   if (callback) callGuarded("cancel callback", callback);
 }

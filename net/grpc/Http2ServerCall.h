@@ -106,6 +106,9 @@ class Http2ServerCall final : public ServerCall,
   // half-close callback, while not paused; the body reads on once none wait.
   void deliver();
   void onDeadline();
+  // The server ends the call with `status` (a limit, a malformed request,
+  // the deadline, a handler that threw): for the handler, a cancellation.
+  void failInLoop(Status status);
   // The client went (reset, closed) or the deadline passed: once.
   void cancelInLoop();
   void writeInLoop(std::string message);
