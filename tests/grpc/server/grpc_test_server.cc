@@ -157,7 +157,7 @@ class TestService : public libnet::grpc::Service {
   static void echo(const ServerCallPtr& call, std::string request) {
     const libnet::grpc::Metadata& metadata = call->clientMetadata();
     for (const auto& [key, value] : metadata) {
-      if (!key.starts_with("x-") || key == "x-status" || key == "x-message") continue;
+      if (!key.starts_with("x-") || key.starts_with("x-status") || key.starts_with("x-message")) continue;
       call->addInitialMetadata(key, value);
       const bool binary = key.ends_with("-bin");
       call->addTrailingMetadata(binary ? key.substr(0, key.size() - 4) + "-t-bin" : key + "-t",
@@ -166,6 +166,7 @@ class TestService : public libnet::grpc::Service {
     const std::string* code = libnet::grpc::findMetadata(metadata, "x-status");
     if (code != nullptr) {
       const std::string* message = libnet::grpc::findMetadata(metadata, "x-message");
+      if (message == nullptr) message = libnet::grpc::findMetadata(metadata, "x-message-bin");
       call->finish(Status(static_cast<StatusCode>(std::stoi(*code)), message ? *message : ""));
       return;
     }
