@@ -138,11 +138,11 @@ def compression(port):
     conn = Conn(port)
     payload = b"z" * 1000
     code, fields = call(conn, 1, "Gzip", payload, extra=[("grpc-accept-encoding", "gzip")])
-    _, body, _ = finish(conn, 1)
+    body = conn.response(1)["body"]
     check(code == 0 and fields.get("grpc-encoding") == "gzip", "gzip answer: %r" % fields)
     check(body[0] == 1 and gzip.decompress(body[5:]) == payload, "gzip answer's message")
     code, fields = call(conn, 3, "Gzip", payload)
-    _, body, _ = finish(conn, 3)
+    body = conn.response(3)["body"]
     check(code == 0 and "grpc-encoding" not in fields, "an answer the client cannot take: %r" % fields)
     check(body == message(payload), "a plain answer's message")
     conn.close()
