@@ -13,6 +13,9 @@
 //   Gzip          unary: the request back, compressed (setCompression)
 //   Hold          never reads, never answers (until cancelled)
 //   Stats         "cancels=C handled=H"
+//   Worker        unary: answered (the request back) from a worker thread
+//   WorkerBidi    each message back from a worker thread, finished there
+//                 at the client's end
 // and GET /hello (the HttpServer's own handler) for "one port serves all".
 // --max-receive N / --max-send N set the message bounds, --threads N the
 // I/O loops.
@@ -20,6 +23,12 @@
 #include <google/protobuf/descriptor.pb.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -44,6 +53,58 @@ namespace {
 std::atomic<int> cancels{0};
 std::atomic<int> handled{0};
 
+// Threads that answer calls away from their loop, racing the clients'
+// cancellations.
+class Workers {
+ public:
+  explicit Workers(int count) {
+    for (int i = 0; i < count; ++i) threads_.emplace_back([this] { run(); });
+  }
+  ~Workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    ready_.notify_all();
+    for (std::thread& thread : threads_) thread.join();
+  }
+  Workers(const Workers&) = delete;
+  Workers& operator=(const Workers&) = delete;
+  void post(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.push_back(std::move(job));
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+Workers& workers() {
+  static Workers pool(4);
+  return pool;
+}
+
 // test.Test's descriptor, built at run time: the methods' types do not
 // matter to raw methods.
 const google::protobuf::ServiceDescriptor* testDescriptor() {
@@ -56,7 +117,7 @@ const google::protobuf::ServiceDescriptor* testDescriptor() {
     google::protobuf::ServiceDescriptorProto* service = file.add_service();
     service->set_name("Test");
     for (const char* name : {"Echo", "Sleep", "Throw", "Drop", "ServerStream", "ClientStream",
-                             "Bidi", "Big", "Gzip", "Hold", "Stats"}) {
+                             "Bidi", "Big", "Gzip", "Hold", "Stats", "Worker", "WorkerBidi"}) {
       google::protobuf::MethodDescriptorProto* method = service->add_method();
       method->set_name(name);
       method->set_input_type(".test.Bytes");
@@ -136,6 +197,24 @@ class TestService : public libnet::grpc::Service {
     });
     addRawMethod("Hold", MethodKind::kBidiStreaming, [](ServerCallPtr call) {
       ++handled;
+      call->setCancelCallback([call] { ++cancels; });
+    });
+    unary("Worker", [](const ServerCallPtr& call, std::string request) {
+      workers().post([call, request = std::move(request)]() mutable {
+        call->addInitialMetadata("x-worker", "1");
+        call->write(std::move(request));
+        call->addTrailingMetadata("x-done", "1");
+        call->finish(Status());
+      });
+    });
+    addRawMethod("WorkerBidi", MethodKind::kBidiStreaming, [](ServerCallPtr call) {
+      ++handled;
+      call->setMessageCallback([call](std::string message) {
+        workers().post([call, message = std::move(message)]() mutable {
+          call->write(std::move(message));
+        });
+      });
+      call->setHalfCloseCallback([call] { workers().post([call] { call->finish(Status()); }); });
       call->setCancelCallback([call] { ++cancels; });
     });
     unary("Stats", [](const ServerCallPtr& call, const std::string&) {
