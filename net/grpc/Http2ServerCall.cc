@@ -172,7 +172,11 @@ void Http2ServerCall::begin() {
 
 ServerCallPtr Http2ServerCall::handle() {
   return ServerCallPtr(this, [self = shared_from_this()](ServerCall*) {
-    if (!self->over()) self->finish(Status(StatusCode::kInternal, "handler dropped the call"));
+    // A finish() asked for on another thread may still be on its way to the
+    // loop, while the last pointer goes here (on the loop: at once).
+    if (!self->finishAsked_.load(std::memory_order_acquire) && !self->over()) {
+      self->finish(Status(StatusCode::kInternal, "handler dropped the call"));
+    }
   });
 }
 
@@ -357,6 +361,7 @@ void Http2ServerCall::setWritableCallback(std::function<void()> callback) {
 }
 
 void Http2ServerCall::finish(Status status) {
+  if (finishAsked_.exchange(true, std::memory_order_acq_rel)) return;
   inLoop([status = std::move(status)](Http2ServerCall& self) mutable {
     self.finishInLoop(std::move(status));
   });

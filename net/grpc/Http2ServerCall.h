@@ -134,6 +134,7 @@ class Http2ServerCall final : public ServerCall,
 
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> over_{false};
+  std::atomic<bool> finishAsked_{false};  // finish() was called (once counts)
   std::atomic<bool> compress_{false};
   std::atomic<bool> wantWritable_{false};
   // write()'s messages on their way to the loop.
