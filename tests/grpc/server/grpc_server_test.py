@@ -12,7 +12,10 @@ with one loop and with two I/O loops:
   maxSendMessageBytes: RESOURCE_EXHAUSTED, the limit itself passes;
 - unknown method and service: UNIMPLEMENTED; a handler that throws (an
   exception, an int) or drops its call: INTERNAL, and the next call works;
-- HTTP/1.1 on the same port: the HttpServer's own handler.
+- HTTP/1.1 on the same port: the HttpServer's own handler;
+- coroutine handlers (CoroStream, google.protobuf.StringValue): unary,
+  server, client and bidi streaming; a deadline stops the coroutine (its
+  sleep ends kCancelled); coro::withTimeout inside; a throw is INTERNAL.
 
 usage: grpc_server_test.py GRPC_TEST_SERVER H2PEER_DIR
 (LIBNET_TEST_BACKENDS picks the backends; default "epoll uring")
@@ -26,6 +29,7 @@ import urllib.request
 
 sys.path.insert(0, sys.argv[2])
 import grpc  # noqa: E402
+from google.protobuf import wrappers_pb2  # noqa: E402
 from h2peer import Server, check, wait_until  # noqa: E402
 
 LIMIT = 1024 * 1024  # --max-receive and --max-send
@@ -169,6 +173,40 @@ def failures(channel):
                  grpc.StatusCode.INTERNAL, "a dropped call")
 
 
+def typed(channel, name, kind="unary_unary"):
+    return getattr(channel, kind)(
+        "/test.Test/" + name, request_serializer=wrappers_pb2.StringValue.SerializeToString,
+        response_deserializer=wrappers_pb2.StringValue.FromString)
+
+
+def text(value):
+    return wrappers_pb2.StringValue(value=value)
+
+
+def coroutines(channel):
+    check(typed(channel, "CoroEcho")(text("co"), timeout=WAIT).value == "co", "CoroEcho")
+    replies = [m.value for m in typed(channel, "CoroStream", "unary_stream")(text("300"),
+                                                                               timeout=WAIT)]
+    check(replies == [str(i) for i in range(300)], "CoroStream: %d replies" % len(replies))
+    bidi = typed(channel, "CoroBidi", "stream_stream")
+    words = ["w%d" % i for i in range(100)]
+    check([m.value for m in bidi(iter(map(text, words)), timeout=WAIT)] == words, "CoroBidi")
+    total = typed(channel, "CoroSum", "stream_unary")(iter(map(text, "abc")), timeout=WAIT)
+    check(total.value == "a+b+c", "CoroSum: %r" % total.value)
+    before = int(stats(channel)["cancels"])
+    expect_error(lambda: typed(channel, "CoroSleep")(text(""), timeout=0.3),
+                 grpc.StatusCode.DEADLINE_EXCEEDED, "CoroSleep")
+    check(wait_until(lambda: int(stats(channel)["cancels"]) == before + 1),
+          "the deadline did not stop the coroutine")
+    error = expect_error(lambda: typed(channel, "CoroTimeout")(text(""), timeout=WAIT),
+                         grpc.StatusCode.ABORTED, "CoroTimeout")
+    check("imed" in error.details(), "withTimeout inside a coroutine: %r" % error.details())
+    expect_error(lambda: typed(channel, "CoroThrow")(text(""), timeout=WAIT),
+                 grpc.StatusCode.INTERNAL, "CoroThrow")
+    check(typed(channel, "CoroEcho")(text("after"), timeout=WAIT).value == "after",
+          "a coroutine call after a throw")
+
+
 def http1(port):
     with urllib.request.urlopen("http://127.0.0.1:%d/hello" % port, timeout=WAIT) as reply:
         check(reply.read() == b"hello\n", "HTTP/1.1 on the gRPC port")
@@ -189,6 +227,7 @@ def main():
                 compression(channel)
                 limits(channel)
                 failures(channel)
+                coroutines(channel)
             http1(server.port)
             server.stop()
             print("ok: %s, %s I/O threads" % (backend, threads))

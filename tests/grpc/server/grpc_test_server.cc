@@ -16,11 +16,20 @@
 //   Worker        unary: answered (the request back) from a worker thread
 //   WorkerBidi    each message back from a worker thread, finished there
 //                 at the client's end
+// and coroutine methods (addCoroMethod) of google.protobuf.StringValue:
+//   CoroEcho      unary: the request back
+//   CoroStream    server streaming: "N" -> N messages "0".."N-1"
+//   CoroBidi      each message back as read, OK at the client's end
+//   CoroSum       client streaming: the messages joined with "+"
+//   CoroSleep     sleeps until cancelled: counts the cancellation
+//   CoroThrow     throws
+//   CoroTimeout   co_awaits a sleep under coro::withTimeout(50ms): ABORTED
 // and GET /hello (the HttpServer's own handler) for "one port serves all".
 // --max-receive N / --max-send N set the message bounds, --threads N the
 // I/O loops.
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/wrappers.pb.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -39,10 +48,17 @@
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
 #include "net/SignalSet.h"
+#include "net/coro/Cancel.h"
+#include "net/coro/Sleep.h"
+#include "net/coro/Task.h"
+#include "net/grpc/CoroStream.h"
 #include "net/grpc/Server.h"
 #include "net/grpc/Service.h"
 #include "net/http/HttpServer.h"
 
+using google::protobuf::StringValue;
+using libnet::coro::Task;
+using libnet::grpc::CoroStream;
 using libnet::grpc::MethodKind;
 using libnet::grpc::ServerCallPtr;
 using libnet::grpc::Status;
@@ -117,7 +133,8 @@ const google::protobuf::ServiceDescriptor* testDescriptor() {
     google::protobuf::ServiceDescriptorProto* service = file.add_service();
     service->set_name("Test");
     for (const char* name : {"Echo", "Sleep", "Throw", "Drop", "ServerStream", "ClientStream",
-                             "Bidi", "Big", "Gzip", "Hold", "Stats", "Worker", "WorkerBidi"}) {
+                             "Bidi", "Big", "Gzip", "Hold", "Stats", "Worker", "WorkerBidi", "CoroEcho", "CoroStream",
+                             "CoroBidi", "CoroSum", "CoroSleep", "CoroThrow", "CoroTimeout"}) {
       google::protobuf::MethodDescriptorProto* method = service->add_method();
       method->set_name(name);
       method->set_input_type(".test.Bytes");
@@ -217,6 +234,7 @@ class TestService : public libnet::grpc::Service {
       call->setHalfCloseCallback([call] { workers().post([call] { call->finish(Status()); }); });
       call->setCancelCallback([call] { ++cancels; });
     });
+    addCoroMethods();
     unary("Stats", [](const ServerCallPtr& call, const std::string&) {
       call->write("cancels=" + std::to_string(cancels.load()) +
                   " handled=" + std::to_string(handled.load()));
@@ -225,6 +243,63 @@ class TestService : public libnet::grpc::Service {
   }
 
  private:
+  using Stream = CoroStream<StringValue, StringValue>;
+  template <class Fn>
+  void coro(const char* name, MethodKind kind, Fn fn) {
+    addCoroMethod<StringValue, StringValue>(name, kind, [fn](Stream& stream) -> Task<Status> {
+      ++handled;
+      return fn(stream);
+    });
+  }
+
+  static StringValue text(std::string value) {
+    StringValue message;
+    message.set_value(std::move(value));
+    return message;
+  }
+
+  void addCoroMethods() {
+    coro("CoroEcho", MethodKind::kUnary, [](Stream& stream) -> Task<Status> {
+      co_await stream.write(stream.request());
+      co_return Status();
+    });
+    coro("CoroStream", MethodKind::kServerStreaming, [](Stream& stream) -> Task<Status> {
+      const int count = std::stoi(stream.request().value());
+      for (int i = 0; i < count; ++i) {
+        if (!co_await stream.write(text(std::to_string(i)))) co_return Status();
+      }
+      co_return Status();
+    });
+    coro("CoroBidi", MethodKind::kBidiStreaming, [](Stream& stream) -> Task<Status> {
+      while (std::optional<StringValue> message = co_await stream.read()) {
+        if (!co_await stream.write(*message)) break;
+      }
+      co_return Status();
+    });
+    coro("CoroSum", MethodKind::kClientStreaming, [](Stream& stream) -> Task<Status> {
+      std::string sum;
+      while (std::optional<StringValue> message = co_await stream.read()) {
+        sum += (sum.empty() ? "" : "+") + message->value();
+      }
+      co_await stream.write(text(sum));
+      co_return Status();
+    });
+    coro("CoroSleep", MethodKind::kUnary, [](Stream&) -> Task<Status> {
+      const libnet::coro::Errc slept = co_await libnet::coro::sleep(std::chrono::hours(1));
+      if (slept == libnet::coro::Errc::kCancelled) ++cancels;
+      co_return Status();
+    });
+    coro("CoroThrow", MethodKind::kUnary, [](Stream&) -> Task<Status> {
+      throw std::runtime_error("the coroutine threw");
+      co_return Status();
+    });
+    coro("CoroTimeout", MethodKind::kUnary, [](Stream&) -> Task<Status> {
+      const libnet::coro::Errc slept = co_await libnet::coro::withTimeout(
+          std::chrono::milliseconds(50), libnet::coro::sleep(std::chrono::hours(1)));
+      co_return Status(StatusCode::kAborted, std::string(libnet::coro::errcName(slept)));
+    });
+  }
+
   template <class Fn>
   void unary(const char* name, Fn fn) {
     addRawMethod(name, MethodKind::kUnary, [fn](ServerCallPtr call) {
