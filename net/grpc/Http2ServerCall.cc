@@ -22,8 +22,8 @@ constexpr size_t kCompressMin = 128;
 
 // Request fields that are the protocol's, not the application's metadata.
 bool reservedKey(std::string_view key) {
-  return key.starts_with("grpc-") || key.starts_with(":") || key == "content-type" ||
-         key == "te" || key == "host" || key == "content-length" || key == "connection";
+  return key.starts_with("grpc-") || key.starts_with(":") || key == "content-type" || key == "te" ||
+         key == "host" || key == "content-length" || key == "connection";
 }
 
 bool listsGzip(std::string_view list) {
@@ -58,7 +58,8 @@ std::vector<std::pair<std::string, std::string>> statusFields(const Status& stat
   std::vector<std::pair<std::string, std::string>> fields;
   fields.reserve(trailing.size() + 2);
   fields.emplace_back("grpc-status", std::to_string(static_cast<int>(status.code())));
-  if (!status.message().empty()) fields.emplace_back("grpc-message", percentEncode(status.message()));
+  if (!status.message().empty())
+    fields.emplace_back("grpc-message", percentEncode(status.message()));
   for (const auto& [key, value] : trailing) {
     fields.emplace_back(key, isBinaryKey(key) ? base64Encode(value) : value);
   }
@@ -202,7 +203,8 @@ void Http2ServerCall::onData(std::string_view piece) {
     failInLoop(Status(errorStatus(error), std::string(errorText(error))));
     return;
   }
-  while (std::optional<std::string> message = reader_->next()) waiting_.push_back(std::move(*message));
+  while (std::optional<std::string> message = reader_->next())
+    waiting_.push_back(std::move(*message));
   deliver();
 }
 
@@ -278,7 +280,8 @@ void Http2ServerCall::addInitialMetadata(std::string key, std::string value) {
     return;
   }
   inLoop([key = std::move(key), value = std::move(value)](Http2ServerCall& self) mutable {
-    if (!self.headSent_ && !self.over()) self.initial_.emplace_back(std::move(key), std::move(value));
+    if (!self.headSent_ && !self.over())
+      self.initial_.emplace_back(std::move(key), std::move(value));
   });
 }
 
@@ -292,7 +295,9 @@ void Http2ServerCall::addTrailingMetadata(std::string key, std::string value) {
   });
 }
 
-void Http2ServerCall::setCompression(bool gzip) { compress_.store(gzip, std::memory_order_release); }
+void Http2ServerCall::setCompression(bool gzip) {
+  compress_.store(gzip, std::memory_order_release);
+}
 
 bool Http2ServerCall::write(std::string message) {
   if (over()) return false;

@@ -33,16 +33,16 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
-#include <functional>
-#include <mutex>
-#include <thread>
-#include <vector>
 #include <csignal>
 #include <cstdio>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "examples/common/Flags.h"
 #include "net/EventLoop.h"
@@ -132,9 +132,10 @@ const google::protobuf::ServiceDescriptor* testDescriptor() {
     file.add_message_type()->set_name("Bytes");
     google::protobuf::ServiceDescriptorProto* service = file.add_service();
     service->set_name("Test");
-    for (const char* name : {"Echo", "Sleep", "Throw", "Drop", "ServerStream", "ClientStream",
-                             "Bidi", "Big", "Gzip", "Hold", "Stats", "Worker", "WorkerBidi", "CoroEcho", "CoroStream",
-                             "CoroBidi", "CoroSum", "CoroSleep", "CoroThrow", "CoroTimeout"}) {
+    for (const char* name : {"Echo",         "Sleep",   "Throw",      "Drop",      "ServerStream",
+                             "ClientStream", "Bidi",    "Big",        "Gzip",      "Hold",
+                             "Stats",        "Worker",  "WorkerBidi", "CoroEcho",  "CoroStream",
+                             "CoroBidi",     "CoroSum", "CoroSleep",  "CoroThrow", "CoroTimeout"}) {
       google::protobuf::MethodDescriptorProto* method = service->add_method();
       method->set_name(name);
       method->set_input_type(".test.Bytes");
@@ -227,9 +228,8 @@ class TestService : public libnet::grpc::Service {
     addRawMethod("WorkerBidi", MethodKind::kBidiStreaming, [](ServerCallPtr call) {
       ++handled;
       call->setMessageCallback([call](std::string message) {
-        workers().post([call, message = std::move(message)]() mutable {
-          call->write(std::move(message));
-        });
+        workers().post(
+            [call, message = std::move(message)]() mutable { call->write(std::move(message)); });
       });
       call->setHalfCloseCallback([call] { workers().post([call] { call->finish(Status()); }); });
       call->setCancelCallback([call] { ++cancels; });
@@ -311,7 +311,8 @@ class TestService : public libnet::grpc::Service {
   static void echo(const ServerCallPtr& call, std::string request) {
     const libnet::grpc::Metadata& metadata = call->clientMetadata();
     for (const auto& [key, value] : metadata) {
-      if (!key.starts_with("x-") || key.starts_with("x-status") || key.starts_with("x-message")) continue;
+      if (!key.starts_with("x-") || key.starts_with("x-status") || key.starts_with("x-message"))
+        continue;
       call->addInitialMetadata(key, value);
       const bool binary = key.ends_with("-bin");
       call->addTrailingMetadata(binary ? key.substr(0, key.size() - 4) + "-t-bin" : key + "-t",
@@ -355,14 +356,15 @@ int main(int argc, char* argv[]) {
   options.threads = threads;
   libnet::http::HttpServer http(&loop, *libnet::InetAddress::parse(address, port), "grpc_test",
                                 options);
-  http.setHandler([](const libnet::http::HttpRequest& request, libnet::http::HttpResponse* response) {
-    if (request.path() == "/hello") {
-      response->setContentType("text/plain");
-      response->setBody("hello\n");
-    } else {
-      response->setStatusPage(404);
-    }
-  });
+  http.setHandler(
+      [](const libnet::http::HttpRequest& request, libnet::http::HttpResponse* response) {
+        if (request.path() == "/hello") {
+          response->setContentType("text/plain");
+          response->setBody("hello\n");
+        } else {
+          response->setStatusPage(404);
+        }
+      });
   libnet::grpc::Server server(http, {.maxReceiveMessageBytes = static_cast<size_t>(maxReceive),
                                      .maxSendMessageBytes = static_cast<size_t>(maxSend)});
   TestService service;
