@@ -5,6 +5,8 @@
 // test's); loop() is null, so handlers that need a loop cannot use it.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -45,36 +47,57 @@ class FakeServerCall : public ServerCall {
   bool write(std::string message) override {
     if (status_ || cancelled_) return false;
     written_.push_back(std::move(message));
-    return true;
+    return written_.size() < highWater_;
   }
   void setWritableCallback(std::function<void()> callback) override {
     onWritable_ = std::move(callback);
   }
+  // As a real call, an ended one lets go of its callbacks (which often hold
+  // the call itself).
   void finish(Status status) override {
     if (!status_ && !cancelled_) status_ = std::move(status);
+    releaseCallbacks();
   }
   bool cancelled() const override { return cancelled_; }
   void setCancelCallback(std::function<void()> callback) override {
+    if (cancelled_) {
+      if (callback) callback();
+      return;
+    }
     onCancel_ = std::move(callback);
-    if (cancelled_ && onCancel_) onCancel_();
   }
 
   // ---- the test's side: the client.
   // False when no message callback is set (the handler does not read).
   bool deliver(std::string message) {
     if (!onMessage_) return false;
-    onMessage_(std::move(message));
+    auto callback = onMessage_;  // the callback may end the call
+    callback(std::move(message));
     return true;
   }
   bool halfClose() {
     if (!onHalfClose_) return false;
-    onHalfClose_();
+    auto callback = onHalfClose_;
+    callback();
     return true;
+  }
+  // write() says false (as past the writer's high-water mark) once this
+  // many messages have been written; the message is kept all the same.
+  void setHighWater(size_t messages) { highWater_ = messages; }
+  // The client read everything written: write() says true again, and the
+  // writable callback runs.
+  void drain() {
+    highWater_ = SIZE_MAX;
+    if (!onWritable_) return;
+    auto callback = onWritable_;
+    callback();
   }
   void cancel() {
     if (cancelled_) return;
     cancelled_ = true;
-    if (onCancel_) onCancel_();
+    auto callback = std::move(onCancel_);
+    if (callback) callback();
+    releaseCallbacks();
   }
 
   [[nodiscard]] const std::optional<Status>& status() const { return status_; }
@@ -83,6 +106,13 @@ class FakeServerCall : public ServerCall {
   [[nodiscard]] const Metadata& trailingMetadata() const { return trailingMetadata_; }
 
  private:
+  void releaseCallbacks() {
+    onMessage_ = nullptr;
+    onHalfClose_ = nullptr;
+    onWritable_ = nullptr;
+    onCancel_ = nullptr;
+  }
+
   std::string method_;
   Metadata clientMetadata_;
   InetAddress peer_;
@@ -94,6 +124,7 @@ class FakeServerCall : public ServerCall {
   Metadata trailingMetadata_;
   std::vector<std::string> written_;
   std::optional<Status> status_;
+  size_t highWater_ = SIZE_MAX;
   bool paused_ = false;
   bool gzip_ = false;
   bool cancelled_ = false;
