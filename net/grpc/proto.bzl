@@ -14,7 +14,8 @@ messages) and, with services = True, libnet's plugin
 (//net/grpc/plugin:protoc-gen-libnet) gives NAME.libnet.h/.libnet.cc (one
 class per service: docs/grpc.md, "Generating code"). The outputs are wrapped in
 a cc_library `name` that depends on //third_party:protobuf, on //net/grpc:grpc
-when services = True, and on `deps`.
+and //net/grpc:coro (the coroutine handlers of CoroService) when
+services = True, and on `deps`.
 
 Import paths are workspace-relative, with no prefix: a .proto imports another
 by its path in the repository (`import "examples/grpc/protos/empty.proto";`),
@@ -38,6 +39,7 @@ _PROTOC = "/usr/bin/protoc"
 _PLUGIN = Label("//net/grpc/plugin:protoc-gen-libnet")
 _PROTOBUF = Label("//third_party:protobuf")
 _GRPC = Label("//net/grpc:grpc")
+_GRPC_CORO = Label("//net/grpc:coro")
 
 def _proto_srcs_label(dep):
     """The NAME_proto_srcs filegroup of the libnet_proto_library `dep`."""
@@ -65,7 +67,7 @@ def libnet_proto_library(
       srcs: .proto files of this package.
       deps: libnet_proto_library targets whose .proto files `srcs` import.
       services: also run libnet's plugin (NAME.libnet.h/.cc) and depend on
-        //net/grpc:grpc.
+        //net/grpc:grpc and //net/grpc:coro.
       visibility: of the cc_library and the filegroup.
       testonly: of every target made here.
     """
@@ -127,7 +129,7 @@ def libnet_proto_library(
         # which a .pb.cc joins when its object is linked: keep the objects
         # even where nothing else refers to them (a file of services only).
         alwayslink = True,
-        deps = [_PROTOBUF] + ([_GRPC] if services else []) + deps,
+        deps = [_PROTOBUF] + ([_GRPC, _GRPC_CORO] if services else []) + deps,
         visibility = visibility,
         testonly = testonly,
     )
