@@ -22,8 +22,8 @@ constexpr size_t kCompressMin = 128;
 
 // Request fields that are the protocol's, not the application's metadata.
 bool reservedKey(std::string_view key) {
-  return key.starts_with("grpc-") || key.starts_with(":") || key == "content-type" ||
-         key == "te" || key == "host" || key == "content-length" || key == "connection";
+  return key.starts_with("grpc-") || key.starts_with(":") || key == "content-type" || key == "te" ||
+         key == "host" || key == "content-length" || key == "connection";
 }
 
 bool listsGzip(std::string_view list) {
@@ -58,7 +58,8 @@ std::vector<std::pair<std::string, std::string>> statusFields(const Status& stat
   std::vector<std::pair<std::string, std::string>> fields;
   fields.reserve(trailing.size() + 2);
   fields.emplace_back("grpc-status", std::to_string(static_cast<int>(status.code())));
-  if (!status.message().empty()) fields.emplace_back("grpc-message", percentEncode(status.message()));
+  if (!status.message().empty())
+    fields.emplace_back("grpc-message", percentEncode(status.message()));
   for (const auto& [key, value] : trailing) {
     fields.emplace_back(key, isBinaryKey(key) ? base64Encode(value) : value);
   }
@@ -153,7 +154,7 @@ void Http2ServerCall::begin() {
   writer_->setWritableCallback([weak] {
     const std::shared_ptr<Http2ServerCall> call = weak.lock();
     if (!call || call->over() || !call->wantWritable_.exchange(false)) return;
-    if (call->writableCallback_) call->guarded("writable callback", call->writableCallback_);
+    call->runWritable();
   });
   body_->setEndCallback([weak](http::RequestBody::End end) {
     if (const std::shared_ptr<Http2ServerCall> call = weak.lock()) {
@@ -172,7 +173,11 @@ void Http2ServerCall::begin() {
 
 ServerCallPtr Http2ServerCall::handle() {
   return ServerCallPtr(this, [self = shared_from_this()](ServerCall*) {
-    if (!self->over()) self->finish(Status(StatusCode::kInternal, "handler dropped the call"));
+    // A finish() asked for on another thread may still be on its way to the
+    // loop, while the last pointer goes here (on the loop: at once).
+    if (!self->finishAsked_.load(std::memory_order_acquire) && !self->over()) {
+      self->finish(Status(StatusCode::kInternal, "handler dropped the call"));
+    }
   });
 }
 
@@ -198,7 +203,8 @@ void Http2ServerCall::onData(std::string_view piece) {
     failInLoop(Status(errorStatus(error), std::string(errorText(error))));
     return;
   }
-  while (std::optional<std::string> message = reader_->next()) waiting_.push_back(std::move(*message));
+  while (std::optional<std::string> message = reader_->next())
+    waiting_.push_back(std::move(*message));
   deliver();
 }
 
@@ -274,7 +280,8 @@ void Http2ServerCall::addInitialMetadata(std::string key, std::string value) {
     return;
   }
   inLoop([key = std::move(key), value = std::move(value)](Http2ServerCall& self) mutable {
-    if (!self.headSent_ && !self.over()) self.initial_.emplace_back(std::move(key), std::move(value));
+    if (!self.headSent_ && !self.over())
+      self.initial_.emplace_back(std::move(key), std::move(value));
   });
 }
 
@@ -288,7 +295,9 @@ void Http2ServerCall::addTrailingMetadata(std::string key, std::string value) {
   });
 }
 
-void Http2ServerCall::setCompression(bool gzip) { compress_.store(gzip, std::memory_order_release); }
+void Http2ServerCall::setCompression(bool gzip) {
+  compress_.store(gzip, std::memory_order_release);
+}
 
 bool Http2ServerCall::write(std::string message) {
   if (over()) return false;
@@ -315,9 +324,7 @@ bool Http2ServerCall::write(std::string message) {
   // were still on their way when it said yes are checked for on the loop.
   inLoop([](Http2ServerCall& self) {
     if (self.over() || self.writer_->queuedBytes() > self.options_.lowWater) return;
-    if (self.wantWritable_.exchange(false) && self.writableCallback_) {
-      self.guarded("writable callback", self.writableCallback_);
-    }
+    if (self.wantWritable_.exchange(false)) self.runWritable();
   });
   return false;
 }
@@ -350,6 +357,12 @@ http::HttpResponse Http2ServerCall::head() {
   return response;
 }
 
+void Http2ServerCall::runWritable() {
+  // A copy: the callback may replace itself.
+  const std::function<void()> callback = writableCallback_;
+  if (callback) guarded("writable callback", callback);
+}
+
 void Http2ServerCall::setWritableCallback(std::function<void()> callback) {
   inLoop([callback = std::move(callback)](Http2ServerCall& self) mutable {
     if (!self.over()) self.writableCallback_ = std::move(callback);
@@ -357,6 +370,7 @@ void Http2ServerCall::setWritableCallback(std::function<void()> callback) {
 }
 
 void Http2ServerCall::finish(Status status) {
+  if (finishAsked_.exchange(true, std::memory_order_acq_rel)) return;
   inLoop([status = std::move(status)](Http2ServerCall& self) mutable {
     self.finishInLoop(std::move(status));
   });

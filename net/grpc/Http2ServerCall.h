@@ -112,6 +112,7 @@ class Http2ServerCall final : public ServerCall,
   // The client went (reset, closed) or the deadline passed: once.
   void cancelInLoop();
   void writeInLoop(std::string message);
+  void runWritable();
   void finishInLoop(Status status);
   [[nodiscard]] http::HttpResponse head();
   // The call is over: its callbacks and its timer go.
@@ -134,6 +135,7 @@ class Http2ServerCall final : public ServerCall,
 
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> over_{false};
+  std::atomic<bool> finishAsked_{false};  // finish() was called (once counts)
   std::atomic<bool> compress_{false};
   std::atomic<bool> wantWritable_{false};
   // write()'s messages on their way to the loop.

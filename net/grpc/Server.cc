@@ -39,10 +39,10 @@ void unimplemented(const std::string& path, const Server::Shared& shared,
                    const http::ResponseWriterPtr& writer) {
   const size_t slash = path.find('/', 1);
   const std::string service = slash == std::string::npos ? path : path.substr(1, slash - 1);
-  Http2ServerCall::refuse(
-      writer, Status(StatusCode::kUnimplemented, shared.services.contains(service)
-                                                     ? "unknown method " + path
-                                                     : "unknown service " + service));
+  Http2ServerCall::refuse(writer,
+                          Status(StatusCode::kUnimplemented, shared.services.contains(service)
+                                                                 ? "unknown method " + path
+                                                                 : "unknown service " + service));
 }
 
 void dispatch(const Server::Shared& shared, const http::HttpRequest& request,

@@ -48,8 +48,9 @@ void Service::awaitOneRequest(ServerCallPtr call, std::function<void(std::string
   });
   call->setHalfCloseCallback([call, state, then = std::move(then)] {
     if (state->count != 1) {
-      call->finish(Status(StatusCode::kInternal, state->count == 0 ? "no request message"
-                                                                   : "more than one request message"));
+      call->finish(Status(StatusCode::kInternal, state->count == 0
+                                                     ? "no request message"
+                                                     : "more than one request message"));
       return;
     }
     then(std::move(state->message));

@@ -12,13 +12,21 @@ with one loop and with two I/O loops:
   maxSendMessageBytes: RESOURCE_EXHAUSTED, the limit itself passes;
 - unknown method and service: UNIMPLEMENTED; a handler that throws (an
   exception, an int) or drops its call: INTERNAL, and the next call works;
-- HTTP/1.1 on the same port: the HttpServer's own handler.
+- HTTP/1.1 on the same port: the HttpServer's own handler;
+- Options::maxDeadline: a longer grpc-timeout is cut to it;
+- h2 over TLS (ALPN) with grpcio's TLS credentials;
+- a drain (SIGTERM: HttpServer::drain, GOAWAY) with a call in flight: the
+  call finishes OK, the server exits 0;
+- coroutine handlers (CoroStream, google.protobuf.StringValue): unary,
+  server, client and bidi streaming; a deadline stops the coroutine (its
+  sleep ends kCancelled); coro::withTimeout inside; a throw is INTERNAL.
 
-usage: grpc_server_test.py GRPC_TEST_SERVER H2PEER_DIR
+usage: grpc_server_test.py GRPC_TEST_SERVER H2PEER_DIR MAKE_TEST_PKI
 (LIBNET_TEST_BACKENDS picks the backends; default "epoll uring")
 """
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -26,6 +34,7 @@ import urllib.request
 
 sys.path.insert(0, sys.argv[2])
 import grpc  # noqa: E402
+from google.protobuf import wrappers_pb2  # noqa: E402
 from h2peer import Server, check, wait_until  # noqa: E402
 
 LIMIT = 1024 * 1024  # --max-receive and --max-send
@@ -169,14 +178,93 @@ def failures(channel):
                  grpc.StatusCode.INTERNAL, "a dropped call")
 
 
+def typed(channel, name, kind="unary_unary"):
+    return getattr(channel, kind)(
+        "/test.Test/" + name, request_serializer=wrappers_pb2.StringValue.SerializeToString,
+        response_deserializer=wrappers_pb2.StringValue.FromString)
+
+
+def text(value):
+    return wrappers_pb2.StringValue(value=value)
+
+
+def coroutines(channel):
+    check(typed(channel, "CoroEcho")(text("co"), timeout=WAIT).value == "co", "CoroEcho")
+    replies = [m.value for m in typed(channel, "CoroStream", "unary_stream")(text("300"),
+                                                                               timeout=WAIT)]
+    check(replies == [str(i) for i in range(300)], "CoroStream: %d replies" % len(replies))
+    bidi = typed(channel, "CoroBidi", "stream_stream")
+    words = ["w%d" % i for i in range(100)]
+    check([m.value for m in bidi(iter(map(text, words)), timeout=WAIT)] == words, "CoroBidi")
+    total = typed(channel, "CoroSum", "stream_unary")(iter(map(text, "abc")), timeout=WAIT)
+    check(total.value == "a+b+c", "CoroSum: %r" % total.value)
+    before = int(stats(channel)["cancels"])
+    expect_error(lambda: typed(channel, "CoroSleep")(text(""), timeout=0.3),
+                 grpc.StatusCode.DEADLINE_EXCEEDED, "CoroSleep")
+    check(wait_until(lambda: int(stats(channel)["cancels"]) == before + 1),
+          "the deadline did not stop the coroutine")
+    error = expect_error(lambda: typed(channel, "CoroTimeout")(text(""), timeout=WAIT),
+                         grpc.StatusCode.ABORTED, "CoroTimeout")
+    check("imed" in error.details(), "withTimeout inside a coroutine: %r" % error.details())
+    expect_error(lambda: typed(channel, "CoroThrow")(text(""), timeout=WAIT),
+                 grpc.StatusCode.INTERNAL, "CoroThrow")
+    check(typed(channel, "CoroEcho")(text("after"), timeout=WAIT).value == "after",
+          "a coroutine call after a throw")
+
+
 def http1(port):
     with urllib.request.urlopen("http://127.0.0.1:%d/hello" % port, timeout=WAIT) as reply:
         check(reply.read() == b"hello\n", "HTTP/1.1 on the gRPC port")
 
 
+def drain(server, channel):
+    """SIGTERM with a call in flight: it is answered, then the server exits 0."""
+    before = int(stats(channel)["handled"])
+    later = method(channel, "Later").future(b"700", timeout=WAIT)
+    check(wait_until(lambda: int(stats(channel)["handled"]) >= before + 2),
+          "the Later call did not begin")
+    server.signal()
+    check(later.result(timeout=WAIT) == b"700", "the call in flight during the drain")
+    code = server.wait_exit()
+    check(code == 0, "grpc_test_server exited with %d after the drain" % code)
+
+
+def max_deadline(binary, backend):
+    server = Server(binary, backend, "--max-deadline-ms", "300")
+    with grpc.insecure_channel("127.0.0.1:%d" % server.port) as channel:
+        before = int(stats(channel)["cancels"])
+        # The client's deadline is far; the server's cap ends the call.
+        error = expect_error(lambda: method(channel, "Sleep")(b"", timeout=3 * WAIT),
+                             grpc.StatusCode.DEADLINE_EXCEEDED, "Sleep under maxDeadline")
+        # The server's trailers said so, not the client's own timer.
+        check("received from peer" in error.debug_error_string(),
+              "DEADLINE_EXCEEDED not from the server: %s" % error.debug_error_string())
+        check(wait_until(lambda: int(stats(channel)["cancels"]) == before + 1),
+              "the capped deadline did not reach the cancel callback")
+    server.stop()
+
+
+def tls(binary, backend, pki):
+    server = Server(binary, backend, "--tls-cert", pki + "/server.pem",
+                    "--tls-key", pki + "/server.key")
+    with open(pki + "/ca.pem", "rb") as f:
+        credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+    with grpc.secure_channel("localhost:%d" % server.port, credentials) as channel:
+        unary(channel)
+        metadata(channel)
+        streaming(channel)
+        coroutines(channel)
+    server.stop()
+
+
 def main():
     binary = sys.argv[1]
+    pki = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "grpc_pki")
+    os.makedirs(pki, exist_ok=True)
+    subprocess.run([sys.argv[3], pki], check=True, timeout=WAIT)
     for backend in os.environ.get("LIBNET_TEST_BACKENDS", "epoll uring").split():
+        tls(binary, backend, pki)
+        max_deadline(binary, backend)
         for threads in ("0", "2"):
             server = Server(binary, backend, "--threads", threads, "--max-receive", str(LIMIT),
                             "--max-send", str(LIMIT))
@@ -189,8 +277,9 @@ def main():
                 compression(channel)
                 limits(channel)
                 failures(channel)
-            http1(server.port)
-            server.stop()
+                coroutines(channel)
+                http1(server.port)
+                drain(server, channel)
             print("ok: %s, %s I/O threads" % (backend, threads))
 
 

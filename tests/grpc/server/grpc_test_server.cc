@@ -13,27 +13,56 @@
 //   Gzip          unary: the request back, compressed (setCompression)
 //   Hold          never reads, never answers (until cancelled)
 //   Stats         "cancels=C handled=H"
+//   Later         unary: "MS": the request back MS milliseconds later (a
+//                 loop timer), for a drain with calls in flight
+//   Worker        unary: answered (the request back) from a worker thread
+//   WorkerBidi    each message back from a worker thread, finished there
+//                 at the client's end
+// and coroutine methods (addCoroMethod) of google.protobuf.StringValue:
+//   CoroEcho      unary: the request back
+//   CoroStream    server streaming: "N" -> N messages "0".."N-1"
+//   CoroBidi      each message back as read, OK at the client's end
+//   CoroSum       client streaming: the messages joined with "+"
+//   CoroSleep     sleeps until cancelled: counts the cancellation
+//   CoroThrow     throws
+//   CoroTimeout   co_awaits a sleep under coro::withTimeout(50ms): ABORTED
 // and GET /hello (the HttpServer's own handler) for "one port serves all".
 // --max-receive N / --max-send N set the message bounds, --threads N the
-// I/O loops.
+// I/O loops, --max-deadline-ms N caps grpc-timeout, --tls-cert/--tls-key serve h2 over TLS (ALPN)
+// instead of h2c. SIGTERM drains (calls in flight finish) and exits 0.
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/wrappers.pb.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "examples/common/Flags.h"
+#include "examples/common/ServerTls.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
 #include "net/SignalSet.h"
+#include "net/coro/Cancel.h"
+#include "net/coro/Sleep.h"
+#include "net/coro/Task.h"
+#include "net/grpc/CoroStream.h"
 #include "net/grpc/Server.h"
 #include "net/grpc/Service.h"
 #include "net/http/HttpServer.h"
 
+using google::protobuf::StringValue;
+using libnet::coro::Task;
+using libnet::grpc::CoroStream;
 using libnet::grpc::MethodKind;
 using libnet::grpc::ServerCallPtr;
 using libnet::grpc::Status;
@@ -43,6 +72,58 @@ namespace {
 
 std::atomic<int> cancels{0};
 std::atomic<int> handled{0};
+
+// Threads that answer calls away from their loop, racing the clients'
+// cancellations.
+class Workers {
+ public:
+  explicit Workers(int count) {
+    for (int i = 0; i < count; ++i) threads_.emplace_back([this] { run(); });
+  }
+  ~Workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    ready_.notify_all();
+    for (std::thread& thread : threads_) thread.join();
+  }
+  Workers(const Workers&) = delete;
+  Workers& operator=(const Workers&) = delete;
+  void post(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jobs_.push_back(std::move(job));
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+Workers& workers() {
+  static Workers pool(4);
+  return pool;
+}
 
 // test.Test's descriptor, built at run time: the methods' types do not
 // matter to raw methods.
@@ -55,8 +136,10 @@ const google::protobuf::ServiceDescriptor* testDescriptor() {
     file.add_message_type()->set_name("Bytes");
     google::protobuf::ServiceDescriptorProto* service = file.add_service();
     service->set_name("Test");
-    for (const char* name : {"Echo", "Sleep", "Throw", "Drop", "ServerStream", "ClientStream",
-                             "Bidi", "Big", "Gzip", "Hold", "Stats"}) {
+    for (const char* name : {"Echo",         "Sleep",   "Throw",      "Drop",      "ServerStream",
+                             "ClientStream", "Bidi",    "Big",        "Gzip",      "Hold",
+                             "Stats",        "Worker",  "WorkerBidi", "CoroEcho",  "CoroStream",
+                             "CoroBidi",     "CoroSum", "CoroSleep",  "CoroThrow", "CoroTimeout"}) {
       google::protobuf::MethodDescriptorProto* method = service->add_method();
       method->set_name(name);
       method->set_input_type(".test.Bytes");
@@ -138,6 +221,31 @@ class TestService : public libnet::grpc::Service {
       ++handled;
       call->setCancelCallback([call] { ++cancels; });
     });
+    unary("Worker", [](const ServerCallPtr& call, std::string request) {
+      workers().post([call, request = std::move(request)]() mutable {
+        call->addInitialMetadata("x-worker", "1");
+        call->write(std::move(request));
+        call->addTrailingMetadata("x-done", "1");
+        call->finish(Status());
+      });
+    });
+    addRawMethod("WorkerBidi", MethodKind::kBidiStreaming, [](ServerCallPtr call) {
+      ++handled;
+      call->setMessageCallback([call](std::string message) {
+        workers().post(
+            [call, message = std::move(message)]() mutable { call->write(std::move(message)); });
+      });
+      call->setHalfCloseCallback([call] { workers().post([call] { call->finish(Status()); }); });
+      call->setCancelCallback([call] { ++cancels; });
+    });
+    addCoroMethods();
+    unary("Later", [](const ServerCallPtr& call, std::string request) {
+      const auto delay = std::chrono::milliseconds(std::stoi(request));
+      call->loop()->runAfter(delay, [call, request = std::move(request)]() mutable {
+        call->write(std::move(request));
+        call->finish(Status());
+      });
+    });
     unary("Stats", [](const ServerCallPtr& call, const std::string&) {
       call->write("cancels=" + std::to_string(cancels.load()) +
                   " handled=" + std::to_string(handled.load()));
@@ -146,6 +254,63 @@ class TestService : public libnet::grpc::Service {
   }
 
  private:
+  using Stream = CoroStream<StringValue, StringValue>;
+  template <class Fn>
+  void coro(const char* name, MethodKind kind, Fn fn) {
+    addCoroMethod<StringValue, StringValue>(name, kind, [fn](Stream& stream) -> Task<Status> {
+      ++handled;
+      return fn(stream);
+    });
+  }
+
+  static StringValue text(std::string value) {
+    StringValue message;
+    message.set_value(std::move(value));
+    return message;
+  }
+
+  void addCoroMethods() {
+    coro("CoroEcho", MethodKind::kUnary, [](Stream& stream) -> Task<Status> {
+      co_await stream.write(stream.request());
+      co_return Status();
+    });
+    coro("CoroStream", MethodKind::kServerStreaming, [](Stream& stream) -> Task<Status> {
+      const int count = std::stoi(stream.request().value());
+      for (int i = 0; i < count; ++i) {
+        if (!co_await stream.write(text(std::to_string(i)))) co_return Status();
+      }
+      co_return Status();
+    });
+    coro("CoroBidi", MethodKind::kBidiStreaming, [](Stream& stream) -> Task<Status> {
+      while (std::optional<StringValue> message = co_await stream.read()) {
+        if (!co_await stream.write(*message)) break;
+      }
+      co_return Status();
+    });
+    coro("CoroSum", MethodKind::kClientStreaming, [](Stream& stream) -> Task<Status> {
+      std::string sum;
+      while (std::optional<StringValue> message = co_await stream.read()) {
+        sum += (sum.empty() ? "" : "+") + message->value();
+      }
+      co_await stream.write(text(sum));
+      co_return Status();
+    });
+    coro("CoroSleep", MethodKind::kUnary, [](Stream&) -> Task<Status> {
+      const libnet::coro::Errc slept = co_await libnet::coro::sleep(std::chrono::hours(1));
+      if (slept == libnet::coro::Errc::kCancelled) ++cancels;
+      co_return Status();
+    });
+    coro("CoroThrow", MethodKind::kUnary, [](Stream&) -> Task<Status> {
+      throw std::runtime_error("the coroutine threw");
+      co_return Status();
+    });
+    coro("CoroTimeout", MethodKind::kUnary, [](Stream&) -> Task<Status> {
+      const libnet::coro::Errc slept = co_await libnet::coro::withTimeout(
+          std::chrono::milliseconds(50), libnet::coro::sleep(std::chrono::hours(1)));
+      co_return Status(StatusCode::kAborted, std::string(libnet::coro::errcName(slept)));
+    });
+  }
+
   template <class Fn>
   void unary(const char* name, Fn fn) {
     addRawMethod(name, MethodKind::kUnary, [fn](ServerCallPtr call) {
@@ -157,7 +322,8 @@ class TestService : public libnet::grpc::Service {
   static void echo(const ServerCallPtr& call, std::string request) {
     const libnet::grpc::Metadata& metadata = call->clientMetadata();
     for (const auto& [key, value] : metadata) {
-      if (!key.starts_with("x-") || key.starts_with("x-status") || key.starts_with("x-message")) continue;
+      if (!key.starts_with("x-") || key.starts_with("x-status") || key.starts_with("x-message"))
+        continue;
       call->addInitialMetadata(key, value);
       const bool binary = key.ends_with("-bin");
       call->addTrailingMetadata(binary ? key.substr(0, key.size() - 4) + "-t-bin" : key + "-t",
@@ -183,34 +349,45 @@ int main(int argc, char* argv[]) {
   int threads = 0;
   int maxReceive = 4 * 1024 * 1024;
   int maxSend = 4 * 1024 * 1024;
+  int maxDeadlineMs = 0;
   libnet::PollerKind backend = libnet::PollerKind::kAuto;
   libnet::Flags flags("grpc_test_server",
                       "usage: grpc_test_server [--address IP] [--port N] "
                       "[--backend epoll|uring|auto] [--threads N] [--max-receive N] "
-                      "[--max-send N]\n");
+                      "[--max-send N] [--max-deadline-ms N] [--tls-cert FILE --tls-key FILE]\n");
+  libnet::ServerTls tls;
+  tls.addTo(&flags);
   flags.addAddress("--address", &address);
   flags.addPort("--port", &port);
   flags.addBackend("--backend", &backend);
   flags.addInt("--threads", &threads, 0, 64);
   flags.addInt("--max-receive", &maxReceive, 1, 1 << 30);
   flags.addInt("--max-send", &maxSend, 1, 1 << 30);
+  flags.addInt("--max-deadline-ms", &maxDeadlineMs, 0, 1 << 30);
   if (const std::optional<int> exit = flags.parse(argc, argv)) return *exit;
 
   libnet::EventLoop loop(backend);
   libnet::http::HttpServer::Options options;
   options.threads = threads;
+  if (const std::string problem = tls.check(); !problem.empty()) {
+    std::fprintf(stderr, "grpc_test_server: %s\n", problem.c_str());
+    return 2;
+  }
+  options.layer = tls.layer({"h2", "http/1.1"});
   libnet::http::HttpServer http(&loop, *libnet::InetAddress::parse(address, port), "grpc_test",
                                 options);
-  http.setHandler([](const libnet::http::HttpRequest& request, libnet::http::HttpResponse* response) {
-    if (request.path() == "/hello") {
-      response->setContentType("text/plain");
-      response->setBody("hello\n");
-    } else {
-      response->setStatusPage(404);
-    }
-  });
+  http.setHandler(
+      [](const libnet::http::HttpRequest& request, libnet::http::HttpResponse* response) {
+        if (request.path() == "/hello") {
+          response->setContentType("text/plain");
+          response->setBody("hello\n");
+        } else {
+          response->setStatusPage(404);
+        }
+      });
   libnet::grpc::Server server(http, {.maxReceiveMessageBytes = static_cast<size_t>(maxReceive),
-                                     .maxSendMessageBytes = static_cast<size_t>(maxSend)});
+                                     .maxSendMessageBytes = static_cast<size_t>(maxSend),
+                                     .maxDeadline = std::chrono::milliseconds(maxDeadlineMs)});
   TestService service;
   server.addService(&service);
   libnet::SignalSet signals(&loop, {SIGINT, SIGTERM}, [&](int) {
