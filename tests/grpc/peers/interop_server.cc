@@ -198,6 +198,15 @@ std::shared_ptr<grpc::ServerCredentials> credentials(const peers::PeerFlags& fla
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Blocked before grpc starts a thread (every thread inherits the mask) and
+  // taken by the waiting thread below: a signal handler may not call
+  // Shutdown().
+  sigset_t stopSignals;
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGTERM);
+  sigaddset(&stopSignals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+
   std::shared_ptr<grpc::ServerCredentials> creds;
   std::string address;
   try {
@@ -210,14 +219,6 @@ int main(int argc, char** argv) {
     std::cerr << "interop_server: " << e.what() << "\n";
     return 2;
   }
-  // Blocked here, taken by the waiting thread below: a signal handler may not
-  // call Shutdown().
-  sigset_t stopSignals;
-  sigemptyset(&stopSignals);
-  sigaddset(&stopSignals, SIGTERM);
-  sigaddset(&stopSignals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
-
   TestServiceImpl service;
   int port = 0;
   grpc::ServerBuilder builder;
