@@ -125,8 +125,7 @@ void serverCompressedUnary(Stubs& stubs) {
                                   : "UnaryCall (response_compressed false)";
     expectOk(stubs.test->UnaryCall(&context, request, &response), what);
     expect(peers::lastMessageWasCompressed(context.c_call()) == compressed,
-           what + ": the response's compressed flag is " +
-               (compressed ? "not set" : "set"));
+           what + ": the response's compressed flag is " + (compressed ? "not set" : "set"));
     expectBody(response.payload(), kLargeResponse, what);
   }
 }
@@ -323,8 +322,9 @@ void expectEchoedMetadata(const ClientContext& context, const std::string& call)
          call + ": no echoed initial metadata");
   const auto& trailing = context.GetServerTrailingMetadata();
   it = trailing.find(kEchoTrailing);
-  expect(it != trailing.end() && std::string(it->second.data(), it->second.size()) == kTrailingValue,
-         call + ": no echoed trailing metadata");
+  expect(
+      it != trailing.end() && std::string(it->second.data(), it->second.size()) == kTrailingValue,
+      call + ": no echoed trailing metadata");
 }
 
 void customMetadata(Stubs& stubs) {
@@ -353,8 +353,8 @@ void customMetadata(Stubs& stubs) {
 void unimplementedMethod(Stubs& stubs) {
   ClientContext context;
   Empty response;
-  expectCode(stubs.test->UnimplementedCall(&context, Empty(), &response),
-             StatusCode::UNIMPLEMENTED, "TestService/UnimplementedCall");
+  expectCode(stubs.test->UnimplementedCall(&context, Empty(), &response), StatusCode::UNIMPLEMENTED,
+             "TestService/UnimplementedCall");
 }
 
 void unimplementedService(Stubs& stubs) {
@@ -415,9 +415,13 @@ int main(int argc, char** argv) {
   std::string name;
   try {
     peers::PeerFlags flags(argc, argv,
-                           {{"server_host", "127.0.0.1"}, {"server_port", ""},
-                            {"server_host_override", ""}, {"test_case", ""},
-                            {"use_tls", "false"}, {"use_test_ca", "true"}, {"ca_file", ""}});
+                           {{"server_host", "127.0.0.1"},
+                            {"server_port", ""},
+                            {"server_host_override", ""},
+                            {"test_case", ""},
+                            {"use_tls", "false"},
+                            {"use_test_ca", "true"},
+                            {"ca_file", ""}});
     name = flags.get("test_case");
     auto it = kCases.find(name);
     if (it == kCases.end()) throw std::invalid_argument("unknown --test_case '" + name + "'");

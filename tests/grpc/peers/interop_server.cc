@@ -110,8 +110,8 @@ class TestServiceImpl final : public TestService::Service {
       if (Status s = checkCompression(context, request->expect_compressed()); !s.ok()) return s;
     }
     if (request->has_response_compressed()) {
-      context->set_compression_algorithm(request->response_compressed().value() ? GRPC_COMPRESS_GZIP
-                                                                               : GRPC_COMPRESS_NONE);
+      context->set_compression_algorithm(
+          request->response_compressed().value() ? GRPC_COMPRESS_GZIP : GRPC_COMPRESS_NONE);
     }
     if (Status s = fillPayload(request->response_size(), response->mutable_payload()); !s.ok()) {
       return s;
@@ -120,9 +120,8 @@ class TestServiceImpl final : public TestService::Service {
     return Status::OK;
   }
 
-  Status StreamingOutputCall(
-      ServerContext* context, const StreamingOutputCallRequest* request,
-      grpc::ServerWriter<StreamingOutputCallResponse>* writer) override {
+  Status StreamingOutputCall(ServerContext* context, const StreamingOutputCallRequest* request,
+                             grpc::ServerWriter<StreamingOutputCallResponse>* writer) override {
     echoMetadata(context);
     chooseStreamCompression(context, *request);
     if (Status s = writeResponses(writer, *request); !s.ok()) return s;
@@ -190,8 +189,8 @@ std::shared_ptr<grpc::ServerCredentials> credentials(const peers::PeerFlags& fla
     throw std::invalid_argument("--use_tls true needs --tls_cert and --tls_key");
   }
   grpc::SslServerCredentialsOptions options;
-  options.pem_key_cert_pairs.push_back({readFile(flags.get("tls_key")),
-                                        readFile(flags.get("tls_cert"))});
+  options.pem_key_cert_pairs.push_back(
+      {readFile(flags.get("tls_key")), readFile(flags.get("tls_cert"))});
   return grpc::SslServerCredentials(options);
 }
 
@@ -211,8 +210,11 @@ int main(int argc, char** argv) {
   std::string address;
   try {
     peers::PeerFlags flags(argc, argv,
-                           {{"port", "0"}, {"use_tls", "false"}, {"tls_cert", ""},
-                            {"tls_key", ""}, {"host", "127.0.0.1"}});
+                           {{"port", "0"},
+                            {"use_tls", "false"},
+                            {"tls_cert", ""},
+                            {"tls_key", ""},
+                            {"host", "127.0.0.1"}});
     creds = credentials(flags);
     address = flags.get("host") + ":" + std::to_string(flags.getInt("port"));
   } catch (const std::exception& e) {
