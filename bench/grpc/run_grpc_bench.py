@@ -10,7 +10,8 @@ for every run; for every repetition each (connections, TLS) cell runs every
 server once, interleaved, their order rotated between repetitions. Reported
 as medians over the repetitions: calls/s, p50 and p99 latency (ghz's), and the
 server's CPU per call (utime + stime of /proc/PID/stat, all its threads,
-before and after the run), with the ratios to the first server.
+before and after the run), with the ratios to the first server, and how busy
+the server's and ghz's CPUs were (ghz near 100%: the client set the rate).
 
   bench/grpc/run_grpc_bench.py                        # grpc++ and grpc-go, 10 s x 3 reps
   bench/grpc/run_grpc_bench.py --quick                # 2 s x 1 rep, a smoke run
@@ -136,11 +137,11 @@ def measure(ghz, command, conns, certs, seconds):
         argv += ["--tls-cert", certs["cert"], "--tls-key", certs["key"]]
     proc, port = benchlib.start_server(argv, cpu=SERVER_CPU, env=env)
     try:
-        before = benchlib.read_stat(proc.pid)[1]
+        before, ghz_before = benchlib.read_stat(proc.pid)[1], benchlib.children_cpu_s()
         done = subprocess.run(ghz_argv(ghz, port, conns, seconds, certs),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               timeout=seconds + 60)
-        after = benchlib.read_stat(proc.pid)[1]
+        after, ghz_after = benchlib.read_stat(proc.pid)[1], benchlib.children_cpu_s()
     finally:
         benchlib.stop_process(proc)
     if done.returncode != 0 or not done.stdout.strip():
@@ -148,6 +149,10 @@ def measure(ghz, command, conns, certs, seconds):
     result = parse_ghz(done.stdout)
     cpu_s = (after - before) / benchlib.CLK_TCK
     result["cpu_us_per_call"] = cpu_s / result["ok"] * 1e6 if result["ok"] else float("nan")
+    # How busy each side's CPU was: a ghz near 100% means the client, not
+    # the server, set the rate.
+    result["server_busy"] = cpu_s / seconds
+    result["ghz_busy"] = (ghz_after - ghz_before) / seconds
     return result
 
 
@@ -179,9 +184,10 @@ def med(runs, field):
 
 def report(args, servers, results):
     print("| server | connections | TLS | calls/s | vs %s | p50 ms | p99 ms | "
-          "server CPU µs/call | vs %s | failed calls |" % (servers[0][0], servers[0][0]))
+          "server CPU µs/call | vs %s | server busy | ghz busy | failed calls |"
+          % (servers[0][0], servers[0][0]))
     # failed calls: summed over the repetitions, ghz's end-of-run ones aside.
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for conns in args.connections:
         for tls in args.tls:
             base = results[(servers[0][0], conns, tls)]
@@ -191,10 +197,12 @@ def report(args, servers, results):
                 ratio_cpu = med(runs, "cpu_us_per_call") / med(base, "cpu_us_per_call")
                 errors = sum(r["errors"] for r in runs if r)
                 failed = sum(1 for r in runs if r is None)
-                print("| %s | %d | %s | %.0f | %.2f | %.3f | %.3f | %.1f | %.2f | %d%s |" % (
-                    name, conns, "yes" if tls else "no", med(runs, "rps"), ratio_rps,
-                    med(runs, "p50_ms"), med(runs, "p99_ms"), med(runs, "cpu_us_per_call"),
-                    ratio_cpu, errors, " (%d runs failed)" % failed if failed else ""))
+                print("| %s | %d | %s | %.0f | %.2f | %.3f | %.3f | %.1f | %.2f | %.0f%% | %.0f%% "
+                      "| %d%s |" % (
+                          name, conns, "yes" if tls else "no", med(runs, "rps"), ratio_rps,
+                          med(runs, "p50_ms"), med(runs, "p99_ms"), med(runs, "cpu_us_per_call"),
+                          ratio_cpu, 100 * med(runs, "server_busy"), 100 * med(runs, "ghz_busy"),
+                          errors, " (%d runs failed)" % failed if failed else ""))
 
 
 def parse_args():
