@@ -1,6 +1,7 @@
 #include "tests/grpc/peers/PeerFlags.h"
 
 #include <cstdlib>
+#include <stdexcept>
 #include <string_view>
 
 namespace peers {

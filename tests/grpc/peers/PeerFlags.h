@@ -4,7 +4,6 @@
 #pragma once
 
 #include <map>
-#include <stdexcept>
 #include <string>
 
 namespace peers {
@@ -21,12 +20,6 @@ class PeerFlags {
 
  private:
   std::map<std::string, std::string> values_;
-};
-
-// Thrown by a test case that fails: its message says what differed.
-class CaseFailure : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 }  // namespace peers

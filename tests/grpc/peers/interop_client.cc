@@ -15,6 +15,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "examples/grpc/protos/test.grpc.pb.h"
 #include "tests/grpc/peers/MessageFlags.h"
@@ -25,7 +26,6 @@ namespace {
 using grpc::ClientContext;
 using grpc::Status;
 using grpc::StatusCode;
-using peers::CaseFailure;
 using namespace grpc::testing;
 
 const char kEchoInitial[] = "x-grpc-test-echo-initial";
@@ -36,6 +36,12 @@ constexpr int kLargeRequest = 271828;
 constexpr int kLargeResponse = 314159;
 const int kStreamRequests[] = {27182, 8, 1828, 45904};
 const int kStreamResponses[] = {31415, 9, 2653, 58979};
+
+// Thrown by a test case that fails: its message says what differed.
+class CaseFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct Stubs {
   std::unique_ptr<TestService::Stub> test;
