@@ -13,7 +13,7 @@ server's CPU per call (utime + stime of /proc/PID/stat, all its threads,
 before and after the run), with the ratios to the first server, and how busy
 the server's and ghz's CPUs were (ghz near 100%: the client set the rate).
 
-  bench/grpc/run_grpc_bench.py                        # grpc++ and grpc-go, 10 s x 3 reps
+  bench/grpc/run_grpc_bench.py                        # all four greeters, 10 s x 3 reps
   bench/grpc/run_grpc_bench.py --quick                # 2 s x 1 rep, a smoke run
   bench/grpc/run_grpc_bench.py --nice 19 --seconds 20 --reps 5
   bench/grpc/run_grpc_bench.py --server libnet-epoll \\
@@ -24,8 +24,9 @@ first is the baseline of the ratios); COMMAND gets `--port 0` and, for TLS,
 `--tls-cert FILE --tls-key FILE` appended, must print "listening on
 ADDR:PORT" and serve helloworld.Greeter; leading VAR=VALUE words set its
 environment. Without --server: grpc++ 1.51 on its callback API
-(//bench/grpc:grpcpp_greeter_server, built with --config=opt) and grpc-go
-(tools/grpc_go_greeter, GOMAXPROCS=1). ghz and the grpc-go greeter are the
+(//bench/grpc:grpcpp_greeter_server), grpc-go (tools/grpc_go_greeter,
+GOMAXPROCS=1) and libnet's examples/grpc/greeter_server on each backend with
+one loop (--threads 0), the C++ ones built with --config=opt. ghz and the grpc-go greeter are the
 versions their tools/*/go.mod pin, built by tools/go_tool.sh (the first build
 needs the Go module proxy). A fresh test certificate is made for the TLS runs.
 """
@@ -76,14 +77,19 @@ def go_tool(name, package):
 
 
 def default_servers(tmp):
-    """[(name, command)] of grpc++'s and grpc-go's greeters, built now."""
-    bindir = benchlib.bazel_build_opt(ROOT, ["//bench/grpc:grpcpp_greeter_server"])
+    """[(name, command)] of grpc++'s, grpc-go's and libnet's greeters (libnet
+    on each backend, one loop), built now."""
+    targets = {"grpcpp_greeter_server": "bench/grpc/grpcpp_greeter_server",
+               "greeter_server": "examples/grpc/greeter_server"}
+    bindir = benchlib.bazel_build_opt(ROOT, ["//" + os.path.dirname(rel) + ":" + name
+                                             for name, rel in targets.items()])
     if bindir is None:
-        sys.exit("%s: bazel build --config=opt //bench/grpc:grpcpp_greeter_server failed" % PROG)
-    grpcpp = benchlib.copy_binaries(bindir, {"grpcpp_greeter_server":
-                                             "bench/grpc/grpcpp_greeter_server"}, tmp)
+        sys.exit("%s: bazel build --config=opt of the greeters failed" % PROG)
+    binaries = benchlib.copy_binaries(bindir, targets, tmp)
     go = go_tool("grpc_go_greeter", "libnet/tools/grpc_go_greeter")
-    return [("grpc++", grpcpp["grpcpp_greeter_server"]), ("grpc-go", "GOMAXPROCS=1 " + go)]
+    libnet = binaries["greeter_server"] + " --threads 0 --backend "
+    return [("grpc++", binaries["grpcpp_greeter_server"]), ("grpc-go", "GOMAXPROCS=1 " + go),
+            ("libnet-epoll", libnet + "epoll"), ("libnet-uring", libnet + "uring")]
 
 
 def split_command(command):
