@@ -493,6 +493,7 @@ bool ClientSession::receive(std::string_view data) {
     failCode_ = code;
     fail(std::string("HTTP/2 input refused: ") + nghttp2_strerror(static_cast<int>(rv)));
   }
+  noticeTermination();
   if (unconsumed_ > 0 && !failed_) {
     nghttp2_session_consume_connection(session_, unconsumed_);
     unconsumed_ = 0;
@@ -514,6 +515,7 @@ void ClientSession::produce(Buffer* out, size_t budget) {
   busy_ = false;
   out_ = nullptr;
   if (rv != 0 && !failed_) fail(std::string("HTTP/2 output failed: ") + nghttp2_strerror(rv));
+  noticeTermination();
   if (failed_) {
     closeAll();
     return;
@@ -538,6 +540,16 @@ bool ClientSession::finished() const {
 
 uint32_t ClientSession::serverMaxConcurrentStreams() const {
   return nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+}
+
+void ClientSession::noticeTermination() {
+  // Neither side said GOAWAY, and nghttp2 reads no more: it ended the
+  // session itself over a connection error it found (a first frame that is
+  // not SETTINGS, a frame on a closed stream), its GOAWAY queued or sent.
+  if (!failed_ && !goingAway_ && !goAwayReceived_ && nghttp2_session_want_read(session_) == 0) {
+    failCode_ = NGHTTP2_PROTOCOL_ERROR;
+    fail("the server broke the HTTP/2 protocol");
+  }
 }
 
 int ClientSession::stopIfFailed() const { return failed_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0; }

@@ -191,6 +191,8 @@ class ClientSession {
   };
 
   [[nodiscard]] int stopIfFailed() const;
+  // A session nghttp2 ended by itself is a failed one.
+  void noticeTermination();
   Stream* streamFor(int32_t id) const;
   void fail(std::string why);
   // The stream's onClose (once), and it is forgotten.
