@@ -285,6 +285,43 @@ TEST_P(ClientConnectionTest, KeepalivePingsAreAcknowledged) {
   getHello();
 }
 
+// Stream calls from a thread that is not the loop's reach the loop in the
+// order they were made: the body arrives whole and in order.
+TEST_P(ClientConnectionTest, CallsFromAnotherThreadKeepTheirOrder) {
+  startServer();
+  connect(address_);
+  auto o = std::make_shared<Outcome>();
+  const ClientConnection::StreamKey key =
+      conn_->submit(request("POST", "/upload"), "first;", false, record(o));
+  Fnv expected;
+  expected.add("first;");
+  for (int i = 0; i < 200; ++i) {
+    const std::string piece = std::to_string(i) + ";";
+    expected.add(piece);
+    conn_->write(key, piece);
+  }
+  conn_->endStream(key);
+  conn_->ping();
+  ASSERT_TRUE(waitUntil([&] { return o->closed(); }));
+  std::lock_guard<std::mutex> lock(o->mu);
+  EXPECT_EQ(o->body, expected.text());
+  EXPECT_EQ(o->close->errorCode, 0u);
+}
+
+// A stream the application resets ends at once with its code; the
+// connection goes on.
+TEST_P(ClientConnectionTest, ResetByTheClient) {
+  startServer();
+  connect(address_);
+  auto o = std::make_shared<Outcome>();
+  const ClientConnection::StreamKey key =
+      conn_->submit(request("POST", "/upload"), "never ends", false, record(o));
+  conn_->reset(key, NGHTTP2_CANCEL);
+  ASSERT_TRUE(waitUntil([&] { return o->closed(); }));
+  EXPECT_EQ(o->closeValue().errorCode, static_cast<uint32_t>(NGHTTP2_CANCEL));
+  getHello();
+}
+
 // After the close a submitted stream is refused (onClose, not silence), and
 // the application's close reaches every open stream once.
 TEST_P(ClientConnectionTest, CloseEndsStreamsAndRefusesNewOnes) {
