@@ -46,12 +46,22 @@
 //
 // With HTTP/1.1, requests pipelined behind one being answered later wait
 // until it is finished (answers go out in request order).
+//
+// Trailers (finish(trailers)): fields sent after the body. HTTP/2 sends them
+// as a HEADERS frame with END_STREAM after the last DATA frame; HTTP/1.1 as
+// the trailer section of a chunked body, and drops them when the body is not
+// chunked. respondTrailersOnly() is the answer of one HEADERS frame with
+// END_STREAM and no body (gRPC's "trailers-only" answer); reset() ends an
+// HTTP/2 stream with RST_STREAM and a chosen error code (gRPC's CANCEL).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "net/http/HttpResponse.h"
 #include "net/http/RequestBody.h"
@@ -86,8 +96,39 @@ class ResponseWriter {
   virtual bool write(std::string data) = 0;
   // The end of the body. Once, after start().
   virtual void finish() = 0;
+  // The end of the body followed by trailer fields, in order (names are sent
+  // lower-cased over HTTP/2; connection-specific fields are dropped, as in a
+  // head). Once, after start(), instead of finish(). The default (a writer
+  // that cannot send trailers) drops them and finishes.
+  virtual void finish(std::vector<std::pair<std::string, std::string>> trailers) {
+    static_cast<void>(trailers);
+    finish();
+  }
   // Ends the answer as failed (see the file comment). Any time; idempotent.
   virtual void abort() = 0;
+
+  // The whole answer as its head alone: no body, no Content-Length. HTTP/2
+  // sends one HEADERS frame with END_STREAM (the status and the head's fields
+  // together, as gRPC's trailers-only answer wants); HTTP/1.1 answers the
+  // head with an empty body. Once, instead of respond()/start(); a body set
+  // on `head` is dropped. The default answers through respond().
+  virtual void respondTrailersOnly(HttpResponse head) {
+    head.setBody(std::string());
+    respond(std::move(head));
+  }
+  // Ends the answer with an HTTP/2 stream error code (RFC 9113 7: 0x8 is
+  // CANCEL; abort() is reset(0x2), INTERNAL_ERROR). Any time, any thread;
+  // idempotent. Before the answer is complete the stream is reset at once and
+  // nothing more of the answer goes out (no 500 is made up). After finish()
+  // or respond*(), the answer goes out whole first and RST_STREAM follows it
+  // if the client has not ended its request yet (so it stops sending). The
+  // writer's own reset() runs no closed callback. HTTP/1.1 has no streams:
+  // the connection closes (after an answer that is complete has been sent).
+  // The default is abort().
+  virtual void reset(uint32_t http2ErrorCode) {
+    static_cast<void>(http2ErrorCode);
+    abort();
+  }
 
   // Runs on the loop when the writer can take more after write() said false.
   virtual void setWritableCallback(std::function<void()> callback) = 0;

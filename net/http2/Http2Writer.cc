@@ -85,12 +85,38 @@ bool Http2Writer::write(std::string data) {
   return false;
 }
 
-void Http2Writer::finish() {
-  gate_->run(loop_, [self = shared_from_this()] {
+void Http2Writer::finish() { finish({}); }
+
+void Http2Writer::finish(std::vector<std::pair<std::string, std::string>> trailers) {
+  gate_->run(loop_, [self = shared_from_this(), t = std::move(trailers)]() mutable {
     ServerSession* s = self->session();
     if (self->ended() || !self->started_ || s == nullptr) return;
     self->endAnswer();
-    s->writerFinish(self->stream_);
+    s->writerFinish(self->stream_, std::move(t));
+  });
+}
+
+void Http2Writer::respondTrailersOnly(http::HttpResponse head) {
+  gate_->run(loop_, [self = shared_from_this(), h = std::move(head)]() mutable {
+    ServerSession* s = self->session();
+    if (self->ended() || self->started_ || s == nullptr) return;
+    self->endAnswer();
+    s->writerRespondHeadersOnly(self->stream_, std::move(h));
+  });
+}
+
+void Http2Writer::reset(uint32_t http2ErrorCode) {
+  gate_->run(loop_, [self = shared_from_this(), http2ErrorCode] {
+    ServerSession* s = self->session();
+    if (self->reset_ || self->closed() || s == nullptr) return;
+    self->reset_ = true;
+    // A complete answer goes out first; one under way is cut off now.
+    const bool complete = self->ended();
+    if (!complete) {
+      self->endAnswer();
+      self->closed_.store(true, std::memory_order_release);
+    }
+    s->writerReset(self->stream_, http2ErrorCode, complete);
   });
 }
 

@@ -7,9 +7,12 @@
 // past its stream or its connection finds nothing and does nothing.
 //
 // The body goes out as DATA frames as it is written (nghttp2's deferred data
-// provider, resumed by each write), END_STREAM at finish(); abort() (or a
+// provider, resumed by each write), END_STREAM at finish(), or on a HEADERS
+// frame of trailers after the last DATA at finish(trailers);
+// respondTrailersOnly() is one HEADERS frame with END_STREAM. abort() (or a
 // writer dropped unfinished) resets the stream with INTERNAL_ERROR, or
-// answers 500 when nothing was sent yet. Back-pressure: the bytes written
+// answers 500 when nothing was sent yet; reset(code) resets it with `code`,
+// after the answer if that is complete. Back-pressure: the bytes written
 // and not yet framed (held by the stream's window, the connection's window,
 // or the connection's output limit) past highWater make write() false; the
 // writable callback runs when they are down to lowWater.
@@ -21,6 +24,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "net/http/HttpResponse.h"
 #include "net/http/ResponseWriter.h"
@@ -49,7 +54,10 @@ class Http2Writer final : public http::ResponseWriter,
   void start(http::HttpResponse head) override;
   bool write(std::string data) override;
   void finish() override;
+  void finish(std::vector<std::pair<std::string, std::string>> trailers) override;
   void abort() override;
+  void respondTrailersOnly(http::HttpResponse head) override;
+  void reset(uint32_t http2ErrorCode) override;
   void setWritableCallback(std::function<void()> callback) override;
   void setClosedCallback(std::function<void()> callback) override;
   [[nodiscard]] bool closed() const override { return closed_.load(std::memory_order_acquire); }
@@ -101,6 +109,7 @@ class Http2Writer final : public http::ResponseWriter,
   bool started_ = false;
   bool clientGone_ = false;
   bool closedCalled_ = false;
+  bool reset_ = false;  // reset() has been done
   std::function<void()> writable_;
   std::function<void()> closedCallback_;
 };

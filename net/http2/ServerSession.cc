@@ -43,13 +43,16 @@ struct ServerSession::Stream {
   bool sawCookie = false;  // the cookie crumbs, however many, count as one field
   // Content-Length, when sent (UINT64_MAX when too large to read).
   std::optional<uint64_t> declaredLength;
-  int refuse = 0;                 // the status answered instead of the handler's, or 0
-  bool remoteEnded = false;       // the client's END_STREAM has come
-  bool receiving = false;         // its body is arriving (in receiving_)
-  bool overrun = false;           // the client sent past its window (nghttp2 resets it)
-  bool resetAfterAnswer = false;  // answered early: reset once the answer is out
-  bool answered = false;          // a response was submitted
-  bool open = false;              // answered and not all of its body sent
+  int refuse = 0;                         // the status answered instead of the handler's, or 0
+  bool remoteEnded = false;               // the client's END_STREAM has come
+  bool receiving = false;                 // its body is arriving (in receiving_)
+  bool overrun = false;                   // the client sent past its window (nghttp2 resets it)
+  bool resetAfterAnswer = false;          // answered early: reset once the answer is out
+  uint32_t resetCode = NGHTTP2_NO_ERROR;  // the code of that reset
+  bool endSent = false;                   // the answer's END_STREAM went out
+  bool reset = false;                     // RST_STREAM submitted by the server
+  bool answered = false;                  // a response was submitted
+  bool open = false;                      // answered and not all of its body sent
   // The request body's share of the server-wide budget: its Content-Length,
   // or what it holds plus the window it may still fill.
   http::BodyBudget::Reservation bodyShare;
@@ -73,6 +76,8 @@ struct ServerSession::Stream {
   bool finished = false;
   std::optional<size_t> declared;
   size_t erased = 0;
+  // Trailer fields sent after the last DATA frame (finish(trailers)).
+  std::vector<std::pair<std::string, std::string>> trailers;
   // Which handler answers (HttpServer::Route); with kStreamedBody, the body
   // handed to it in pieces.
   http::HttpServer::Route route = http::HttpServer::Route::kHandler;
@@ -133,6 +138,27 @@ std::string lowered(std::string_view name) {
   std::string out(name);
   for (char& c : out) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// Trailer fields as they may go on the wire: names lower-cased (RFC 9113
+// 8.2.1), pseudo-fields and connection-specific ones dropped, and CR, LF
+// and NUL replaced by spaces as HttpResponse::addHeader() does for a head
+// (a client treats a field with them as malformed and resets the stream).
+std::vector<std::pair<std::string, std::string>> trailerFields(
+    std::vector<std::pair<std::string, std::string>> fields) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(fields.size());
+  for (auto& [name, value] : fields) {
+    std::string lower = lowered(name);
+    if (lower.empty() || lower[0] == ':' || connectionSpecific(lower)) continue;
+    for (std::string* text : {&lower, &value}) {
+      for (char& c : *text) {
+        if (c == '\r' || c == '\n' || c == '\0') c = ' ';
+      }
+    }
+    out.emplace_back(std::move(lower), std::move(value));
   }
   return out;
 }
@@ -221,16 +247,38 @@ struct ServerSession::Callbacks {
 
   // The data provider of a body written as it comes: deferred while the
   // writer has written nothing new (nghttp2_session_resume_data wakes it).
-  static ssize_t readStreamed(nghttp2_session*, int32_t, uint8_t*, size_t length, uint32_t* flags,
-                              nghttp2_data_source* source, void*) {
+  static ssize_t readStreamed(nghttp2_session* session, int32_t, uint8_t*, size_t length,
+                              uint32_t* flags, nghttp2_data_source* source, void*) {
     auto* stream = static_cast<Stream*>(source->ptr);
     const size_t available = stream->length - stream->scheduled;
     if (available == 0 && !stream->finished) return NGHTTP2_ERR_DEFERRED;
     const size_t n = std::min(length, available);
+    if (stream->finished && stream->scheduled + n == stream->length) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      // The trailers end the stream instead (nghttp2 sends their HEADERS
+      // after this last DATA frame).
+      if (!stream->trailers.empty()) {
+        if (!submitTrailers(session, stream)) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      }
+    }
     stream->scheduled += n;
     *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
-    if (stream->finished && stream->scheduled == stream->length) *flags |= NGHTTP2_DATA_FLAG_EOF;
     return static_cast<ssize_t>(n);
+  }
+
+  static bool submitTrailers(nghttp2_session* session, Stream* stream) {
+    std::vector<nghttp2_nv> nv;
+    nv.reserve(stream->trailers.size());
+    for (auto& [name, value] : stream->trailers) {
+      nv.push_back({reinterpret_cast<uint8_t*>(name.data()),
+                    reinterpret_cast<uint8_t*>(value.data()), name.size(), value.size(),
+                    NGHTTP2_NV_FLAG_NONE});
+    }
+    // nghttp2 copies the fields.
+    const int rv = nghttp2_submit_trailer(session, stream->id, nv.data(), nv.size());
+    std::vector<std::pair<std::string, std::string>>().swap(stream->trailers);
+    return rv == 0;
   }
 
   static bool readFile(ServerSession* s, Stream* stream, Buffer* out, size_t length) {
@@ -445,8 +493,11 @@ struct ServerSession::Callbacks {
       return 0;
     }
     Stream* stream = self(user)->streamFor(frame->hd.stream_id);
-    if (stream != nullptr && stream->resetAfterAnswer && !stream->remoteEnded) {
-      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_NO_ERROR);
+    if (stream == nullptr) return 0;
+    stream->endSent = true;
+    if (stream->resetAfterAnswer && !stream->remoteEnded && !stream->reset) {
+      stream->reset = true;
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream->id, stream->resetCode);
     }
     return 0;
   }
@@ -1012,6 +1063,17 @@ bool ServerSession::writerRespond(int32_t id, HttpResponse response) {
   return true;
 }
 
+bool ServerSession::writerRespondHeadersOnly(int32_t id, HttpResponse head) {
+  Stream* stream = streamFor(id);
+  if (stream == nullptr || stream->submitted) return false;
+  stream->submitted = true;
+  // No data provider: nghttp2 sets END_STREAM on the HEADERS frame.
+  submitFields(stream, head, std::nullopt, Body::kNone);
+  answerEndsBody(stream);
+  wake();
+  return true;
+}
+
 bool ServerSession::writerStart(int32_t id, HttpResponse head) {
   Stream* stream = streamFor(id);
   if (stream == nullptr || stream->submitted) return false;
@@ -1042,7 +1104,8 @@ size_t ServerSession::writerWrite(int32_t id, std::string data) {
   return stream->length - stream->sent;
 }
 
-void ServerSession::writerFinish(int32_t id) {
+void ServerSession::writerFinish(int32_t id,
+                                 std::vector<std::pair<std::string, std::string>> trailers) {
   Stream* stream = streamFor(id);
   if (stream == nullptr || !stream->streaming || stream->finished) return;
   if (stream->declared && stream->length != *stream->declared) {
@@ -1050,6 +1113,7 @@ void ServerSession::writerFinish(int32_t id) {
     resetStream(stream);
     return;
   }
+  stream->trailers = trailerFields(std::move(trailers));
   stream->finished = true;
   answerEndsBody(stream);
   nghttp2_session_resume_data(session_, id);
@@ -1068,11 +1132,34 @@ void ServerSession::writerAbort(int32_t id) {
   resetStream(stream);
 }
 
-void ServerSession::resetStream(Stream* stream) {
+void ServerSession::writerReset(int32_t id, uint32_t code, bool afterAnswer) {
+  Stream* stream = streamFor(id);
+  if (stream == nullptr || stream->reset) return;
+  if (!afterAnswer) {
+    resetStream(stream, code);
+    return;
+  }
+  // The client has ended its request: the answer closes the stream, and
+  // there is nothing left to stop.
+  if (stream->remoteEnded) return;
+  if (!stream->endSent) {
+    // Behind the answer's last frame (frameSent()), not before it: a
+    // RST_STREAM queued now would overtake what is still to be framed.
+    stream->resetAfterAnswer = true;
+    stream->resetCode = code;
+    return;
+  }
+  stream->reset = true;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, code);
+  wake();
+}
+
+void ServerSession::resetStream(Stream* stream, uint32_t code) {
   // Never a half answer passed off as whole: the client sees the reset.
   stream->finished = true;
+  stream->reset = true;
   if (stream->streamedBody) endStreamedBody(stream, /*complete=*/false);
-  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_INTERNAL_ERROR);
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, code);
   wake();
 }
 
@@ -1131,6 +1218,7 @@ bool ServerSession::appendStreamed(Stream* stream, std::string_view data) {
     endStreamedBody(stream, /*complete=*/false);
     // The answer is cut off with it: the writer hears the stream close.
     stream->finished = true;
+    stream->reset = true;
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream->id, NGHTTP2_CANCEL);
     return false;
   }

@@ -47,6 +47,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "base/Duration.h"
 #include "base/Timestamp.h"
@@ -168,14 +170,22 @@ class ServerSession {
   // reset) makes each a no-op; false: nothing was done.
   bool writerRespond(int32_t id, http::HttpResponse response);
   bool writerStart(int32_t id, http::HttpResponse head);
+  // The whole answer as one HEADERS frame with END_STREAM: no body, no
+  // content-length (gRPC's trailers-only answer).
+  bool writerRespondHeadersOnly(int32_t id, http::HttpResponse head);
   // The bytes of the stream not yet framed, after `data`.
   size_t writerWrite(int32_t id, std::string data);
-  void writerFinish(int32_t id);
+  // The end of the body; `trailers` (if any) go as a HEADERS frame with
+  // END_STREAM after the last DATA frame.
+  void writerFinish(int32_t id, std::vector<std::pair<std::string, std::string>> trailers = {});
   // Before the answer started: 500; after: RST_STREAM INTERNAL_ERROR.
   void writerAbort(int32_t id);
+  // RST_STREAM `code`: now, or (`afterAnswer`) once the answer's last frame
+  // is out, if the client is still sending.
+  void writerReset(int32_t id, uint32_t code, bool afterAnswer);
   // The AsyncHandler's turn for a complete request.
   void answerLater(Stream* stream);
-  void resetStream(Stream* stream);
+  void resetStream(Stream* stream, uint32_t code = 0x2 /* INTERNAL_ERROR */);
   void wake();
 
   // Request bodies streamed to the handler (Http2RequestBody).

@@ -1,6 +1,9 @@
 #include "tests/net/http2/session/H2Peer.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
@@ -99,6 +102,46 @@ int64_t goAwayCode(const std::vector<Frame>& frames) {
     return (int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) | p[3];
   }
   return -1;
+}
+
+bool FrameReader::readMore() {
+  char buf[65536];
+  ssize_t n;
+  do {
+    n = ::recv(fd_, buf, sizeof buf, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return false;
+  bytes_.append(buf, static_cast<size_t>(n));
+  return true;
+}
+
+HeaderDecoder::HeaderDecoder() {
+  if (nghttp2_hd_inflate_new(&inflater_) != 0) throw std::runtime_error("inflater");
+}
+
+HeaderDecoder::~HeaderDecoder() { nghttp2_hd_inflate_del(inflater_); }
+
+HeaderDecoder::Fields HeaderDecoder::decode(const Frame& headers) {
+  Fields fields;
+  auto* in = reinterpret_cast<const uint8_t*>(headers.payload.data());
+  size_t left = headers.payload.size();
+  for (;;) {
+    nghttp2_nv nv;
+    int flags = 0;
+    const ssize_t n = nghttp2_hd_inflate_hd2(inflater_, &nv, &flags, in, left, 1);
+    if (n < 0) throw std::runtime_error("HPACK decoding failed");
+    in += n;
+    left -= static_cast<size_t>(n);
+    if ((flags & NGHTTP2_HD_INFLATE_EMIT) != 0) {
+      fields.emplace_back(std::string(view(nv.name, nv.namelen)),
+                          std::string(view(nv.value, nv.valuelen)));
+    }
+    if ((flags & NGHTTP2_HD_INFLATE_FINAL) != 0) {
+      nghttp2_hd_inflate_end_headers(inflater_);
+      return fields;
+    }
+    if (n == 0 && left == 0) return fields;
+  }
 }
 
 struct Client::Callbacks {

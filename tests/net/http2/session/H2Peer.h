@@ -48,6 +48,60 @@ std::string drain(ServerSession& session);
 // The error code of the first GOAWAY among `frames`, or -1.
 int64_t goAwayCode(const std::vector<Frame>& frames);
 
+// Reads frames off a client socket (its receive timeout bounds each read),
+// keeping a partial frame for the next call.
+class FrameReader {
+ public:
+  explicit FrameReader(int fd) : fd_(fd) {}
+
+  // Reads until a frame satisfies `done`, the server closes, or a read
+  // times out; returns every frame read.
+  template <class Done>
+  std::vector<Frame> until(Done&& done) {
+    std::vector<Frame> frames;
+    for (;;) {
+      std::vector<Frame> now = parseFrames(bytes_);
+      size_t used = 0;
+      for (Frame& f : now) {
+        used += 9 + f.payload.size();
+        frames.push_back(std::move(f));
+        if (done(frames.back())) {
+          bytes_.erase(0, used);
+          return frames;
+        }
+      }
+      bytes_.erase(0, used);
+      if (!readMore()) return frames;
+    }
+  }
+
+ private:
+  bool readMore();
+
+  int fd_;
+  std::string bytes_;
+};
+
+// Decodes the header blocks of one connection's HEADERS frames, in the
+// order they were sent (one HPACK table for the whole connection, as the
+// server's encoder keeps). Frames with END_HEADERS only (what the server
+// sends: no padding, no priority, no CONTINUATION for small blocks).
+class HeaderDecoder {
+ public:
+  using Fields = std::vector<std::pair<std::string, std::string>>;
+  HeaderDecoder();
+  ~HeaderDecoder();
+  HeaderDecoder(const HeaderDecoder&) = delete;
+  HeaderDecoder& operator=(const HeaderDecoder&) = delete;
+
+  // The fields of a HEADERS frame (each HEADERS frame of the connection
+  // must go through here once, in order).
+  Fields decode(const Frame& headers);
+
+ private:
+  nghttp2_hd_inflater* inflater_ = nullptr;
+};
+
 // A compliant client: submit requests, exchange() bytes with the server
 // until neither side has anything to say, then read the results.
 class Client {

@@ -37,41 +37,7 @@ using libnet::test::runSync;
 using libnet::test::waitUntil;
 using test::frame;
 using test::Frame;
-
-// Reads frames off one client socket, keeping a partial frame for the next
-// call.
-class FrameReader {
- public:
-  explicit FrameReader(BlockingClient* client) : client_(client) {}
-
-  // Reads until a frame satisfies `done`, the server closes, or the
-  // socket's receive timeout passes; returns every frame read.
-  template <class Done>
-  std::vector<Frame> until(Done&& done) {
-    std::vector<Frame> frames;
-    char buf[65536];
-    for (;;) {
-      std::vector<Frame> now = test::parseFrames(bytes_);
-      size_t used = 0;
-      for (Frame& f : now) {
-        used += 9 + f.payload.size();
-        frames.push_back(std::move(f));
-        if (done(frames.back())) {
-          bytes_.erase(0, used);
-          return frames;
-        }
-      }
-      bytes_.erase(0, used);
-      const ssize_t n = ::recv(client_->fd(), buf, sizeof buf, 0);
-      if (n <= 0) return frames;
-      bytes_.append(buf, static_cast<size_t>(n));
-    }
-  }
-
- private:
-  BlockingClient* client_;
-  std::string bytes_;
-};
+using test::FrameReader;
 
 bool endsStream(const Frame& f, int32_t stream) {
   return f.stream == stream && (f.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
@@ -268,7 +234,7 @@ TEST_P(Http2AsyncTest, AnswersLaterAndStreamsDataFrames) {
   ASSERT_TRUE(client.sendAll(
       std::string(test::kPreface) + frame(NGHTTP2_SETTINGS, 0, 0, bigWindow) +
       frame(NGHTTP2_WINDOW_UPDATE, 0, 0, be32(1 << 24)) + get(1, "/later") + get(3, "/stream")));
-  FrameReader reader(&client);
+  FrameReader reader(client.fd());
   bool one = false;
   bool three = false;
   const auto frames = reader.until([&](const Frame& f) {
@@ -295,7 +261,7 @@ TEST_P(Http2AsyncTest, ResetFromTheClientReachesTheClosedCallback) {
   writer->setClosedCallback([&] { ++closed; });
   writer->start(http::HttpResponse(false));
   EXPECT_TRUE(writer->write("first"));
-  FrameReader reader(&client);
+  FrameReader reader(client.fd());
   const auto first =
       reader.until([](const Frame& f) { return f.type == NGHTTP2_DATA && f.stream == 1; });
   EXPECT_EQ(bodyOf(first, 1), "first");
@@ -357,7 +323,7 @@ TEST_P(Http2AsyncTest, ZeroWindowHoldsTheWriterBackUntilWindowUpdate) {
   ASSERT_TRUE(waitUntil([&] { return writable.load() >= 1; }));
   writer->write("end");
   writer->finish();
-  FrameReader reader(&client);
+  FrameReader reader(client.fd());
   const auto frames = reader.until([](const Frame& f) { return endsStream(f, 1); });
   const std::string body = bodyOf(frames, 1);
   EXPECT_EQ(body.size(), written + 3);
@@ -376,7 +342,7 @@ TEST_P(Http2AsyncTest, AbortIsAResetOrA500AndAThrowIsA500) {
   first->write("half");
   first->abort();
   second->abort();
-  FrameReader reader(&client);
+  FrameReader reader(client.fd());
   bool reset = false;
   bool answered = false;
   bool thrown = false;

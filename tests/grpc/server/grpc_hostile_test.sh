@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# grpc_test_server against hostile python3-h2 peers, on both
+# backends; the checks are in grpc_hostile_test.py.
+set -euo pipefail
+# shellcheck source=tests/net/test_lib.sh
+source "$(dirname "$0")/../../net/test_lib.sh"
+SERVER=$(runfile tests/grpc/server/grpc_test_server)
+H2PEER="$(dirname "$0")/../../net/http2"
+# Debian's python3: python3-grpcio and python3-h2 are installed for it.
+PYTHON=/usr/bin/python3
+export PYTHONDONTWRITEBYTECODE=1
+"$PYTHON" -c 'import grpc, h2, hpack' 2>/dev/null || fail "python3-grpcio and python3-h2 are needed (tools/setup.sh)"
+exec timeout -k 5 280 "$PYTHON" "$(dirname "$0")/grpc_hostile_test.py" "$SERVER" "$H2PEER"
