@@ -217,6 +217,12 @@ class CoroClientStream {
   }
   // No more requests (any thread).
   void halfClose() { core_->call().halfClose(); }
+  // The one request of a server-streaming call, then the half-close,
+  // without waiting (the call has nothing queued yet).
+  void sendLast(const Req& message) {
+    core_->call().write(message.SerializeAsString());
+    core_->call().halfClose();
+  }
   [[nodiscard]] FinishAwaiter finish() { return FinishAwaiter(core_->finish()); }
   void cancel() { core_->call().cancel(); }
 
