@@ -190,14 +190,36 @@ void ClientCall::attach(const std::shared_ptr<http2::ClientConnection>& conn) {
 }
 
 http2::ClientSession::StreamCallbacks ClientCall::streamCallbacks() {
+  // Each callback holds the call on its stack: a reset from inside one (a
+  // limit, a parse failure) closes the stream at once, and the session then
+  // drops the callbacks, their captures included, while one still runs.
   const std::shared_ptr<ClientCall> self = shared_from_this();
   return {
-      .onHead = [self](int status,
-                       const http2::ClientSession::Fields& fields) { self->onHead(status, fields); },
-      .onData = [self](std::string_view data) { self->onData(data); },
-      .onTrailers = [self](const http2::ClientSession::Fields& fields) { self->onTrailers(fields); },
-      .onClose = [self](const http2::ClientSession::Close& close) { self->onClose(close); },
-      .onWritable = [self] { self->onStreamWritable(); },
+      .onHead =
+          [self](int status, const http2::ClientSession::Fields& fields) {
+            const std::shared_ptr<ClientCall> hold = self;
+            hold->onHead(status, fields);
+          },
+      .onData =
+          [self](std::string_view data) {
+            const std::shared_ptr<ClientCall> hold = self;
+            hold->onData(data);
+          },
+      .onTrailers =
+          [self](const http2::ClientSession::Fields& fields) {
+            const std::shared_ptr<ClientCall> hold = self;
+            hold->onTrailers(fields);
+          },
+      .onClose =
+          [self](const http2::ClientSession::Close& close) {
+            const std::shared_ptr<ClientCall> hold = self;
+            hold->onClose(close);
+          },
+      .onWritable =
+          [self] {
+            const std::shared_ptr<ClientCall> hold = self;
+            hold->onStreamWritable();
+          },
   };
 }
 
