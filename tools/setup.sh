@@ -50,8 +50,11 @@ PACKAGES=(
   python3-protobuf  # protobuf 3.21 for Python, the messages of that peer
 )
 
-# Go builds the pinned h2spec of tools/h2spec.sh; an upstream Go in
-# /usr/local/go (Go's own tarball) serves as well as Debian's 1.19.
+# Go builds the pinned h2spec of tools/h2spec.sh, and through tools/go_tool.sh
+# hey, ghz and the grpc-go greeter of the benchmarks (tools/hey, tools/ghz,
+# tools/grpc_go_greeter); an upstream Go in /usr/local/go (Go's own tarball)
+# serves as well as Debian's 1.19 for h2spec and hey. ghz needs Go 1.21 or
+# later and the grpc-go greeter (grpc-go 1.81) Go 1.25 or later.
 if ! command -v go >/dev/null 2>&1 && [[ ! -x /usr/local/go/bin/go ]]; then
   PACKAGES+=(golang-go)
 fi
