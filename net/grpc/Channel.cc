@@ -201,26 +201,26 @@ void Channel::tryAddress(size_t index) {
                                               "grpc " + authority_, options);
   const std::weak_ptr<Channel> weak = weak_from_this();
   const std::weak_ptr<http2::ClientConnection> weakConn = conn;
-  conn->setStateCallback([weak, weakConn, index](http2::ClientConnection::State state,
-                                                 std::string_view reason) {
-    const auto self = weak.lock();
-    const auto conn = weakConn.lock();
-    if (!self || !conn) return;
-    if (state == http2::ClientConnection::State::kConnected) {
-      self->onConnectionState(conn, true, reason);
-    } else if (state == http2::ClientConnection::State::kClosed) {
-      // Not destroyed inside its own callback: from the loop's queue.
-      self->loop_->queueInLoop([self, conn, index, why = std::string(reason)] {
-        if (conn == self->conn_ && self->state() == State::kConnecting &&
-            index + 1 < self->addresses_.size()) {
-          self->conn_.reset();
-          self->tryAddress(index + 1);
-          return;
+  conn->setStateCallback(
+      [weak, weakConn, index](http2::ClientConnection::State state, std::string_view reason) {
+        const auto self = weak.lock();
+        const auto conn = weakConn.lock();
+        if (!self || !conn) return;
+        if (state == http2::ClientConnection::State::kConnected) {
+          self->onConnectionState(conn, true, reason);
+        } else if (state == http2::ClientConnection::State::kClosed) {
+          // Not destroyed inside its own callback: from the loop's queue.
+          self->loop_->queueInLoop([self, conn, index, why = std::string(reason)] {
+            if (conn == self->conn_ && self->state() == State::kConnecting &&
+                index + 1 < self->addresses_.size()) {
+              self->conn_.reset();
+              self->tryAddress(index + 1);
+              return;
+            }
+            self->onConnectionState(conn, false, why);
+          });
         }
-        self->onConnectionState(conn, false, why);
       });
-    }
-  });
   conn_ = conn;
   conn->connect();
 }
@@ -275,9 +275,8 @@ Duration Channel::nextBackoff() {
   thread_local std::mt19937_64 random{std::random_device{}()};
   std::uniform_real_distribution<double> spread(1.0 - options_.backoffJitter,
                                                 1.0 + options_.backoffJitter);
-  const auto delay = std::chrono::duration_cast<Duration>(
-      std::chrono::duration<double, std::nano>(static_cast<double>(backoff_.count()) *
-                                               spread(random)));
+  const auto delay = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::nano>(
+      static_cast<double>(backoff_.count()) * spread(random)));
   const double next = static_cast<double>(backoff_.count()) * options_.backoffMultiplier;
   backoff_ = next >= static_cast<double>(options_.maxBackoff.count())
                  ? options_.maxBackoff

@@ -53,11 +53,11 @@ Status fromReset(const http2::ClientSession::Close& close) {
     case kRefusedStream:
       return Status(StatusCode::kUnavailable, "the server refused the stream");
     case kEnhanceYourCalm:
-      return Status(StatusCode::kResourceExhausted, "the server reset the stream: ENHANCE_YOUR_CALM");
+      return Status(StatusCode::kResourceExhausted,
+                    "the server reset the stream: ENHANCE_YOUR_CALM");
     default:
-      return Status(StatusCode::kInternal,
-                    "the server reset the stream (HTTP/2 error " + std::to_string(close.errorCode) +
-                        ")");
+      return Status(StatusCode::kInternal, "the server reset the stream (HTTP/2 error " +
+                                               std::to_string(close.errorCode) + ")");
   }
 }
 
@@ -108,8 +108,8 @@ bool reservedKey(std::string_view key) {
 
 std::shared_ptr<ClientCall> ClientCall::start(std::shared_ptr<Channel> channel, std::string path,
                                               ClientCallOptions options, Callbacks callbacks) {
-  std::shared_ptr<ClientCall> call(
-      new ClientCall(std::move(channel), std::move(path), std::move(options), std::move(callbacks)));
+  std::shared_ptr<ClientCall> call(new ClientCall(std::move(channel), std::move(path),
+                                                  std::move(options), std::move(callbacks)));
   call->inLoop([](ClientCall& self) { self.startInLoop(); });
   return call;
 }
@@ -283,9 +283,7 @@ void ClientCall::halfCloseInLoop() {
 }
 
 void ClientCall::cancel() {
-  inLoop([](ClientCall& self) {
-    self.cancelInLoop(Status(StatusCode::kCancelled, "Cancelled"));
-  });
+  inLoop([](ClientCall& self) { self.cancelInLoop(Status(StatusCode::kCancelled, "Cancelled")); });
 }
 
 void ClientCall::cancel(Status status) {
@@ -343,17 +341,17 @@ void ClientCall::onHead(int status, const http2::ClientSession::Fields& fields) 
   if (status != 200) return;  // the status comes from :status at the end
   const std::string* type = field(fields, "content-type");
   if (type == nullptr || !type->starts_with("application/grpc")) {
-    finishWith(Status(StatusCode::kUnknown,
-                      "the response's content-type is not application/grpc: \"" +
-                          (type != nullptr ? *type : std::string()) + "\""),
-               {});
+    finishWith(
+        Status(StatusCode::kUnknown, "the response's content-type is not application/grpc: \"" +
+                                         (type != nullptr ? *type : std::string()) + "\""),
+        {});
     return;
   }
   const std::string* encoding = field(fields, "grpc-encoding");
   const std::string name = encoding != nullptr ? *encoding : std::string();
   if (!MessageReader::supportedEncoding(name)) {
-    finishWith(Status(StatusCode::kInternal, "the response's grpc-encoding \"" + name +
-                                                 "\" is not supported"),
+    finishWith(Status(StatusCode::kInternal,
+                      "the response's grpc-encoding \"" + name + "\" is not supported"),
                {});
     return;
   }
@@ -380,10 +378,10 @@ void ClientCall::onTrailers(const http2::ClientSession::Fields& fields) {
   if (reader_ && !reader_->atBoundary()) {
     finalStatus_ = Status(StatusCode::kInternal, "the response ended in the middle of a message");
   } else if (code == nullptr) {
-    finalStatus_ = httpStatus_ != 200
-                       ? Status(fromHttpStatus(httpStatus_),
-                                "HTTP status " + std::to_string(httpStatus_))
-                       : Status(StatusCode::kUnknown, "the response has no grpc-status");
+    finalStatus_ =
+        httpStatus_ != 200
+            ? Status(fromHttpStatus(httpStatus_), "HTTP status " + std::to_string(httpStatus_))
+            : Status(StatusCode::kUnknown, "the response has no grpc-status");
   } else {
     finalStatus_ = statusOf(*code, field(fields, "grpc-message"));
   }

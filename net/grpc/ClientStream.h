@@ -89,7 +89,8 @@ using ClientStreamPtr = std::shared_ptr<ClientStream<Req, Resp>>;
 // message or of more than one ends INTERNAL. Any thread.
 template <class Req, class Resp>
 void unaryCall(std::shared_ptr<Channel> channel, std::string path, const Req& request,
-               std::function<void(Status status, Resp reply)> done, ClientCallOptions options = {}) {
+               std::function<void(Status status, Resp reply)> done,
+               ClientCallOptions options = {}) {
   struct State {
     std::optional<Resp> reply;
     bool extra = false;

@@ -8,7 +8,8 @@ namespace libnet::grpc::detail {
 namespace {
 
 Status statusOfScope(coro::Errc why) {
-  if (why == coro::Errc::kTimedOut) return Status(StatusCode::kDeadlineExceeded, "Deadline Exceeded");
+  if (why == coro::Errc::kTimedOut)
+    return Status(StatusCode::kDeadlineExceeded, "Deadline Exceeded");
   return Status(StatusCode::kCancelled, "Cancelled");
 }
 

@@ -173,7 +173,8 @@ class CoroClientStream {
       if (!bytes) return std::nullopt;
       Resp message;
       if (!message.ParseFromString(*bytes)) {
-        op_.core().call().cancel(Status(StatusCode::kInternal, "failed to parse a response message"));
+        op_.core().call().cancel(
+            Status(StatusCode::kInternal, "failed to parse a response message"));
         return std::nullopt;
       }
       return message;

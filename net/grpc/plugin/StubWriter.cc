@@ -92,9 +92,8 @@ void StubWriter::writeClass(gp::io::Printer& out) const {
         {"path", "/" + service_->full_name() + "/" + method->name()},
         {"req", requestType(method)},
         {"resp", responseType(method)},
-        {"kindText", method->client_streaming() && method->server_streaming()
-                         ? "bidi streaming"
-                         : "client streaming"},
+        {"kindText", method->client_streaming() && method->server_streaming() ? "bidi streaming"
+                                                                              : "client streaming"},
     };
     out.Print("\n");
     if (!method->client_streaming() && !method->server_streaming()) {

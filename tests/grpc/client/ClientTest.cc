@@ -159,8 +159,8 @@ class ClientTest : public ::testing::TestWithParam<PollerKind> {
         serverTls.alpn = {"h2"};
         options.layer = tls::newLayer(tls::Context::newServer(serverTls));
       }
-      http_ = std::make_unique<http::HttpServer>(serverLoop_, InetAddress(port, true), "grpc",
-                                                 options);
+      http_ =
+          std::make_unique<http::HttpServer>(serverLoop_, InetAddress(port, true), "grpc", options);
       server_ = std::make_unique<Server>(*http_, Server::Options{});
       server_->addService(&impl_);
       http_->start();
@@ -186,7 +186,10 @@ class ClientTest : public ::testing::TestWithParam<PollerKind> {
              ClientCallOptions options = {}) {
     auto slot = std::make_shared<Slot<Reply>>();
     TestService::Stub(channel).Echo(
-        request, [slot](Status status, Msg reply) { slot->set({std::move(status), reply}); },
+        request,
+        [slot](Status status, Msg reply) {
+          slot->set({std::move(status), reply});
+        },
         std::move(options));
     return slot->wait().value_or(Reply{Status(StatusCode::kUnknown, "test: no answer"), {}});
   }
@@ -328,10 +331,13 @@ EchoOutcome rawEcho(const std::shared_ptr<Channel>& channel, const Msg& request,
                     Metadata metadata) {
   auto initial = std::make_shared<Slot<Metadata>>();
   auto finished = std::make_shared<Slot<std::pair<Status, Metadata>>>();
-  auto call = ClientCall::start(
-      channel, "/libnet.test.client.Test/Echo", {.metadata = std::move(metadata)},
-      {.onInitialMetadata = [initial](const Metadata& m) { initial->set(m); },
-       .onFinish = [finished](const Status& s, const Metadata& t) { finished->set({s, t}); }});
+  auto call =
+      ClientCall::start(channel, "/libnet.test.client.Test/Echo", {.metadata = std::move(metadata)},
+                        {.onInitialMetadata = [initial](const Metadata& m) { initial->set(m); },
+                         .onFinish =
+                             [finished](const Status& s, const Metadata& t) {
+                               finished->set({s, t});
+                             }});
   call->write(request.SerializeAsString());
   call->halfClose();
   EchoOutcome outcome;
@@ -378,9 +384,11 @@ TEST_P(ClientTest, DeadlineCancelsTheCall) {
   startServer();
   auto channel = makeChannel();
   auto slot = std::make_shared<Slot<Reply>>();
-  TestService::Stub(channel).Sleep(
-      msg("zz"), [slot](Status s, Msg m) { slot->set({std::move(s), std::move(m)}); },
-      {.timeout = 200ms});
+  TestService::Stub(channel).Sleep(msg("zz"),
+                                   [slot](Status s, Msg m) {
+                                     slot->set({std::move(s), std::move(m)});
+                                   },
+                                   {.timeout = 200ms});
   const auto reply = slot->wait();
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->status.code(), StatusCode::kDeadlineExceeded);
@@ -462,9 +470,11 @@ TEST_P(ClientTest, GzipAndReceiveLimit) {
   Msg big = msg("gzip", 60000);
   big.set_blob(std::string(50000, 'q'));
   auto slot = std::make_shared<Slot<Reply>>();
-  TestService::Stub(channel).Big(
-      big, [slot](Status s, Msg m) { slot->set({std::move(s), std::move(m)}); },
-      {.compress = true});
+  TestService::Stub(channel).Big(big,
+                                 [slot](Status s, Msg m) {
+                                   slot->set({std::move(s), std::move(m)});
+                                 },
+                                 {.compress = true});
   const auto reply = slot->wait();
   ASSERT_TRUE(reply && reply->status.ok()) << (reply ? reply->status.toString() : "none");
   EXPECT_EQ(reply->message.blob().size(), 60000U);
@@ -518,9 +528,11 @@ TEST_P(ClientTest, ReconnectsToARestartedServer) {
   ASSERT_TRUE(waitUntil([&] { return channel->state() != Channel::State::kReady; }));
   // A waiting call is answered once the server is back on the same port.
   auto slot = std::make_shared<Slot<Reply>>();
-  TestService::Stub(channel).Echo(
-      msg("two"), [slot](Status s, Msg m) { slot->set({std::move(s), std::move(m)}); },
-      {.timeout = 10s, .waitForReady = true});
+  TestService::Stub(channel).Echo(msg("two"),
+                                  [slot](Status s, Msg m) {
+                                    slot->set({std::move(s), std::move(m)});
+                                  },
+                                  {.timeout = 10s, .waitForReady = true});
   startServer(port);
   const auto reply = slot->wait();
   ASSERT_TRUE(reply && reply->status.ok()) << (reply ? reply->status.toString() : "none");
@@ -546,8 +558,9 @@ TEST_P(ClientTest, ChannelShutdownFailsCalls) {
   auto channel = makeChannel();
   ASSERT_TRUE(echo(channel, msg("x")).status.ok());
   auto slot = std::make_shared<Slot<Reply>>();
-  TestService::Stub(channel).Sleep(
-      msg("zz"), [slot](Status s, Msg m) { slot->set({std::move(s), std::move(m)}); });
+  TestService::Stub(channel).Sleep(msg("zz"), [slot](Status s, Msg m) {
+    slot->set({std::move(s), std::move(m)});
+  });
   ASSERT_TRUE(waitUntil([&] { return impl_.sleeping.load() == 1; }));
   channel->shutdown();
   EXPECT_EQ(slot->wait().value_or(Reply{}).status.code(), StatusCode::kUnavailable);

@@ -51,7 +51,8 @@ class NonGrpcAnswerTest : public ::testing::TestWithParam<PollerKind> {
       service_ = http2::serve(*server_, {});
       server_->start();
     });
-    const uint16_t port = runSync(serverLoop_, [&] { return server_->listenAddress().inet()->port(); });
+    const uint16_t port =
+        runSync(serverLoop_, [&] { return server_->listenAddress().inet()->port(); });
     channel_ = Channel::create(clientLoop_, "127.0.0.1:" + std::to_string(port), {});
   }
 
@@ -94,7 +95,10 @@ class NonGrpcAnswerTest : public ::testing::TestWithParam<PollerKind> {
     } else if (path == "/t.S/Compressed") {
       response->setBody(std::string("\x01\x00\x00\x00\x01x", 6));
     } else if (path == "/t.S/Cut") {
-      response->setBody(std::string("\x00\x00\x00\x00\x10" "abc", 8));
+      response->setBody(
+          std::string("\x00\x00\x00\x00\x10"
+                      "abc",
+                      8));
     } else if (path == "/t.S/BadEncoding") {
       response->addHeader("grpc-encoding", "snappy");
       response->setBody(framed("x"));
