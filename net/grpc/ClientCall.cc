@@ -223,22 +223,22 @@ http2::ClientSession::StreamCallbacks ClientCall::streamCallbacks() {
   };
 }
 
-bool ClientCall::write(std::string message) {
+bool ClientCall::write(std::string message, bool noCompression) {
   if (done_.load(std::memory_order_acquire)) return false;
   const size_t bytes = message.size();
   const size_t before = inTransit_.fetch_add(bytes) + queued_.load();
-  inLoop([message = std::move(message)](ClientCall& self) mutable {
-    self.writeInLoop(std::move(message));
+  inLoop([message = std::move(message), noCompression](ClientCall& self) mutable {
+    self.writeInLoop(std::move(message), noCompression);
   });
   if (before + bytes < channel_->options().writeHighWater) return true;
   wantWritable_ = true;
   return false;
 }
 
-std::optional<std::string> ClientCall::frame(std::string message) {
+std::optional<std::string> ClientCall::frame(std::string message, bool compress) {
   if (message.size() > channel_->options().maxSendMessageBytes) return std::nullopt;
   std::string framed;
-  if (options_.compress) {
+  if (compress) {
     const std::string packed = gzipCompress(message);
     framed.reserve(kFramePrefixBytes + packed.size());
     appendFrame(&framed, packed, true);
@@ -249,11 +249,12 @@ std::optional<std::string> ClientCall::frame(std::string message) {
   return framed;
 }
 
-void ClientCall::writeInLoop(std::string message) {
+void ClientCall::writeInLoop(std::string message, bool noCompression) {
   inTransit_ -= message.size();
   if (done_ || halfClosed_) return;
   const size_t bytes = message.size();
-  std::optional<std::string> framed = frame(std::move(message));
+  std::optional<std::string> framed =
+      frame(std::move(message), options_.compress && !noCompression);
   if (!framed) {
     finishWith(Status(StatusCode::kResourceExhausted,
                       "a request message of " + std::to_string(bytes) + " bytes is over the limit"),

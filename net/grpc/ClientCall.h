@@ -81,8 +81,9 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
 
   // One request message. True while the queued output is below the high
   // mark; false past it (queued anyway: wait for onWritable) or when the
-  // call is over (dropped).
-  bool write(std::string message);
+  // call is over (dropped). `noCompression`: this message goes plain on a
+  // call that compresses (ClientCallOptions::compress).
+  bool write(std::string message, bool noCompression = false);
   // No more request messages.
   void halfClose();
   // Ends the call CANCELLED (RST_STREAM CANCEL) unless it is over already.
@@ -111,7 +112,7 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   template <class F>
   void inLoop(F&& fn);
   void startInLoop();
-  void writeInLoop(std::string message);
+  void writeInLoop(std::string message, bool noCompression);
   void halfCloseInLoop();
   void cancelInLoop(Status status);
   void pauseInLoop();
@@ -126,7 +127,7 @@ class ClientCall : public std::enable_shared_from_this<ClientCall> {
   void deliver();
   void finishWith(Status status, Metadata trailers);
   void updateQueued();
-  [[nodiscard]] std::optional<std::string> frame(std::string message);
+  [[nodiscard]] std::optional<std::string> frame(std::string message, bool compress);
 
   const std::shared_ptr<Channel> channel_;
   const std::string path_;

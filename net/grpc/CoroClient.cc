@@ -55,8 +55,8 @@ void ClientCore::start(std::shared_ptr<Channel> channel, std::string path,
 
 ClientCore::Op ClientCore::read() { return Op(shared_from_this(), Op::Kind::kRead); }
 
-ClientCore::Op ClientCore::write(std::string message) {
-  return Op(shared_from_this(), Op::Kind::kWrite, std::move(message));
+ClientCore::Op ClientCore::write(std::string message, bool noCompression) {
+  return Op(shared_from_this(), Op::Kind::kWrite, std::move(message), noCompression);
 }
 
 ClientCore::Op ClientCore::finish() { return Op(shared_from_this(), Op::Kind::kFinish); }
@@ -128,7 +128,7 @@ bool ClientCore::Op::await_ready() {
       return core.status_.has_value();
     case Kind::kWrite:
       if (core.status_) return true;  // ok_ false: the call is over
-      ok_ = core.call_->write(std::move(out_));
+      ok_ = core.call_->write(std::move(out_), noCompression_);
       return ok_ || core.call_->finished();
     case Kind::kFinish:
       if (core.status_) status_ = *core.status_;

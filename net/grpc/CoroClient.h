@@ -83,7 +83,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   class Op;
   [[nodiscard]] Op read();
-  [[nodiscard]] Op write(std::string message);
+  [[nodiscard]] Op write(std::string message, bool noCompression);
   [[nodiscard]] Op finish();
 
   [[nodiscard]] ClientCall& call() const { return *call_; }
@@ -110,10 +110,17 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 class ClientCore::Op : public coro::detail::Operation {
  public:
   enum class Kind : uint8_t { kRead, kWrite, kFinish };
-  Op(std::shared_ptr<ClientCore> core, Kind kind, std::string message = {})
-      : core_(std::move(core)), kind_(kind), out_(std::move(message)) {}
+  Op(std::shared_ptr<ClientCore> core, Kind kind, std::string message = {},
+     bool noCompression = false)
+      : core_(std::move(core)),
+        kind_(kind),
+        out_(std::move(message)),
+        noCompression_(noCompression) {}
   Op(Op&& other) noexcept
-      : core_(std::move(other.core_)), kind_(other.kind_), out_(std::move(other.out_)) {}
+      : core_(std::move(other.core_)),
+        kind_(other.kind_),
+        out_(std::move(other.out_)),
+        noCompression_(other.noCompression_) {}
   Op& operator=(Op&&) = delete;
   ~Op();
 
@@ -142,6 +149,7 @@ class ClientCore::Op : public coro::detail::Operation {
   std::shared_ptr<ClientCore> core_;
   Kind kind_;
   std::string out_;
+  bool noCompression_ = false;
   std::optional<std::string> message_;
   bool ok_ = false;
   Status status_;
@@ -213,8 +221,9 @@ class CoroClientStream {
   };
 
   [[nodiscard]] ReadAwaiter read() { return ReadAwaiter(core_->read()); }
-  [[nodiscard]] WriteAwaiter write(const Req& message) {
-    return WriteAwaiter(core_->write(message.SerializeAsString()));
+  // `noCompression`: this message goes plain on a call that compresses.
+  [[nodiscard]] WriteAwaiter write(const Req& message, bool noCompression = false) {
+    return WriteAwaiter(core_->write(message.SerializeAsString(), noCompression));
   }
   // No more requests (any thread).
   void halfClose() { core_->call().halfClose(); }
