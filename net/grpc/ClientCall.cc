@@ -227,12 +227,14 @@ bool ClientCall::write(std::string message, bool noCompression) {
   if (done_.load(std::memory_order_acquire)) return false;
   const size_t bytes = message.size();
   const size_t before = inTransit_.fetch_add(bytes) + queued_.load();
+  const bool below = before + bytes < channel_->options().writeHighWater;
+  // Set before the loop can see the message, so that the loop's check after
+  // taking it cannot miss the wait.
+  if (!below) wantWritable_ = true;
   inLoop([message = std::move(message), noCompression](ClientCall& self) mutable {
     self.writeInLoop(std::move(message), noCompression);
   });
-  if (before + bytes < channel_->options().writeHighWater) return true;
-  wantWritable_ = true;
-  return false;
+  return below;
 }
 
 std::optional<std::string> ClientCall::frame(std::string message, bool compress) {
@@ -318,15 +320,16 @@ void ClientCall::resumeInLoop() {
 
 void ClientCall::updateQueued() {
   queued_ = conn_ ? conn_->queuedBytes(key_) : pendingOutput_.size();
-}
-
-void ClientCall::onStreamWritable() {
-  updateQueued();
+  // A request body handed over with the stream is the session's, not its
+  // write queue's: without this check a writer waiting on it would wait for
+  // a drain that is never reported.
   if (done_ || !wantWritable_) return;
   if (inTransit_.load() + queued_.load() >= channel_->options().writeHighWater) return;
   wantWritable_ = false;
   if (callbacks_.onWritable) callbacks_.onWritable();
 }
+
+void ClientCall::onStreamWritable() { updateQueued(); }
 
 void ClientCall::onHead(int status, const http2::ClientSession::Fields& fields) {
   if (done_) return;

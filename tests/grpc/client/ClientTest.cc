@@ -347,6 +347,30 @@ EchoOutcome rawEcho(const std::shared_ptr<Channel>& channel, const Msg& request,
   return outcome;
 }
 
+// A write past writeHighWater whose bytes the connection takes at once (or
+// that go with the stream as it starts): its writer must still hear that
+// the output drained, whether or not the session's low mark was crossed.
+TEST_P(ClientTest, WriteOverTheHighMarkResumesItsWriter) {
+  startServer();
+  auto channel = makeChannel({.writeHighWater = 16 * 1024});
+  const auto sum = runCoro<std::string>([channel]() -> coro::Task<std::string> {
+    std::string texts;
+    for (int round = 0; round < 2; ++round) {  // connecting, then connected
+      auto call = TestService::Stub(channel).Sum();
+      Msg big = msg("big");
+      big.set_blob(std::string(32 * 1024, 'b'));
+      if (!co_await call.write(big)) co_return "write failed";
+      co_await call.write(msg("small"));
+      call.halfClose();
+      std::optional<Msg> m = co_await call.read();
+      const Status status = co_await call.finish();
+      texts += status.toString() + " " + (m ? m->text() : "none") + ";";
+    }
+    co_return texts;
+  });
+  EXPECT_EQ(sum.value_or("no end"), "OK big+small;OK big+small;");
+}
+
 TEST_P(ClientTest, MetadataAndStatus) {
   startServer();
   auto channel = makeChannel();
