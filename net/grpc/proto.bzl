@@ -13,9 +13,9 @@ nothing downloaded) in a genrule: --cpp_out gives NAME.pb.h/.pb.cc (the
 messages) and, with services = True, libnet's plugin
 (//net/grpc/plugin:protoc-gen-libnet) gives NAME.libnet.h/.libnet.cc (one
 class per service: docs/grpc.md, "Generating code"). The outputs are wrapped in
-a cc_library `name` that depends on //third_party:protobuf, on //net/grpc:grpc
-and //net/grpc:coro (the coroutine handlers of CoroService) when
-services = True, and on `deps`.
+a cc_library `name` that depends on //third_party:protobuf, on //net/grpc:grpc,
+//net/grpc:coro (the coroutine handlers of CoroService) and //net/grpc:client
+(the stubs) when services = True, and on `deps`.
 
 Import paths are workspace-relative, with no prefix: a .proto imports another
 by its path in the repository (`import "examples/grpc/protos/empty.proto";`),
@@ -40,6 +40,7 @@ _PLUGIN = Label("//net/grpc/plugin:protoc-gen-libnet")
 _PROTOBUF = Label("//third_party:protobuf")
 _GRPC = Label("//net/grpc:grpc")
 _GRPC_CORO = Label("//net/grpc:coro")
+_GRPC_CLIENT = Label("//net/grpc:client")
 
 def _proto_srcs_label(dep):
     """The NAME_proto_srcs filegroup of the libnet_proto_library `dep`."""
@@ -129,7 +130,7 @@ def libnet_proto_library(
         # which a .pb.cc joins when its object is linked: keep the objects
         # even where nothing else refers to them (a file of services only).
         alwayslink = True,
-        deps = [_PROTOBUF] + ([_GRPC, _GRPC_CORO] if services else []) + deps,
+        deps = [_PROTOBUF] + ([_GRPC, _GRPC_CORO, _GRPC_CLIENT] if services else []) + deps,
         visibility = visibility,
         testonly = testonly,
     )

@@ -30,8 +30,14 @@ void writeHeader(const gp::FileDescriptor* file, gp::io::Printer& out) {
       "// The gRPC services of $file$ on libnet (docs/grpc.md,\n"
       "// \"Generating code\"); the messages are in $stem$.pb.h.\n"
       "#pragma once\n\n"
-      "#include \"$stem$.pb.h\"\n"
+      "#include \"$stem$.pb.h\"\n\n"
+      "#include <functional>\n"
+      "#include <memory>\n"
+      "#include <utility>\n\n"
       "#include \"net/coro/Task.h\"\n"
+      "#include \"net/grpc/Channel.h\"\n"
+      "#include \"net/grpc/ClientStream.h\"\n"
+      "#include \"net/grpc/CoroClient.h\"\n"
       "#include \"net/grpc/Service.h\"\n\n",
       "file", file->name(), "stem", protoStem(file));
   const std::string ns = cppNamespace(file);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "net/grpc/plugin/Names.h"
+#include "net/grpc/plugin/StubWriter.h"
 
 namespace libnet::grpc::plugin {
 
@@ -64,9 +65,8 @@ void ServiceWriter::writeHeader(gp::io::Printer& out) const {
   writeCallbackClass(out);
   out.Print("\n");
   writeCoroClass(out);
-  out.Print(
-      "\n// The client of the service (a Stub on a channel) will be generated\n"
-      "// here, next to the server's classes.\n");
+  out.Print("\n");
+  StubWriter(service_).writeClass(out);
   out.Outdent();
   out.Print("};\n");
 }
