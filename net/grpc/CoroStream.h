@@ -7,7 +7,9 @@
 // suspended on ends, as every one it starts afterwards does, and
 // coro::withTimeout / coro::withStop scopes inside it work as anywhere. The
 // Status it returns finishes the call; a coroutine that throws finishes it
-// INTERNAL.
+// INTERNAL. The call's cancel callback is the coroutine's stop: a coroutine
+// handler learns of cancellation from its operations (or cancelled()), and
+// must not set one of its own.
 //
 //   coro::Task<grpc::Status> sayHello(grpc::CoroStream<HelloRequest, HelloReply>& stream) {
 //     HelloReply reply;

@@ -154,7 +154,7 @@ void Http2ServerCall::begin() {
   writer_->setWritableCallback([weak] {
     const std::shared_ptr<Http2ServerCall> call = weak.lock();
     if (!call || call->over() || !call->wantWritable_.exchange(false)) return;
-    if (call->writableCallback_) call->guarded("writable callback", call->writableCallback_);
+    call->runWritable();
   });
   body_->setEndCallback([weak](http::RequestBody::End end) {
     if (const std::shared_ptr<Http2ServerCall> call = weak.lock()) {
@@ -324,9 +324,7 @@ bool Http2ServerCall::write(std::string message) {
   // were still on their way when it said yes are checked for on the loop.
   inLoop([](Http2ServerCall& self) {
     if (self.over() || self.writer_->queuedBytes() > self.options_.lowWater) return;
-    if (self.wantWritable_.exchange(false) && self.writableCallback_) {
-      self.guarded("writable callback", self.writableCallback_);
-    }
+    if (self.wantWritable_.exchange(false)) self.runWritable();
   });
   return false;
 }
@@ -357,6 +355,12 @@ http::HttpResponse Http2ServerCall::head() {
   addMetadata(&response, initial_);
   initial_.clear();
   return response;
+}
+
+void Http2ServerCall::runWritable() {
+  // A copy: the callback may replace itself.
+  const std::function<void()> callback = writableCallback_;
+  if (callback) guarded("writable callback", callback);
 }
 
 void Http2ServerCall::setWritableCallback(std::function<void()> callback) {

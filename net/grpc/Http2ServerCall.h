@@ -112,6 +112,7 @@ class Http2ServerCall final : public ServerCall,
   // The client went (reset, closed) or the deadline passed: once.
   void cancelInLoop();
   void writeInLoop(std::string message);
+  void runWritable();
   void finishInLoop(Status status);
   [[nodiscard]] http::HttpResponse head();
   // The call is over: its callbacks and its timer go.

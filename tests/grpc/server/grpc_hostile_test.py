@@ -13,6 +13,8 @@ backend:
 - a gzip answer only to a client that accepts gzip;
 - RST_STREAM in the middle of a message: the handler's cancel callback runs,
   the connection serves on;
+- a call whose handler never reads: the client is held to one stream
+  window (no WINDOW_UPDATE for it), the connection serves on;
 - 10,000 calls (100 connections of 100 streams) that send part of a message
   and never read: the server's memory stays bounded, a new client is
   served, and every one of those calls is cancelled once its connection
@@ -30,7 +32,8 @@ import zlib
 
 sys.path.insert(0, sys.argv[2])
 import grpc  # noqa: E402
-from h2peer import (DATA, END_STREAM, HEADERS, RST_STREAM, CANCEL, Conn, Server, check,  # noqa: E402
+from h2peer import (DATA, END_STREAM, HEADERS, RST_STREAM, WINDOW_UPDATE, CANCEL, Conn,  # noqa: E402
+                    Server, check,
                     data_frame, rst_frame, summary, wait_until)
 
 LIMIT = 1024 * 1024
@@ -161,6 +164,20 @@ def reset_mid_message(port):
     conn.close()
 
 
+def unread_call(port):
+    conn = Conn(port)
+    start_call(conn, 1, "Hold")
+    messages = b"".join(message(b"u" * 995) for _ in range(60))  # 60,000 bytes
+    for offset in range(0, len(messages), 15000):
+        conn.send(data_frame(1, messages[offset:offset + 15000], end_stream=False))
+    # Stream 3's answer comes after the server has taken in every byte sent
+    # before it on this connection.
+    echo_works(conn, 3)
+    updates = [f for f in conn.frames if f.kind == WINDOW_UPDATE and f.stream == 1]
+    check(not updates, "WINDOW_UPDATE for a call that does not read: %s" % summary(updates))
+    conn.close()
+
+
 def sanitized(binary):
     """Whether the server was built with ASan or TSan."""
     with open(binary, "rb") as f:
@@ -203,6 +220,7 @@ def main():
         trailers_only(server.port)
         compression(server.port)
         reset_mid_message(server.port)
+        unread_call(server.port)
         many_streams(server)
         server.stop()
         print("ok: %s" % backend)

@@ -24,7 +24,13 @@ def race(channel):
     worker = channel.unary_unary("/test.Test/Worker")
     futures = [worker.future(b"w%d" % i, timeout=WAIT) for i in range(CALLS)]
     cancelled = set()
-    for i in random.sample(range(CALLS), CALLS // 2):
+    # Each cancelled once its answer has begun (its head arrived), racing the
+    # worker's write and finish: a call cancelled before its HEADERS left
+    # makes grpc's client send RST_STREAM on an idle stream (grpc/grpc 19655),
+    # a connection error. A quarter: with WorkerBidi's, fewer resets than the
+    # HTTP/2 server's Rapid Reset bucket holds (http2::Options::resetBurst).
+    for i in random.sample(range(CALLS), CALLS // 4):
+        futures[i].initial_metadata()
         if futures[i].cancel():
             cancelled.add(i)
     for i, future in enumerate(futures):

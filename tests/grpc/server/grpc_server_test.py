@@ -13,15 +13,19 @@ with one loop and with two I/O loops:
 - unknown method and service: UNIMPLEMENTED; a handler that throws (an
   exception, an int) or drops its call: INTERNAL, and the next call works;
 - HTTP/1.1 on the same port: the HttpServer's own handler;
+- h2 over TLS (ALPN) with grpcio's TLS credentials;
+- a drain (SIGTERM: HttpServer::drain, GOAWAY) with a call in flight: the
+  call finishes OK, the server exits 0;
 - coroutine handlers (CoroStream, google.protobuf.StringValue): unary,
   server, client and bidi streaming; a deadline stops the coroutine (its
   sleep ends kCancelled); coro::withTimeout inside; a throw is INTERNAL.
 
-usage: grpc_server_test.py GRPC_TEST_SERVER H2PEER_DIR
+usage: grpc_server_test.py GRPC_TEST_SERVER H2PEER_DIR MAKE_TEST_PKI
 (LIBNET_TEST_BACKENDS picks the backends; default "epoll uring")
 """
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -212,9 +216,38 @@ def http1(port):
         check(reply.read() == b"hello\n", "HTTP/1.1 on the gRPC port")
 
 
+def drain(server, channel):
+    """SIGTERM with a call in flight: it is answered, then the server exits 0."""
+    before = int(stats(channel)["handled"])
+    later = method(channel, "Later").future(b"700", timeout=WAIT)
+    check(wait_until(lambda: int(stats(channel)["handled"]) >= before + 2),
+          "the Later call did not begin")
+    server.signal()
+    check(later.result(timeout=WAIT) == b"700", "the call in flight during the drain")
+    code = server.wait_exit()
+    check(code == 0, "grpc_test_server exited with %d after the drain" % code)
+
+
+def tls(binary, backend, pki):
+    server = Server(binary, backend, "--tls-cert", pki + "/server.pem",
+                    "--tls-key", pki + "/server.key")
+    with open(pki + "/ca.pem", "rb") as f:
+        credentials = grpc.ssl_channel_credentials(root_certificates=f.read())
+    with grpc.secure_channel("localhost:%d" % server.port, credentials) as channel:
+        unary(channel)
+        metadata(channel)
+        streaming(channel)
+        coroutines(channel)
+    server.stop()
+
+
 def main():
     binary = sys.argv[1]
+    pki = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "grpc_pki")
+    os.makedirs(pki, exist_ok=True)
+    subprocess.run([sys.argv[3], pki], check=True, timeout=WAIT)
     for backend in os.environ.get("LIBNET_TEST_BACKENDS", "epoll uring").split():
+        tls(binary, backend, pki)
         for threads in ("0", "2"):
             server = Server(binary, backend, "--threads", threads, "--max-receive", str(LIMIT),
                             "--max-send", str(LIMIT))
@@ -228,8 +261,8 @@ def main():
                 limits(channel)
                 failures(channel)
                 coroutines(channel)
-            http1(server.port)
-            server.stop()
+                http1(server.port)
+                drain(server, channel)
             print("ok: %s, %s I/O threads" % (backend, threads))
 
 

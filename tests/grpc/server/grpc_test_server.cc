@@ -13,6 +13,8 @@
 //   Gzip          unary: the request back, compressed (setCompression)
 //   Hold          never reads, never answers (until cancelled)
 //   Stats         "cancels=C handled=H"
+//   Later         unary: "MS": the request back MS milliseconds later (a
+//                 loop timer), for a drain with calls in flight
 //   Worker        unary: answered (the request back) from a worker thread
 //   WorkerBidi    each message back from a worker thread, finished there
 //                 at the client's end
@@ -26,7 +28,8 @@
 //   CoroTimeout   co_awaits a sleep under coro::withTimeout(50ms): ABORTED
 // and GET /hello (the HttpServer's own handler) for "one port serves all".
 // --max-receive N / --max-send N set the message bounds, --threads N the
-// I/O loops.
+// I/O loops, --tls-cert/--tls-key serve h2 over TLS (ALPN) instead of h2c.
+// SIGTERM drains (calls in flight finish) and exits 0.
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/wrappers.pb.h>
@@ -45,6 +48,7 @@
 #include <vector>
 
 #include "examples/common/Flags.h"
+#include "examples/common/ServerTls.h"
 #include "net/EventLoop.h"
 #include "net/InetAddress.h"
 #include "net/SignalSet.h"
@@ -235,6 +239,13 @@ class TestService : public libnet::grpc::Service {
       call->setCancelCallback([call] { ++cancels; });
     });
     addCoroMethods();
+    unary("Later", [](const ServerCallPtr& call, std::string request) {
+      const auto delay = std::chrono::milliseconds(std::stoi(request));
+      call->loop()->runAfter(delay, [call, request = std::move(request)]() mutable {
+        call->write(std::move(request));
+        call->finish(Status());
+      });
+    });
     unary("Stats", [](const ServerCallPtr& call, const std::string&) {
       call->write("cancels=" + std::to_string(cancels.load()) +
                   " handled=" + std::to_string(handled.load()));
@@ -342,7 +353,9 @@ int main(int argc, char* argv[]) {
   libnet::Flags flags("grpc_test_server",
                       "usage: grpc_test_server [--address IP] [--port N] "
                       "[--backend epoll|uring|auto] [--threads N] [--max-receive N] "
-                      "[--max-send N]\n");
+                      "[--max-send N] [--tls-cert FILE --tls-key FILE]\n");
+  libnet::ServerTls tls;
+  tls.addTo(&flags);
   flags.addAddress("--address", &address);
   flags.addPort("--port", &port);
   flags.addBackend("--backend", &backend);
@@ -354,6 +367,11 @@ int main(int argc, char* argv[]) {
   libnet::EventLoop loop(backend);
   libnet::http::HttpServer::Options options;
   options.threads = threads;
+  if (const std::string problem = tls.check(); !problem.empty()) {
+    std::fprintf(stderr, "grpc_test_server: %s\n", problem.c_str());
+    return 2;
+  }
+  options.layer = tls.layer({"h2", "http/1.1"});
   libnet::http::HttpServer http(&loop, *libnet::InetAddress::parse(address, port), "grpc_test",
                                 options);
   http.setHandler(
