@@ -144,7 +144,7 @@ class Http2ServerCall final : public ServerCall,
 
   // Loop thread only.
   std::optional<MessageReader> reader_;
-  std::deque<std::string> waiting_;  // decoded, not yet delivered
+  std::deque<std::string> waiting_;     // decoded, not yet delivered
   std::deque<bool> waitingCompressed_;  // each of waiting_'s compressed flags
   bool lastCompressed_ = false;         // the message delivered last
   bool paused_ = false;
