@@ -86,7 +86,7 @@ class ServerCall {
   virtual void finish(Status status) = 0;
 
   // ---- cancellation.
-  [[nodiscard]] virtual bool cancelled() const = 0;  // any thread
+  [[nodiscard]] virtual bool cancelled() const = 0;                    // any thread
   virtual void setCancelCallback(std::function<void()> callback) = 0;  // loop thread
 };
 
