@@ -3,9 +3,10 @@
 # runs each for a while, starting from its seed corpus: http (the HttpParser),
 # tls (the TLS input path, TlsSession as a server), websocket (the WebSocket
 # Receiver, both roles, with and without permessage-deflate) and http2 (the
-# HTTP/2 server session on nghttp2, net/http2/ServerSession) and fastcgi (what a
+# HTTP/2 server session on nghttp2, net/http2/ServerSession), fastcgi (what a
 # FastCGI application sends back: net/fastcgi's RecordDecoder and
-# CgiResponseParser).
+# CgiResponseParser) and grpc_wire (gRPC's message framer and gzip
+# decompressor, net/grpc's MessageReader and gzipDecompress).
 #
 #   tools/fuzz.sh [SECONDS [TARGET...]]   each TARGET for SECONDS (default: 60, all)
 #
@@ -24,12 +25,12 @@ root=$PWD
 
 seconds=${1:-60}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds == 0)); then
-  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket|http2|fastcgi ...]]" >&2
+  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket|http2|fastcgi|grpc_wire ...]]" >&2
   exit 2
 fi
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(http tls websocket http2 fastcgi)
+((${#targets[@]})) || targets=(http tls websocket http2 fastcgi grpc_wire)
 
 # Not built through Bazel: Bazel 4 has no libFuzzer support of its own (that
 # is rules_fuzzing, which would have to be downloaded), and pointing it at
@@ -140,8 +141,19 @@ target_spec() {
       # A few records of a full answer; longer inputs only repeat them.
       options=(-max_len=8192)
       ;;
+    grpc_wire)
+      sources=(tests/grpc/fuzz/WireFuzzer.cc net/grpc/MessageReader.cc net/grpc/Gzip.cc
+        net/grpc/Wire.cc)
+      headers=(net/grpc/MessageReader.h net/grpc/Gzip.h net/grpc/GrowWithin.h net/grpc/Wire.h
+        net/grpc/Status.h)
+      libs=(-lz)
+      seeds_dir=tests/grpc/fuzz/corpus
+      # A few dozen messages; the limit the input picks (up to 64 KiB) covers
+      # the too-large paths with short inputs.
+      options=(-max_len=16384)
+      ;;
     *)
-      echo "fuzz.sh: unknown target '$1' (http, tls, websocket, http2, fastcgi)" >&2
+      echo "fuzz.sh: unknown target '$1' (http, tls, websocket, http2, fastcgi, grpc_wire)" >&2
       exit 2
       ;;
   esac

@@ -8,7 +8,7 @@
 #
 # What lands under PREFIX (default /usr/local):
 #   include/{base,net,net/coro,net/http,net/fastcgi,net/metrics,net/tls,net/dns,
-#            net/websocket,net/http2,net/inspect}/*.h
+#            net/websocket,net/http2,net/inspect,net/grpc}/*.h
 #                                     the public headers (the
 #                                     hdrs of the libraries in dist/BUILD and
 #                                     below them; nothing of net/poller/, no
@@ -31,8 +31,15 @@
 #   lib/libnet_inspect.a, lib/libnet_inspect.so.VERSION (+ links)
 #                                     the inspector and CPU profiles alone
 #                                     (they need libnet and libprofiler)
+#   lib/libnet_grpc.a, lib/libnet_grpc.so.VERSION (+ links)
+#                                     the gRPC server alone (it needs
+#                                     libnet_http2, protobuf and zlib)
+#   bin/protoc-gen-libnet             protoc's plugin for libnet's gRPC
+#                                     services (docs/grpc.md, "Generating
+#                                     code"; it needs libprotoc)
 #   lib/pkgconfig/libnet.pc, libnet_tls.pc, libnet_dns.pc, libnet_http_client.pc,
-#                 libnet_websocket.pc, libnet_http2.pc, libnet_inspect.pc
+#                 libnet_websocket.pc, libnet_http2.pc, libnet_inspect.pc,
+#                 libnet_grpc.pc
 #   lib/cmake/libnet/libnetConfig.cmake, libnetConfigVersion.cmake
 #                                     (libnet::libnet, libnet::libnet_shared;
 #                                     COMPONENTS tls: libnet::tls, libnet::tls_shared;
@@ -44,7 +51,10 @@
 #                                     http2: libnet::http2,
 #                                     libnet::http2_shared; COMPONENTS
 #                                     inspect: libnet::inspect,
-#                                     libnet::inspect_shared)
+#                                     libnet::inspect_shared; COMPONENTS
+#                                     grpc: libnet::grpc,
+#                                     libnet::grpc_shared and
+#                                     libnet_PROTOC_PLUGIN)
 #   share/licenses/libnet/LICENSE     the MIT licence, whose notice goes with
 #                                     every copy of the libraries
 #   share/libnet/install_manifest.txt what --uninstall removes
@@ -142,7 +152,10 @@ trap 'rm -rf "$work"' EXIT
 # The components, in the order they build on each other: each has
 # //dist:NAME_static and //dist:NAME_shared, libnet_NAME.{a,so} and
 # dist/libnet_NAME.pc.in.
-components=(tls dns http_client websocket http2 inspect)
+components=(tls dns http_client websocket http2 inspect grpc)
+
+# Programs installed under bin/: protoc's plugin for gRPC services.
+PLUGIN=//net/grpc/plugin:protoc-gen-libnet
 
 # The public headers: the hdrs of every library in dist's libraries' closure
 # but the backends' (//net/poller's one header, the factory's, is for
@@ -188,7 +201,7 @@ check_headers() {
 }
 
 build_tree() {
-  local root=$1 tree_prefix=$2 bin header component targets=(//dist:static //dist:shared)
+  local root=$1 tree_prefix=$2 bin header component targets=(//dist:static //dist:shared "$PLUGIN")
   for component in "${components[@]}"; do
     targets+=("//dist:${component}_static" "//dist:${component}_shared")
   done
@@ -225,6 +238,8 @@ build_tree() {
     ln -s "libnet_$component.so.$version" "$root/lib/libnet_$component.so.$soversion"
     ln -s "libnet_$component.so.$soversion" "$root/lib/libnet_$component.so"
   done
+
+  install -D -m 0755 "$bin/net/grpc/plugin/protoc-gen-libnet" "$root/bin/protoc-gen-libnet"
 
   local substitute=(-e "s|@PREFIX@|$tree_prefix|g" -e "s|@VERSION@|$version|g"
     -e "s|@SOVERSION@|$soversion|g")
@@ -345,7 +360,12 @@ do_install() {
         continue
       fi
       rm -f -- "$dst"
-      install -m 0644 "$src" "$dst"
+      # Programs (bin/) stay executable; everything else is data.
+      if [[ $rel == bin/* ]]; then
+        install -m 0755 "$src" "$dst"
+      else
+        install -m 0644 "$src" "$dst"
+      fi
     fi
     installed=$((installed + 1))
     echo "installed: $dst"
@@ -404,7 +424,8 @@ do_deb() {
   arch=$(dpkg --print-architecture)
 
   # The shared libraries' runtime dependencies (liburing, and OpenSSL,
-  # c-ares, zlib, nghttp2 and libprofiler for the components), as dpkg-shlibdeps finds them. It
+  # c-ares, zlib, nghttp2, libprofiler and protobuf for the components, libprotoc
+  # for the plugin), as dpkg-shlibdeps finds them. It
   # wants a debian/control to read, and says nothing useful without one; the
   # components need libnet.so.MAJOR and each other's libraries, which are this
   # package's own, so shlibs.local names them and -x leaves the package's
@@ -417,7 +438,7 @@ do_deb() {
       echo "libnet_$component $soversion libnet-dev"
     done
   } >"$work/shlibs/debian/shlibs.local"
-  local libraries=("$root/usr/lib/libnet.so.$version") component
+  local libraries=("$root/usr/lib/libnet.so.$version" "$root/usr/bin/protoc-gen-libnet") component
   for component in "${components[@]}"; do
     libraries+=("$root/usr/lib/libnet_$component.so.$version")
   done
@@ -455,22 +476,23 @@ Section: libdevel
 Priority: optional
 Depends: liburing-dev (>= 2.3), $shlibs
 Recommends: libssl-dev (>= 3.0), libc-ares-dev (>= 1.18), zlib1g-dev, libnghttp2-dev (>= 1.52),
- libgoogle-perftools-dev (>= 2.10)
+ libgoogle-perftools-dev (>= 2.10), libprotobuf-dev (>= 3.21), protobuf-compiler (>= 3.21)
 Conflicts: libnet1-dev
 Description: one-loop-per-thread C++20 network library for Linux
  libnet runs non-blocking TCP servers and clients (and an HTTP/1.1 server
  with coroutine handlers and FastCGI, an HTTP client, HTTP/2 for the
- server, and WebSocket) on an event loop per thread, over epoll or
- io_uring, chosen at run time.
+ server, WebSocket and a gRPC server) on an event loop per thread, over
+ epoll or io_uring, chosen at run time.
  .
  This package has the headers, the static and the shared libraries, and the
  files that let CMake (find_package(libnet), target libnet::libnet) and
  pkg-config (libnet) find them. TLS (OpenSSL), the DNS resolver (c-ares),
- the HTTP client (on both), WebSocket (zlib), HTTP/2 (nghttp2) and the
- inspector (gperftools' libprofiler) are libraries of their own: CMake
- components tls, dns, http_client, websocket, http2 and inspect, pkg-config
- libnet_tls, libnet_dns, libnet_http_client, libnet_websocket, libnet_http2
- and libnet_inspect.
+ the HTTP client (on both), WebSocket (zlib), HTTP/2 (nghttp2), the
+ inspector (gperftools' libprofiler) and gRPC (protobuf) are libraries of
+ their own: CMake components tls, dns, http_client, websocket, http2,
+ inspect and grpc, pkg-config libnet_tls, libnet_dns, libnet_http_client,
+ libnet_websocket, libnet_http2, libnet_inspect and libnet_grpc. protoc's
+ plugin for gRPC services is /usr/bin/protoc-gen-libnet.
 EOF
   mkdir -p "$deb_dir"
   deb=$deb_dir/libnet-dev_${version}_${arch}.deb

@@ -43,6 +43,18 @@ fi
 FLAGS=(-std=c++20 -fsized-deallocation -fsyntax-only -Wthread-safety -Wthread-safety-beta
        -Werror "-I$root")
 
+# Headers generated from .proto files under net/ (libnet_proto_library:
+# net/grpc/health, net/grpc/reflection) are included by their repository
+# paths, as Bazel's output tree has them: build those, and search it too.
+if [[ -n $(find net -name '*.proto' -print -quit) ]]; then
+  generators=$(bazel query 'kind(genrule, attr(generator_function, libnet_proto_library, //net/...))' \
+    2>/dev/null) || { echo "thread_safety.sh: bazel query for the .proto targets failed" >&2; exit 1; }
+  # shellcheck disable=SC2086
+  bazel build $generators >/dev/null 2>&1 ||
+    { echo "thread_safety.sh: bazel build of $generators failed" >&2; exit 1; }
+  FLAGS+=("-I$(bazel info bazel-bin 2>/dev/null)")
+fi
+
 files=()
 while IFS= read -r -d '' file; do
   case $file in

@@ -7,8 +7,6 @@
 #include <cstdint>
 #include <new>
 
-#include "net/grpc/GrowWithin.h"
-
 namespace libnet::grpc {
 
 namespace {
@@ -17,7 +15,7 @@ namespace {
 constexpr int kGzipWindowBits = 15 + 16;
 // zlib counts in 32-bit uInt: longer inputs and outputs go in pieces.
 constexpr size_t kMaxPiece = size_t{1} << 30;
-// Inflate's output step: the most the output grows past what it needs.
+// Inflate's output step, on the stack.
 constexpr size_t kInflateChunk = 16 * 1024;
 // Deflate cannot do better than about 1032:1 (a 258-byte match per 2 bits
 // or so), so no honest member inflates to more than this per input byte.
@@ -42,18 +40,16 @@ class DeflateStream {
 
 class InflateStream {
  public:
-  InflateStream() { ok_ = inflateInit2(&stream_, kGzipWindowBits) == Z_OK; }
-  ~InflateStream() {
-    if (ok_) inflateEnd(&stream_);
+  InflateStream() {
+    if (inflateInit2(&stream_, kGzipWindowBits) != Z_OK) throw std::bad_alloc();
   }
+  ~InflateStream() { inflateEnd(&stream_); }
   InflateStream(const InflateStream&) = delete;
   InflateStream& operator=(const InflateStream&) = delete;
-  [[nodiscard]] bool ok() const { return ok_; }
   z_stream* get() { return &stream_; }
 
  private:
   z_stream stream_{};
-  bool ok_ = false;
 };
 
 // The room to reserve for the output at once: the size the gzip trailer
@@ -74,6 +70,41 @@ void feedInput(z_stream* z, std::string_view data, size_t* fed) {
   z->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data() + *fed));
   z->avail_in = static_cast<uInt>(piece);
   *fed += piece;
+}
+
+enum class Inflated { kComplete, kPastCap, kCorrupt };
+
+// Inflates the gzip members of `data`, one after another (RFC 1952 allows
+// several; anything else after the first fails as the next one's header),
+// a chunk at a time, appending the output to *out (when not null: reserved
+// for `cap` bytes, so that it never grows) or only counting it. *total: the
+// bytes of output; stops as soon as they pass `cap`.
+Inflated inflateAll(std::string_view data, size_t cap, std::string* out, size_t* total) {
+  InflateStream decompressor;
+  z_stream* z = decompressor.get();
+  std::array<char, kInflateChunk> chunk;
+  size_t fed = 0;
+  *total = 0;
+  while (true) {
+    feedInput(z, data, &fed);
+    // One byte past the cap is enough to know the cap is passed. (Not
+    // cap + 1 - total: the cap may be SIZE_MAX.)
+    const size_t room = std::min(cap - *total, chunk.size() - 1) + 1;
+    z->next_out = reinterpret_cast<Bytef*>(chunk.data());
+    z->avail_out = static_cast<uInt>(room);
+    const int rc = inflate(z, Z_NO_FLUSH);
+    const size_t produced = room - z->avail_out;
+    *total += produced;
+    if (*total > cap) return Inflated::kPastCap;
+    if (out != nullptr) out->append(chunk.data(), produced);
+    if (rc == Z_STREAM_END) {
+      if (z->avail_in == 0 && fed == data.size()) return Inflated::kComplete;
+      inflateReset(z);
+      continue;
+    }
+    // Z_BUF_ERROR: no progress possible, i.e. the input ended mid-member.
+    if (rc != Z_OK) return Inflated::kCorrupt;
+  }
 }
 
 }  // namespace
@@ -101,36 +132,35 @@ std::string gzipCompress(std::string_view data) {
 
 std::optional<std::string> gzipDecompress(std::string_view data, size_t maxOutput, bool* tooLarge) {
   if (tooLarge != nullptr) *tooLarge = false;
-  InflateStream decompressor;
-  if (!decompressor.ok() || data.empty()) return std::nullopt;
-  z_stream* z = decompressor.get();
+  if (data.empty()) return std::nullopt;
+  // An honest single member announces its size: one pass into a string
+  // reserved at that size. Otherwise (a liar, several members) the output
+  // is first only counted, then inflated again into a string reserved at its
+  // exact size: the output never grows by copying, so a message costs at
+  // most maxOutput bytes (and zlib's state) while it is inflated, and a
+  // bomb no more than a chunk beyond what its trailer admits. Reserving
+  // touches no memory: a hint that is a lie costs an allocation, not a fill.
+  const size_t hint = sizeHint(data, maxOutput);
   std::string out;
-  out.reserve(sizeHint(data, maxOutput));
-  std::array<char, kInflateChunk> chunk;
-  size_t fed = 0;
-  while (true) {
-    feedInput(z, data, &fed);
-    // One byte past the limit is enough to know the limit is passed.
-    const size_t room = std::min(chunk.size(), maxOutput - out.size() + 1);
-    z->next_out = reinterpret_cast<Bytef*>(chunk.data());
-    z->avail_out = static_cast<uInt>(room);
-    const int rc = ::inflate(z, Z_NO_FLUSH);
-    const size_t produced = room - z->avail_out;
-    if (produced > maxOutput - out.size()) {
-      if (tooLarge != nullptr) *tooLarge = true;
+  out.reserve(hint);
+  size_t total = 0;
+  Inflated result = inflateAll(data, hint, &out, &total);
+  if (result == Inflated::kComplete) {
+    // A hint far above the truth: keep no more storage than needed.
+    if (out.capacity() > 2 * total + kInflateChunk) out.shrink_to_fit();
+    return out;
+  }
+  std::string().swap(out);  // frees it (assigning an empty string would keep the storage)
+  if (result == Inflated::kPastCap && hint < maxOutput) {
+    result = inflateAll(data, maxOutput, nullptr, &total);
+    if (result == Inflated::kComplete) {
+      out.reserve(total);
+      if (inflateAll(data, total, &out, &total) == Inflated::kComplete) return out;
       return std::nullopt;
     }
-    appendWithin(&out, std::string_view(chunk.data(), produced), maxOutput);
-    if (rc == Z_STREAM_END) {
-      if (z->avail_in == 0 && fed == data.size()) return out;
-      // RFC 1952: members may follow one another; anything else after the
-      // first fails as the header of the next.
-      inflateReset(z);
-      continue;
-    }
-    // Z_BUF_ERROR: no progress possible, i.e. the input ended mid-member.
-    if (rc != Z_OK) return std::nullopt;
   }
+  if (result == Inflated::kPastCap && tooLarge != nullptr) *tooLarge = true;
+  return std::nullopt;
 }
 
 }  // namespace libnet::grpc

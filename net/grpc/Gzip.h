@@ -15,10 +15,17 @@ namespace libnet::grpc {
 // The bytes of the gzip data `data` (one member, or several one after the
 // other, as RFC 1952 allows), or nullopt: not gzip, corrupt, cut short,
 // followed by anything but another member, or larger than `maxOutput`
-// bytes. The output grows a bounded chunk at a time and inflating stops as
-// soon as it would pass `maxOutput`, so a small input that inflates hugely
-// (a gzip bomb) never costs more than maxOutput plus one chunk. *tooLarge
-// (when not null) is set to whether the size was the reason.
+// bytes. *tooLarge (when not null) is set to whether the size was the
+// reason.
+//
+// Memory: the output string is allocated once, at its final size, never
+// grown by copying. A member announcing its true size (in its trailer, as
+// every encoder writes it) is inflated in one pass; otherwise the output is
+// first counted in a 16 KiB chunk and then inflated again. Inflating stops as
+// soon as the output passes `maxOutput`, so a small input that inflates
+// hugely (a gzip bomb) costs at most maxOutput bytes (when its trailer tells
+// the truth) or one chunk (when it lies), plus zlib's own state (about 40
+// KiB), and at most maxOutput bytes of inflating per pass.
 [[nodiscard]] std::optional<std::string> gzipDecompress(std::string_view data, size_t maxOutput,
                                                         bool* tooLarge);
 

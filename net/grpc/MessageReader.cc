@@ -59,8 +59,8 @@ size_t MessageReader::takePayload(std::string_view bytes) {
 
 void MessageReader::completeMessage() {
   inPayload_ = false;
+  // Moved out, payload_ is left empty and without storage.
   std::string message = std::move(payload_);
-  payload_ = std::string();
   if (compressed_) {
     bool tooLarge = false;
     std::optional<std::string> plain = gzipDecompress(message, limits_.maxMessageBytes, &tooLarge);
@@ -68,7 +68,7 @@ void MessageReader::completeMessage() {
       fail(tooLarge ? Error::kDecompressedTooLarge : Error::kBadCompression);
       return;
     }
-    message = std::move(*plain);
+    message.swap(*plain);  // the compressed bytes are freed with `plain`
   }
   readyBytes_ += message.size();
   ready_.push_back(std::move(message));
@@ -80,7 +80,7 @@ void MessageReader::fail(Error error) {
   // Nothing more will be taken: the partial message is of no use.
   prefixHave_ = 0;
   inPayload_ = false;
-  payload_ = std::string();
+  std::string().swap(payload_);
 }
 
 std::optional<std::string> MessageReader::next() {

@@ -50,7 +50,9 @@ namespace libnet::grpc {
 // payload's length, 4 bytes big-endian.
 inline constexpr size_t kFramePrefixBytes = 5;
 // Appends one message (its prefix, then `payload`) to *out. `compressed`:
-// the payload is in the call's grpc-encoding.
+// the payload is in the call's grpc-encoding. The payload must be shorter
+// than 4 GiB, the most a prefix can say (the sender's message limit sees to
+// it; asserted).
 void appendFrame(std::string* out, std::string_view payload, bool compressed);
 
 }  // namespace libnet::grpc

@@ -123,12 +123,22 @@ bool Http1Writer::write(std::string data) {
   return false;
 }
 
-void Http1Writer::finish() {
-  gate_->run(loop_, [self = shared_from_this()] { self->finishInLoop(); });
+void Http1Writer::finish() { finish({}); }
+
+void Http1Writer::finish(std::vector<std::pair<std::string, std::string>> trailers) {
+  gate_->run(loop_,
+             [self = shared_from_this(), t = std::move(trailers)] { self->finishInLoop(t); });
 }
 
 void Http1Writer::abort() {
   gate_->run(loop_, [self = shared_from_this()] { self->abortInLoop(); });
+}
+
+void Http1Writer::reset(uint32_t) {
+  gate_->run(loop_, [self = shared_from_this()] {
+    const TcpConnectionPtr conn = self->live();
+    if (conn && !self->ended()) self->cutOff(conn, false);
+  });
 }
 
 void Http1Writer::setWritableCallback(std::function<void()> callback) {
@@ -250,7 +260,7 @@ void Http1Writer::writeInLoop(std::string data) {
   noteQueued(conn, size);
 }
 
-void Http1Writer::finishInLoop() {
+void Http1Writer::finishInLoop(const std::vector<std::pair<std::string, std::string>>& trailers) {
   const TcpConnectionPtr conn = live();
   if (!conn) return;
   if (phase_.load(std::memory_order_relaxed) != kStreaming) {
@@ -264,8 +274,25 @@ void Http1Writer::finishInLoop() {
     cutOff(conn, false);
     return;
   }
-  if (!noBody_ && framing_ == HttpResponse::Framing::kChunked) conn->send("0\r\n\r\n");
+  if (!noBody_ && framing_ == HttpResponse::Framing::kChunked) conn->send(lastChunk(trailers));
   end(closeAfter_ || (!noBody_ && framing_ == HttpResponse::Framing::kUntilClose));
+}
+
+std::string Http1Writer::lastChunk(
+    const std::vector<std::pair<std::string, std::string>>& trailers) {
+  std::string out = "0\r\n";
+  for (const auto& [name, value] : trailers) {
+    // As HttpResponse::addHeader() keeps a field from splitting the answer.
+    const size_t at = out.size();
+    out.append(name).append(": ").append(value);
+    for (size_t i = at; i < out.size(); ++i) {
+      char& c = out[i];
+      if (c == '\r' || c == '\n' || c == '\0' || (i < at + name.size() && c == ':')) c = ' ';
+    }
+    out.append("\r\n");
+  }
+  out.append("\r\n");
+  return out;
 }
 
 void Http1Writer::abortInLoop() {

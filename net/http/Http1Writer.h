@@ -24,6 +24,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "net/Callbacks.h"
 #include "net/http/HttpResponse.h"
@@ -53,7 +55,13 @@ class Http1Writer final : public ResponseWriter, public std::enable_shared_from_
   void start(HttpResponse head) override;
   bool write(std::string data) override;
   void finish() override;
+  // Trailers go in the chunked body's trailer section; any other framing
+  // has none, and they are dropped.
+  void finish(std::vector<std::pair<std::string, std::string>> trailers) override;
   void abort() override;
+  // No streams: an answer not complete is cut off (no 500 made up), a
+  // complete one stands.
+  void reset(uint32_t http2ErrorCode) override;
   void setWritableCallback(std::function<void()> callback) override;
   void setClosedCallback(std::function<void()> callback) override;
   [[nodiscard]] bool closed() const override { return closed_.load(std::memory_order_acquire); }
@@ -94,7 +102,9 @@ class Http1Writer final : public ResponseWriter, public std::enable_shared_from_
   void respondInLoop(HttpResponse response);
   void startInLoop(HttpResponse head);
   void writeInLoop(std::string data);
-  void finishInLoop();
+  void finishInLoop(const std::vector<std::pair<std::string, std::string>>& trailers);
+  // The last chunk, with the trailer section.
+  static std::string lastChunk(const std::vector<std::pair<std::string, std::string>>& trailers);
   // Headers of `response` as this request and the connection want them.
   void shape(HttpResponse* response) const;
   // The answer is complete: tell the server, unless the handler is still

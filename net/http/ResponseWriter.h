@@ -123,8 +123,8 @@ class ResponseWriter {
   // or respond*(), the answer goes out whole first and RST_STREAM follows it
   // if the client has not ended its request yet (so it stops sending). The
   // writer's own reset() runs no closed callback. HTTP/1.1 has no streams:
-  // the connection closes (after an answer that is complete has been sent).
-  // The default is abort().
+  // an answer not yet complete is cut off (the connection closes), a
+  // complete one stands. The default is abort().
   virtual void reset(uint32_t http2ErrorCode) {
     static_cast<void>(http2ErrorCode);
     abort();

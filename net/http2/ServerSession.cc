@@ -593,8 +593,9 @@ ServerSession::~ServerSession() {
   // hear that the connection is gone.
   *anchor_ = nullptr;
   for (const auto& [id, stream] : streams_) {
+    const std::shared_ptr<Http2Writer> writer = stream->writer.lock();  // as in closeStream()
     if (stream->streamedBody) endStreamedBody(stream.get(), /*complete=*/false);
-    if (const std::shared_ptr<Http2Writer> writer = stream->writer.lock()) writer->onStreamClosed();
+    if (writer) writer->onStreamClosed();
   }
   nghttp2_session_del(session_);
 }
@@ -713,8 +714,11 @@ void ServerSession::closeStream(int32_t id, uint32_t errorCode) {
   if (errorCode != NGHTTP2_NO_ERROR && !stream->answered) {
     LOG_DEBUG << name_ << ": stream " << id << " closed before its answer, code " << errorCode;
   }
+  // Held across the body's end: the body's callbacks, which it lets go of,
+  // may be the writer's last owners, and its closed callback is still owed.
+  const std::shared_ptr<Http2Writer> writer = stream->writer.lock();
   if (stream->streamedBody) endStreamedBody(stream, /*complete=*/false);
-  if (const std::shared_ptr<Http2Writer> writer = stream->writer.lock()) writer->onStreamClosed();
+  if (writer) writer->onStreamClosed();
   stopReceiving(stream, /*dropBody=*/true);
   releaseAnswer(stream);
   streams_.erase(it);  // its shares of the server-wide budgets go with it

@@ -16,7 +16,9 @@
 # (nghttp2 from the system), for server_roundtrip.cc on
 # @libnet//:libnet_server_coro and @libnet//:libnet_fastcgi and for
 # inspect_roundtrip.cc on @libnet//:libnet_inspect (gperftools' libprofiler
-# from the system).
+# from the system), and for grpc_roundtrip.cc on the code generated from
+# grpc_roundtrip.proto by @libnet//net/grpc:proto.bzl (the system protoc and
+# libnet's plugin, built from @libnet) in the workspace's own package.
 #
 # The workspace and its Bazel output base live in one temporary directory,
 # with a Bazel server of their own; both are removed at the end, whatever
@@ -65,7 +67,20 @@ cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtri
   "$repo/tests/consumers/dns_roundtrip.cc" "$repo/tests/consumers/http_fetch_roundtrip.cc" \
   "$repo/tests/consumers/ws_roundtrip.cc" "$repo/tests/consumers/http2_roundtrip.cc" \
   "$repo/tests/consumers/server_roundtrip.cc" "$repo/tests/consumers/inspect_roundtrip.cc" \
-  "$workspace/"
+  "$repo/tests/consumers/grpc_roundtrip.cc" "$workspace/"
+# The .proto in a package of the workspace, at the path grpc_roundtrip.cc
+# includes its generated header by.
+mkdir -p "$workspace/tests/consumers"
+cp "$repo/tests/consumers/grpc_roundtrip.proto" "$workspace/tests/consumers/"
+cat >"$workspace/tests/consumers/BUILD" <<'EOF'
+load("@libnet//net/grpc:proto.bzl", "libnet_proto_library")
+
+libnet_proto_library(
+    name = "grpc_roundtrip_proto",
+    srcs = ["grpc_roundtrip.proto"],
+    visibility = ["//visibility:public"],
+)
+EOF
 cat >"$workspace/WORKSPACE" <<EOF
 local_repository(
     name = "libnet",
@@ -146,6 +161,16 @@ cc_binary(
     srcs = ["inspect_roundtrip.cc"],
     deps = ["@libnet//:libnet", "@libnet//:libnet_inspect"],
 )
+
+cc_binary(
+    name = "grpc_roundtrip",
+    srcs = ["grpc_roundtrip.cc"],
+    deps = [
+        "//tests/consumers:grpc_roundtrip_proto",
+        "@libnet//:libnet",
+        "@libnet//net/grpc",
+    ],
+)
 EOF
 
 # --experimental_repository_disable_download makes any download fail, network
@@ -156,7 +181,7 @@ if ! timeout 900 bazel "${startup[@]}" build \
   --experimental_repository_disable_download \
   --repository_cache="$tmp/repository_cache" \
   //:echo_roundtrip //:tls_roundtrip //:dns_roundtrip //:http_fetch_roundtrip //:ws_roundtrip \
-  //:http2_roundtrip //:server_roundtrip //:inspect_roundtrip \
+  //:http2_roundtrip //:server_roundtrip //:inspect_roundtrip //:grpc_roundtrip \
   >"$log" 2>&1; then
   grep -m 20 -E '^ERROR|error:' "$log" >&2 || true
   tail -n 5 "$log" >&2
@@ -203,7 +228,8 @@ if ((status != 0)) || [[ "$output" != *"dns_roundtrip: OK"* ]]; then
   fail "dns_roundtrip built in the consumer workspace exited $status without printing OK"
 fi
 
-for program in http_fetch_roundtrip ws_roundtrip http2_roundtrip server_roundtrip inspect_roundtrip; do
+for program in http_fetch_roundtrip ws_roundtrip http2_roundtrip server_roundtrip inspect_roundtrip \
+  grpc_roundtrip; do
   status=0
   output=$(timeout 30 "$workspace/bazel-bin/$program" 2>&1) || status=$?
   if ((status != 0)) || [[ "$output" != *"$program: OK"* ]]; then
@@ -213,6 +239,6 @@ for program in http_fetch_roundtrip ws_roundtrip http2_roundtrip server_roundtri
 done
 
 echo "ok: a workspace outside the repository built and ran echo_roundtrip, tls_roundtrip," \
-  "dns_roundtrip, http_fetch_roundtrip, ws_roundtrip, http2_roundtrip, server_roundtrip" \
-  "and inspect_roundtrip against @libnet" \
+  "dns_roundtrip, http_fetch_roundtrip, ws_roundtrip, http2_roundtrip, server_roundtrip," \
+  "inspect_roundtrip and grpc_roundtrip (libnet_proto_library) against @libnet" \
   "with downloads disabled ($((SECONDS - started)) s)"

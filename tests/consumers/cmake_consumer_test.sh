@@ -24,7 +24,12 @@
 # coroutine and (502) from a FastCgiHandler. The inspector component:
 # inspect_roundtrip.cc with COMPONENTS inspect, linked with libnet::inspect
 # and libnet::inspect_shared, answers /debug/loops; echo_roundtrip does not
-# need libprofiler. The package sets libnet_LICENSE (MIT).
+# need libprofiler. The gRPC component: grpc_roundtrip.proto compiled by
+# protoc with the installed plugin (libnet_PROTOC_PLUGIN) in an
+# add_custom_command, grpc_roundtrip.cc with COMPONENTS grpc, linked with
+# libnet::grpc and libnet::grpc_shared, runs the generated service;
+# echo_roundtrip does not need protobuf. The package sets libnet_LICENSE
+# (MIT).
 #
 # Needs cmake and g++; prints "ok: ..." and exits 0, or says what failed.
 source "$(dirname "${BASH_SOURCE[0]}")/consumer_test_lib.sh"
@@ -41,10 +46,14 @@ cp "$repo/tests/consumers/echo_roundtrip.cc" "$repo/tests/consumers/tls_roundtri
   "$repo/tests/consumers/dns_roundtrip.cc" "$repo/tests/consumers/http_fetch_roundtrip.cc" \
   "$repo/tests/consumers/ws_roundtrip.cc" "$repo/tests/consumers/http2_roundtrip.cc" \
   "$repo/tests/consumers/server_roundtrip.cc" "$repo/tests/consumers/inspect_roundtrip.cc" project/
+# The .proto at the path its generated header is included by.
+mkdir -p project/tests/consumers
+cp "$repo/tests/consumers/grpc_roundtrip.cc" project/
+cp "$repo/tests/consumers/grpc_roundtrip.proto" project/tests/consumers/
 cat >project/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(libnet_consumer CXX)
-find_package(libnet 0.4 REQUIRED COMPONENTS tls dns http_client websocket http2 inspect)
+find_package(libnet 0.4 REQUIRED COMPONENTS tls dns http_client websocket http2 inspect grpc)
 if(NOT libnet_LICENSE STREQUAL "MIT")
   message(FATAL_ERROR "libnet_LICENSE is '${libnet_LICENSE}', expected MIT")
 endif()
@@ -80,13 +89,32 @@ add_executable(inspect_roundtrip inspect_roundtrip.cc)
 target_link_libraries(inspect_roundtrip PRIVATE libnet::inspect)
 add_executable(inspect_roundtrip_shared inspect_roundtrip.cc)
 target_link_libraries(inspect_roundtrip_shared PRIVATE libnet::inspect_shared)
+find_program(PROTOC protoc REQUIRED)
+set(GEN ${CMAKE_CURRENT_BINARY_DIR}/gen)
+set(PROTO tests/consumers/grpc_roundtrip)
+add_custom_command(
+  OUTPUT ${GEN}/${PROTO}.pb.cc ${GEN}/${PROTO}.pb.h ${GEN}/${PROTO}.libnet.cc ${GEN}/${PROTO}.libnet.h
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${GEN}
+  COMMAND ${PROTOC} -I${CMAKE_CURRENT_SOURCE_DIR} -I/usr/include --cpp_out=${GEN} --libnet_out=${GEN}
+          --plugin=protoc-gen-libnet=${libnet_PROTOC_PLUGIN} ${CMAKE_CURRENT_SOURCE_DIR}/${PROTO}.proto
+  DEPENDS ${PROTO}.proto)
+foreach(target grpc_roundtrip grpc_roundtrip_shared)
+  add_executable(${target} grpc_roundtrip.cc ${GEN}/${PROTO}.pb.cc ${GEN}/${PROTO}.libnet.cc)
+  target_include_directories(${target} PRIVATE ${GEN})
+endforeach()
+target_link_libraries(grpc_roundtrip PRIVATE libnet::grpc)
+target_link_libraries(grpc_roundtrip_shared PRIVATE libnet::grpc_shared)
 EOF
 make_certs "$tmp/certs"
 
-# $1: the build directory, $2: the prefix CMake is told about.
+# $1: the build directory, $2: the prefix CMake is told about; then the
+# targets to build (default: all).
 build_project() {
-  bounded 120 "cmake configure ($2)" cmake -S project -B "$1" -DCMAKE_PREFIX_PATH="$2"
-  bounded 300 "cmake build ($2)" cmake --build "$1" --parallel 2
+  local dir=$1 prefix=$2
+  shift 2
+  bounded 120 "cmake configure ($prefix)" cmake -S project -B "$dir" -DCMAKE_PREFIX_PATH="$prefix"
+  # Twenty-two programs on a shared two-core machine.
+  bounded 420 "cmake build ($prefix)" cmake --build "$dir" --parallel 2 ${1:+--target "$@"}
 }
 
 build_project build "$tmp/prefix"
@@ -151,6 +179,16 @@ needs_library build/inspect_roundtrip 'libprofiler\.so.*' ||
   fail "inspect_roundtrip (libnet::inspect) does not need libprofiler.so"
 needs_library build/echo_roundtrip_shared 'libprofiler\.so.*' &&
   fail "echo_roundtrip_shared links libprofiler without using the inspector"
+run_grpc build/grpc_roundtrip
+run_grpc build/grpc_roundtrip_shared
+needs_library build/grpc_roundtrip_shared "libnet_grpc\.so\.${soversion}" ||
+  fail "grpc_roundtrip_shared (libnet::grpc_shared) does not need libnet_grpc.so"
+needs_library build/grpc_roundtrip 'libnet\(_[a-z_0-9]*\)\?\.so.*' &&
+  fail "grpc_roundtrip (libnet::grpc) needs a libnet shared library; the archives were expected"
+needs_library build/grpc_roundtrip 'libprotobuf\.so.*' ||
+  fail "grpc_roundtrip (libnet::grpc) does not need libprotobuf.so"
+needs_library build/echo_roundtrip_shared 'libprotobuf\.so.*' &&
+  fail "echo_roundtrip_shared links protobuf without using gRPC"
 needs_library build/echo_roundtrip 'libnet\.so.*' &&
   fail "echo_roundtrip (libnet::libnet) needs libnet.so; the static library was expected"
 needs_library build/echo_roundtrip_shared "libnet\.so\.${soversion}" ||
@@ -158,7 +196,8 @@ needs_library build/echo_roundtrip_shared "libnet\.so\.${soversion}" ||
 
 # Moved: nothing in the installed package may name the old prefix.
 mv prefix moved-prefix
-build_project build-moved "$tmp/moved-prefix"
+# Only what is run below: the configure step finds every component there.
+build_project build-moved "$tmp/moved-prefix" echo_roundtrip echo_roundtrip_shared
 run_echo build-moved/echo_roundtrip
 run_echo build-moved/echo_roundtrip_shared
 grep -q "$tmp/moved-prefix/lib/libnet.a" build-moved/CMakeFiles/echo_roundtrip.dir/link.txt ||
@@ -187,7 +226,7 @@ bounded 120 "find_package version requests" cmake -S versions -B build-versions 
   "-DREJECT=0.1;0.3;0.3.0;0.0.9;0.4.1;0.5;1;1.0;0.5...<1;1...<2;0.0.1...<0.4"
 
 echo "ok: cmake consumer: find_package(libnet 0.4 COMPONENTS tls dns http_client websocket" \
-  "http2 inspect), libnet::libnet(_shared) (echo, coroutine handler, FastCGI)," \
+  "http2 inspect grpc), grpc_roundtrip generated with the installed protoc-gen-libnet, libnet::libnet(_shared) (echo, coroutine handler, FastCGI)," \
   "libnet::tls(_shared), libnet::dns(_shared), libnet::http_client(_shared)," \
   "libnet::websocket(_shared), libnet::http2(_shared) and libnet::inspect(_shared) built" \
   "and ran, also from a" \

@@ -8,9 +8,10 @@
 # bounded SECONDS WHAT COMMAND... (runs COMMAND with a time limit, its output
 # in $tmp/log, shown when it fails), install_libnet ARGS... (tools/install.sh
 # under a limit), run_echo PROGRAM (runs an echo_roundtrip build, checks it
-# says OK; run_tls, run_dns, run_http, run_ws, run_h2, run_server and
-# run_inspect the same for the other programs), needs_library PROGRAM REGEX (whether PROGRAM's dynamic section
-# has a NEEDED entry matching REGEX) and elapsed (seconds since the test
+# says OK; run_tls, run_dns, run_http, run_ws, run_h2, run_server,
+# run_inspect and run_grpc the same for the other programs), needs_library
+# PROGRAM REGEX (whether PROGRAM's dynamic section has a NEEDED entry
+# matching REGEX) and elapsed (seconds since the test
 # started).
 set -euo pipefail
 
@@ -113,6 +114,12 @@ run_h2() {
 run_server() {
   bounded 30 "running $1" "$1"
   grep -q '^server_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'server_roundtrip: OK'"
+}
+
+# run_grpc PROGRAM: a grpc_roundtrip build ran its generated service.
+run_grpc() {
+  bounded 30 "running $1" "$1"
+  grep -q '^grpc_roundtrip: OK' "$tmp/log" || fail "$1 did not print 'grpc_roundtrip: OK'"
 }
 
 # run_inspect PROGRAM: an inspect_roundtrip build answered /debug/loops.

@@ -38,6 +38,8 @@ for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClien
   include/net/http/ResponseWriteAwaiter.h include/net/fastcgi/FastCgiHandler.h \
   include/net/fastcgi/UpstreamOptions.h include/net/inspect/Inspector.h \
   include/net/inspect/CpuProfiler.h include/net/inspect/ProfileSignal.h \
+  include/net/grpc/Server.h include/net/grpc/Service.h include/net/grpc/CoroStream.h \
+  include/net/grpc/Status.h \
   lib/libnet.a "lib/libnet.so.$version" lib/pkgconfig/libnet.pc \
   lib/libnet_tls.a "lib/libnet_tls.so.$version" lib/pkgconfig/libnet_tls.pc \
   lib/libnet_dns.a "lib/libnet_dns.so.$version" lib/pkgconfig/libnet_dns.pc \
@@ -46,6 +48,8 @@ for file in include/net/EventLoop.h include/net/TcpServer.h include/net/TcpClien
   "lib/libnet_websocket.so.$version" lib/pkgconfig/libnet_websocket.pc \
   lib/libnet_http2.a "lib/libnet_http2.so.$version" lib/pkgconfig/libnet_http2.pc \
   lib/libnet_inspect.a "lib/libnet_inspect.so.$version" lib/pkgconfig/libnet_inspect.pc \
+  lib/libnet_grpc.a "lib/libnet_grpc.so.$version" lib/pkgconfig/libnet_grpc.pc \
+  bin/protoc-gen-libnet \
   lib/cmake/libnet/libnetConfig.cmake lib/cmake/libnet/libnetConfigVersion.cmake \
   share/licenses/libnet/LICENSE share/libnet/install_manifest.txt; do
   [[ -f $root/$file ]] || fail "$file was not installed"
@@ -64,7 +68,8 @@ for file in net/dns/AddressCache.h net/UnixSocketFile.h net/ConnectionInput.h \
   [[ -f $repo/$file ]] || fail "$file is not in the checkout: update this list"
   [[ ! -e $root/include/$file ]] || fail "the private header $file was installed"
 done
-for component in tls dns http_client websocket http2 inspect; do
+[[ -x $root/bin/protoc-gen-libnet ]] || fail "bin/protoc-gen-libnet is not executable"
+for component in tls dns http_client websocket http2 inspect grpc; do
   # The libraries below a component are found beside it, whatever the prefix.
   readelf -d "$root/lib/libnet_$component.so.$version" | grep -q '(RUNPATH).*\[\$ORIGIN\]' ||
     fail "libnet_$component.so has no RUNPATH \$ORIGIN"
@@ -183,6 +188,25 @@ for library in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket 
 done
 grep -q '^Requires.private: libprofiler' "$root/lib/pkgconfig/libnet_inspect.pc" ||
   fail "libnet_inspect.pc does not require libprofiler"
+# gRPC: on libnet_http2, the only library with protobuf; the plugin runs.
+grpc_members=$(ar t "$root/lib/libnet_grpc.a" | sort | tr '\n' ' ')
+for member in Server.o Service.o Http2ServerCall.o CoroStream.o Wire.o MessageReader.o Gzip.o; do
+  grep -qw "$member" <<<"$grpc_members" || fail "libnet_grpc.a has no $member"
+done
+for member in Http2Server.o HttpServer.o; do
+  grep -qw "$member" <<<"$grpc_members" && fail "libnet_grpc.a holds $member"
+done
+grpc_dynamic=$(readelf -d "$root/lib/libnet_grpc.so.$version")
+for needed in "libnet\.so\.$soversion" "libnet_http2\.so\.$soversion" 'libprotobuf\.so\.32'; do
+  grep -q "(NEEDED).*\[$needed\]" <<<"$grpc_dynamic" || fail "libnet_grpc.so does not need $needed"
+done
+for library in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket libnet_http2 libnet_inspect; do
+  needs_library "$root/lib/$library.so.$version" 'libprotobuf\.so.*' && fail "$library.so needs protobuf"
+done
+grep -q '^Requires: libnet_http2 = .*protobuf' "$root/lib/pkgconfig/libnet_grpc.pc" ||
+  fail "libnet_grpc.pc does not require libnet_http2 and protobuf"
+"$root/bin/protoc-gen-libnet" </dev/null >/dev/null 2>&1 ||
+  fail "bin/protoc-gen-libnet does not run (an empty request is a valid one)"
 
 symbols=$(nm -DC --defined-only "$root/lib/libnet.so.$version")
 for symbol in 'libnet::TcpServer::start()' 'libnet::http::HttpServer::HttpServer(' 'libnet::newPoller(' \
@@ -225,7 +249,7 @@ info=$(dpkg-deb --field "$deb" Package Version Depends)
 grep -qx 'Package: libnet-dev' <<<"$info" || fail "package name: $info"
 grep -qx "Version: $version" <<<"$info" || fail "package version: $info"
 grep -q '^Depends: .*liburing-dev (>= 2.3).*liburing2' <<<"$info" || fail "package dependencies: $info"
-for runtime in libc-ares2 libssl3 zlib1g libnghttp2-14 libgoogle-perftools4; do
+for runtime in libc-ares2 libssl3 zlib1g libnghttp2-14 libgoogle-perftools4 libprotobuf32 libprotoc32; do
   grep -q "^Depends: .*$runtime" <<<"$info" || fail "the package does not depend on $runtime: $info"
 done
 contents=$(dpkg-deb --contents "$deb" | awk '{ print $6 }')
@@ -241,6 +265,8 @@ for file in ./usr/include/net/EventLoop.h ./usr/lib/libnet.a "./usr/lib/libnet.s
   ./usr/include/net/http/CoroHandler.h ./usr/include/net/fastcgi/FastCgiHandler.h \
   ./usr/include/net/inspect/Inspector.h ./usr/lib/libnet_inspect.a \
   "./usr/lib/libnet_inspect.so.$version" ./usr/lib/pkgconfig/libnet_inspect.pc \
+  ./usr/include/net/grpc/Server.h ./usr/lib/libnet_grpc.a "./usr/lib/libnet_grpc.so.$version" \
+  ./usr/lib/pkgconfig/libnet_grpc.pc ./usr/bin/protoc-gen-libnet \
   ./usr/share/licenses/libnet/LICENSE; do
   grep -qx "$file" <<<"$contents" || fail "the package lacks $file"
 done

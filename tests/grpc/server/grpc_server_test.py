@@ -13,6 +13,7 @@ with one loop and with two I/O loops:
 - unknown method and service: UNIMPLEMENTED; a handler that throws (an
   exception, an int) or drops its call: INTERNAL, and the next call works;
 - HTTP/1.1 on the same port: the HttpServer's own handler;
+- Options::maxDeadline: a longer grpc-timeout is cut to it;
 - h2 over TLS (ALPN) with grpcio's TLS credentials;
 - a drain (SIGTERM: HttpServer::drain, GOAWAY) with a call in flight: the
   call finishes OK, the server exits 0;
@@ -228,6 +229,21 @@ def drain(server, channel):
     check(code == 0, "grpc_test_server exited with %d after the drain" % code)
 
 
+def max_deadline(binary, backend):
+    server = Server(binary, backend, "--max-deadline-ms", "300")
+    with grpc.insecure_channel("127.0.0.1:%d" % server.port) as channel:
+        before = int(stats(channel)["cancels"])
+        # The client's deadline is far; the server's cap ends the call.
+        error = expect_error(lambda: method(channel, "Sleep")(b"", timeout=3 * WAIT),
+                             grpc.StatusCode.DEADLINE_EXCEEDED, "Sleep under maxDeadline")
+        # The server's trailers said so, not the client's own timer.
+        check("received from peer" in error.debug_error_string(),
+              "DEADLINE_EXCEEDED not from the server: %s" % error.debug_error_string())
+        check(wait_until(lambda: int(stats(channel)["cancels"]) == before + 1),
+              "the capped deadline did not reach the cancel callback")
+    server.stop()
+
+
 def tls(binary, backend, pki):
     server = Server(binary, backend, "--tls-cert", pki + "/server.pem",
                     "--tls-key", pki + "/server.key")
@@ -248,6 +264,7 @@ def main():
     subprocess.run([sys.argv[3], pki], check=True, timeout=WAIT)
     for backend in os.environ.get("LIBNET_TEST_BACKENDS", "epoll uring").split():
         tls(binary, backend, pki)
+        max_deadline(binary, backend)
         for threads in ("0", "2"):
             server = Server(binary, backend, "--threads", threads, "--max-receive", str(LIMIT),
                             "--max-send", str(LIMIT))

@@ -28,8 +28,8 @@
 //   CoroTimeout   co_awaits a sleep under coro::withTimeout(50ms): ABORTED
 // and GET /hello (the HttpServer's own handler) for "one port serves all".
 // --max-receive N / --max-send N set the message bounds, --threads N the
-// I/O loops, --tls-cert/--tls-key serve h2 over TLS (ALPN) instead of h2c.
-// SIGTERM drains (calls in flight finish) and exits 0.
+// I/O loops, --max-deadline-ms N caps grpc-timeout, --tls-cert/--tls-key serve h2 over TLS (ALPN)
+// instead of h2c. SIGTERM drains (calls in flight finish) and exits 0.
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/wrappers.pb.h>
@@ -349,11 +349,12 @@ int main(int argc, char* argv[]) {
   int threads = 0;
   int maxReceive = 4 * 1024 * 1024;
   int maxSend = 4 * 1024 * 1024;
+  int maxDeadlineMs = 0;
   libnet::PollerKind backend = libnet::PollerKind::kAuto;
   libnet::Flags flags("grpc_test_server",
                       "usage: grpc_test_server [--address IP] [--port N] "
                       "[--backend epoll|uring|auto] [--threads N] [--max-receive N] "
-                      "[--max-send N] [--tls-cert FILE --tls-key FILE]\n");
+                      "[--max-send N] [--max-deadline-ms N] [--tls-cert FILE --tls-key FILE]\n");
   libnet::ServerTls tls;
   tls.addTo(&flags);
   flags.addAddress("--address", &address);
@@ -362,6 +363,7 @@ int main(int argc, char* argv[]) {
   flags.addInt("--threads", &threads, 0, 64);
   flags.addInt("--max-receive", &maxReceive, 1, 1 << 30);
   flags.addInt("--max-send", &maxSend, 1, 1 << 30);
+  flags.addInt("--max-deadline-ms", &maxDeadlineMs, 0, 1 << 30);
   if (const std::optional<int> exit = flags.parse(argc, argv)) return *exit;
 
   libnet::EventLoop loop(backend);
@@ -384,7 +386,8 @@ int main(int argc, char* argv[]) {
         }
       });
   libnet::grpc::Server server(http, {.maxReceiveMessageBytes = static_cast<size_t>(maxReceive),
-                                     .maxSendMessageBytes = static_cast<size_t>(maxSend)});
+                                     .maxSendMessageBytes = static_cast<size_t>(maxSend),
+                                     .maxDeadline = std::chrono::milliseconds(maxDeadlineMs)});
   TestService service;
   server.addService(&service);
   libnet::SignalSet signals(&loop, {SIGINT, SIGTERM}, [&](int) {

@@ -83,6 +83,7 @@ struct Answer {
   int status = 0;
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
+  std::map<std::string, std::string> trailers;  // of a chunked body; names lower-cased
   bool whole =
       false;  // the framing's end was seen (length, last chunk, or EOF when close-delimited)
 
@@ -115,7 +116,7 @@ class AnswerReader {
       pending_.erase(0, n);
       a.whole = true;
     } else if (a.header("transfer-encoding") == "chunked") {
-      a.whole = readChunks(&a.body);
+      a.whole = readChunks(&a.body, &a.trailers);
     } else {
       while (fill()) {
       }
@@ -134,22 +135,26 @@ class AnswerReader {
   [[nodiscard]] const std::string& pending() const { return pending_; }
 
  private:
+  static void addField(const std::string& line, std::map<std::string, std::string>* fields) {
+    const size_t colon = line.find(':');
+    std::string name = line.substr(0, colon);
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    (*fields)[name] = line.substr(line.find_first_not_of(' ', colon + 1));
+  }
+
   static void parseHead(const std::string& head, Answer* a) {
     size_t lineEnd = head.find("\r\n");
     a->status = std::stoi(head.substr(9, 3));
     while (lineEnd != std::string::npos) {
       const size_t start = lineEnd + 2;
       lineEnd = head.find("\r\n", start);
-      const std::string line =
-          head.substr(start, lineEnd == std::string::npos ? std::string::npos : lineEnd - start);
-      const size_t colon = line.find(':');
-      std::string name = line.substr(0, colon);
-      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      a->headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
+      addField(
+          head.substr(start, lineEnd == std::string::npos ? std::string::npos : lineEnd - start),
+          &a->headers);
     }
   }
 
-  bool readChunks(std::string* body) {
+  bool readChunks(std::string* body, std::map<std::string, std::string>* trailers) {
     for (;;) {
       size_t lineEnd;
       while ((lineEnd = pending_.find("\r\n")) == std::string::npos) {
@@ -157,11 +162,25 @@ class AnswerReader {
       }
       const size_t size = std::stoul(pending_.substr(0, lineEnd), nullptr, 16);
       pending_.erase(0, lineEnd + 2);
+      if (size == 0) return readTrailers(trailers);
       if (!need(size + 2)) return false;
       if (pending_.compare(size, 2, "\r\n") != 0) return false;
       body->append(pending_, 0, size);
       pending_.erase(0, size + 2);
-      if (size == 0) return true;
+    }
+  }
+
+  // The trailer section after the last chunk, to its empty line.
+  bool readTrailers(std::map<std::string, std::string>* trailers) {
+    for (;;) {
+      size_t lineEnd;
+      while ((lineEnd = pending_.find("\r\n")) == std::string::npos) {
+        if (!fill()) return false;
+      }
+      const std::string line = pending_.substr(0, lineEnd);
+      pending_.erase(0, lineEnd + 2);
+      if (line.empty()) return true;
+      addField(line, trailers);
     }
   }
 
@@ -474,6 +493,47 @@ TEST_P(HttpServerAsyncTest, AbortAndDroppedWritersNeverPassAHalfAnswerOffAsWhole
     EXPECT_TRUE(reader.closedByServer());
     EXPECT_EQ(reader.pending(), "ten bytes.");
   }
+}
+
+TEST_P(HttpServerAsyncTest, TrailersEndAChunkedBodyAndResetCutsOnlyAnUnfinishedAnswer) {
+  startServer();
+  BlockingClient client(address_);
+  AnswerReader reader(&client);
+  ASSERT_TRUE(client.sendAll(get("/keep", "TE: trailers\r\n")));
+  ResponseWriterPtr writer = kept_.wait();
+  writer->start(HttpResponse(false));
+  writer->write("abc");
+  writer->finish({{"X-Checksum", "abc"}, {"X-Split\r\nInjected", "v\r\nalue"}});
+  Answer a = reader.next();
+  ASSERT_TRUE(a.whole);
+  EXPECT_EQ(a.body, "abc");
+  const std::map<std::string, std::string> trailers = {{"x-checksum", "abc"},
+                                                       {"x-split  injected", "v  alue"}};
+  EXPECT_EQ(a.trailers, trailers);
+  kept_.clear();
+  // With a Content-Length there is no place for them: dropped, the answer whole.
+  ASSERT_TRUE(client.sendAll(get("/keep")));
+  writer = kept_.wait();
+  HttpResponse head(false);
+  head.setContentLength(3);
+  writer->start(std::move(head));
+  writer->write("xyz");
+  writer->finish({{"X-Checksum", "xyz"}});
+  a = reader.next();
+  ASSERT_TRUE(a.whole);
+  EXPECT_EQ(a.body, "xyz");
+  EXPECT_TRUE(a.trailers.empty());
+  // reset() of a complete answer does nothing: the connection serves on.
+  writer->reset(0x8);
+  kept_.clear();
+  ASSERT_TRUE(client.sendAll(get("/now")));
+  a = reader.next();
+  EXPECT_EQ(a.body, "now");
+  // reset() before the head: the connection closes, no 500 made up.
+  ASSERT_TRUE(client.sendAll(get("/keep")));
+  kept_.wait()->reset(0x8);
+  EXPECT_TRUE(reader.closedByServer());
+  EXPECT_EQ(reader.pending(), "");
 }
 
 TEST_P(HttpServerAsyncTest, ThrowingHandlerIs500BeforeTheAnswerAndACutAfter) {

@@ -10,6 +10,16 @@
 //   GET  /resume   resumes every paused body
 //   GET  /stats    "handled=H completed=C aborted=A paused_received=R"
 //   GET  /later?ms=N  answered by a loop timer N ms later (the body whole)
+// and, as a gRPC server answers (for h2_trailers_test.py):
+//   POST /grpc/echo    each piece of the body written back as it comes, the
+//                      head saying the te, grpc-timeout and x-meta-bin fields
+//                      received; at the body's end the trailers grpc-status 0,
+//                      grpc-message and x-trailer-bin
+//   POST /grpc/unimplemented  a trailers-only answer (grpc-status 12)
+//   POST /grpc/deadline  "partial", the trailers grpc-status 4, then
+//                      RST_STREAM CANCEL while the client still sends
+//   GET  /h1/trailers  a chunked body "abc" with the trailer X-Checksum
+// /stats also counts "closed=N", the closed callbacks of /grpc/echo.
 // --max-streamed N sets maxStreamedBodyBytes; --idle-ms N the idle timeout.
 // One loop: the counters are the loop thread's.
 #include <charconv>
@@ -42,6 +52,7 @@ struct Stats {
   int handled = 0;
   int completed = 0;
   int aborted = 0;
+  int closed = 0;
   std::vector<RequestBodyPtr> paused;
 };
 
@@ -63,6 +74,54 @@ void answer(const ResponseWriterPtr& writer, std::string text, int status = 200)
   response.setContentType("text/plain");
   response.setBody(std::move(text));
   writer->respond(std::move(response));
+}
+
+HttpResponse grpcHead() {
+  HttpResponse head(false);
+  head.setContentType("application/grpc");
+  return head;
+}
+
+void grpcEcho(const HttpRequest& request, const ResponseWriterPtr& writer, Stats* stats) {
+  HttpResponse head = grpcHead();
+  for (const char* name : {"te", "grpc-timeout", "x-meta-bin"}) {
+    head.addHeader(std::string("x-seen-") + name, request.header(name).value_or("(none)"));
+  }
+  writer->start(std::move(head));
+  writer->setClosedCallback([stats] { ++stats->closed; });
+  const RequestBodyPtr body = writer->requestBody();
+  body->setEndCallback([writer, stats](RequestBody::End end) {
+    if (end == RequestBody::End::kAborted) {
+      ++stats->aborted;
+      return;
+    }
+    ++stats->completed;
+    writer->finish(
+        {{"grpc-status", "0"}, {"grpc-message", "echo%20done"}, {"X-Trailer-Bin", "AAEC"}});
+  });
+  body->setDataCallback([writer](std::string_view piece) { writer->write(std::string(piece)); });
+}
+
+// The ways a gRPC server ends a call without a message.
+bool grpcOther(std::string_view path, const ResponseWriterPtr& writer) {
+  if (path == "/grpc/unimplemented") {
+    HttpResponse head = grpcHead();
+    head.addHeader("grpc-status", "12");
+    head.addHeader("grpc-message", "unknown%20method");
+    writer->respondTrailersOnly(std::move(head));
+  } else if (path == "/grpc/deadline") {
+    writer->start(grpcHead());
+    writer->write("partial");
+    writer->finish({{"grpc-status", "4"}, {"grpc-message", "deadline"}});
+    writer->reset(0x8);  // CANCEL: the client stops sending
+  } else if (path == "/h1/trailers") {
+    writer->start(HttpResponse(false));
+    writer->write("abc");
+    writer->finish({{"X-Checksum", "abc"}});
+  } else {
+    return false;
+  }
+  return true;
 }
 
 void upload(const ResponseWriterPtr& writer, Stats* stats, bool paused) {
@@ -101,7 +160,10 @@ long queryNumber(std::string_view query, std::string_view key, long fallback) {
 void handle(const HttpRequest& request, const ResponseWriterPtr& writer, Stats* stats) {
   ++stats->handled;
   const std::string_view path = request.path();
-  if (path == "/upload" || path == "/paused") {
+  if (path == "/grpc/echo") {
+    grpcEcho(request, writer, stats);
+  } else if (grpcOther(path, writer)) {
+  } else if (path == "/upload" || path == "/paused") {
     upload(writer, stats, path == "/paused");
   } else if (path == "/early") {
     writer->requestBody()->setEndCallback([stats](RequestBody::End end) {
@@ -121,8 +183,8 @@ void handle(const HttpRequest& request, const ResponseWriterPtr& writer, Stats* 
     uint64_t received = 0;
     for (const RequestBodyPtr& body : stats->paused) received += body->received();
     answer(writer, "handled=" + std::to_string(stats->handled) +
-                       " completed=" + std::to_string(stats->completed) +
-                       " aborted=" + std::to_string(stats->aborted) +
+                       " completed=" + std::to_string(stats->completed) + " aborted=" +
+                       std::to_string(stats->aborted) + " closed=" + std::to_string(stats->closed) +
                        " paused_received=" + std::to_string(received) + "\n");
   } else if (path == "/later") {
     const long ms = queryNumber(request.query(), "ms=", 100);
@@ -160,7 +222,8 @@ int main(int argc, char* argv[]) {
   Stats stats;
   server.setRouter([](const HttpRequest& head) {
     const std::string_view path = head.path();
-    return path == "/upload" || path == "/paused" || path == "/early" || path == "/throw"
+    return path == "/upload" || path == "/paused" || path == "/early" || path == "/throw" ||
+                   path == "/grpc/echo" || path == "/grpc/deadline"
                ? HttpServer::Route::kStreamedBody
                : HttpServer::Route::kAsync;
   });
