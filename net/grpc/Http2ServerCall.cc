@@ -203,8 +203,10 @@ void Http2ServerCall::onData(std::string_view piece) {
     failInLoop(Status(errorStatus(error), std::string(errorText(error))));
     return;
   }
-  while (std::optional<std::string> message = reader_->next())
+  while (std::optional<std::string> message = reader_->next()) {
     waiting_.push_back(std::move(*message));
+    waitingCompressed_.push_back(reader_->lastCompressed());
+  }
   deliver();
 }
 
@@ -226,6 +228,8 @@ void Http2ServerCall::deliver() {
   while (!paused_ && !over() && messageCallback_ && !waiting_.empty()) {
     std::string message = std::move(waiting_.front());
     waiting_.pop_front();
+    lastCompressed_ = waitingCompressed_.front();
+    waitingCompressed_.pop_front();
     const std::function<void(std::string)> callback = messageCallback_;  // it may replace itself
     guarded("message callback", [&] { callback(std::move(message)); });
   }
@@ -433,6 +437,7 @@ void Http2ServerCall::release() {
   writableCallback_ = nullptr;
   cancelCallback_ = nullptr;
   waiting_.clear();
+  waitingCompressed_.clear();
 }
 
 }  // namespace libnet::grpc

@@ -76,6 +76,7 @@ class Http2ServerCall final : public ServerCall,
   void setHalfCloseCallback(std::function<void()> callback) override;
   void pauseReading() override;
   void resumeReading() override;
+  [[nodiscard]] bool lastMessageCompressed() const override { return lastCompressed_; }
 
   void addInitialMetadata(std::string key, std::string value) override;
   void addTrailingMetadata(std::string key, std::string value) override;
@@ -143,7 +144,9 @@ class Http2ServerCall final : public ServerCall,
 
   // Loop thread only.
   std::optional<MessageReader> reader_;
-  std::deque<std::string> waiting_;  // decoded, not yet delivered
+  std::deque<std::string> waiting_;     // decoded, not yet delivered
+  std::deque<bool> waitingCompressed_;  // each of waiting_'s compressed flags
+  bool lastCompressed_ = false;         // the message delivered last
   bool paused_ = false;
   bool bodyPaused_ = false;
   bool bodyEnded_ = false;

@@ -72,6 +72,7 @@ void MessageReader::completeMessage() {
   }
   readyBytes_ += message.size();
   ready_.push_back(std::move(message));
+  readyCompressed_.push_back(compressed_);
 }
 
 void MessageReader::fail(Error error) {
@@ -86,6 +87,8 @@ std::optional<std::string> MessageReader::next() {
   if (ready_.empty()) return std::nullopt;
   std::string message = std::move(ready_.front());
   ready_.pop_front();
+  lastCompressed_ = readyCompressed_.front();
+  readyCompressed_.pop_front();
   readyBytes_ -= message.size();
   return message;
 }

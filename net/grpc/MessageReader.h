@@ -51,6 +51,8 @@ class MessageReader {
   bool feed(std::string_view bytes);
   // The next complete message (decompressed), or nullopt.
   [[nodiscard]] std::optional<std::string> next();
+  // Whether the message next() returned last came compressed (flag byte 1).
+  [[nodiscard]] bool lastCompressed() const { return lastCompressed_; }
   [[nodiscard]] Error error() const { return error_; }
   // Bytes held: a partial message, plus complete ones not yet taken.
   [[nodiscard]] size_t buffered() const;
@@ -81,6 +83,8 @@ class MessageReader {
   size_t payloadLength_ = 0;
   std::string payload_;
   std::deque<std::string> ready_;
+  std::deque<bool> readyCompressed_;  // each of ready_'s flags
+  bool lastCompressed_ = false;
   size_t readyBytes_ = 0;
 };
 

@@ -65,6 +65,10 @@ class ServerCall {
   virtual void setHalfCloseCallback(std::function<void()> callback) = 0;
   virtual void pauseReading() = 0;
   virtual void resumeReading() = 0;
+  // Whether the message being delivered to the message callback (the last
+  // one delivered) came compressed on the wire: its flag byte was 1. gRPC's
+  // interop tests check a client's per-message compression with it.
+  [[nodiscard]] virtual bool lastMessageCompressed() const { return false; }
 
   // ---- the answer; any thread.
   // Before the first write (later ones are dropped).

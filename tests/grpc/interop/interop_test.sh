@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The interop matrix of grpc++ 1.51 and grpcio 1.51: each client against each
-# server (four pairs), every case, plaintext and TLS (interop_matrix.py prints
-# the matrix and fails on any failed case or misbehaving server).
+# The interop matrix of grpc++ 1.51, grpcio 1.51 and libnet's interop server
+# (examples/grpc, on each backend): each client against each server, every
+# case, plaintext and TLS (interop_matrix.py prints the matrix and fails on
+# any failed case or misbehaving server).
 set -euo pipefail
 here=$(dirname "$0")
 
@@ -36,6 +37,7 @@ $python -c "import grpc" 2>/dev/null || fail "python3-grpcio is needed (tools/se
 peer_env="env TSAN_OPTIONS=report_bugs=0"
 cpp_server="$peer_env $(runfile tests/grpc/peers/interop_server)"
 cpp_client="$peer_env $(runfile tests/grpc/peers/interop_client)"
+libnet_server=$(runfile examples/grpc/interop_server)
 peers=$(dirname "$(runfile tests/grpc/peers/py_interop_client.py)")
 stubs=${TEST_TMPDIR:-$(mktemp -d)}/stubs
 # Generated once here rather than by each of the 72 Python client runs.
@@ -44,6 +46,8 @@ $python "$peers/grpc_stubs.py" "$stubs"
 exec timeout -k 5 240 $python "$here/interop_matrix.py" \
   --grpc-server c++ "$cpp_server" \
   --grpc-server python "$python $peers/py_interop_server.py --stubs_dir $stubs" \
+  --grpc-server libnet-epoll "$libnet_server --backend epoll" \
+  --grpc-server libnet-uring "$libnet_server --backend uring" \
   --grpc-client c++ "$cpp_client" \
   --grpc-client python "$python $peers/py_interop_client.py --stubs_dir $stubs" \
   --jobs 4
