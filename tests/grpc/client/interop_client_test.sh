@@ -35,6 +35,7 @@ $python "$peers/grpc_stubs.py" "$stubs"
 exec timeout -k 5 280 $python "$(runfile tests/grpc/interop/interop_matrix.py)" \
   --grpc-server c++ "$cpp_server" \
   --grpc-server python "$python $peers/py_interop_server.py --stubs_dir $stubs" \
+  --grpc-server libnet "$(runfile examples/grpc/interop_server) --backend epoll" \
   --grpc-client libnet-epoll "$client --backend epoll" \
   --grpc-client libnet-uring "$client --backend uring" \
   --jobs 4
