@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A CMake project outside the repository builds echo_roundtrip.cc against an
-# installed libnet with find_package(libnet 0.4) and nothing else: no C++
+# installed libnet with find_package(libnet 0.5) and nothing else: no C++
 # standard of its own, so the build only works if libnet::libnet carries
 # cxx_std_20. Checks both targets (libnet::libnet, the static library, and
 # libnet::libnet_shared), that the installed tree still works after it is
@@ -53,7 +53,7 @@ cp "$repo/tests/consumers/grpc_roundtrip.proto" project/tests/consumers/
 cat >project/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.16)
 project(libnet_consumer CXX)
-find_package(libnet 0.4 REQUIRED COMPONENTS tls dns http_client websocket http2 inspect grpc)
+find_package(libnet 0.5 REQUIRED COMPONENTS tls dns http_client websocket http2 inspect grpc)
 if(NOT libnet_LICENSE STREQUAL "MIT")
   message(FATAL_ERROR "libnet_LICENSE is '${libnet_LICENSE}', expected MIT")
 endif()
@@ -204,7 +204,7 @@ grep -q "$tmp/moved-prefix/lib/libnet.a" build-moved/CMakeFiles/echo_roundtrip.d
   fail "after the move, echo_roundtrip did not link $tmp/moved-prefix/lib/libnet.a"
 
 # Version requests: the same API (MAJOR.MINOR before 1.0) and not newer than
-# installed (0.4.0); a request of MAJOR alone takes any MINOR.
+# installed (0.5.0); a request of MAJOR alone takes any MINOR.
 mkdir versions
 cat >versions/CMakeLists.txt <<'EOF'
 cmake_minimum_required(VERSION 3.19)
@@ -219,13 +219,13 @@ foreach(request IN LISTS ACCEPT REJECT)
   endif()
 endforeach()
 EOF
-[[ $version == 0.4.0 ]] || fail "update the version requests here for VERSION $version"
+[[ $version == 0.5.0 ]] || fail "update the version requests here for VERSION $version"
 bounded 120 "find_package version requests" cmake -S versions -B build-versions \
   -DCMAKE_PREFIX_PATH="$tmp/moved-prefix" \
-  "-DACCEPT=0;0.4;0.4.0;0.1...<1;0...0.4.0;0.4...<0.5" \
-  "-DREJECT=0.1;0.3;0.3.0;0.0.9;0.4.1;0.5;1;1.0;0.5...<1;1...<2;0.0.1...<0.4"
+  "-DACCEPT=0;0.5;0.5.0;0.1...<1;0...0.5.0;0.5...<0.6" \
+  "-DREJECT=0.1;0.4;0.4.0;0.0.9;0.5.1;0.6;1;1.0;0.6...<1;1...<2;0.0.1...<0.5"
 
-echo "ok: cmake consumer: find_package(libnet 0.4 COMPONENTS tls dns http_client websocket" \
+echo "ok: cmake consumer: find_package(libnet 0.5 COMPONENTS tls dns http_client websocket" \
   "http2 inspect grpc), grpc_roundtrip generated with the installed protoc-gen-libnet, libnet::libnet(_shared) (echo, coroutine handler, FastCGI)," \
   "libnet::tls(_shared), libnet::dns(_shared), libnet::http_client(_shared)," \
   "libnet::websocket(_shared), libnet::http2(_shared) and libnet::inspect(_shared) built" \

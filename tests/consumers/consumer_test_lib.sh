@@ -57,7 +57,7 @@ run_echo() {
 }
 
 # soversion_of VERSION: the version in the libraries' sonames (tools/install.sh):
-# MAJOR.MINOR before 1.0 (libnet.so.0.4), MAJOR from 1.0 on.
+# MAJOR.MINOR before 1.0 (libnet.so.0.5), MAJOR from 1.0 on.
 soversion_of() {
   local major=${1%%.*} rest=${1#*.}
   if ((major == 0)); then echo "0.${rest%%.*}"; else echo "$major"; fi
