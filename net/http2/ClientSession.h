@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "base/Duration.h"
+#include "net/http2/TokenBucket.h"
 #include "base/Timestamp.h"
 
 struct nghttp2_session;
@@ -177,19 +178,6 @@ class ClientSession {
   struct Callbacks;
 
  private:
-  // A token bucket, as ServerSession's.
-  class Bucket {
-   public:
-    Bucket(uint32_t burst, uint32_t perSecond);
-    [[nodiscard]] bool take(MonoTime now);
-
-   private:
-    double tokens_;
-    double burst_;
-    double perSecond_;
-    MonoTime last_{};
-  };
-
   [[nodiscard]] int stopIfFailed() const;
   // A session nghttp2 ended by itself is a failed one.
   void noticeTermination();
@@ -226,7 +214,7 @@ class ClientSession {
   uint32_t failCode_ = 0;  // the GOAWAY code the session ended with
   std::string failure_;
   bool busy_ = false;  // inside nghttp2: streams close once it returns
-  Bucket control_;
+  TokenBucket control_;
   std::function<void()> pingAck_;
   std::function<void(int32_t, uint32_t)> goAway_;
 };

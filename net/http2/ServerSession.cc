@@ -522,20 +522,6 @@ struct ServerSession::Callbacks {
   }
 };
 
-ServerSession::Bucket::Bucket(uint32_t burst, uint32_t perSecond)
-    : tokens_(burst), burst_(burst), perSecond_(perSecond) {}
-
-bool ServerSession::Bucket::take(MonoTime now) {
-  if (last_ != MonoTime{}) {
-    const double seconds = std::chrono::duration<double>(now - last_).count();
-    tokens_ = std::min(burst_, tokens_ + seconds * perSecond_);
-  }
-  last_ = now;
-  if (tokens_ < 1) return false;
-  tokens_ -= 1;
-  return true;
-}
-
 namespace {
 
 // nghttp2 copies callbacks and options into the session: made once per

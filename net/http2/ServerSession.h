@@ -57,6 +57,7 @@
 #include "net/http/HttpServer.h"
 #include "net/http/ResponseWriter.h"
 #include "net/http2/Options.h"
+#include "net/http2/TokenBucket.h"
 
 struct nghttp2_session;
 
@@ -210,18 +211,6 @@ class ServerSession {
 
   // A token bucket: take() is false once the burst is spent faster than
   // the rate refills it.
-  class Bucket {
-   public:
-    Bucket(uint32_t burst, uint32_t perSecond);
-    [[nodiscard]] bool take(MonoTime now);
-
-   private:
-    double tokens_;
-    double burst_;
-    double perSecond_;
-    MonoTime last_{};
-  };
-
   // What a callback returns: once a defence has ended the connection, a
   // fatal error, so that nghttp2 parses nothing more of this input (its
   // state after its own termination is not meant to be parsed on: an
@@ -311,8 +300,8 @@ class ServerSession {
   bool goingAway_ = false;
   int32_t goAwayLast_ = 0;
   bool failed_ = false;
-  Bucket resets_;
-  Bucket control_;
+  TokenBucket resets_;
+  TokenBucket control_;
   // A HEADERS or non-empty DATA frame came since the last PING (which is
   // then not charged to control_).
   bool trafficSincePing_ = false;

@@ -150,7 +150,7 @@ grep -q '^Requires.private: zlib' "$root/lib/pkgconfig/libnet_websocket.pc" ||
 # HTTP/2: its own objects only, on libnet.so alone, the only library with
 # nghttp2.
 h2_members=$(ar t "$root/lib/libnet_http2.a")
-[[ $(sort <<<"$h2_members" | tr '\n' ' ') == "CoroServe.o Http2RequestBody.o Http2Server.o Http2Writer.o ServerSession.o " ]] ||
+[[ $(sort <<<"$h2_members" | tr '\n' ' ') == "ClientConnection.o ClientSession.o CoroServe.o Http2RequestBody.o Http2Server.o Http2Writer.o ServerSession.o TokenBucket.o " ]] ||
   fail "libnet_http2.a holds: $(tr '\n' ' ' <<<"$h2_members")"
 h2_dynamic=$(readelf -d "$root/lib/libnet_http2.so.$version")
 for needed in "libnet\.so\.$soversion" 'libnghttp2\.so\.14'; do
@@ -190,14 +190,16 @@ grep -q '^Requires.private: libprofiler' "$root/lib/pkgconfig/libnet_inspect.pc"
   fail "libnet_inspect.pc does not require libprofiler"
 # gRPC: on libnet_http2, the only library with protobuf; the plugin runs.
 grpc_members=$(ar t "$root/lib/libnet_grpc.a" | sort | tr '\n' ' ')
-for member in Server.o Service.o Http2ServerCall.o CoroStream.o Wire.o MessageReader.o Gzip.o; do
+for member in Server.o Service.o Http2ServerCall.o CoroStream.o Wire.o MessageReader.o Gzip.o \
+  Channel.o ClientCall.o CoroClient.o; do
   grep -qw "$member" <<<"$grpc_members" || fail "libnet_grpc.a has no $member"
 done
-for member in Http2Server.o HttpServer.o; do
+for member in Http2Server.o HttpServer.o ClientSession.o TlsContext.o Resolver.o; do
   grep -qw "$member" <<<"$grpc_members" && fail "libnet_grpc.a holds $member"
 done
 grpc_dynamic=$(readelf -d "$root/lib/libnet_grpc.so.$version")
-for needed in "libnet\.so\.$soversion" "libnet_http2\.so\.$soversion" 'libprotobuf\.so\.32'; do
+for needed in "libnet\.so\.$soversion" "libnet_http2\.so\.$soversion" "libnet_tls\.so\.$soversion" \
+  "libnet_dns\.so\.$soversion" 'libprotobuf\.so\.32'; do
   grep -q "(NEEDED).*\[$needed\]" <<<"$grpc_dynamic" || fail "libnet_grpc.so does not need $needed"
 done
 for library in libnet libnet_tls libnet_dns libnet_http_client libnet_websocket libnet_http2 libnet_inspect; do
