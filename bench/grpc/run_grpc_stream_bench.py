@@ -63,6 +63,9 @@ STREAMS_PER_CONNECTION = 100
 CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
 # Time for the server to finish what a step started before its RSS is read.
 SETTLE_S = 1.0
+# How long the streams may take to open: a server that serves each call on a
+# thread of a bounded pool answers no more than the pool holds.
+OPEN_LIMIT_S = 20.0
 
 
 def default_servers(tmp):
@@ -164,7 +167,10 @@ async def hold_streams(pb, port, count, pid):
     async def one_round_trip(call):
         await call.write(request)
         await call.read()
-    await asyncio.gather(*(one_round_trip(c) for c in calls))
+    try:
+        await asyncio.wait_for(asyncio.gather(*(one_round_trip(c) for c in calls)), OPEN_LIMIT_S)
+    except asyncio.TimeoutError:
+        raise RuntimeError("%d streams not all answered within %g s" % (count, OPEN_LIMIT_S))
     await asyncio.sleep(SETTLE_S)
     rss = benchlib.rss_kib(pid)
     for call in calls:
