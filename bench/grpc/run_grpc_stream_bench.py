@@ -63,8 +63,7 @@ STREAMS_PER_CONNECTION = 100
 CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
 # Time for the server to finish what a step started before its RSS is read.
 SETTLE_S = 1.0
-# How long the streams may take to open: a server that serves each call on a
-# thread of a bounded pool answers no more than the pool holds.
+# How long the streams may take to open before the run counts as failed.
 OPEN_LIMIT_S = 20.0
 
 
