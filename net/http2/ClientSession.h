@@ -46,8 +46,8 @@
 #include <vector>
 
 #include "base/Duration.h"
-#include "net/http2/TokenBucket.h"
 #include "base/Timestamp.h"
+#include "net/http2/TokenBucket.h"
 
 struct nghttp2_session;
 

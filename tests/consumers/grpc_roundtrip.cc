@@ -108,8 +108,8 @@ int callOverTheNetwork(Greeter& greeter) {
   grpc::Server server(http, {});
   server.addService(&greeter);
   http.start();
-  auto channel = grpc::Channel::create(
-      &loop, "127.0.0.1:" + std::to_string(http.listenAddress().port()), {});
+  auto channel =
+      grpc::Channel::create(&loop, "127.0.0.1:" + std::to_string(http.listenAddress().port()), {});
   consumer::v1::Greeter::Stub stub(channel);
   consumer::v1::HelloRequest request;
   request.set_name("network");
