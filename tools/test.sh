@@ -33,7 +33,9 @@
 #
 # Tests tagged "load" (long load and soak tests: wrk, thousands of
 # connections, the benchmark scripts) run once, in the plain phase; the
-# sanitizer phases and the run without io_uring leave them out.
+# sanitizer phases and the run without io_uring leave them out. Targets
+# tagged "no_sanitizers" (the grpc++ peers of the gRPC interop tests, and
+# those tests) are built and run in the plain phase only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -70,6 +72,10 @@ bazel_test() {
 log_dir=$(mktemp -d)
 trap 'rm -rf "$log_dir"' EXIT
 no_load=--test_tag_filters=-load
+# The sanitizer phases also leave out what is tagged no_sanitizers (the grpc++
+# peers, uninstrumented and slow to compile, and the tests that run them):
+# neither built nor run.
+sanitized=(--build_tag_filters=-no_sanitizers --test_tag_filters=-load,-no_sanitizers)
 
 status=0
 if (($# > 0)); then
@@ -82,10 +88,10 @@ else
   phase "bazel test C++ tests without io_uring" bazel_test "$log_dir/no_uring.log" \
     'kind(cc_test, //...)' --run_under=//tests/net:without_io_uring "$no_load" $cc_tests ||
     status=$?
-  phase "bazel test --config=asan" bazel_test "$log_dir/asan.log" 'tests(//...)' \
-    --config=asan "$no_load" //... || status=$?
-  phase "bazel test --config=tsan" bazel_test "$log_dir/tsan.log" 'tests(//...)' \
-    --config=tsan "$no_load" //... || status=$?
+  phase "bazel test --config=asan" bazel_test "$log_dir/asan.log" 'tests(//...) except attr(tags, no_sanitizers, //...)' \
+    --config=asan "${sanitized[@]}" //... || status=$?
+  phase "bazel test --config=tsan" bazel_test "$log_dir/tsan.log" 'tests(//...) except attr(tags, no_sanitizers, //...)' \
+    --config=tsan "${sanitized[@]}" //... || status=$?
   phase "tools/format_check.sh" tools/format_check.sh || status=$?
   phase "tools/function_lengths.py" \
     python3 tools/function_lengths.py base net examples bench pingpong tools || status=$?
