@@ -3,7 +3,8 @@
 # runs each for a while, starting from its seed corpus: http (the HttpParser),
 # tls (the TLS input path, TlsSession as a server), websocket (the WebSocket
 # Receiver, both roles, with and without permessage-deflate) and http2 (the
-# HTTP/2 server session on nghttp2, net/http2/ServerSession) and fastcgi (what a
+# HTTP/2 server session on nghttp2, net/http2/ServerSession), h2client (the
+# HTTP/2 client session, net/http2/ClientSession, fed a server's bytes) and fastcgi (what a
 # FastCGI application sends back: net/fastcgi's RecordDecoder and
 # CgiResponseParser).
 #
@@ -24,12 +25,12 @@ root=$PWD
 
 seconds=${1:-60}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds == 0)); then
-  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket|http2|fastcgi ...]]" >&2
+  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket|http2|h2client|fastcgi ...]]" >&2
   exit 2
 fi
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(http tls websocket http2 fastcgi)
+((${#targets[@]})) || targets=(http tls websocket http2 h2client fastcgi)
 
 # Not built through Bazel: Bazel 4 has no libFuzzer support of its own (that
 # is rules_fuzzing, which would have to be downloaded), and pointing it at
@@ -129,6 +130,16 @@ target_spec() {
       # frames of any other kind.
       options=(-dict=tests/net/http2/fuzz/http2.dict -max_len=16384)
       ;;
+    h2client)
+      sources=(tests/net/http2/client/fuzz/ClientSessionFuzzer.cc net/http2/ClientSession.cc
+        net/Buffer.cc net/BufferStorage.cc base/Logging.cc base/LogStream.cc base/Timestamp.cc
+        base/CurrentThread.cc)
+      headers=(net/http2/ClientSession.h net/Buffer.h net/BufferStorage.h base/Logging.h)
+      libs=(-lnghttp2)
+      seeds_dir=tests/net/http2/client/fuzz/corpus
+      # The three streams' answers and a few hundred frames besides.
+      options=(-max_len=16384)
+      ;;
     fastcgi)
       sources=(tests/net/fastcgi/fuzz/RecordFuzzer.cc net/fastcgi/RecordDecoder.cc
         net/fastcgi/RecordEncoder.cc net/fastcgi/CgiResponseParser.cc net/http/HttpResponse.cc
@@ -141,7 +152,7 @@ target_spec() {
       options=(-max_len=8192)
       ;;
     *)
-      echo "fuzz.sh: unknown target '$1' (http, tls, websocket, http2, fastcgi)" >&2
+      echo "fuzz.sh: unknown target '$1' (http, tls, websocket, http2, h2client, fastcgi)" >&2
       exit 2
       ;;
   esac

@@ -262,8 +262,8 @@ void ClientConnection::closeWith(std::string reason) {
   if (stateCallback_) stateCallback_(State::kClosed, reason);
 }
 
-ClientConnection::StreamKey ClientConnection::submit(ClientSession::Fields fields,
-                                                     std::string body, bool endStream,
+ClientConnection::StreamKey ClientConnection::submit(ClientSession::Fields fields, std::string body,
+                                                     bool endStream,
                                                      ClientSession::StreamCallbacks callbacks) {
   const StreamKey key = nextKey_.fetch_add(1, std::memory_order_relaxed);
   inLoop([key, fields = std::move(fields), body = std::move(body), endStream,

@@ -113,8 +113,7 @@ class ClientConnection : public std::enable_shared_from_this<ClientConnection> {
   [[nodiscard]] const std::string& name() const { return name_; }
 
  private:
-  ClientConnection(EventLoop* loop, const SocketAddress& server, std::string name,
-                   Options options);
+  ClientConnection(EventLoop* loop, const SocketAddress& server, std::string name, Options options);
   // Runs `fn(self)` on the loop, if the connection still exists then.
   template <class F>
   void inLoop(F&& fn);

@@ -356,9 +356,9 @@ ClientSession::ClientSession(std::string name, Options options)
   // Each byte received gives its room back to the connection window at
   // once: as large as every stream's window together, so it never slows
   // what they allow.
-  const uint64_t window = std::min<uint64_t>(
-      uint64_t{options_.streamWindow} * std::max<size_t>(options_.maxStreams, 1),
-      NGHTTP2_MAX_WINDOW_SIZE);
+  const uint64_t window =
+      std::min<uint64_t>(uint64_t{options_.streamWindow} * std::max<size_t>(options_.maxStreams, 1),
+                         NGHTTP2_MAX_WINDOW_SIZE);
   if (window > NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE) {
     nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
                                           static_cast<int32_t>(window));

@@ -212,7 +212,7 @@ class ClientSession {
   std::map<int32_t, std::unique_ptr<Stream>> streams_;
   std::vector<int32_t> resumed_;   // consumers that resumed: deliver() in produce()
   std::vector<int32_t> writable_;  // streams owed onWritable after the send
-  Buffer* out_ = nullptr;         // produce()'s target while it runs
+  Buffer* out_ = nullptr;          // produce()'s target while it runs
   size_t budget_ = 0;
   size_t unconsumed_ = 0;  // DATA bytes not yet given back to the connection window
   bool headerBlockOpen_ = false;

@@ -72,7 +72,8 @@ class ClientConnectionTest : public ClientFixture {
         serverTls.alpn = alpn;
         options.layer = tls::newLayer(tls::Context::newServer(serverTls));
       }
-      server_ = std::make_unique<http::HttpServer>(serverLoop_, InetAddress(0, true), "h2", options);
+      server_ =
+          std::make_unique<http::HttpServer>(serverLoop_, InetAddress(0, true), "h2", options);
       server_->setRouter([](const http::HttpRequest& head) {
         return head.path() == "/upload" ? http::HttpServer::Route::kStreamedBody
                                         : http::HttpServer::Route::kHandler;
@@ -230,9 +231,7 @@ TEST_P(ClientConnectionTest, PausedConsumerHoldsOneWindow) {
   auto o = std::make_shared<Outcome>();
   ClientConnection::StreamKey key = 0;
   o->onHead = [this, &key] { conn_->pause(key); };
-  runSync(clientLoop_, [&] {
-    key = conn_->submit(request("GET", "/big"), {}, true, record(o));
-  });
+  runSync(clientLoop_, [&] { key = conn_->submit(request("GET", "/big"), {}, true, record(o)); });
   const auto held = [&] { return runSync(clientLoop_, [&] { return conn_->heldBytes(key); }); };
   ASSERT_TRUE(waitUntil([&] { return held() >= 64 * 1024; }));
   const int acks = pingAcks();

@@ -26,7 +26,8 @@ constexpr uint8_t kEndStream = NGHTTP2_FLAG_END_STREAM;
 
 std::string u32(uint32_t v) {
   std::string out;
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xff));
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((v >> shift) & 0xff));
   return out;
 }
 
