@@ -3,7 +3,8 @@
 # runs each for a while, starting from its seed corpus: http (the HttpParser),
 # tls (the TLS input path, TlsSession as a server), websocket (the WebSocket
 # Receiver, both roles, with and without permessage-deflate) and http2 (the
-# HTTP/2 server session on nghttp2, net/http2/ServerSession), fastcgi (what a
+# HTTP/2 server session on nghttp2, net/http2/ServerSession), h2client (the
+# HTTP/2 client session, net/http2/ClientSession, fed a server's bytes), fastcgi (what a
 # FastCGI application sends back: net/fastcgi's RecordDecoder and
 # CgiResponseParser) and grpc_wire (gRPC's message framer and gzip
 # decompressor, net/grpc's MessageReader and gzipDecompress).
@@ -25,12 +26,12 @@ root=$PWD
 
 seconds=${1:-60}
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds == 0)); then
-  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket|http2|fastcgi|grpc_wire ...]]" >&2
+  echo "usage: tools/fuzz.sh [SECONDS [http|tls|websocket|http2|h2client|fastcgi|grpc_wire ...]]" >&2
   exit 2
 fi
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(http tls websocket http2 fastcgi grpc_wire)
+((${#targets[@]})) || targets=(http tls websocket http2 h2client fastcgi grpc_wire)
 
 # Not built through Bazel: Bazel 4 has no libFuzzer support of its own (that
 # is rules_fuzzing, which would have to be downloaded), and pointing it at
@@ -111,13 +112,14 @@ target_spec() {
     http2)
       sources=(tests/net/http2/fuzz/Http2SessionFuzzer.cc tests/net/http2/fuzz/FrameCheck.cc
         tests/net/http2/fuzz/FuzzHandler.cc net/http2/ServerSession.cc net/http2/Http2Writer.cc
-        net/http2/Http2RequestBody.cc
+        net/http2/Http2RequestBody.cc net/http2/TokenBucket.cc
         net/http/WriterGate.cc net/EventLoopBase.cc net/BufferPool.cc net/http/HttpRequest.cc
         net/http/BodyBudget.cc net/http/HttpResponse.cc net/http/HttpDate.cc net/http/RequestTarget.cc net/Buffer.cc
         net/BufferStorage.cc base/Logging.cc base/LogStream.cc base/Timestamp.cc
         base/CurrentThread.cc)
       headers=(tests/net/http2/fuzz/FrameCheck.h tests/net/http2/fuzz/FuzzHandler.h
         net/http2/ServerSession.h net/http2/Http2Writer.h net/http2/Http2RequestBody.h
+        net/http2/TokenBucket.h
         net/http/WriterGate.h net/http/RequestBody.h
         net/http/ResponseWriter.h net/http2/Options.h net/http/HttpRequest.h
         net/http/BodyBudget.h net/http/HttpResponse.h net/http/HttpDate.h net/http/HttpParser.h net/http/HttpServer.h
@@ -129,6 +131,17 @@ target_spec() {
       # Room for the 210 streams of the rapid-reset seed and a few hundred
       # frames of any other kind.
       options=(-dict=tests/net/http2/fuzz/http2.dict -max_len=16384)
+      ;;
+    h2client)
+      sources=(tests/net/http2/client/fuzz/ClientSessionFuzzer.cc net/http2/ClientSession.cc
+        net/http2/TokenBucket.cc
+        net/Buffer.cc net/BufferStorage.cc base/Logging.cc base/LogStream.cc base/Timestamp.cc
+        base/CurrentThread.cc)
+      headers=(net/http2/ClientSession.h net/http2/TokenBucket.h net/Buffer.h net/BufferStorage.h base/Logging.h)
+      libs=(-lnghttp2)
+      seeds_dir=tests/net/http2/client/fuzz/corpus
+      # The three streams' answers and a few hundred frames besides.
+      options=(-max_len=16384)
       ;;
     fastcgi)
       sources=(tests/net/fastcgi/fuzz/RecordFuzzer.cc net/fastcgi/RecordDecoder.cc
@@ -153,7 +166,7 @@ target_spec() {
       options=(-max_len=16384)
       ;;
     *)
-      echo "fuzz.sh: unknown target '$1' (http, tls, websocket, http2, fastcgi, grpc_wire)" >&2
+      echo "fuzz.sh: unknown target '$1' (http, tls, websocket, http2, h2client, fastcgi, grpc_wire)" >&2
       exit 2
       ;;
   esac

@@ -245,6 +245,30 @@ TEST_P(HostileServerTest, HpackBombEndsTheConnection) {
   EXPECT_EQ(goAwayCode_.load(), static_cast<uint32_t>(NGHTTP2_ENHANCE_YOUR_CALM));
 }
 
+// A header block that never ends (CONTINUATION after CONTINUATION): the
+// connection ends at maxHeaderBlockFrames, whatever the bytes.
+TEST_P(HostileServerTest, ContinuationFloodEndsTheConnection) {
+  std::atomic<uint32_t>* code = &goAwayCode_;
+  serve([code](ScriptPeer& peer) {
+    peer.handshake();
+    const std::vector<int32_t> ids = peer.requests(1);
+    if (ids.size() != 1) return;
+    std::string flood = frame(NGHTTP2_HEADERS, 0, ids[0], literal(":status", "200"));
+    for (int i = 0; i < 200; ++i)
+      flood += frame(NGHTTP2_CONTINUATION, 0, ids[0], literal("a", "b"));
+    peer.send(flood);
+    if (const auto c = peer.drain()) *code = *c;
+  });
+  connect(server_->address());
+  const auto o = gets(1)[0];
+  ASSERT_TRUE(waitState(State::kClosed));
+  EXPECT_NE(closeReason().find("HTTP/2 error"), std::string::npos) << closeReason();
+  ASSERT_TRUE(waitUntil([&] { return o->closed(); }));
+  EXPECT_TRUE(o->closeValue().connectionLost);
+  stopServer();
+  EXPECT_EQ(goAwayCode_.load(), static_cast<uint32_t>(NGHTTP2_ENHANCE_YOUR_CALM));
+}
+
 // Floods of frames that each cost the client an answer.
 TEST_P(HostileServerTest, SettingsFloodEndsTheConnection) {
   std::atomic<uint32_t>* code = &goAwayCode_;
