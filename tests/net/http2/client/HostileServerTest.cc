@@ -143,7 +143,9 @@ TEST_P(HostileServerTest, ConnectionDroppedMidStream) {
     const std::vector<int32_t> ids = peer.requests(3);
     if (ids.size() != 3) return;
     peer.send(head(ids[0], 200, false) + frame(NGHTTP2_DATA, 0, ids[0], "half"));
-  });  // the socket closes as the script returns
+    peer.shutdownWrite();  // gone after "half", with a FIN, not a reset
+    peer.drain();
+  });
   connect(server_->address());
   const auto o = gets(3);
   for (const auto& each : o) ASSERT_TRUE(waitUntil([&] { return each->closed(); }));

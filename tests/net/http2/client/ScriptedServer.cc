@@ -144,6 +144,8 @@ std::vector<int32_t> ScriptPeer::requests(size_t n) {
   return ids;
 }
 
+void ScriptPeer::shutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+
 std::optional<uint32_t> ScriptPeer::drain() {
   while (next()) {
   }

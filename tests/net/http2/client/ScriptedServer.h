@@ -58,6 +58,10 @@ class ScriptPeer {
   // one came.
   std::optional<uint32_t> drain();
   [[nodiscard]] const std::optional<uint32_t>& goAwayCode() const { return goAway_; }
+  // FIN after what was sent: the connection ends for the client without a
+  // reset (closing with the client's bytes unread would send RST, and the
+  // client's kernel may then drop what it had not read yet).
+  void shutdownWrite();
 
  private:
   int fd_;
